@@ -1,0 +1,147 @@
+//! `toolgauge exec`: one response through Parse, Validate, Execute, Return
+//! and (optionally) Record.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::CliError;
+use crate::pipeline::{ExecMode, ExecOptions, Pipeline, SessionLog};
+use crate::provider::Provider;
+use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource, check_definitions_file};
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The wire format of the response.
+    #[arg(long, value_parser = parse_provider)]
+    pub provider: Provider,
+    /// A JSON array of tool definitions to register.
+    #[arg(long, value_name = "TOOLS.json")]
+    pub tools: Option<PathBuf>,
+    /// Built-in tools to register (comma-separated, or `all`). Without
+    /// --tools or --builtin: echo, math, sleep, and the file tools when
+    /// --sandbox is given.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub builtin: Vec<String>,
+    /// The directory the file tools are confined to.
+    #[arg(long, value_name = "DIR")]
+    pub sandbox: Option<PathBuf>,
+    /// Append the JSONL session log to this file (created or truncated).
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<PathBuf>,
+    /// Run every call alone, one after the other.
+    #[arg(long)]
+    pub serial: bool,
+    /// How many reads may run at once.
+    #[arg(long, default_value_t = crate::pipeline::DEFAULT_MAX_CONCURRENCY)]
+    pub max_concurrency: usize,
+    /// Truncate tool output beyond this many bytes.
+    #[arg(long, default_value_t = crate::pipeline::DEFAULT_OUTPUT_LIMIT, value_name = "BYTES")]
+    pub output_limit: usize,
+    /// The response body, as the provider's API returned it.
+    #[arg(value_name = "RESPONSE.json")]
+    pub response: PathBuf,
+}
+
+fn parse_provider(text: &str) -> Result<Provider, String> {
+    text.parse()
+}
+
+pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
+    let registry = Arc::new(build_registry(args)?);
+    let body = std::fs::read(&args.response).map_err(|e| {
+        CliError(format!("{}: cannot read: {e}", args.response.display()))
+    })?;
+    let parsed = args
+        .provider
+        .parse_response(&body)
+        .map_err(|e| CliError(format!("{}: {e}", args.response.display())))?;
+    let options = ExecOptions {
+        mode: if args.serial {
+            ExecMode::Serial
+        } else {
+            ExecMode::Parallel
+        },
+        max_concurrency: args.max_concurrency,
+        output_limit: args.output_limit,
+    };
+    let pipeline = Pipeline::new(registry, options);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))?;
+    let batch = runtime.block_on(pipeline.run(&parsed.calls));
+
+    if let Some(path) = &args.session {
+        let mut log = SessionLog::create(path)
+            .map_err(|e| CliError(format!("{}: cannot create: {e}", path.display())))?;
+        log.record(&parsed.calls, &batch)
+            .map_err(|e| CliError(format!("{}: cannot write: {e}", path.display())))?;
+    }
+
+    let messages = args.provider.format_results(&batch.results);
+    let text = serde_json::to_string_pretty(&messages).expect("JSON values always serialize");
+    println!("{text}");
+
+    let mut errors: BTreeMap<&str, usize> = BTreeMap::new();
+    for result in &batch.results {
+        if let Some(kind) = result.error_kind {
+            *errors.entry(kind.as_str()).or_default() += 1;
+        }
+    }
+    let failed = batch.error_count();
+    let detail: Vec<String> = errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    eprintln!(
+        "{} call(s): {} ok, {} failed{}; makespan {:.3} ms",
+        batch.results.len(),
+        batch.results.len() - failed,
+        failed,
+        if detail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", detail.join(", "))
+        },
+        batch.makespan.as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
+    let sandbox = match &args.sandbox {
+        Some(dir) => Some(
+            Sandbox::new(dir)
+                .map_err(|e| CliError(format!("--sandbox {}: {e}", dir.display())))?,
+        ),
+        None => None,
+    };
+    let mut sources = Vec::new();
+    let builtins: Vec<String> = if args.builtin.iter().any(|b| b == "all") {
+        BUILTIN_NAMES.iter().map(|b| (*b).to_owned()).collect()
+    } else if args.builtin.is_empty() && args.tools.is_none() {
+        let mut names = vec!["echo", "math", "sleep"];
+        if sandbox.is_some() {
+            names.extend(["read_file", "write_file", "list_dir"]);
+        }
+        names.into_iter().map(str::to_owned).collect()
+    } else {
+        args.builtin.iter().map(|b| b.trim().to_owned()).collect()
+    };
+    sources.extend(builtins.into_iter().map(ToolSource::Builtin));
+    if let Some(path) = &args.tools {
+        let (defs, problems) = check_definitions_file(path).map_err(CliError::new)?;
+        if !problems.is_empty() {
+            let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+            return Err(CliError(format!(
+                "{}: {} problem(s) in the tool definitions (see `toolgauge check-tools`):\n{}",
+                path.display(),
+                problems.len(),
+                lines.join("\n")
+            )));
+        }
+        sources.extend(defs.into_iter().map(ToolSource::Defined));
+    }
+    Registry::new(sources, ToolEnv { sandbox }).map_err(CliError::new)
+}

@@ -1,0 +1,56 @@
+//! The command-line interface: clap definitions, and one file per
+//! subcommand that turns arguments into library calls. No logic that the
+//! library should own lives here.
+//!
+//! Exit codes: 0 all is well; 1 a check found problems; 2 bad input or
+//! usage (a file that cannot be read, is not JSON, or is not what it
+//! should be).
+
+mod check_tools;
+mod exec;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use check_tools::CheckToolsArgs;
+pub use exec::ExecArgs;
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// Measure how LLM agents call tools.
+#[derive(Debug, Parser)]
+#[command(name = "toolgauge", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a JSON array of tool definitions; print every problem.
+    CheckTools(CheckToolsArgs),
+    /// Run one model response through the pipeline and print the result messages.
+    Exec(ExecArgs),
+}
+
+/// Bad input, worded for the person at the terminal. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CliError(pub String);
+
+impl CliError {
+    pub fn new(message: impl std::fmt::Display) -> Self {
+        CliError(message.to_string())
+    }
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::CheckTools(args) => check_tools::run(&args),
+        Command::Exec(args) => exec::run(&args),
+    }
+}

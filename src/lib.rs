@@ -1,0 +1,24 @@
+//! toolgauge drives the tool-calling pipeline of an LLM agent and measures it:
+//! Parse the model's response, Validate the arguments against the tool's
+//! JSON Schema, Execute the tool, Return the result to the model, Record
+//! both to a JSONL log.
+//!
+//! # Layout
+//!
+//! - [`call`]: the provider-neutral values that flow between stages.
+//! - [`tool`]: tool definitions, their checks, the [`tool::Registry`] of
+//!   compiled validators, built-in tools and the file sandbox.
+//! - [`provider`]: OpenAI, Anthropic and Gemini wire formats (Parse, Return,
+//!   tool definitions).
+//! - [`pipeline`]: Validate, Execute (the scheduler), error wording, Record.
+//! - [`source`]: reading JSON input files with located errors.
+//! - [`cli`]: the command-line interface; `main.rs` only calls it.
+//!
+//! Dependencies point one way: `cli -> pipeline -> {provider, tool} -> call`.
+
+pub mod call;
+pub mod cli;
+pub mod pipeline;
+pub mod provider;
+pub mod source;
+pub mod tool;

@@ -1,0 +1,193 @@
+//! How errors are worded for the model. The wording matters: a model can
+//! only fix what the message names, so every validation error carries its
+//! JSON pointer, and an unknown tool lists the tools that exist.
+
+use std::fmt::Write as _;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{JsonType, ValidationError};
+use serde_json::Value;
+
+use crate::call::MalformedCall;
+
+/// The heading of a validation failure; one `- /pointer: message` line per
+/// error follows.
+pub const VALIDATION_HEADING: &str = "Validation failed:";
+
+/// `Validation failed:` and one line per schema error.
+pub fn validation_failed<'a>(errors: impl Iterator<Item = ValidationError<'a>>) -> String {
+    let mut text = String::with_capacity(64);
+    text.push_str(VALIDATION_HEADING);
+    for error in errors {
+        text.push_str("\n- ");
+        let path = error.instance_path().as_str();
+        text.push_str(if path.is_empty() { "/" } else { path });
+        text.push_str(": ");
+        describe(&error, &mut text);
+    }
+    text
+}
+
+/// One error, in the short style of Ajv that agent developers know.
+fn describe(error: &ValidationError<'_>, out: &mut String) {
+    let _ = match error.kind() {
+        ValidationErrorKind::Type { kind } => {
+            out.push_str("must be ");
+            match kind {
+                TypeKind::Single(ty) => out.push_str(type_name(*ty)),
+                TypeKind::Multiple(types) => {
+                    let names: Vec<&str> = types.iter().map(type_name).collect();
+                    out.push_str(&names.join(" or "));
+                }
+            }
+            Ok(())
+        }
+        ValidationErrorKind::Required { property } => {
+            write!(out, "must have required property {}", quoted(property))
+        }
+        ValidationErrorKind::Enum { options } => {
+            write!(out, "must be one of {}", list(options))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            write!(out, "must be equal to {expected_value}")
+        }
+        ValidationErrorKind::Minimum { limit } => write!(out, "must be >= {limit}"),
+        ValidationErrorKind::Maximum { limit } => write!(out, "must be <= {limit}"),
+        ValidationErrorKind::ExclusiveMinimum { limit } => write!(out, "must be > {limit}"),
+        ValidationErrorKind::ExclusiveMaximum { limit } => write!(out, "must be < {limit}"),
+        ValidationErrorKind::MultipleOf { multiple_of } => {
+            write!(out, "must be a multiple of {multiple_of}")
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            write!(out, "must NOT have fewer than {limit} characters")
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            write!(out, "must NOT have more than {limit} characters")
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            write!(out, "must NOT have fewer than {limit} items")
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            write!(out, "must NOT have more than {limit} items")
+        }
+        ValidationErrorKind::UniqueItems => write!(out, "must NOT have duplicate items"),
+        ValidationErrorKind::Pattern { pattern } => write!(out, "must match pattern {pattern:?}"),
+        ValidationErrorKind::Format { format } => write!(out, "must match format {format:?}"),
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let names: Vec<String> = unexpected.iter().map(|n| format!("'{n}'")).collect();
+            write!(out, "must NOT have additional properties: {}", names.join(", "))
+        }
+        _ => write!(out, "{error}"),
+    };
+}
+
+fn type_name(ty: JsonType) -> &'static str {
+    match ty {
+        JsonType::Array => "array",
+        JsonType::Boolean => "boolean",
+        JsonType::Integer => "integer",
+        JsonType::Null => "null",
+        JsonType::Number => "number",
+        JsonType::Object => "object",
+        JsonType::String => "string",
+    }
+}
+
+fn quoted(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    }
+}
+
+fn list(options: &Value) -> String {
+    match options {
+        Value::Array(items) => items
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// An unknown tool: name it and list what exists.
+pub fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = available.collect();
+    if names.is_empty() {
+        format!("Unknown tool {name:?}: no tools are available.")
+    } else {
+        format!(
+            "Unknown tool {name:?}. Available tools: {}.",
+            names.join(", ")
+        )
+    }
+}
+
+/// A call that could not be read.
+pub fn malformed(call: &MalformedCall) -> String {
+    if call.name.is_empty() {
+        format!("Could not read call {:?}: {}.", call.id, call.problem)
+    } else {
+        format!(
+            "Could not read the call to {:?} ({:?}): {}.",
+            call.name, call.id, call.problem
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn feedback(schema: Value, instance: Value) -> String {
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        validation_failed(validator.iter_errors(&instance))
+    }
+
+    #[test]
+    fn every_error_gets_a_line_with_its_pointer() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "lines": {"type": "object", "properties": {"start": {"type": "integer", "minimum": 1}}},
+                "mode": {"enum": ["r", "w"]}
+            },
+            "required": ["path", "mode"],
+            "additionalProperties": false
+        });
+        let text = feedback(schema, json!({"path": 7, "lines": {"start": 0}, "extra": true}));
+        let mut lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.remove(0), "Validation failed:");
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                "- /: must NOT have additional properties: 'extra'",
+                "- /: must have required property 'mode'",
+                "- /lines/start: must be >= 1",
+                "- /path: must be string",
+            ]
+        );
+    }
+
+    #[test]
+    fn enum_and_union_types_name_what_is_allowed() {
+        let text = feedback(
+            json!({"properties": {"op": {"enum": ["add", "sub"]}, "n": {"type": ["integer", "null"]}}}),
+            json!({"op": "pow", "n": "1"}),
+        );
+        assert!(text.contains("- /op: must be one of \"add\", \"sub\""), "{text}");
+        assert!(text.contains("- /n: must be null or integer"), "{text}");
+    }
+
+    #[test]
+    fn unknown_tool_lists_the_available_ones() {
+        assert_eq!(
+            unknown_tool("serch", ["search", "echo"].into_iter()),
+            "Unknown tool \"serch\". Available tools: search, echo."
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! Validate: is the call readable, is the tool known, do the arguments fit
+//! the tool's schema? A rejected call gets its error text here and is
+//! never executed.
+
+use serde_json::Value;
+
+use super::feedback;
+use crate::call::{ErrorKind, ParsedCall};
+use crate::tool::{Registry, ToolId};
+
+/// A call that may run: the tool and its (valid) arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Approved<'c> {
+    pub tool: ToolId,
+    pub arguments: &'c Value,
+}
+
+/// Why a call may not run, worded for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// Check one call. The cheap boolean check runs first; errors are only
+/// collected and worded for a call that fails it.
+pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approved<'c>, Rejection> {
+    let call = match call {
+        ParsedCall::Ok(call) => call,
+        ParsedCall::Malformed(call) => {
+            return Err(Rejection {
+                kind: ErrorKind::Parse,
+                message: feedback::malformed(call),
+            });
+        }
+    };
+    let Some(tool) = registry.lookup(&call.name) else {
+        return Err(Rejection {
+            kind: ErrorKind::UnknownTool,
+            message: feedback::unknown_tool(&call.name, registry.names()),
+        });
+    };
+    let validator = registry.validator(tool);
+    if validator.is_valid(&call.arguments) {
+        Ok(Approved {
+            tool,
+            arguments: &call.arguments,
+        })
+    } else {
+        Err(Rejection {
+            kind: ErrorKind::Validation,
+            message: feedback::validation_failed(validator.iter_errors(&call.arguments)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{MalformedCall, ToolCall};
+    use crate::tool::ToolEnv;
+    use serde_json::json;
+
+    fn call(name: &str, arguments: Value) -> ParsedCall {
+        ParsedCall::Ok(ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments,
+        })
+    }
+
+    #[test]
+    fn stages_reject_with_the_right_kind() {
+        let registry = Registry::builtins(&["echo", "math"], ToolEnv::default()).unwrap();
+        assert!(validate(&registry, &call("echo", json!({"message": "hi"}))).is_ok());
+
+        let unknown = validate(&registry, &call("ecko", json!({}))).unwrap_err();
+        assert_eq!(unknown.kind, ErrorKind::UnknownTool);
+        assert_eq!(unknown.message, "Unknown tool \"ecko\". Available tools: echo, math.");
+
+        let invalid = validate(&registry, &call("math", json!({"operation": "pow", "a": "1"}))).unwrap_err();
+        assert_eq!(invalid.kind, ErrorKind::Validation);
+        let mut lines: Vec<&str> = invalid.message.lines().skip(1).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                "- /: must have required property 'b'",
+                "- /a: must be number",
+                "- /operation: must be one of \"add\", \"subtract\", \"multiply\", \"divide\"",
+            ]
+        );
+
+        let broken = ParsedCall::Malformed(MalformedCall {
+            id: "c2".into(),
+            name: "echo".into(),
+            raw_arguments: "{\"message\": ".into(),
+            problem: "the arguments are not valid JSON".into(),
+        });
+        let parse = validate(&registry, &broken).unwrap_err();
+        assert_eq!(parse.kind, ErrorKind::Parse);
+        assert!(parse.message.contains("\"c2\""), "{}", parse.message);
+    }
+}

@@ -1,0 +1,171 @@
+//! Anthropic Messages: `content[]` blocks of `type: tool_use` in, one `user`
+//! message of `tool_result` blocks out, tools as `{name, description,
+//! input_schema}`.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::loose::{LooseStr, present};
+use super::{
+    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
+    non_empty, raw_arguments_value,
+};
+use crate::call::{ParsedCall, ToolResult};
+use crate::tool::ToolDef;
+
+#[derive(Deserialize)]
+struct Body<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LooseStr<'a>,
+    #[serde(borrow, default)]
+    content: Option<Vec<Block<'a>>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: LooseStr<'a>,
+    #[serde(borrow, default)]
+    id: LooseStr<'a>,
+    #[serde(borrow, default)]
+    name: LooseStr<'a>,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    #[serde(borrow, default)]
+    text: LooseStr<'a>,
+}
+
+pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
+    let parsed: Body<'_> = serde_json::from_slice(body)
+        .map_err(|e| ResponseError::from_serde(Provider::Anthropic, &e))?;
+    if parsed.kind.is("error") || parsed.error.is_some() {
+        return Err(ResponseError::Api {
+            provider: Provider::Anthropic,
+            message: api_error_message(parsed.error.as_ref()),
+        });
+    }
+    let blocks = parsed.content.ok_or_else(|| ResponseError::NotAResponse {
+        provider: Provider::Anthropic,
+        reason: "it has no `content` array".to_owned(),
+    })?;
+    let mut ids = IdMaker::new(body);
+    let mut response = ParsedResponse::default();
+    for block in blocks {
+        match block.kind.as_deref() {
+            Some("text") => {
+                if let Some(text) = block.text.as_deref() {
+                    if !response.text.is_empty() {
+                        response.text.push('\n');
+                    }
+                    response.text.push_str(text);
+                }
+            }
+            // Server tools (`server_tool_use`, `mcp_tool_use`) run at the
+            // provider, thinking is not for us: only client calls count.
+            Some("tool_use") => {
+                let index = response.calls.len();
+                let id = ids.id_for(block.id.as_deref(), index);
+                let arguments = match block.input {
+                    Some(value) => Arguments::Value(value),
+                    None => Arguments::Missing,
+                };
+                response
+                    .calls
+                    .push(make_call(id, block.name.as_deref(), arguments));
+            }
+            _ => {}
+        }
+    }
+    Ok(response)
+}
+
+pub(super) fn api_error_message(error: Option<&Value>) -> String {
+    match error {
+        Some(error) => error
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned),
+        None => "no details given".to_owned(),
+    }
+}
+
+pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
+    let blocks: Vec<Value> = results
+        .iter()
+        .map(|result| {
+            json!({
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": non_empty(&result.content),
+                "is_error": result.is_error(),
+            })
+        })
+        .collect();
+    vec![json!({"role": "user", "content": blocks})]
+}
+
+pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+    tools
+        .iter()
+        .map(|def| {
+            json!({
+                "name": def.name,
+                "description": def.description,
+                "input_schema": def.parameters,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
+    let items = tools.as_array().ok_or("tools must be an array")?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            Ok(FunctionSpec {
+                name: str_field(tool, "name").ok_or(format!("tools[{i}] has no name"))?,
+                description: str_field(tool, "description").unwrap_or_default(),
+                parameters: tool
+                    .get("input_schema")
+                    .cloned()
+                    .ok_or(format!("tools[{i}] has no input_schema"))?,
+            })
+        })
+        .collect()
+}
+
+fn str_field(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
+    let mut content = Vec::with_capacity(calls.len() + 1);
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for call in calls {
+        let mut block = json!({"type": "tool_use", "id": call.id()});
+        if !call.name().is_empty() {
+            block["name"] = json!(call.name());
+        }
+        block["input"] = match call {
+            ParsedCall::Ok(call) => call.arguments.clone(),
+            ParsedCall::Malformed(call) => raw_arguments_value(&call.raw_arguments),
+        };
+        content.push(block);
+    }
+    let stop_reason = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    json!({
+        "id": "msg_toolgauge",
+        "type": "message",
+        "role": "assistant",
+        "model": "toolgauge-mock",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": null,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    })
+}

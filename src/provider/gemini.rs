@@ -1,0 +1,211 @@
+//! Gemini generateContent: `candidates[0].content.parts[].functionCall` in
+//! (ids are optional: stable ones are made when absent), one message of
+//! `functionResponse` parts out (an error goes in `response.error`), tools
+//! as `functionDeclarations`.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+use super::loose::{LooseStr, present};
+use super::{
+    Arguments, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider,
+    ResponseError, make_call, non_empty, raw_arguments_value,
+};
+use crate::call::{ParsedCall, ToolResult};
+use crate::tool::ToolDef;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    #[serde(borrow, default)]
+    candidates: Option<Vec<Candidate<'a>>>,
+    #[serde(default)]
+    prompt_feedback: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Candidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<Content<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow, default)]
+    parts: Option<Vec<Part<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: LooseStr<'a>,
+    #[serde(default)]
+    thought: Option<Value>,
+    #[serde(borrow, default)]
+    function_call: Option<FunctionCall<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionCall<'a> {
+    #[serde(borrow, default)]
+    id: LooseStr<'a>,
+    #[serde(borrow, default)]
+    name: LooseStr<'a>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+}
+
+pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
+    let parsed: Body<'_> =
+        serde_json::from_slice(body).map_err(|e| ResponseError::from_serde(Provider::Gemini, &e))?;
+    if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
+        return Err(ResponseError::Api {
+            provider: Provider::Gemini,
+            message: super::anthropic::api_error_message(Some(&error)),
+        });
+    }
+    let Some(candidates) = parsed.candidates else {
+        // A prompt blocked by safety filters has feedback and no candidates.
+        if parsed.prompt_feedback.is_some() {
+            return Ok(ParsedResponse::default());
+        }
+        return Err(ResponseError::NotAResponse {
+            provider: Provider::Gemini,
+            reason: "it has no `candidates`".to_owned(),
+        });
+    };
+    let parts = candidates
+        .into_iter()
+        .next()
+        .and_then(|candidate| candidate.content)
+        .and_then(|content| content.parts)
+        .unwrap_or_default();
+    let mut ids = IdMaker::new(body);
+    let mut response = ParsedResponse::default();
+    for part in parts {
+        if let Some(call) = part.function_call {
+            let index = response.calls.len();
+            let id = ids.id_for(call.id.as_deref(), index);
+            let arguments = match call.args {
+                Some(value) => Arguments::Value(value),
+                None => Arguments::Missing,
+            };
+            response
+                .calls
+                .push(make_call(id, call.name.as_deref(), arguments));
+        } else if let Some(text) = part.text.as_deref()
+            && part.thought != Some(Value::Bool(true))
+        {
+            if !response.text.is_empty() {
+                response.text.push('\n');
+            }
+            response.text.push_str(text);
+        }
+    }
+    Ok(response)
+}
+
+/// Gemini matches responses to calls by name (and by id when the model gave one).
+fn model_given_id(id: &str) -> Option<&str> {
+    (!id.starts_with(GENERATED_ID_PREFIX)).then_some(id)
+}
+
+pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
+    let parts: Vec<Value> = results
+        .iter()
+        .map(|result| {
+            let content = non_empty(&result.content);
+            let response = if result.is_error() {
+                json!({"error": content})
+            } else {
+                json!({"result": content})
+            };
+            let mut function_response = json!({"name": result.name, "response": response});
+            if let Some(id) = model_given_id(&result.call_id) {
+                function_response["id"] = json!(id);
+            }
+            json!({"functionResponse": function_response})
+        })
+        .collect();
+    vec![json!({"role": "user", "parts": parts})]
+}
+
+pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+    let declarations: Vec<Value> = tools
+        .iter()
+        .map(|def| {
+            json!({
+                "name": def.name,
+                "description": def.description,
+                "parametersJsonSchema": def.parameters,
+            })
+        })
+        .collect();
+    json!([{"functionDeclarations": declarations}])
+}
+
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
+    let groups = tools.as_array().ok_or("tools must be an array")?;
+    let mut specs = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        let Some(declarations) = group.get("functionDeclarations").and_then(Value::as_array)
+        else {
+            continue; // built-in tools such as googleSearch
+        };
+        for (i, declaration) in declarations.iter().enumerate() {
+            let name = declaration
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or(format!("tools[{g}].functionDeclarations[{i}] has no name"))?;
+            let parameters = ["parametersJsonSchema", "parameters_json_schema", "parameters"]
+                .iter()
+                .find_map(|key| declaration.get(*key))
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+            specs.push(FunctionSpec {
+                name: name.to_owned(),
+                description: declaration
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                parameters,
+            });
+        }
+    }
+    Ok(specs)
+}
+
+pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
+    let mut parts = Vec::with_capacity(calls.len() + 1);
+    if !text.is_empty() {
+        parts.push(json!({"text": text}));
+    }
+    for call in calls {
+        let mut function_call = json!({});
+        if let Some(id) = model_given_id(call.id()) {
+            function_call["id"] = json!(id);
+        }
+        if !call.name().is_empty() {
+            function_call["name"] = json!(call.name());
+        }
+        function_call["args"] = match call {
+            ParsedCall::Ok(call) => call.arguments.clone(),
+            ParsedCall::Malformed(call) => raw_arguments_value(&call.raw_arguments),
+        };
+        parts.push(json!({"functionCall": function_call}));
+    }
+    json!({
+        "candidates": [{
+            "content": {"role": "model", "parts": parts},
+            "finishReason": "STOP",
+            "index": 0,
+        }],
+        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        "modelVersion": "toolgauge-mock",
+    })
+}

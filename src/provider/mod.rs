@@ -1,0 +1,297 @@
+//! Wire formats of OpenAI Chat Completions, Anthropic Messages and Gemini
+//! generateContent: tool definitions out, responses in (Parse), tool results
+//! out (Return). Each provider lives in its own file; this module holds what
+//! they share. Nothing here knows about scheduling or tools' behaviour.
+
+mod anthropic;
+mod gemini;
+mod loose;
+mod openai;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::call::{ParsedCall, ToolCall, ToolResult};
+use crate::tool::ToolDef;
+
+/// Ids we make up for calls that came without one start with this, so that
+/// they are never sent back to a provider as if it had chosen them.
+pub const GENERATED_ID_PREFIX: &str = "tg_call_";
+
+/// Text sent back for a successful call that produced no output: providers
+/// reject or mishandle empty tool results.
+pub const EMPTY_RESULT_PLACEHOLDER: &str = "(no output)";
+
+/// A provider wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    #[serde(rename = "openai")]
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::Gemini];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+
+    /// Parse: a response body into the text and the calls it holds.
+    pub fn parse_response(self, body: &[u8]) -> Result<ParsedResponse, ResponseError> {
+        match self {
+            Provider::OpenAi => openai::parse_response(body),
+            Provider::Anthropic => anthropic::parse_response(body),
+            Provider::Gemini => gemini::parse_response(body),
+        }
+    }
+
+    /// Return: tool results as the message(s) this provider expects next.
+    pub fn format_results(self, results: &[ToolResult]) -> Vec<Value> {
+        match self {
+            Provider::OpenAi => openai::format_results(results),
+            Provider::Anthropic => anthropic::format_results(results),
+            Provider::Gemini => gemini::format_results(results),
+        }
+    }
+
+    /// Tool definitions in this provider's `tools` format.
+    pub fn format_tools<'a>(self, tools: impl IntoIterator<Item = &'a ToolDef>) -> Value {
+        let tools: Vec<&ToolDef> = tools.into_iter().collect();
+        match self {
+            Provider::OpenAi => openai::format_tools(&tools),
+            Provider::Anthropic => anthropic::format_tools(&tools),
+            Provider::Gemini => gemini::format_tools(&tools),
+        }
+    }
+
+    /// The inverse of `format_tools`: the functions a `tools` value declares.
+    pub fn parse_tools(self, tools: &Value) -> Result<Vec<FunctionSpec>, ResponseError> {
+        match self {
+            Provider::OpenAi => openai::parse_tools(tools),
+            Provider::Anthropic => anthropic::parse_tools(tools),
+            Provider::Gemini => gemini::parse_tools(tools),
+        }
+        .map_err(|reason| ResponseError::NotAResponse {
+            provider: self,
+            reason,
+        })
+    }
+
+    /// A response body holding `text` and `calls`, as this provider would
+    /// send it. Mock models speak through this, so Parse runs on every turn.
+    /// A malformed call is written as it would arrive (broken arguments).
+    pub fn format_response(self, text: &str, calls: &[ParsedCall]) -> Value {
+        match self {
+            Provider::OpenAi => openai::format_response(text, calls),
+            Provider::Anthropic => anthropic::format_response(text, calls),
+            Provider::Gemini => gemini::format_response(text, calls),
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openai" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            "gemini" => Ok(Provider::Gemini),
+            other => Err(format!(
+                "unknown provider {other:?}; use openai, anthropic or gemini"
+            )),
+        }
+    }
+}
+
+/// What a model said in one response.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedResponse {
+    /// The text blocks, joined; empty when there were none.
+    pub text: String,
+    /// Client tool calls in the order sent; server-side tools are left out.
+    pub calls: Vec<ParsedCall>,
+}
+
+/// A function as a provider's tools format declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+impl From<&ToolDef> for FunctionSpec {
+    fn from(def: &ToolDef) -> Self {
+        FunctionSpec {
+            name: def.name.clone(),
+            description: def.description.clone(),
+            parameters: def.parameters.clone(),
+        }
+    }
+}
+
+/// A body that is not a usable response at all. Problems with a single call
+/// are not errors: they become `ParsedCall::Malformed`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResponseError {
+    #[error("the response body is not JSON: {message} (line {line}, column {column})")]
+    NotJson {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("not a {provider} response: {reason}")]
+    NotAResponse { provider: Provider, reason: String },
+    #[error("the {provider} API answered with an error: {message}")]
+    Api { provider: Provider, message: String },
+}
+
+impl ResponseError {
+    fn from_serde(provider: Provider, error: &serde_json::Error) -> Self {
+        if error.is_syntax() || error.is_eof() || error.is_io() {
+            let text = error.to_string();
+            let message = text.rfind(" at line ").map_or(text.as_str(), |at| &text[..at]);
+            ResponseError::NotJson {
+                line: error.line(),
+                column: error.column(),
+                message: message.to_owned(),
+            }
+        } else {
+            ResponseError::NotAResponse {
+                provider,
+                reason: error.to_string(),
+            }
+        }
+    }
+}
+
+/// Makes ids for calls that came without one: stable (the same body gives
+/// the same ids) and distinct within a response.
+struct IdMaker<'a> {
+    body: &'a [u8],
+    hash: Option<u64>,
+}
+
+impl<'a> IdMaker<'a> {
+    fn new(body: &'a [u8]) -> Self {
+        IdMaker { body, hash: None }
+    }
+
+    fn id_for(&mut self, given: Option<&str>, index: usize) -> String {
+        match given {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => {
+                let hash = *self.hash.get_or_insert_with(|| fnv1a(self.body));
+                format!("{GENERATED_ID_PREFIX}{hash:016x}_{index}")
+            }
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// Build a call from its parts, or say why it is malformed.
+fn make_call(id: String, name: Option<&str>, arguments: Arguments<'_>) -> ParsedCall {
+    let name_text = name.unwrap_or_default().to_owned();
+    let malformed = |raw_arguments: String, problem: String| {
+        ParsedCall::Malformed(crate::call::MalformedCall {
+            id: id.clone(),
+            name: name_text.clone(),
+            raw_arguments,
+            problem,
+        })
+    };
+    let arguments = match arguments {
+        Arguments::Missing => Value::Object(Default::default()),
+        Arguments::Value(value) => value,
+        Arguments::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
+        Arguments::Text(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => value,
+            Err(error) => {
+                return malformed(
+                    text.to_owned(),
+                    format!("the arguments are not valid JSON ({error}); send a JSON object"),
+                );
+            }
+        },
+    };
+    if name.is_none_or(str::is_empty) {
+        return malformed(
+            arguments.to_string(),
+            "the call has no tool name".to_owned(),
+        );
+    }
+    if !arguments.is_object() {
+        return malformed(
+            arguments.to_string(),
+            format!(
+                "the arguments must be a JSON object, not {}",
+                json_type_name(&arguments)
+            ),
+        );
+    }
+    ParsedCall::Ok(ToolCall {
+        id,
+        name: name_text,
+        arguments,
+    })
+}
+
+/// Arguments as they arrive: a JSON string to decode (OpenAI), a JSON value
+/// (Anthropic, Gemini), or nothing at all.
+enum Arguments<'a> {
+    Missing,
+    Text(&'a str),
+    Value(Value),
+}
+
+pub(crate) fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The arguments of a malformed call as they would arrive on the wire.
+fn raw_arguments_value(raw: &str) -> Value {
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// Content never goes back empty.
+fn non_empty(content: &str) -> &str {
+    if content.is_empty() {
+        EMPTY_RESULT_PLACEHOLDER
+    } else {
+        content
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! OpenAI Chat Completions (and compatible servers): `choices[0].message.
+//! tool_calls` in, where `arguments` is a JSON *string*; one `role: tool`
+//! message per result out; tools as `{"type": "function", "function": ...}`.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::loose::{LooseStr, present};
+use super::{
+    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
+    non_empty,
+};
+use crate::call::{ParsedCall, ToolResult};
+use crate::tool::ToolDef;
+
+#[derive(Deserialize)]
+struct Body<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    message: Option<Message<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<RawCall<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct RawCall<'a> {
+    #[serde(borrow, default)]
+    id: LooseStr<'a>,
+    /// Absent on some compatible servers (Mistral); `custom` tools are not ours.
+    #[serde(rename = "type", borrow, default)]
+    kind: LooseStr<'a>,
+    #[serde(borrow, default)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(borrow, default)]
+    name: LooseStr<'a>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Value>,
+}
+
+pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
+    let parsed: Body<'_> =
+        serde_json::from_slice(body).map_err(|e| ResponseError::from_serde(Provider::OpenAi, &e))?;
+    if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
+        return Err(ResponseError::Api {
+            provider: Provider::OpenAi,
+            message: super::anthropic::api_error_message(Some(&error)),
+        });
+    }
+    let choice = parsed
+        .choices
+        .and_then(|choices| choices.into_iter().next())
+        .ok_or_else(|| ResponseError::NotAResponse {
+            provider: Provider::OpenAi,
+            reason: "it has no `choices`".to_owned(),
+        })?;
+    let Some(message) = choice.message else {
+        return Err(ResponseError::NotAResponse {
+            provider: Provider::OpenAi,
+            reason: "choices[0] has no `message`".to_owned(),
+        });
+    };
+    let mut response = ParsedResponse {
+        text: content_text(message.content.as_ref()),
+        calls: Vec::new(),
+    };
+    let mut ids = IdMaker::new(body);
+    for raw in message.tool_calls.unwrap_or_default() {
+        if raw.kind.as_deref().is_some_and(|kind| kind != "function") {
+            continue;
+        }
+        let index = response.calls.len();
+        let id = ids.id_for(raw.id.as_deref(), index);
+        let call = match &raw.function {
+            None => make_call(id, None, Arguments::Missing),
+            Some(function) => {
+                let arguments = match &function.arguments {
+                    None => Arguments::Missing,
+                    Some(Value::String(text)) => Arguments::Text(text),
+                    // Some compatible servers send an object; accept what is unambiguous.
+                    Some(other) => Arguments::Value(other.clone()),
+                };
+                make_call(id, function.name.as_deref(), arguments)
+            }
+        };
+        response.calls.push(call);
+    }
+    Ok(response)
+}
+
+/// `content` is a string, null, or (some servers) an array of text parts.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
+    results
+        .iter()
+        .map(|result| {
+            json!({
+                "role": "tool",
+                "tool_call_id": result.call_id,
+                "content": non_empty(&result.content),
+            })
+        })
+        .collect()
+}
+
+pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+    tools
+        .iter()
+        .map(|def| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": def.name,
+                    "description": def.description,
+                    "parameters": def.parameters,
+                },
+            })
+        })
+        .collect()
+}
+
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
+    let items = tools.as_array().ok_or("tools must be an array")?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let function = tool
+                .get("function")
+                .ok_or(format!("tools[{i}] has no function"))?;
+            Ok(FunctionSpec {
+                name: function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or(format!("tools[{i}].function has no name"))?
+                    .to_owned(),
+                description: function
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                parameters: function
+                    .get("parameters")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            })
+        })
+        .collect()
+}
+
+pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|call| {
+            let arguments = match call {
+                ParsedCall::Ok(call) => call.arguments.to_string(),
+                ParsedCall::Malformed(call) => call.raw_arguments.clone(),
+            };
+            let mut function = json!({"arguments": arguments});
+            if !call.name().is_empty() {
+                function["name"] = json!(call.name());
+            }
+            json!({"id": call.id(), "type": "function", "function": function})
+        })
+        .collect();
+    let mut message = json!({
+        "role": "assistant",
+        "content": if text.is_empty() { Value::Null } else { json!(text) },
+    });
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
+    json!({
+        "id": "chatcmpl-toolgauge",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "toolgauge-mock",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    })
+}

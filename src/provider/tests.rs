@@ -1,0 +1,256 @@
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::call::{ErrorKind, MalformedCall};
+use crate::tool::builtin_definition;
+
+fn body(value: Value) -> Vec<u8> {
+    serde_json::to_vec(&value).unwrap()
+}
+
+fn ok(call: &ParsedCall) -> &ToolCall {
+    match call {
+        ParsedCall::Ok(call) => call,
+        ParsedCall::Malformed(m) => panic!("expected a good call, got {m:?}"),
+    }
+}
+
+fn malformed(call: &ParsedCall) -> &MalformedCall {
+    match call {
+        ParsedCall::Malformed(call) => call,
+        ParsedCall::Ok(c) => panic!("expected a malformed call, got {c:?}"),
+    }
+}
+
+#[test]
+fn anthropic_yields_client_calls_and_text_only() {
+    let response = body(json!({
+        "type": "message", "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "hmm", "signature": "x"},
+            {"type": "text", "text": "Let me look."},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}},
+            {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"message": "hi"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+            {"type": "tool_use", "id": "toolu_2", "name": "math", "input": {"operation": "add", "a": 1, "b": 2}}
+        ],
+        "stop_reason": "tool_use"
+    }));
+    let parsed = Provider::Anthropic.parse_response(&response).unwrap();
+    assert_eq!(parsed.text, "Let me look.");
+    assert_eq!(parsed.calls.len(), 2);
+    assert_eq!(ok(&parsed.calls[0]).id, "toolu_1");
+    assert_eq!(ok(&parsed.calls[1]).arguments, json!({"operation": "add", "a": 1, "b": 2}));
+}
+
+#[test]
+fn openai_broken_arguments_make_one_malformed_call_and_the_others_stay() {
+    let response = body(json!({
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": "{\"message\": \"hi\""}},
+                {"id": "call_2", "type": "function", "function": {"name": "echo", "arguments": "{\"message\": \"ok\"}"}},
+                {"id": "call_3", "type": "function", "function": {"arguments": "{}"}},
+                {"id": "call_4", "type": "function", "function": {"name": "echo", "arguments": "[1, 2]"}},
+                {"id": "call_5", "function": {"name": "list_dir"}},
+                {"id": "", "type": "function", "function": {"name": "echo", "arguments": ""}},
+                {"id": "ct_1", "type": "custom", "custom": {"name": "grammar", "input": "x"}}
+            ]
+        }}]
+    }));
+    let parsed = Provider::OpenAi.parse_response(&response).unwrap();
+    assert_eq!(parsed.calls.len(), 6, "the custom tool call is not a function call");
+    let broken = malformed(&parsed.calls[0]);
+    assert_eq!(broken.name, "echo");
+    assert_eq!(broken.raw_arguments, "{\"message\": \"hi\"");
+    assert!(broken.problem.starts_with("the arguments are not valid JSON"), "{}", broken.problem);
+    assert_eq!(ok(&parsed.calls[1]).arguments, json!({"message": "ok"}));
+    assert_eq!(malformed(&parsed.calls[2]).problem, "the call has no tool name");
+    assert_eq!(
+        malformed(&parsed.calls[3]).problem,
+        "the arguments must be a JSON object, not an array"
+    );
+    // No `arguments` key, or an empty string: a call with no arguments.
+    assert_eq!(ok(&parsed.calls[4]).arguments, json!({}));
+    let generated = ok(&parsed.calls[5]);
+    assert!(generated.id.starts_with(GENERATED_ID_PREFIX), "{}", generated.id);
+    assert_eq!(generated.arguments, json!({}));
+}
+
+#[test]
+fn gemini_ids_are_made_stable_and_thoughts_are_not_text() {
+    let response = body(json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "thinking...", "thought": true},
+            {"text": "Calling two tools."},
+            {"functionCall": {"name": "echo", "args": {"message": "a"}}},
+            {"functionCall": {"name": "echo", "args": {"message": "b"}}},
+            {"functionCall": {"id": "fc_given", "name": "math", "args": {"operation": "add", "a": 1, "b": 1}}}
+        ]}, "finishReason": "STOP"}]
+    }));
+    let first = Provider::Gemini.parse_response(&response).unwrap();
+    let again = Provider::Gemini.parse_response(&response).unwrap();
+    assert_eq!(first, again, "the same body gives the same ids");
+    assert_eq!(first.text, "Calling two tools.");
+    let ids: Vec<&str> = first.calls.iter().map(ParsedCall::id).collect();
+    assert_ne!(ids[0], ids[1]);
+    assert!(ids[0].starts_with(GENERATED_ID_PREFIX));
+    assert_eq!(ids[2], "fc_given");
+}
+
+#[test]
+fn a_name_of_the_wrong_type_is_one_malformed_call() {
+    let response = body(json!({"content": [
+        {"type": "tool_use", "id": "t1", "name": 42, "input": {}},
+        {"type": "tool_use", "id": "t2", "name": "echo", "input": null},
+        {"type": "tool_use", "id": "t3", "name": "echo", "input": {"message": "fine"}}
+    ]}));
+    let parsed = Provider::Anthropic.parse_response(&response).unwrap();
+    assert_eq!(malformed(&parsed.calls[0]).problem, "the call has no tool name");
+    assert_eq!(
+        malformed(&parsed.calls[1]).problem,
+        "the arguments must be a JSON object, not null"
+    );
+    assert_eq!(ok(&parsed.calls[2]).arguments, json!({"message": "fine"}));
+}
+
+#[test]
+fn bodies_that_are_not_responses_are_one_clear_error() {
+    for provider in Provider::ALL {
+        let not_json = provider.parse_response(b"{\"choices\": [").unwrap_err();
+        assert!(matches!(not_json, ResponseError::NotJson { line: 1, .. }), "{not_json}");
+        let wrong = provider.parse_response(b"{\"hello\": 1}").unwrap_err();
+        assert!(matches!(wrong, ResponseError::NotAResponse { .. }), "{wrong}");
+        let array = provider.parse_response(b"[1, 2]").unwrap_err();
+        assert!(matches!(array, ResponseError::NotAResponse { .. }), "{array}");
+    }
+    let api = Provider::Anthropic
+        .parse_response(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+        .unwrap_err();
+    assert_eq!(api.to_string(), "the anthropic API answered with an error: Overloaded");
+    let api = Provider::OpenAi
+        .parse_response(br#"{"error":{"message":"Invalid API key","type":"invalid_request_error"}}"#)
+        .unwrap_err();
+    assert_eq!(api.to_string(), "the openai API answered with an error: Invalid API key");
+}
+
+fn results() -> Vec<ToolResult> {
+    vec![
+        ToolResult {
+            call_id: "id_1".into(),
+            name: "echo".into(),
+            content: String::new(),
+            error_kind: None,
+            started: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        },
+        ToolResult {
+            call_id: "id_2".into(),
+            name: "math".into(),
+            content: "Validation failed:\n- /a: must be number".into(),
+            error_kind: Some(ErrorKind::Validation),
+            started: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        },
+    ]
+}
+
+#[test]
+fn openai_results_are_tool_messages() {
+    let messages = Provider::OpenAi.format_results(&results());
+    assert_eq!(
+        messages,
+        [
+            json!({"role": "tool", "tool_call_id": "id_1", "content": EMPTY_RESULT_PLACEHOLDER}),
+            json!({"role": "tool", "tool_call_id": "id_2", "content": "Validation failed:\n- /a: must be number"}),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_results_are_one_user_message_with_is_error() {
+    let messages = Provider::Anthropic.format_results(&results());
+    assert_eq!(
+        messages,
+        [json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "id_1", "content": EMPTY_RESULT_PLACEHOLDER, "is_error": false},
+            {"type": "tool_result", "tool_use_id": "id_2", "content": "Validation failed:\n- /a: must be number", "is_error": true}
+        ]})]
+    );
+}
+
+#[test]
+fn gemini_results_put_errors_in_response_error() {
+    let mut results = results();
+    results[0].call_id = format!("{GENERATED_ID_PREFIX}00_0");
+    let messages = Provider::Gemini.format_results(&results);
+    assert_eq!(
+        messages,
+        [json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "echo", "response": {"result": EMPTY_RESULT_PLACEHOLDER}}},
+            {"functionResponse": {"id": "id_2", "name": "math", "response": {"error": "Validation failed:\n- /a: must be number"}}}
+        ]})]
+    );
+}
+
+#[test]
+fn tool_definitions_round_trip_through_every_format() {
+    let defs: Vec<_> = ["echo", "math", "write_file"]
+        .iter()
+        .map(|n| builtin_definition(n).unwrap())
+        .collect();
+    let expected: Vec<FunctionSpec> = defs.iter().map(FunctionSpec::from).collect();
+    for provider in Provider::ALL {
+        let formatted = provider.format_tools(&defs);
+        assert_eq!(provider.parse_tools(&formatted).unwrap(), expected, "{provider}");
+    }
+    let openai = Provider::OpenAi.format_tools(&defs[..1]);
+    assert_eq!(openai[0]["type"], "function");
+    assert_eq!(openai[0]["function"]["name"], "echo");
+    let anthropic = Provider::Anthropic.format_tools(&defs[..1]);
+    assert_eq!(anthropic[0]["input_schema"]["type"], "object");
+    let gemini = Provider::Gemini.format_tools(&defs[..1]);
+    assert_eq!(gemini[0]["functionDeclarations"][0]["name"], "echo");
+}
+
+#[test]
+fn responses_round_trip_through_every_format() {
+    let calls = vec![
+        ParsedCall::Ok(ToolCall {
+            id: "call_a".into(),
+            name: "echo".into(),
+            arguments: json!({"message": "hi \"there\""}),
+        }),
+        ParsedCall::Ok(ToolCall {
+            id: "call_b".into(),
+            name: "math".into(),
+            arguments: json!({"operation": "add", "a": 1.5, "b": -2}),
+        }),
+    ];
+    for provider in Provider::ALL {
+        let formatted = provider.format_response("some text", &calls);
+        let parsed = provider.parse_response(&body(formatted)).unwrap();
+        assert_eq!(parsed.text, "some text", "{provider}");
+        assert_eq!(parsed.calls, calls, "{provider}");
+    }
+}
+
+#[test]
+fn malformed_calls_stay_malformed_through_a_format_round_trip() {
+    let calls = vec![ParsedCall::Malformed(MalformedCall {
+        id: "call_x".into(),
+        name: "echo".into(),
+        raw_arguments: "{\"message\": ".into(),
+        problem: String::new(),
+    })];
+    for provider in Provider::ALL {
+        let parsed = provider
+            .parse_response(&body(provider.format_response("", &calls)))
+            .unwrap();
+        assert!(matches!(parsed.calls[0], ParsedCall::Malformed(_)), "{provider}");
+    }
+}

@@ -1,0 +1,172 @@
+//! Reading JSON input files, with errors that say where the problem is:
+//! the file, the line and column, and the JSON pointer of the bad value.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Something wrong with an input file.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{}:{line}:{column}: not valid JSON: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{}{}: {}: {message}", path.display(), location(*line, *column), if pointer.is_empty() { "/" } else { pointer })]
+    Shape {
+        path: PathBuf,
+        /// JSON pointer of the offending value.
+        pointer: String,
+        /// 0 when the position is unknown.
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+fn location(line: usize, column: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}:{column}")
+    }
+}
+
+impl FileError {
+    /// A value of the wrong shape where no line is known.
+    pub fn shape(path: &Path, pointer: &str, message: impl Into<String>) -> Self {
+        FileError::Shape {
+            path: path.to_owned(),
+            pointer: pointer.to_owned(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+        }
+    }
+}
+
+/// Read and deserialize a JSON file.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, FileError> {
+    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_json(path, &bytes)
+}
+
+/// Deserialize JSON bytes that came from `path` (used in messages).
+pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, FileError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let pointer = pointer_of(error.path());
+        located(path, pointer, &error.into_inner())
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| located(path, String::new(), &error))?;
+    Ok(value)
+}
+
+fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError {
+    let (line, column) = (error.line(), error.column());
+    let message = strip_position(&error.to_string());
+    if error.is_syntax() || error.is_eof() {
+        FileError::Syntax {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    } else {
+        FileError::Shape {
+            path: path.to_owned(),
+            pointer,
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// Deserialize an in-memory value; the error is (JSON pointer, message).
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let pointer = pointer_of(error.path());
+        (pointer, error.into_inner().to_string())
+    })
+}
+
+/// serde_path_to_error's path as an RFC 6901 JSON pointer.
+fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                let _ = write!(pointer, "/{index}");
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => pointer.push_str("/?"),
+        }
+    }
+    pointer
+}
+
+/// serde_json appends " at line L column C"; we print the position ourselves.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Doc {
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        count: u32,
+    }
+
+    #[test]
+    fn syntax_errors_name_file_line_and_column() {
+        let error = parse_json::<Value>(Path::new("x.json"), b"{\n  \"a\": [1,\n}").unwrap_err();
+        assert_eq!(error.to_string(), "x.json:3:1: not valid JSON: expected value");
+    }
+
+    #[test]
+    fn shape_errors_name_the_pointer() {
+        let text = b"{\"items\": [{\"count\": 1}, {\"cuont\": 2}]}";
+        let error = parse_json::<Doc>(Path::new("d.json"), text).unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("d.json:1:33: /items/1/cuont: unknown field `cuont`"), "{message}");
+    }
+
+    #[test]
+    fn trailing_garbage_is_a_syntax_error() {
+        let error = parse_json::<Value>(Path::new("t.json"), b"{} x").unwrap_err();
+        assert!(matches!(error, FileError::Syntax { line: 1, column: 4, .. }), "{error}");
+    }
+}

@@ -1,0 +1,267 @@
+//! The built-in tools: their definitions and what they do.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{Effect, Sandbox, ToolDef, ToolFailure};
+
+/// Names of every built-in tool, in the order `--builtin all` registers them.
+pub const BUILTIN_NAMES: [&str; 6] = ["echo", "math", "sleep", "read_file", "write_file", "list_dir"];
+
+/// How a registered tool executes. An enum, not a trait object: dispatch is
+/// a jump, with no allocation per call.
+#[derive(Debug)]
+pub(crate) enum Implementation {
+    Echo,
+    Math,
+    Sleep,
+    ReadFile,
+    WriteFile,
+    ListDir,
+}
+
+impl Implementation {
+    pub(crate) fn for_builtin(name: &str) -> Option<Self> {
+        Some(match name {
+            "echo" => Implementation::Echo,
+            "math" => Implementation::Math,
+            "sleep" => Implementation::Sleep,
+            "read_file" => Implementation::ReadFile,
+            "write_file" => Implementation::WriteFile,
+            "list_dir" => Implementation::ListDir,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn needs_sandbox(&self) -> bool {
+        matches!(
+            self,
+            Implementation::ReadFile | Implementation::WriteFile | Implementation::ListDir
+        )
+    }
+
+    /// Run with arguments that already passed validation.
+    pub(crate) async fn run(
+        &self,
+        args: &Map<String, Value>,
+        sandbox: Option<&Sandbox>,
+    ) -> Result<String, ToolFailure> {
+        match self {
+            Implementation::Echo => Ok(str_arg(args, "message").to_owned()),
+            Implementation::Math => math(args),
+            Implementation::Sleep => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(format!("slept {ms} ms"))
+            }
+            Implementation::ReadFile => {
+                let path = sandboxed(args, sandbox)?;
+                let requested = str_arg(args, "path");
+                let bytes = std::fs::read(&path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                String::from_utf8(bytes)
+                    .map_err(|_| ToolFailure::runtime(format!("{requested} is not UTF-8 text")))
+            }
+            Implementation::WriteFile => {
+                let path = sandboxed(args, sandbox)?;
+                let requested = str_arg(args, "path");
+                let content = str_arg(args, "content");
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| ToolFailure::from_io(&e, requested))?;
+                }
+                std::fs::write(&path, content).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                Ok(format!("wrote {} bytes to {requested}", content.len()))
+            }
+            Implementation::ListDir => {
+                let path = sandboxed(args, sandbox)?;
+                let requested = args.get("path").and_then(Value::as_str).unwrap_or(".");
+                let entries =
+                    std::fs::read_dir(&path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                let mut names: Vec<String> = entries
+                    .filter_map(Result::ok)
+                    .map(|entry| {
+                        let mut name = entry.file_name().to_string_lossy().into_owned();
+                        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                            name.push('/');
+                        }
+                        name
+                    })
+                    .collect();
+                names.sort();
+                Ok(names.join("\n"))
+            }
+        }
+    }
+}
+
+fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn sandboxed(
+    args: &Map<String, Value>,
+    sandbox: Option<&Sandbox>,
+) -> Result<std::path::PathBuf, ToolFailure> {
+    // The registry refuses file tools without a sandbox; this is a second lock.
+    let sandbox = sandbox.ok_or_else(|| ToolFailure::blocked("no sandbox directory is set"))?;
+    let requested = args.get("path").and_then(Value::as_str).unwrap_or(".");
+    sandbox.resolve(requested)
+}
+
+fn math(args: &Map<String, Value>) -> Result<String, ToolFailure> {
+    let a = args.get("a").and_then(Value::as_f64).unwrap_or(0.0);
+    let b = args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
+    let value = match str_arg(args, "operation") {
+        "add" => a + b,
+        "subtract" => a - b,
+        "multiply" => a * b,
+        "divide" if b == 0.0 => {
+            return Err(ToolFailure::runtime("division by zero: b must not be 0"));
+        }
+        "divide" => a / b,
+        other => return Err(ToolFailure::runtime(format!("unknown operation {other:?}"))),
+    };
+    if !value.is_finite() {
+        return Err(ToolFailure::runtime("the result is not a finite number"));
+    }
+    Ok(value.to_string())
+}
+
+/// The definition of a built-in tool, or `None` if no built-in has that name.
+pub fn builtin_definition(name: &str) -> Option<ToolDef> {
+    let (description, effect, parameters) = match name {
+        "echo" => (
+            "Return the message unchanged.",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "Text to return"}},
+                "required": ["message"],
+                "additionalProperties": false
+            }),
+        ),
+        "math" => (
+            "Apply an arithmetic operation to two numbers.",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {
+                    "operation": {"type": "string", "enum": ["add", "subtract", "multiply", "divide"]},
+                    "a": {"type": "number"},
+                    "b": {"type": "number"}
+                },
+                "required": ["operation", "a", "b"],
+                "additionalProperties": false
+            }),
+        ),
+        "sleep" => (
+            "Wait for a number of milliseconds (simulated latency).",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 600000}},
+                "required": ["ms"],
+                "additionalProperties": false
+            }),
+        ),
+        "read_file" => (
+            "Read a UTF-8 text file inside the sandbox directory.",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "Path relative to the sandbox"}},
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+        "write_file" => (
+            "Write a text file inside the sandbox directory, replacing it if it exists.",
+            Effect::Write,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the sandbox"},
+                    "content": {"type": "string"}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        ),
+        "list_dir" => (
+            "List the entries of a directory inside the sandbox; directories end with /.",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "Path relative to the sandbox; . for its root"}},
+                "additionalProperties": false
+            }),
+        ),
+        _ => return None,
+    };
+    Some(ToolDef {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+        effect,
+        timeout_ms: super::DEFAULT_TIMEOUT_MS,
+        metadata: None,
+        simulate: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn math_computes_and_refuses_division_by_zero() {
+        let run = |v| async move { Implementation::Math.run(&args(v), None).await };
+        assert_eq!(run(json!({"operation": "multiply", "a": 12.5, "b": 4})).await.unwrap(), "50");
+        assert_eq!(run(json!({"operation": "add", "a": -3, "b": 1024.75})).await.unwrap(), "1021.75");
+        assert_eq!(run(json!({"operation": "subtract", "a": 1, "b": 3})).await.unwrap(), "-2");
+        assert_eq!(run(json!({"operation": "divide", "a": 1, "b": 4})).await.unwrap(), "0.25");
+        let failure = run(json!({"operation": "divide", "a": 1, "b": 0})).await.unwrap_err();
+        assert!(failure.message.contains("division by zero"));
+    }
+
+    #[tokio::test]
+    async fn file_tools_stay_in_the_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("box")).unwrap();
+        let sandbox = Sandbox::new(dir.path().join("box")).unwrap();
+        let write = Implementation::WriteFile
+            .run(&args(json!({"path": "notes/a.txt", "content": "hi"})), Some(&sandbox))
+            .await
+            .unwrap();
+        assert_eq!(write, "wrote 2 bytes to notes/a.txt");
+        let read = Implementation::ReadFile
+            .run(&args(json!({"path": "notes/a.txt"})), Some(&sandbox))
+            .await;
+        assert_eq!(read.unwrap(), "hi");
+        let listing = Implementation::ListDir.run(&args(json!({})), Some(&sandbox)).await;
+        assert_eq!(listing.unwrap(), "notes/");
+        let escape = Implementation::WriteFile
+            .run(&args(json!({"path": "../out.txt", "content": "x"})), Some(&sandbox))
+            .await;
+        assert!(escape.is_err());
+        assert!(!dir.path().join("out.txt").exists());
+        let missing = Implementation::ReadFile
+            .run(&args(json!({"path": "nope.txt"})), Some(&sandbox))
+            .await
+            .unwrap_err();
+        assert!(missing.message.starts_with("not found: nope.txt"));
+    }
+
+    #[test]
+    fn every_builtin_has_a_definition_and_an_implementation() {
+        for name in BUILTIN_NAMES {
+            assert_eq!(builtin_definition(name).unwrap().name, name);
+            assert!(Implementation::for_builtin(name).is_some());
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! The checks every tool definition must pass before it is registered. Each
+//! problem carries the JSON pointer (inside the definition) where it is, and
+//! every problem is reported, not just the first.
+
+use std::fmt;
+use std::path::Path;
+
+use jsonschema::Draft;
+use serde_json::Value;
+
+use super::ToolDef;
+use crate::source::{self, FileError};
+
+/// Keywords that give a property a meaning without `type`.
+const COMPOSITION_KEYWORDS: [&str; 6] = ["anyOf", "oneOf", "allOf", "enum", "const", "$ref"];
+
+/// The longest tool name all three providers accept.
+const MAX_NAME_LEN: usize = 64;
+
+/// One thing wrong with one definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefinitionProblem {
+    /// The tool's name, or `#N` (its position) when it has none.
+    pub tool: String,
+    /// JSON pointer inside the definition.
+    pub pointer: String,
+    pub message: String,
+}
+
+impl fmt::Display for DefinitionProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pointer = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        write!(f, "{}: {}: {}", self.tool, pointer, self.message)
+    }
+}
+
+/// Read a JSON array of definitions and check each. A file that cannot be
+/// read or is not a JSON array is an `Err`; problems in the definitions are
+/// the `Ok` list (empty when all is well), alongside the definitions that
+/// could be read.
+pub fn check_definitions_file(
+    path: &Path,
+) -> Result<(Vec<ToolDef>, Vec<DefinitionProblem>), FileError> {
+    let value: Value = source::read_json(path)?;
+    let Value::Array(items) = value else {
+        return Err(FileError::shape(
+            path,
+            "",
+            "expected a JSON array of tool definitions",
+        ));
+    };
+    let mut defs = Vec::with_capacity(items.len());
+    let mut problems = Vec::new();
+    for (index, item) in items.into_iter().enumerate() {
+        let label = item
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .map_or_else(|| format!("#{index}"), str::to_owned);
+        match source::from_value::<ToolDef>(item) {
+            Ok(def) => defs.push(def),
+            Err((pointer, message)) => problems.push(DefinitionProblem {
+                tool: label,
+                pointer,
+                message,
+            }),
+        }
+    }
+    problems.extend(check_definitions(&defs));
+    Ok((defs, problems))
+}
+
+/// Check a set of definitions: each on its own, then that no two share a name.
+pub fn check_definitions(defs: &[ToolDef]) -> Vec<DefinitionProblem> {
+    let mut problems = Vec::new();
+    for (index, def) in defs.iter().enumerate() {
+        let tool = if def.name.is_empty() {
+            format!("#{index}")
+        } else {
+            def.name.clone()
+        };
+        for (pointer, message) in check_definition(def) {
+            problems.push(DefinitionProblem {
+                tool: tool.clone(),
+                pointer,
+                message,
+            });
+        }
+        if let Some(first) = defs[..index]
+            .iter()
+            .position(|other| !def.name.is_empty() && other.name == def.name)
+        {
+            problems.push(DefinitionProblem {
+                tool,
+                pointer: "/name".into(),
+                message: format!("duplicate name: tool #{first} already uses it"),
+            });
+        }
+    }
+    problems
+}
+
+/// The problems of one definition, as (pointer, message) pairs.
+fn check_definition(def: &ToolDef) -> Vec<(String, String)> {
+    let mut problems = Vec::new();
+    if let Err(message) = check_name(&def.name) {
+        problems.push(("/name".to_owned(), message));
+    }
+    if def.description.trim().is_empty() {
+        problems.push((
+            "/description".to_owned(),
+            "description is missing: models choose tools by it".to_owned(),
+        ));
+    }
+    check_parameters(&def.parameters, &mut problems);
+    problems
+}
+
+/// Letters, digits, `_` and `-`; 1 to 64 characters; not starting with a
+/// digit: the intersection of what OpenAI, Anthropic and Gemini accept.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("name is missing".to_owned());
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "name is {} characters long; providers accept at most {MAX_NAME_LEN}",
+            name.len()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "name {name:?} contains {bad:?}; use only letters, digits, _ and -"
+        ));
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("name {name:?} starts with a digit"));
+    }
+    Ok(())
+}
+
+fn check_parameters(parameters: &Value, problems: &mut Vec<(String, String)>) {
+    let Some(schema) = parameters.as_object() else {
+        let message = if parameters.is_null() {
+            "parameters is missing: give a JSON Schema with type \"object\""
+        } else {
+            "parameters must be a JSON Schema object with type \"object\""
+        };
+        problems.push(("/parameters".to_owned(), message.to_owned()));
+        return;
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        problems.push((
+            "/parameters/type".to_owned(),
+            "must be \"object\": tool arguments are always an object".to_owned(),
+        ));
+    }
+    check_object_schema(parameters, "/parameters", problems);
+    match draft_of(parameters) {
+        Ok(draft) => check_meta_schema(parameters, draft, problems),
+        Err(message) => problems.push(("/parameters/$schema".to_owned(), message)),
+    }
+}
+
+/// Which draft a parameters schema is written in: 2020-12 unless `$schema`
+/// names another draft.
+pub(crate) fn draft_of(schema: &Value) -> Result<Draft, String> {
+    let Some(uri) = schema.get("$schema") else {
+        return Ok(Draft::Draft202012);
+    };
+    let uri = uri.as_str().ok_or("$schema must be a string")?;
+    let trimmed = uri.trim_end_matches('#').trim_start_matches("http://").trim_start_matches("https://");
+    match trimmed {
+        "json-schema.org/draft-07/schema" => Ok(Draft::Draft7),
+        "json-schema.org/draft-06/schema" => Ok(Draft::Draft6),
+        "json-schema.org/draft-04/schema" => Ok(Draft::Draft4),
+        "json-schema.org/draft/2019-09/schema" => Ok(Draft::Draft201909),
+        "json-schema.org/draft/2020-12/schema" => Ok(Draft::Draft202012),
+        _ => Err(format!(
+            "unsupported $schema {uri:?}: use draft 2020-12 (the default) or draft-07"
+        )),
+    }
+}
+
+/// `required` names must be properties, and every property (recursively
+/// through `properties` and `items`) needs a type or a composition keyword.
+fn check_object_schema(schema: &Value, pointer: &str, problems: &mut Vec<(String, String)>) {
+    let Some(object) = schema.as_object() else {
+        return;
+    };
+    let properties = object.get("properties").and_then(Value::as_object);
+    if let Some(required) = object.get("required").and_then(Value::as_array) {
+        for (i, name) in required.iter().enumerate() {
+            let Some(name) = name.as_str() else { continue };
+            if !properties.is_some_and(|p| p.contains_key(name)) {
+                problems.push((
+                    format!("{pointer}/required/{i}"),
+                    format!("{name:?} is required but not defined in properties"),
+                ));
+            }
+        }
+    }
+    if let Some(properties) = properties {
+        for (name, property) in properties {
+            let here = format!("{pointer}/properties/{}", escape_pointer(name));
+            check_property(property, &here, problems);
+        }
+    }
+    match object.get("items") {
+        Some(items @ Value::Object(_)) => check_property(items, &format!("{pointer}/items"), problems),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                check_property(item, &format!("{pointer}/items/{i}"), problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_property(property: &Value, pointer: &str, problems: &mut Vec<(String, String)>) {
+    let Some(object) = property.as_object() else {
+        // `true`/`false` schemas and non-objects are for the meta-schema check.
+        return;
+    };
+    let typed = object.contains_key("type")
+        || COMPOSITION_KEYWORDS.iter().any(|k| object.contains_key(*k));
+    if !typed {
+        problems.push((
+            pointer.to_owned(),
+            "has no type: add \"type\" or one of anyOf, oneOf, allOf, enum, const, $ref".to_owned(),
+        ));
+    }
+    check_object_schema(property, pointer, problems);
+}
+
+fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(String, String)>) {
+    let meta = match jsonschema::meta::validator_for(parameters) {
+        Ok(meta) => meta,
+        Err(error) => {
+            problems.push(("/parameters".to_owned(), format!("cannot check the schema: {error}")));
+            return;
+        }
+    };
+    let before = problems.len();
+    for error in meta.iter_errors(parameters) {
+        problems.push((
+            format!("/parameters{}", error.instance_path()),
+            format!("invalid JSON Schema: {error}"),
+        ));
+    }
+    // Compile too: the meta-schema does not catch bad regexes or unresolvable $refs.
+    if problems.len() == before
+        && let Err(error) = jsonschema::options().with_draft(draft).build(parameters)
+    {
+        problems.push((
+            format!("/parameters{}", error.instance_path()),
+            format!("cannot compile the schema: {error}"),
+        ));
+    }
+}
+
+/// Escape a property name for use in a JSON pointer (RFC 6901).
+pub(crate) fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn def(value: Value) -> ToolDef {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn problems(value: Value) -> Vec<String> {
+        check_definitions(&[def(value)])
+            .iter()
+            .map(|p| format!("{}: {}", p.pointer, p.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_good_definition_has_no_problems() {
+        let found = problems(json!({
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "units": {"enum": ["c", "f"]},
+                    "days": {"type": "array", "items": {"type": "integer"}}
+                },
+                "required": ["city"]
+            }
+        }));
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_pointer() {
+        let found = problems(json!({
+            "name": "9lives.now",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"description": "untyped"},
+                    "list": {"type": "array", "items": {"type": "object", "properties": {"deep": {}}}}
+                },
+                "required": ["a", "ghost"]
+            }
+        }));
+        let expected = [
+            "/name: name \"9lives.now\" contains '.'; use only letters, digits, _ and -",
+            "/description: description is missing: models choose tools by it",
+            "/parameters/required/1: \"ghost\" is required but not defined in properties",
+            "/parameters/properties/a: has no type: add \"type\" or one of anyOf, oneOf, allOf, enum, const, $ref",
+            "/parameters/properties/list/items/properties/deep: has no type: add \"type\" or one of anyOf, oneOf, allOf, enum, const, $ref",
+        ];
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn names_follow_the_providers_rules() {
+        assert!(check_name("get-weather_2").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("2fast").is_err());
+        assert!(check_name("a b").is_err());
+        assert!(check_name(&"x".repeat(64)).is_ok());
+        assert!(check_name(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn parameters_must_be_an_object_schema_valid_against_the_meta_schema() {
+        let found = problems(json!({
+            "name": "t", "description": "d",
+            "parameters": {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+        }));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("/parameters/properties/n/minimum: invalid JSON Schema"), "{found:?}");
+
+        let found = problems(json!({"name": "t", "description": "d", "parameters": {"type": "string"}}));
+        assert_eq!(found, ["/parameters/type: must be \"object\": tool arguments are always an object"]);
+
+        let found = problems(json!({"name": "t", "description": "d"}));
+        assert_eq!(found, ["/parameters: parameters is missing: give a JSON Schema with type \"object\""]);
+    }
+
+    #[test]
+    fn draft_07_is_used_when_schema_says_so() {
+        // `definitions` + `$ref` as draft-07 writes them; a bad regex fails compilation.
+        let draft7 = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"x": {"$ref": "#/definitions/x"}},
+            "definitions": {"x": {"type": "string"}}
+        });
+        assert_eq!(draft_of(&draft7).unwrap(), Draft::Draft7);
+        assert!(problems(json!({"name": "t", "description": "d", "parameters": draft7})).is_empty());
+        let unknown = json!({"$schema": "https://example.com/mine", "type": "object"});
+        assert_eq!(
+            problems(json!({"name": "t", "description": "d", "parameters": unknown})),
+            ["/parameters/$schema: unsupported $schema \"https://example.com/mine\": use draft 2020-12 (the default) or draft-07"]
+        );
+        let bad_regex = json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "(["}}});
+        let found = problems(json!({"name": "t", "description": "d", "parameters": bad_regex}));
+        assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn duplicate_names_are_reported() {
+        let one = json!({"name": "t", "description": "d", "parameters": {"type": "object"}});
+        let found = check_definitions(&[def(one.clone()), def(one)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].to_string(), "t: /name: duplicate name: tool #0 already uses it");
+    }
+}

@@ -1,0 +1,169 @@
+//! Tools: the definition format (`ToolDef`), the checks a definition must
+//! pass, the `Registry` of compiled validators, the built-in tools and the
+//! sandbox that file tools run in. Nothing here knows about LLMs.
+
+mod builtin;
+mod check;
+mod registry;
+mod sandbox;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use builtin::{BUILTIN_NAMES, builtin_definition};
+pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
+pub use registry::{Registry, RegistryError, ToolEnv, ToolId, ToolSource};
+pub use sandbox::Sandbox;
+
+/// Default per-call timeout.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// One tool as a user defines it. Missing `name`, `description` or
+/// `parameters` deserialize to empty values so that `check_definitions` can
+/// report every problem at once instead of stopping at the first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDef {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments; must be `type: object`.
+    #[serde(default)]
+    pub parameters: Value,
+    #[serde(default)]
+    pub effect: Effect,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    /// For tools with no implementation: what to pretend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulate: Option<Simulate>,
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+impl ToolDef {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// Whether a tool changes the world. Reads may run concurrently; a write
+/// runs alone, after everything before it. Unknown tools are writes, the
+/// safe default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    Read,
+    #[default]
+    Write,
+}
+
+/// Free-form description of a tool, kept for reports and importers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Value>,
+    /// Anything else (an importer's original schema, say).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// What a tool without an implementation does when called.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Simulate {
+    /// Returned on success: a string as is, any other JSON serialized.
+    #[serde(default)]
+    pub result: Value,
+    /// Simulated latency before the result comes back.
+    #[serde(default)]
+    pub latency_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+/// Failure injection: the first `first` executions fail with `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    pub first: u32,
+    #[serde(default)]
+    pub kind: FailureKind,
+    /// The error text; a default naming the kind is used when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// How a tool execution fails. `Timeout` in a `Failure` makes the tool hang
+/// until its timeout fires.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    #[default]
+    Runtime,
+    NotFound,
+    PermissionDenied,
+    Timeout,
+}
+
+/// Why a tool execution failed, as the tool reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    pub kind: ToolFailureKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolFailureKind {
+    Runtime,
+    NotFound,
+    PermissionDenied,
+    Timeout,
+    /// A sandbox check refused the path before anything was touched.
+    Blocked,
+}
+
+impl ToolFailure {
+    pub fn new(kind: ToolFailureKind, message: impl Into<String>) -> Self {
+        ToolFailure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Self::new(ToolFailureKind::Runtime, message)
+    }
+
+    pub fn blocked(message: impl Into<String>) -> Self {
+        Self::new(ToolFailureKind::Blocked, message)
+    }
+
+    /// Map an I/O error to a failure with a hint the model can act on.
+    pub fn from_io(error: &std::io::Error, path: &str) -> Self {
+        use std::io::ErrorKind as Io;
+        match error.kind() {
+            Io::NotFound => Self::new(
+                ToolFailureKind::NotFound,
+                format!("not found: {path} (hint: list_dir shows what exists)"),
+            ),
+            Io::PermissionDenied => Self::new(
+                ToolFailureKind::PermissionDenied,
+                format!("permission denied: {path}"),
+            ),
+            _ => Self::runtime(format!("{path}: {error}")),
+        }
+    }
+}

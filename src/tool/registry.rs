@@ -1,0 +1,301 @@
+//! The `Registry`: checked definitions, their validators compiled once, and
+//! what each tool does when executed. Lookup by name is a hash-map probe;
+//! execution dispatches on an enum.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use jsonschema::Validator;
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+
+use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
+use super::check::{DefinitionProblem, check_definitions, draft_of};
+use super::{FailureKind, Sandbox, Simulate, ToolDef, ToolFailure, ToolFailureKind};
+
+/// Where a registered tool comes from.
+#[derive(Debug, Clone)]
+pub enum ToolSource {
+    /// A built-in tool by name (`echo`, `math`, ...).
+    Builtin(String),
+    /// A user definition: simulated if it has a `simulate` block, otherwise
+    /// it answers with its arguments as JSON.
+    Defined(ToolDef),
+}
+
+/// What tools may touch.
+#[derive(Debug, Clone, Default)]
+pub struct ToolEnv {
+    /// Required by the file tools.
+    pub sandbox: Option<Sandbox>,
+}
+
+/// Why a set of tools cannot be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("unknown built-in tool {name:?}; the built-ins are {}", BUILTIN_NAMES.join(", "))]
+    UnknownBuiltin { name: String },
+    #[error("tool {tool:?} reads or writes files and needs a sandbox directory (--sandbox DIR)")]
+    NeedsSandbox { tool: String },
+    #[error("{}", format_problems(.0))]
+    Definitions(Vec<DefinitionProblem>),
+}
+
+fn format_problems(problems: &[DefinitionProblem]) -> String {
+    let mut text = format!("{} problem(s) in the tool definitions:", problems.len());
+    for problem in problems {
+        let _ = write!(text, "\n  {problem}");
+    }
+    text
+}
+
+/// Identifies a registered tool; cheap to copy, valid for its registry only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ToolId(usize);
+
+enum Behaviour {
+    Builtin(Implementation),
+    Simulated(Simulate),
+    EchoArguments,
+}
+
+struct RegisteredTool {
+    def: ToolDef,
+    validator: Validator,
+    behaviour: Behaviour,
+    /// Executions so far, for "fail the first N" injection.
+    executions: AtomicU32,
+}
+
+/// The tools available to a pipeline.
+pub struct Registry {
+    tools: Vec<RegisteredTool>,
+    by_name: FxHashMap<Box<str>, ToolId>,
+    sandbox: Option<Sandbox>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .field("sandbox", &self.sandbox)
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Check every definition, compile every validator, and refuse the
+    /// whole set if anything is wrong (reporting all problems).
+    pub fn new(sources: Vec<ToolSource>, env: ToolEnv) -> Result<Self, RegistryError> {
+        let mut defs = Vec::with_capacity(sources.len());
+        let mut behaviours = Vec::with_capacity(sources.len());
+        for source in sources {
+            match source {
+                ToolSource::Builtin(name) => {
+                    let implementation = Implementation::for_builtin(&name)
+                        .ok_or_else(|| RegistryError::UnknownBuiltin { name: name.clone() })?;
+                    if implementation.needs_sandbox() && env.sandbox.is_none() {
+                        return Err(RegistryError::NeedsSandbox { tool: name });
+                    }
+                    defs.push(builtin_definition(&name).expect("every built-in has a definition"));
+                    behaviours.push(Behaviour::Builtin(implementation));
+                }
+                ToolSource::Defined(def) => {
+                    let behaviour = match &def.simulate {
+                        Some(simulate) => Behaviour::Simulated(simulate.clone()),
+                        None => Behaviour::EchoArguments,
+                    };
+                    defs.push(def);
+                    behaviours.push(behaviour);
+                }
+            }
+        }
+        let problems = check_definitions(&defs);
+        if !problems.is_empty() {
+            return Err(RegistryError::Definitions(problems));
+        }
+
+        let mut tools = Vec::with_capacity(defs.len());
+        let mut by_name = FxHashMap::default();
+        for (index, (def, behaviour)) in defs.into_iter().zip(behaviours).enumerate() {
+            let validator = compile(&def)?;
+            by_name.insert(def.name.clone().into_boxed_str(), ToolId(index));
+            tools.push(RegisteredTool {
+                def,
+                validator,
+                behaviour,
+                executions: AtomicU32::new(0),
+            });
+        }
+        Ok(Registry {
+            tools,
+            by_name,
+            sandbox: env.sandbox,
+        })
+    }
+
+    /// The built-in tools named, with no user definitions.
+    pub fn builtins(names: &[&str], env: ToolEnv) -> Result<Self, RegistryError> {
+        let sources = names.iter().map(|n| ToolSource::Builtin((*n).to_owned())).collect();
+        Self::new(sources, env)
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<ToolId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn definition(&self, id: ToolId) -> &ToolDef {
+        &self.tools[id.0].def
+    }
+
+    pub fn validator(&self, id: ToolId) -> &Validator {
+        &self.tools[id.0].validator
+    }
+
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDef> {
+        self.tools.iter().map(|t| &t.def)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.def.name.as_str())
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Execute a tool on arguments that passed validation. The caller
+    /// applies the timeout; a simulated hang simply never finishes.
+    pub async fn execute(&self, id: ToolId, arguments: &Value) -> Result<String, ToolFailure> {
+        let tool = &self.tools[id.0];
+        let empty = Map::new();
+        let args = arguments.as_object().unwrap_or(&empty);
+        match &tool.behaviour {
+            Behaviour::Builtin(implementation) => {
+                implementation.run(args, self.sandbox.as_ref()).await
+            }
+            Behaviour::Simulated(simulate) => {
+                if simulate.latency_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(simulate.latency_ms)).await;
+                }
+                let execution = tool.executions.fetch_add(1, Ordering::Relaxed);
+                if let Some(failure) = &simulate.failure
+                    && execution < failure.first
+                {
+                    return Err(injected_failure(failure.kind, failure.message.as_deref()).await);
+                }
+                Ok(match &simulate.result {
+                    Value::String(text) => text.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                })
+            }
+            Behaviour::EchoArguments => Ok(arguments.to_string()),
+        }
+    }
+}
+
+async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
+    let (kind, default) = match kind {
+        FailureKind::Runtime => (ToolFailureKind::Runtime, "simulated failure"),
+        FailureKind::NotFound => (ToolFailureKind::NotFound, "not found"),
+        FailureKind::PermissionDenied => (ToolFailureKind::PermissionDenied, "permission denied"),
+        FailureKind::Timeout => std::future::pending().await,
+    };
+    ToolFailure::new(kind, message.unwrap_or(default))
+}
+
+fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
+    let problem = |message: String| {
+        RegistryError::Definitions(vec![DefinitionProblem {
+            tool: def.name.clone(),
+            pointer: "/parameters".into(),
+            message,
+        }])
+    };
+    let draft = draft_of(&def.parameters).map_err(problem)?;
+    jsonschema::options()
+        .with_draft(draft)
+        .build(&def.parameters)
+        .map_err(|e| problem(format!("cannot compile the schema: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn defined(value: Value) -> ToolSource {
+        ToolSource::Defined(serde_json::from_value(value).unwrap())
+    }
+
+    #[test]
+    fn builtins_register_and_are_found_by_name() {
+        let registry = Registry::builtins(&["echo", "math"], ToolEnv::default()).unwrap();
+        let math = registry.lookup("math").unwrap();
+        assert_eq!(registry.definition(math).name, "math");
+        assert!(registry.lookup("nope").is_none());
+        assert!(registry.validator(math).is_valid(&json!({"operation": "add", "a": 1, "b": 2})));
+        assert!(!registry.validator(math).is_valid(&json!({"operation": "pow", "a": 1, "b": 2})));
+    }
+
+    #[test]
+    fn file_tools_need_a_sandbox() {
+        let error = Registry::builtins(&["read_file"], ToolEnv::default()).unwrap_err();
+        assert!(matches!(error, RegistryError::NeedsSandbox { .. }));
+        let error = Registry::builtins(&["rm"], ToolEnv::default()).unwrap_err();
+        assert!(error.to_string().contains("the built-ins are echo, math"));
+    }
+
+    #[test]
+    fn bad_definitions_are_refused_with_every_problem() {
+        let error = Registry::new(
+            vec![
+                defined(json!({"name": "a", "parameters": {"type": "object"}})),
+                defined(json!({"name": "b", "description": "d", "parameters": {"type": "array"}})),
+            ],
+            ToolEnv::default(),
+        )
+        .unwrap_err();
+        let text = error.to_string();
+        assert!(text.starts_with("2 problem(s)"), "{text}");
+        assert!(text.contains("a: /description:"), "{text}");
+        assert!(text.contains("b: /parameters/type:"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_definition_without_simulate_returns_its_arguments() {
+        let registry = Registry::new(
+            vec![defined(json!({"name": "t", "description": "d", "parameters": {"type": "object"}}))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let id = registry.lookup("t").unwrap();
+        let out = registry.execute(id, &json!({"x": [1, 2]})).await.unwrap();
+        assert_eq!(out, r#"{"x":[1,2]}"#);
+    }
+
+    #[tokio::test]
+    async fn simulated_failures_hit_the_first_executions_only() {
+        let registry = Registry::new(
+            vec![defined(json!({
+                "name": "flaky", "description": "d", "parameters": {"type": "object"},
+                "simulate": {"result": {"ok": true}, "failure": {"first": 2, "kind": "not_found", "message": "no such row"}}
+            }))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let id = registry.lookup("flaky").unwrap();
+        for _ in 0..2 {
+            let failure = registry.execute(id, &json!({})).await.unwrap_err();
+            assert_eq!(failure.kind, ToolFailureKind::NotFound);
+            assert_eq!(failure.message, "no such row");
+        }
+        assert_eq!(registry.execute(id, &json!({})).await.unwrap(), r#"{"ok":true}"#);
+    }
+}
