@@ -153,7 +153,10 @@ mod tests {
     #[test]
     fn syntax_errors_name_file_line_and_column() {
         let error = parse_json::<Value>(Path::new("x.json"), b"{\n  \"a\": [1,\n}").unwrap_err();
-        assert_eq!(error.to_string(), "x.json:3:1: not valid JSON: expected value");
+        assert_eq!(
+            error.to_string(),
+            "x.json:3:1: not valid JSON: expected value"
+        );
     }
 
     #[test]
@@ -161,12 +164,25 @@ mod tests {
         let text = b"{\"items\": [{\"count\": 1}, {\"cuont\": 2}]}";
         let error = parse_json::<Doc>(Path::new("d.json"), text).unwrap_err();
         let message = error.to_string();
-        assert!(message.starts_with("d.json:1:33: /items/1/cuont: unknown field `cuont`"), "{message}");
+        assert!(
+            message.starts_with("d.json:1:33: /items/1/cuont: unknown field `cuont`"),
+            "{message}"
+        );
     }
 
     #[test]
     fn trailing_garbage_is_a_syntax_error() {
         let error = parse_json::<Value>(Path::new("t.json"), b"{} x").unwrap_err();
-        assert!(matches!(error, FileError::Syntax { line: 1, column: 4, .. }), "{error}");
+        assert!(
+            matches!(
+                error,
+                FileError::Syntax {
+                    line: 1,
+                    column: 4,
+                    ..
+                }
+            ),
+            "{error}"
+        );
     }
 }

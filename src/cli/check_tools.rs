@@ -21,7 +21,11 @@ pub fn run(args: &CheckToolsArgs) -> Result<ExitCode, CliError> {
         println!("{problem}");
     }
     if problems.is_empty() {
-        eprintln!("{}: {} tool(s), no problems", args.tools.display(), defs.len());
+        eprintln!(
+            "{}: {} tool(s), no problems",
+            args.tools.display(),
+            defs.len()
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("{}: {} problem(s)", args.tools.display(), problems.len());

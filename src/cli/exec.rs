@@ -52,9 +52,8 @@ fn parse_provider(text: &str) -> Result<Provider, String> {
 
 pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args)?);
-    let body = std::fs::read(&args.response).map_err(|e| {
-        CliError(format!("{}: cannot read: {e}", args.response.display()))
-    })?;
+    let body = std::fs::read(&args.response)
+        .map_err(|e| CliError(format!("{}: cannot read: {e}", args.response.display())))?;
     let parsed = args
         .provider
         .parse_response(&body)
@@ -112,8 +111,7 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
 fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
     let sandbox = match &args.sandbox {
         Some(dir) => Some(
-            Sandbox::new(dir)
-                .map_err(|e| CliError(format!("--sandbox {}: {e}", dir.display())))?,
+            Sandbox::new(dir).map_err(|e| CliError(format!("--sandbox {}: {e}", dir.display())))?,
         ),
         None => None,
     };

@@ -37,13 +37,15 @@ impl Pipeline {
                         reads.push((index, approved));
                         continue;
                     }
-                    self.run_reads(calls, &mut reads, &mut results, batch_start).await;
+                    self.run_reads(calls, &mut reads, &mut results, batch_start)
+                        .await;
                     let result = self.execute_one(&calls[index], approved, batch_start).await;
                     results[index] = Some(result);
                 }
             }
         }
-        self.run_reads(calls, &mut reads, &mut results, batch_start).await;
+        self.run_reads(calls, &mut reads, &mut results, batch_start)
+            .await;
 
         Batch {
             results: results
@@ -72,7 +74,10 @@ impl Pipeline {
             _ => {
                 let finished: Vec<(usize, ToolResult)> = stream::iter(reads.iter().copied())
                     .map(|(index, approved)| async move {
-                        (index, self.execute_one(&calls[index], approved, batch_start).await)
+                        (
+                            index,
+                            self.execute_one(&calls[index], approved, batch_start).await,
+                        )
                     })
                     .buffer_unordered(self.options.max_concurrency.max(1))
                     .collect()
@@ -128,9 +133,9 @@ fn error_kind_of(failure: &ToolFailure) -> ErrorKind {
     match failure.kind {
         ToolFailureKind::Blocked => ErrorKind::Sandbox,
         ToolFailureKind::Timeout => ErrorKind::Timeout,
-        ToolFailureKind::Runtime | ToolFailureKind::NotFound | ToolFailureKind::PermissionDenied => {
-            ErrorKind::Runtime
-        }
+        ToolFailureKind::Runtime
+        | ToolFailureKind::NotFound
+        | ToolFailureKind::PermissionDenied => ErrorKind::Runtime,
     }
 }
 
@@ -160,8 +165,14 @@ mod tests {
     #[test]
     fn truncation_marks_how_much_was_cut_and_respects_characters() {
         assert_eq!(truncate("short".into(), 10), "short");
-        assert_eq!(truncate("abcdef".into(), 4), "abcd\n[output truncated: 2 of 6 bytes cut]");
+        assert_eq!(
+            truncate("abcdef".into(), 4),
+            "abcd\n[output truncated: 2 of 6 bytes cut]"
+        );
         // 'é' is two bytes: cutting at 2 would split it.
-        assert_eq!(truncate("aéb".into(), 2), "a\n[output truncated: 3 of 4 bytes cut]");
+        assert_eq!(
+            truncate("aéb".into(), 2),
+            "a\n[output truncated: 3 of 4 bytes cut]"
+        );
     }
 }

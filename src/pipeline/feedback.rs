@@ -75,7 +75,11 @@ fn describe(error: &ValidationError<'_>, out: &mut String) {
         ValidationErrorKind::Format { format } => write!(out, "must match format {format:?}"),
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             let names: Vec<String> = unexpected.iter().map(|n| format!("'{n}'")).collect();
-            write!(out, "must NOT have additional properties: {}", names.join(", "))
+            write!(
+                out,
+                "must NOT have additional properties: {}",
+                names.join(", ")
+            )
         }
         _ => write!(out, "{error}"),
     };
@@ -158,7 +162,10 @@ mod tests {
             "required": ["path", "mode"],
             "additionalProperties": false
         });
-        let text = feedback(schema, json!({"path": 7, "lines": {"start": 0}, "extra": true}));
+        let text = feedback(
+            schema,
+            json!({"path": 7, "lines": {"start": 0}, "extra": true}),
+        );
         let mut lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.remove(0), "Validation failed:");
         lines.sort();
@@ -179,7 +186,10 @@ mod tests {
             json!({"properties": {"op": {"enum": ["add", "sub"]}, "n": {"type": ["integer", "null"]}}}),
             json!({"op": "pow", "n": "1"}),
         );
-        assert!(text.contains("- /op: must be one of \"add\", \"sub\""), "{text}");
+        assert!(
+            text.contains("- /op: must be one of \"add\", \"sub\""),
+            "{text}"
+        );
         assert!(text.contains("- /n: must be null or integer"), "{text}");
     }
 

@@ -81,7 +81,10 @@ impl<W: Write> SessionLog<W> {
             self.buffer.push(b'\n');
             self.last_id = Some(result_id);
         }
-        let written = self.out.write_all(&self.buffer).and_then(|()| self.out.flush());
+        let written = self
+            .out
+            .write_all(&self.buffer)
+            .and_then(|()| self.out.flush());
         self.buffer.clear();
         written
     }

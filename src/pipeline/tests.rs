@@ -1,0 +1,300 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::call::{ErrorKind, MalformedCall, ParsedCall, ToolCall};
+use crate::tool::{ToolDef, ToolEnv, ToolSource};
+
+fn simulated(name: &str, effect: &str, latency_ms: u64) -> ToolSource {
+    let def: ToolDef = serde_json::from_value(json!({
+        "name": name,
+        "description": "simulated",
+        "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "effect": effect,
+        "simulate": {"result": format!("{name} done"), "latency_ms": latency_ms}
+    }))
+    .unwrap();
+    ToolSource::Defined(def)
+}
+
+fn pipeline(sources: Vec<ToolSource>, mode: ExecMode) -> Pipeline {
+    let registry = crate::tool::Registry::new(sources, ToolEnv::default()).unwrap();
+    Pipeline::new(
+        Arc::new(registry),
+        ExecOptions {
+            mode,
+            ..ExecOptions::default()
+        },
+    )
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ParsedCall {
+    ParsedCall::Ok(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    })
+}
+
+fn reads_and_write() -> Vec<ToolSource> {
+    vec![
+        simulated("fetch", "read", 100),
+        simulated("save", "write", 100),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_reads_run_together_and_serial_mode_runs_them_in_turn() {
+    let calls: Vec<ParsedCall> = (0..3)
+        .map(|i| call(&format!("c{i}"), "fetch", json!({})))
+        .collect();
+
+    let batch = pipeline(reads_and_write(), ExecMode::Parallel)
+        .run(&calls)
+        .await;
+    assert_eq!(batch.makespan, Duration::from_millis(100));
+    assert_eq!(batch.serial_makespan(), Duration::from_millis(300));
+
+    let batch = pipeline(reads_and_write(), ExecMode::Serial)
+        .run(&calls)
+        .await;
+    assert_eq!(batch.makespan, Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_in_the_middle_is_a_barrier() {
+    let calls = vec![
+        call("r1", "fetch", json!({})),
+        call("w", "save", json!({})),
+        call("r2", "fetch", json!({})),
+    ];
+    let batch = pipeline(reads_and_write(), ExecMode::Parallel)
+        .run(&calls)
+        .await;
+    assert_eq!(batch.makespan, Duration::from_millis(300));
+
+    // Two reads, a write, then a read: reads before the barrier overlap.
+    let calls = vec![
+        call("r1", "fetch", json!({})),
+        call("r2", "fetch", json!({})),
+        call("w", "save", json!({})),
+        call("r3", "fetch", json!({})),
+    ];
+    let batch = pipeline(reads_and_write(), ExecMode::Parallel)
+        .run(&calls)
+        .await;
+    assert_eq!(batch.makespan, Duration::from_millis(300));
+    let starts: Vec<u128> = batch
+        .results
+        .iter()
+        .map(|r| r.started.as_millis())
+        .collect();
+    assert_eq!(starts, [0, 0, 100, 200]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_come_back_in_call_order_whatever_finishes_first() {
+    let sources = vec![
+        simulated("slow", "read", 300),
+        simulated("medium", "read", 200),
+        simulated("fast", "read", 100),
+    ];
+    let calls = vec![
+        call("a", "slow", json!({})),
+        call("b", "medium", json!({})),
+        call("c", "fast", json!({})),
+    ];
+    let batch = pipeline(sources, ExecMode::Parallel).run(&calls).await;
+    let ids: Vec<&str> = batch.results.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    let elapsed: Vec<u128> = batch
+        .results
+        .iter()
+        .map(|r| r.elapsed.as_millis())
+        .collect();
+    assert_eq!(elapsed, [300, 200, 100]);
+    assert_eq!(batch.makespan, Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_is_bounded() {
+    let registry =
+        crate::tool::Registry::new(vec![simulated("fetch", "read", 100)], ToolEnv::default())
+            .unwrap();
+    let pipeline = Pipeline::new(
+        Arc::new(registry),
+        ExecOptions {
+            max_concurrency: 2,
+            ..ExecOptions::default()
+        },
+    );
+    let calls: Vec<ParsedCall> = (0..5)
+        .map(|i| call(&format!("c{i}"), "fetch", json!({})))
+        .collect();
+    let batch = pipeline.run(&calls).await;
+    assert_eq!(
+        batch.makespan,
+        Duration::from_millis(300),
+        "5 calls, 2 at a time"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_kind_of_failure_is_a_result_and_the_rest_still_run() {
+    let hang: ToolDef = serde_json::from_value(json!({
+        "name": "hang", "description": "never answers", "effect": "read", "timeout_ms": 50,
+        "parameters": {"type": "object"},
+        "simulate": {"failure": {"first": 1, "kind": "timeout"}}
+    }))
+    .unwrap();
+    let mut sources = reads_and_write();
+    sources.push(ToolSource::Builtin("math".into()));
+    sources.push(ToolSource::Defined(hang));
+    let calls = vec![
+        ParsedCall::Malformed(MalformedCall {
+            id: "p".into(),
+            name: "fetch".into(),
+            raw_arguments: "{".into(),
+            problem: "the arguments are not valid JSON".into(),
+        }),
+        call("u", "fecth", json!({})),
+        call("v", "fetch", json!({"n": "one"})),
+        call("r", "math", json!({"operation": "divide", "a": 1, "b": 0})),
+        call("t", "hang", json!({})),
+        call("ok", "math", json!({"operation": "add", "a": 1, "b": 2})),
+    ];
+    let batch = pipeline(sources, ExecMode::Parallel).run(&calls).await;
+    let kinds: Vec<Option<ErrorKind>> = batch.results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Some(ErrorKind::Parse),
+            Some(ErrorKind::UnknownTool),
+            Some(ErrorKind::Validation),
+            Some(ErrorKind::Runtime),
+            Some(ErrorKind::Timeout),
+            None,
+        ]
+    );
+    assert_eq!(
+        batch.results[1].content,
+        "Unknown tool \"fecth\". Available tools: fetch, save, math, hang."
+    );
+    assert_eq!(
+        batch.results[2].content,
+        "Validation failed:\n- /n: must be integer"
+    );
+    assert_eq!(
+        batch.results[3].content,
+        "Error: division by zero: b must not be 0"
+    );
+    assert!(
+        batch.results[4]
+            .content
+            .starts_with("Error: timed out after 50 ms")
+    );
+    assert_eq!(batch.results[4].elapsed, Duration::from_millis(50));
+    assert_eq!(batch.results[5].content, "3");
+    assert!(batch.results.iter().all(|r| !r.content.is_empty()));
+}
+
+#[tokio::test]
+async fn long_output_is_truncated_with_a_marker() {
+    let registry = crate::tool::Registry::builtins(&["echo"], ToolEnv::default()).unwrap();
+    let pipeline = Pipeline::new(
+        Arc::new(registry),
+        ExecOptions {
+            output_limit: 10,
+            ..ExecOptions::default()
+        },
+    );
+    let batch = pipeline
+        .run(&[call("e", "echo", json!({"message": "x".repeat(25)}))])
+        .await;
+    assert_eq!(
+        batch.results[0].content,
+        format!("{}\n[output truncated: 15 of 25 bytes cut]", "x".repeat(10))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_log_holds_whole_lines_two_per_call_under_64_concurrent_calls() {
+    let pipeline = pipeline(
+        vec![
+            simulated("fetch", "read", 10),
+            ToolSource::Builtin("echo".into()),
+        ],
+        ExecMode::Parallel,
+    );
+    let registry_pipeline = Pipeline::new(
+        Arc::new(
+            crate::tool::Registry::new(vec![simulated("fetch", "read", 10)], ToolEnv::default())
+                .unwrap(),
+        ),
+        ExecOptions {
+            max_concurrency: 64,
+            ..ExecOptions::default()
+        },
+    );
+    let calls: Vec<ParsedCall> = (0..64)
+        .map(|i| call(&format!("c{i}"), "fetch", json!({"n": i})))
+        .collect();
+    let mut log = SessionLog::new(Vec::new());
+    for p in [&registry_pipeline, &pipeline] {
+        let batch = p.run(&calls).await;
+        log.record(&calls, &batch).unwrap();
+    }
+    let text = String::from_utf8(log.into_inner()).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is whole JSON"))
+        .collect();
+    assert!(text.ends_with('\n'));
+    assert_eq!(entries.len(), 2 * 2 * 64);
+    let mut previous_id: Option<&str> = None;
+    for pair in entries.chunks(2) {
+        let (call_entry, result_entry) = (&pair[0], &pair[1]);
+        assert_eq!(call_entry["type"], "tool_call");
+        assert_eq!(result_entry["type"], "tool_result");
+        assert_eq!(result_entry["parentId"], call_entry["id"]);
+        assert_eq!(result_entry["callId"], call_entry["callId"]);
+        assert_eq!(call_entry["parentId"].as_str(), previous_id);
+        previous_id = result_entry["id"].as_str();
+    }
+    let first_result = &entries[1];
+    assert_eq!(first_result["tool"], "fetch");
+    assert_eq!(first_result["isError"], false);
+    assert_eq!(first_result["errorKind"], Value::Null);
+    assert_eq!(first_result["elapsedUs"], 10_000);
+}
+
+#[tokio::test]
+async fn the_log_records_error_kinds_and_raw_arguments_of_malformed_calls() {
+    let pipeline = pipeline(vec![ToolSource::Builtin("echo".into())], ExecMode::Parallel);
+    let calls = vec![
+        ParsedCall::Malformed(MalformedCall {
+            id: "p".into(),
+            name: "echo".into(),
+            raw_arguments: "{\"message\":".into(),
+            problem: "broken".into(),
+        }),
+        call("v", "echo", json!({"message": 3})),
+    ];
+    let batch = pipeline.run(&calls).await;
+    let mut log = SessionLog::new(Vec::new());
+    log.record(&calls, &batch).unwrap();
+    let text = String::from_utf8(log.into_inner()).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries[0]["arguments"], "{\"message\":");
+    assert_eq!(entries[1]["errorKind"], "parse");
+    assert_eq!(entries[2]["arguments"], json!({"message": 3}));
+    assert_eq!(entries[3]["errorKind"], "validation");
+    assert_eq!(entries[3]["isError"], true);
+    assert_eq!(entries[0]["id"], "e1");
+    assert!(entries[0]["timestamp"].as_u64().unwrap() > 1_600_000_000_000);
+}

@@ -76,9 +76,16 @@ mod tests {
 
         let unknown = validate(&registry, &call("ecko", json!({}))).unwrap_err();
         assert_eq!(unknown.kind, ErrorKind::UnknownTool);
-        assert_eq!(unknown.message, "Unknown tool \"ecko\". Available tools: echo, math.");
+        assert_eq!(
+            unknown.message,
+            "Unknown tool \"ecko\". Available tools: echo, math."
+        );
 
-        let invalid = validate(&registry, &call("math", json!({"operation": "pow", "a": "1"}))).unwrap_err();
+        let invalid = validate(
+            &registry,
+            &call("math", json!({"operation": "pow", "a": "1"})),
+        )
+        .unwrap_err();
         assert_eq!(invalid.kind, ErrorKind::Validation);
         let mut lines: Vec<&str> = invalid.message.lines().skip(1).collect();
         lines.sort();

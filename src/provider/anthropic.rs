@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
 use super::{
-    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
-    non_empty, raw_arguments_value,
+    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
+    make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
 use crate::tool::ToolDef;
@@ -43,7 +43,10 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     if parsed.kind.is("error") || parsed.error.is_some() {
         return Err(ResponseError::Api {
             provider: Provider::Anthropic,
-            message: api_error_message(parsed.error.as_ref()),
+            message: parsed
+                .error
+                .as_ref()
+                .map_or_else(|| "no details given".to_owned(), api_error_message),
         });
     }
     let blocks = parsed.content.ok_or_else(|| ResponseError::NotAResponse {
@@ -79,16 +82,6 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         }
     }
     Ok(response)
-}
-
-pub(super) fn api_error_message(error: Option<&Value>) -> String {
-    match error {
-        Some(error) => error
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| error.to_string(), str::to_owned),
-        None => "no details given".to_owned(),
-    }
 }
 
 pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
@@ -157,7 +150,11 @@ pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
         };
         content.push(block);
     }
-    let stop_reason = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    let stop_reason = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
     json!({
         "id": "msg_toolgauge",
         "type": "message",

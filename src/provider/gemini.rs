@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
 use super::{
-    Arguments, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider,
-    ResponseError, make_call, non_empty, raw_arguments_value,
+    Arguments, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
+    make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
 use crate::tool::ToolDef;
@@ -60,12 +60,12 @@ struct FunctionCall<'a> {
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-    let parsed: Body<'_> =
-        serde_json::from_slice(body).map_err(|e| ResponseError::from_serde(Provider::Gemini, &e))?;
+    let parsed: Body<'_> = serde_json::from_slice(body)
+        .map_err(|e| ResponseError::from_serde(Provider::Gemini, &e))?;
     if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
         return Err(ResponseError::Api {
             provider: Provider::Gemini,
-            message: super::anthropic::api_error_message(Some(&error)),
+            message: super::api_error_message(&error),
         });
     }
     let Some(candidates) = parsed.candidates else {
@@ -152,8 +152,7 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
     let groups = tools.as_array().ok_or("tools must be an array")?;
     let mut specs = Vec::new();
     for (g, group) in groups.iter().enumerate() {
-        let Some(declarations) = group.get("functionDeclarations").and_then(Value::as_array)
-        else {
+        let Some(declarations) = group.get("functionDeclarations").and_then(Value::as_array) else {
             continue; // built-in tools such as googleSearch
         };
         for (i, declaration) in declarations.iter().enumerate() {
@@ -161,11 +160,15 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
                 .get("name")
                 .and_then(Value::as_str)
                 .ok_or(format!("tools[{g}].functionDeclarations[{i}] has no name"))?;
-            let parameters = ["parametersJsonSchema", "parameters_json_schema", "parameters"]
-                .iter()
-                .find_map(|key| declaration.get(*key))
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+            let parameters = [
+                "parametersJsonSchema",
+                "parameters_json_schema",
+                "parameters",
+            ]
+            .iter()
+            .find_map(|key| declaration.get(*key))
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
             specs.push(FunctionSpec {
                 name: name.to_owned(),
                 description: declaration

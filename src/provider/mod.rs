@@ -45,6 +45,15 @@ impl Provider {
         }
     }
 
+    /// The API whose wire format this is, for messages.
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OpenAI Chat Completions",
+            Provider::Anthropic => "Anthropic Messages",
+            Provider::Gemini => "Gemini generateContent",
+        }
+    }
+
     /// Parse: a response body into the text and the calls it holds.
     pub fn parse_response(self, body: &[u8]) -> Result<ParsedResponse, ResponseError> {
         match self {
@@ -156,9 +165,9 @@ pub enum ResponseError {
         column: usize,
         message: String,
     },
-    #[error("not a {provider} response: {reason}")]
+    #[error("not a response of the {} API: {reason}", provider.api_name())]
     NotAResponse { provider: Provider, reason: String },
-    #[error("the {provider} API answered with an error: {message}")]
+    #[error("the {} API answered with an error: {message}", provider.api_name())]
     Api { provider: Provider, message: String },
 }
 
@@ -166,7 +175,9 @@ impl ResponseError {
     fn from_serde(provider: Provider, error: &serde_json::Error) -> Self {
         if error.is_syntax() || error.is_eof() || error.is_io() {
             let text = error.to_string();
-            let message = text.rfind(" at line ").map_or(text.as_str(), |at| &text[..at]);
+            let message = text
+                .rfind(" at line ")
+                .map_or(text.as_str(), |at| &text[..at]);
             ResponseError::NotJson {
                 line: error.line(),
                 column: error.column(),
@@ -282,6 +293,14 @@ pub(crate) fn json_type_name(value: &Value) -> &'static str {
 /// The arguments of a malformed call as they would arrive on the wire.
 fn raw_arguments_value(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// The `message` of a provider's error object, or the object itself.
+fn api_error_message(error: &Value) -> String {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| error.to_string(), str::to_owned)
 }
 
 /// Content never goes back empty.

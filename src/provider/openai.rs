@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
 use super::{
-    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
-    non_empty,
+    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call, non_empty,
 };
 use crate::call::{ParsedCall, ToolResult};
 use crate::tool::ToolDef;
@@ -55,12 +54,12 @@ struct Function<'a> {
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-    let parsed: Body<'_> =
-        serde_json::from_slice(body).map_err(|e| ResponseError::from_serde(Provider::OpenAi, &e))?;
+    let parsed: Body<'_> = serde_json::from_slice(body)
+        .map_err(|e| ResponseError::from_serde(Provider::OpenAi, &e))?;
     if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
         return Err(ResponseError::Api {
             provider: Provider::OpenAi,
-            message: super::anthropic::api_error_message(Some(&error)),
+            message: super::api_error_message(&error),
         });
     }
     let choice = parsed
@@ -197,7 +196,11 @@ pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
     if !tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(tool_calls);
     }
-    let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
+    let finish_reason = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     json!({
         "id": "chatcmpl-toolgauge",
         "object": "chat.completion",

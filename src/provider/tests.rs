@@ -42,7 +42,10 @@ fn anthropic_yields_client_calls_and_text_only() {
     assert_eq!(parsed.text, "Let me look.");
     assert_eq!(parsed.calls.len(), 2);
     assert_eq!(ok(&parsed.calls[0]).id, "toolu_1");
-    assert_eq!(ok(&parsed.calls[1]).arguments, json!({"operation": "add", "a": 1, "b": 2}));
+    assert_eq!(
+        ok(&parsed.calls[1]).arguments,
+        json!({"operation": "add", "a": 1, "b": 2})
+    );
 }
 
 #[test]
@@ -63,13 +66,26 @@ fn openai_broken_arguments_make_one_malformed_call_and_the_others_stay() {
         }}]
     }));
     let parsed = Provider::OpenAi.parse_response(&response).unwrap();
-    assert_eq!(parsed.calls.len(), 6, "the custom tool call is not a function call");
+    assert_eq!(
+        parsed.calls.len(),
+        6,
+        "the custom tool call is not a function call"
+    );
     let broken = malformed(&parsed.calls[0]);
     assert_eq!(broken.name, "echo");
     assert_eq!(broken.raw_arguments, "{\"message\": \"hi\"");
-    assert!(broken.problem.starts_with("the arguments are not valid JSON"), "{}", broken.problem);
+    assert!(
+        broken
+            .problem
+            .starts_with("the arguments are not valid JSON"),
+        "{}",
+        broken.problem
+    );
     assert_eq!(ok(&parsed.calls[1]).arguments, json!({"message": "ok"}));
-    assert_eq!(malformed(&parsed.calls[2]).problem, "the call has no tool name");
+    assert_eq!(
+        malformed(&parsed.calls[2]).problem,
+        "the call has no tool name"
+    );
     assert_eq!(
         malformed(&parsed.calls[3]).problem,
         "the arguments must be a JSON object, not an array"
@@ -77,7 +93,11 @@ fn openai_broken_arguments_make_one_malformed_call_and_the_others_stay() {
     // No `arguments` key, or an empty string: a call with no arguments.
     assert_eq!(ok(&parsed.calls[4]).arguments, json!({}));
     let generated = ok(&parsed.calls[5]);
-    assert!(generated.id.starts_with(GENERATED_ID_PREFIX), "{}", generated.id);
+    assert!(
+        generated.id.starts_with(GENERATED_ID_PREFIX),
+        "{}",
+        generated.id
+    );
     assert_eq!(generated.arguments, json!({}));
 }
 
@@ -110,7 +130,10 @@ fn a_name_of_the_wrong_type_is_one_malformed_call() {
         {"type": "tool_use", "id": "t3", "name": "echo", "input": {"message": "fine"}}
     ]}));
     let parsed = Provider::Anthropic.parse_response(&response).unwrap();
-    assert_eq!(malformed(&parsed.calls[0]).problem, "the call has no tool name");
+    assert_eq!(
+        malformed(&parsed.calls[0]).problem,
+        "the call has no tool name"
+    );
     assert_eq!(
         malformed(&parsed.calls[1]).problem,
         "the arguments must be a JSON object, not null"
@@ -122,20 +145,39 @@ fn a_name_of_the_wrong_type_is_one_malformed_call() {
 fn bodies_that_are_not_responses_are_one_clear_error() {
     for provider in Provider::ALL {
         let not_json = provider.parse_response(b"{\"choices\": [").unwrap_err();
-        assert!(matches!(not_json, ResponseError::NotJson { line: 1, .. }), "{not_json}");
+        assert!(
+            matches!(not_json, ResponseError::NotJson { line: 1, .. }),
+            "{not_json}"
+        );
         let wrong = provider.parse_response(b"{\"hello\": 1}").unwrap_err();
-        assert!(matches!(wrong, ResponseError::NotAResponse { .. }), "{wrong}");
+        assert!(
+            matches!(wrong, ResponseError::NotAResponse { .. }),
+            "{wrong}"
+        );
         let array = provider.parse_response(b"[1, 2]").unwrap_err();
-        assert!(matches!(array, ResponseError::NotAResponse { .. }), "{array}");
+        assert!(
+            matches!(array, ResponseError::NotAResponse { .. }),
+            "{array}"
+        );
     }
     let api = Provider::Anthropic
-        .parse_response(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+        .parse_response(
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
         .unwrap_err();
-    assert_eq!(api.to_string(), "the anthropic API answered with an error: Overloaded");
+    assert_eq!(
+        api.to_string(),
+        "the Anthropic Messages API answered with an error: Overloaded"
+    );
     let api = Provider::OpenAi
-        .parse_response(br#"{"error":{"message":"Invalid API key","type":"invalid_request_error"}}"#)
+        .parse_response(
+            br#"{"error":{"message":"Invalid API key","type":"invalid_request_error"}}"#,
+        )
         .unwrap_err();
-    assert_eq!(api.to_string(), "the openai API answered with an error: Invalid API key");
+    assert_eq!(
+        api.to_string(),
+        "the OpenAI Chat Completions API answered with an error: Invalid API key"
+    );
 }
 
 fn results() -> Vec<ToolResult> {
@@ -206,7 +248,11 @@ fn tool_definitions_round_trip_through_every_format() {
     let expected: Vec<FunctionSpec> = defs.iter().map(FunctionSpec::from).collect();
     for provider in Provider::ALL {
         let formatted = provider.format_tools(&defs);
-        assert_eq!(provider.parse_tools(&formatted).unwrap(), expected, "{provider}");
+        assert_eq!(
+            provider.parse_tools(&formatted).unwrap(),
+            expected,
+            "{provider}"
+        );
     }
     let openai = Provider::OpenAi.format_tools(&defs[..1]);
     assert_eq!(openai[0]["type"], "function");
@@ -251,6 +297,9 @@ fn malformed_calls_stay_malformed_through_a_format_round_trip() {
         let parsed = provider
             .parse_response(&body(provider.format_response("", &calls)))
             .unwrap();
-        assert!(matches!(parsed.calls[0], ParsedCall::Malformed(_)), "{provider}");
+        assert!(
+            matches!(parsed.calls[0], ParsedCall::Malformed(_)),
+            "{provider}"
+        );
     }
 }

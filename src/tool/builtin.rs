@@ -7,7 +7,14 @@ use serde_json::{Map, Value, json};
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
 
 /// Names of every built-in tool, in the order `--builtin all` registers them.
-pub const BUILTIN_NAMES: [&str; 6] = ["echo", "math", "sleep", "read_file", "write_file", "list_dir"];
+pub const BUILTIN_NAMES: [&str; 6] = [
+    "echo",
+    "math",
+    "sleep",
+    "read_file",
+    "write_file",
+    "list_dir",
+];
 
 /// How a registered tool executes. An enum, not a trait object: dispatch is
 /// a jump, with no allocation per call.
@@ -58,7 +65,8 @@ impl Implementation {
             Implementation::ReadFile => {
                 let path = sandboxed(args, sandbox)?;
                 let requested = str_arg(args, "path");
-                let bytes = std::fs::read(&path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                let bytes =
+                    std::fs::read(&path).map_err(|e| ToolFailure::from_io(&e, requested))?;
                 String::from_utf8(bytes)
                     .map_err(|_| ToolFailure::runtime(format!("{requested} is not UTF-8 text")))
             }
@@ -221,11 +229,33 @@ mod tests {
     #[tokio::test]
     async fn math_computes_and_refuses_division_by_zero() {
         let run = |v| async move { Implementation::Math.run(&args(v), None).await };
-        assert_eq!(run(json!({"operation": "multiply", "a": 12.5, "b": 4})).await.unwrap(), "50");
-        assert_eq!(run(json!({"operation": "add", "a": -3, "b": 1024.75})).await.unwrap(), "1021.75");
-        assert_eq!(run(json!({"operation": "subtract", "a": 1, "b": 3})).await.unwrap(), "-2");
-        assert_eq!(run(json!({"operation": "divide", "a": 1, "b": 4})).await.unwrap(), "0.25");
-        let failure = run(json!({"operation": "divide", "a": 1, "b": 0})).await.unwrap_err();
+        assert_eq!(
+            run(json!({"operation": "multiply", "a": 12.5, "b": 4}))
+                .await
+                .unwrap(),
+            "50"
+        );
+        assert_eq!(
+            run(json!({"operation": "add", "a": -3, "b": 1024.75}))
+                .await
+                .unwrap(),
+            "1021.75"
+        );
+        assert_eq!(
+            run(json!({"operation": "subtract", "a": 1, "b": 3}))
+                .await
+                .unwrap(),
+            "-2"
+        );
+        assert_eq!(
+            run(json!({"operation": "divide", "a": 1, "b": 4}))
+                .await
+                .unwrap(),
+            "0.25"
+        );
+        let failure = run(json!({"operation": "divide", "a": 1, "b": 0}))
+            .await
+            .unwrap_err();
         assert!(failure.message.contains("division by zero"));
     }
 
@@ -235,7 +265,10 @@ mod tests {
         std::fs::create_dir(dir.path().join("box")).unwrap();
         let sandbox = Sandbox::new(dir.path().join("box")).unwrap();
         let write = Implementation::WriteFile
-            .run(&args(json!({"path": "notes/a.txt", "content": "hi"})), Some(&sandbox))
+            .run(
+                &args(json!({"path": "notes/a.txt", "content": "hi"})),
+                Some(&sandbox),
+            )
             .await
             .unwrap();
         assert_eq!(write, "wrote 2 bytes to notes/a.txt");
@@ -243,10 +276,15 @@ mod tests {
             .run(&args(json!({"path": "notes/a.txt"})), Some(&sandbox))
             .await;
         assert_eq!(read.unwrap(), "hi");
-        let listing = Implementation::ListDir.run(&args(json!({})), Some(&sandbox)).await;
+        let listing = Implementation::ListDir
+            .run(&args(json!({})), Some(&sandbox))
+            .await;
         assert_eq!(listing.unwrap(), "notes/");
         let escape = Implementation::WriteFile
-            .run(&args(json!({"path": "../out.txt", "content": "x"})), Some(&sandbox))
+            .run(
+                &args(json!({"path": "../out.txt", "content": "x"})),
+                Some(&sandbox),
+            )
             .await;
         assert!(escape.is_err());
         assert!(!dir.path().join("out.txt").exists());

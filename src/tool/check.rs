@@ -29,7 +29,11 @@ pub struct DefinitionProblem {
 
 impl fmt::Display for DefinitionProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pointer = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let pointer = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{}: {}: {}", self.tool, pointer, self.message)
     }
 }
@@ -172,7 +176,10 @@ pub(crate) fn draft_of(schema: &Value) -> Result<Draft, String> {
         return Ok(Draft::Draft202012);
     };
     let uri = uri.as_str().ok_or("$schema must be a string")?;
-    let trimmed = uri.trim_end_matches('#').trim_start_matches("http://").trim_start_matches("https://");
+    let trimmed = uri
+        .trim_end_matches('#')
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
     match trimmed {
         "json-schema.org/draft-07/schema" => Ok(Draft::Draft7),
         "json-schema.org/draft-06/schema" => Ok(Draft::Draft6),
@@ -210,7 +217,9 @@ fn check_object_schema(schema: &Value, pointer: &str, problems: &mut Vec<(String
         }
     }
     match object.get("items") {
-        Some(items @ Value::Object(_)) => check_property(items, &format!("{pointer}/items"), problems),
+        Some(items @ Value::Object(_)) => {
+            check_property(items, &format!("{pointer}/items"), problems)
+        }
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
                 check_property(item, &format!("{pointer}/items/{i}"), problems);
@@ -225,8 +234,8 @@ fn check_property(property: &Value, pointer: &str, problems: &mut Vec<(String, S
         // `true`/`false` schemas and non-objects are for the meta-schema check.
         return;
     };
-    let typed = object.contains_key("type")
-        || COMPOSITION_KEYWORDS.iter().any(|k| object.contains_key(*k));
+    let typed =
+        object.contains_key("type") || COMPOSITION_KEYWORDS.iter().any(|k| object.contains_key(*k));
     if !typed {
         problems.push((
             pointer.to_owned(),
@@ -240,7 +249,10 @@ fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(Strin
     let meta = match jsonschema::meta::validator_for(parameters) {
         Ok(meta) => meta,
         Err(error) => {
-            problems.push(("/parameters".to_owned(), format!("cannot check the schema: {error}")));
+            problems.push((
+                "/parameters".to_owned(),
+                format!("cannot check the schema: {error}"),
+            ));
             return;
         }
     };
@@ -341,13 +353,23 @@ mod tests {
             "parameters": {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
         }));
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("/parameters/properties/n/minimum: invalid JSON Schema"), "{found:?}");
+        assert!(
+            found[0].starts_with("/parameters/properties/n/minimum: invalid JSON Schema"),
+            "{found:?}"
+        );
 
-        let found = problems(json!({"name": "t", "description": "d", "parameters": {"type": "string"}}));
-        assert_eq!(found, ["/parameters/type: must be \"object\": tool arguments are always an object"]);
+        let found =
+            problems(json!({"name": "t", "description": "d", "parameters": {"type": "string"}}));
+        assert_eq!(
+            found,
+            ["/parameters/type: must be \"object\": tool arguments are always an object"]
+        );
 
         let found = problems(json!({"name": "t", "description": "d"}));
-        assert_eq!(found, ["/parameters: parameters is missing: give a JSON Schema with type \"object\""]);
+        assert_eq!(
+            found,
+            ["/parameters: parameters is missing: give a JSON Schema with type \"object\""]
+        );
     }
 
     #[test]
@@ -360,13 +382,18 @@ mod tests {
             "definitions": {"x": {"type": "string"}}
         });
         assert_eq!(draft_of(&draft7).unwrap(), Draft::Draft7);
-        assert!(problems(json!({"name": "t", "description": "d", "parameters": draft7})).is_empty());
+        assert!(
+            problems(json!({"name": "t", "description": "d", "parameters": draft7})).is_empty()
+        );
         let unknown = json!({"$schema": "https://example.com/mine", "type": "object"});
         assert_eq!(
             problems(json!({"name": "t", "description": "d", "parameters": unknown})),
-            ["/parameters/$schema: unsupported $schema \"https://example.com/mine\": use draft 2020-12 (the default) or draft-07"]
+            [
+                "/parameters/$schema: unsupported $schema \"https://example.com/mine\": use draft 2020-12 (the default) or draft-07"
+            ]
         );
-        let bad_regex = json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "(["}}});
+        let bad_regex =
+            json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "(["}}});
         let found = problems(json!({"name": "t", "description": "d", "parameters": bad_regex}));
         assert_eq!(found.len(), 1, "{found:?}");
     }
@@ -376,6 +403,9 @@ mod tests {
         let one = json!({"name": "t", "description": "d", "parameters": {"type": "object"}});
         let found = check_definitions(&[def(one.clone()), def(one)]);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].to_string(), "t: /name: duplicate name: tool #0 already uses it");
+        assert_eq!(
+            found[0].to_string(),
+            "t: /name: duplicate name: tool #0 already uses it"
+        );
     }
 }

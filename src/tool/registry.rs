@@ -137,7 +137,10 @@ impl Registry {
 
     /// The built-in tools named, with no user definitions.
     pub fn builtins(names: &[&str], env: ToolEnv) -> Result<Self, RegistryError> {
-        let sources = names.iter().map(|n| ToolSource::Builtin((*n).to_owned())).collect();
+        let sources = names
+            .iter()
+            .map(|n| ToolSource::Builtin((*n).to_owned()))
+            .collect();
         Self::new(sources, env)
     }
 
@@ -240,8 +243,16 @@ mod tests {
         let math = registry.lookup("math").unwrap();
         assert_eq!(registry.definition(math).name, "math");
         assert!(registry.lookup("nope").is_none());
-        assert!(registry.validator(math).is_valid(&json!({"operation": "add", "a": 1, "b": 2})));
-        assert!(!registry.validator(math).is_valid(&json!({"operation": "pow", "a": 1, "b": 2})));
+        assert!(
+            registry
+                .validator(math)
+                .is_valid(&json!({"operation": "add", "a": 1, "b": 2}))
+        );
+        assert!(
+            !registry
+                .validator(math)
+                .is_valid(&json!({"operation": "pow", "a": 1, "b": 2}))
+        );
     }
 
     #[test]
@@ -271,7 +282,9 @@ mod tests {
     #[tokio::test]
     async fn a_definition_without_simulate_returns_its_arguments() {
         let registry = Registry::new(
-            vec![defined(json!({"name": "t", "description": "d", "parameters": {"type": "object"}}))],
+            vec![defined(
+                json!({"name": "t", "description": "d", "parameters": {"type": "object"}}),
+            )],
             ToolEnv::default(),
         )
         .unwrap();
@@ -296,6 +309,9 @@ mod tests {
             assert_eq!(failure.kind, ToolFailureKind::NotFound);
             assert_eq!(failure.message, "no such row");
         }
-        assert_eq!(registry.execute(id, &json!({})).await.unwrap(), r#"{"ok":true}"#);
+        assert_eq!(
+            registry.execute(id, &json!({})).await.unwrap(),
+            r#"{"ok":true}"#
+        );
     }
 }

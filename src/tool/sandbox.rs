@@ -43,8 +43,7 @@ impl Sandbox {
                 "path blocked: {requested:?} contains a backslash; use / between names"
             )));
         }
-        if requested.starts_with('/') || requested.starts_with('~') || has_drive_prefix(requested)
-        {
+        if requested.starts_with('/') || requested.starts_with('~') || has_drive_prefix(requested) {
             return Err(ToolFailure::blocked(format!(
                 "path blocked: {requested:?} is absolute; give a path relative to the sandbox"
             )));
@@ -121,7 +120,13 @@ mod tests {
     #[test]
     fn paths_inside_resolve_under_the_root() {
         let (_dir, sandbox) = sandbox();
-        for path in ["file.txt", "./file.txt", "a/../file.txt", "new/deeper.txt", ""] {
+        for path in [
+            "file.txt",
+            "./file.txt",
+            "a/../file.txt",
+            "new/deeper.txt",
+            "",
+        ] {
             let resolved = sandbox.resolve(path).unwrap();
             assert!(resolved.starts_with(sandbox.root()), "{path}");
         }

@@ -1,0 +1,243 @@
+//! The `toolgauge` binary: exit codes, output formats, messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn toolgauge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn write_temp(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_tools_exits_0_on_clean_definitions() {
+    let output = toolgauge(&["check-tools", "scenarios/examples/tools.json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+}
+
+#[test]
+fn check_tools_prints_every_problem_and_exits_1() {
+    let output = toolgauge(&["check-tools", "scenarios/examples/bad-tools.json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.contains(&"get_weather: /efect: unknown field `efect`, expected one of `name`, `description`, `parameters`, `effect`, `timeout_ms`, `metadata`, `simulate`"), "{text}");
+    assert!(lines.contains(&"search.web: /parameters/required/1: \"page\" is required but not defined in properties"), "{text}");
+    assert!(lines.contains(&"search.web: /parameters/properties/limit/minimum: invalid JSON Schema: \"1\" is not of type \"number\""), "{text}");
+    assert_eq!(lines.len(), 6, "{text}");
+}
+
+#[test]
+fn check_tools_exits_2_with_file_line_and_column_on_broken_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_temp(
+        dir.path(),
+        "tools.json",
+        "[\n  {\"name\": \"a\",\n   \"description\" \"x\"}\n]",
+    );
+    let output = toolgauge(&["check-tools", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert_eq!(
+        message,
+        format!(
+            "error: {}:3:18: not valid JSON: expected `:`\n",
+            path.display()
+        )
+    );
+    let missing = toolgauge(&["check-tools", "no/such/file.json"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).starts_with("error: no/such/file.json: cannot read:"));
+    let not_array = write_temp(dir.path(), "obj.json", "{}");
+    let output = toolgauge(&["check-tools", not_array.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("expected a JSON array of tool definitions"));
+}
+
+#[test]
+fn exec_prints_provider_messages_and_writes_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let output = toolgauge(&[
+        "exec",
+        "--provider",
+        "anthropic",
+        "--builtin",
+        "echo,math",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--session",
+        session.to_str().unwrap(),
+        "scenarios/examples/anthropic.json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let messages: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let blocks = messages[0]["content"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "user");
+    let errors: Vec<bool> = blocks
+        .iter()
+        .map(|b| b["is_error"].as_bool().unwrap())
+        .collect();
+    assert_eq!(errors, [false, false, true, false]);
+    assert_eq!(blocks[1]["content"], "50");
+    assert!(stderr(&output).starts_with("4 call(s): 3 ok, 1 failed (validation: 1)"));
+
+    let log = std::fs::read_to_string(&session).unwrap();
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 8);
+    assert_eq!(entries[5]["errorKind"], "validation");
+}
+
+#[test]
+fn exec_formats_results_for_each_provider() {
+    let openai = toolgauge(&[
+        "exec",
+        "--provider",
+        "openai",
+        "--builtin",
+        "echo,math",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "scenarios/examples/openai.json",
+    ]);
+    assert_eq!(openai.status.code(), Some(0), "{}", stderr(&openai));
+    let messages: Value = serde_json::from_str(&stdout(&openai)).unwrap();
+    let roles: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["tool", "tool", "tool"]);
+    assert!(
+        messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unknown tool \"get_wether\"")
+    );
+
+    let gemini = toolgauge(&[
+        "exec",
+        "--provider",
+        "gemini",
+        "--builtin",
+        "echo,math",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "scenarios/examples/gemini.json",
+    ]);
+    assert_eq!(gemini.status.code(), Some(0), "{}", stderr(&gemini));
+    let messages: Value = serde_json::from_str(&stdout(&gemini)).unwrap();
+    let parts = messages[0]["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["functionResponse"]["name"], "get_weather");
+    assert!(
+        parts[1]["functionResponse"]["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("division by zero")
+    );
+}
+
+#[test]
+fn exec_bad_input_exits_2_with_one_message() {
+    let bad_provider = toolgauge(&[
+        "exec",
+        "--provider",
+        "cohere",
+        "scenarios/examples/openai.json",
+    ]);
+    assert_eq!(bad_provider.status.code(), Some(2));
+    assert!(stderr(&bad_provider).contains("unknown provider \"cohere\""));
+
+    let wrong_format = toolgauge(&[
+        "exec",
+        "--provider",
+        "anthropic",
+        "scenarios/examples/openai.json",
+    ]);
+    assert_eq!(wrong_format.status.code(), Some(2));
+    assert_eq!(
+        stderr(&wrong_format),
+        "error: scenarios/examples/openai.json: not a response of the Anthropic Messages API: it has no `content` array\n"
+    );
+
+    let bad_tools = toolgauge(&[
+        "exec",
+        "--provider",
+        "openai",
+        "--tools",
+        "scenarios/examples/bad-tools.json",
+        "scenarios/examples/openai.json",
+    ]);
+    assert_eq!(bad_tools.status.code(), Some(2));
+    assert!(stderr(&bad_tools).contains("6 problem(s) in the tool definitions"));
+
+    let no_sandbox = toolgauge(&[
+        "exec",
+        "--provider",
+        "openai",
+        "--builtin",
+        "read_file",
+        "scenarios/examples/openai.json",
+    ]);
+    assert_eq!(no_sandbox.status.code(), Some(2));
+    assert!(stderr(&no_sandbox).contains("needs a sandbox directory (--sandbox DIR)"));
+}
+
+#[test]
+fn exec_keeps_file_tools_in_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("box");
+    std::fs::create_dir(&inside).unwrap();
+    let response = write_temp(
+        dir.path(),
+        "response.json",
+        &serde_json::json!({"content": [
+            {"type": "tool_use", "id": "t1", "name": "write_file", "input": {"path": "../escaped.txt", "content": "x"}},
+            {"type": "tool_use", "id": "t2", "name": "write_file", "input": {"path": "kept.txt", "content": "x"}}
+        ]})
+        .to_string(),
+    );
+    let output = toolgauge(&[
+        "exec",
+        "--provider",
+        "anthropic",
+        "--sandbox",
+        inside.to_str().unwrap(),
+        response.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let messages: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(messages[0]["content"][0]["is_error"], true);
+    assert_eq!(messages[0]["content"][1]["is_error"], false);
+    assert!(!dir.path().join("escaped.txt").exists());
+    assert!(inside.join("kept.txt").exists());
+}

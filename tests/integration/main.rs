@@ -1,0 +1,18 @@
+//! One integration-test binary; each module is a topic.
+
+mod cli;
+mod corpus;
+mod sandbox;
+
+use std::path::PathBuf;
+
+/// The shared corpora beside the repository (`../shared/corpora`).
+pub fn corpora() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: these tests read the public corpora from ../shared/corpora",
+        dir.display()
+    );
+    dir
+}
