@@ -1,1 +1,147 @@
-fn main() {}
+//! The full path per call: parse an Anthropic response with 3 calls,
+//! validate, run echo/math, format the results, record two JSONL entries
+//! per call to a file, on the anchors' workload.
+
+#[path = "workload.rs"]
+mod workload;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mimalloc::MiMalloc;
+use serde_json::Value;
+use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
+use toolgauge::provider::Provider;
+use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+
+// As in the binary.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+fn registry(schemas: &Value) -> Registry {
+    let def = |name: &str| ToolDef {
+        name: name.to_owned(),
+        description: format!("{name} (anchor schema)"),
+        parameters: schemas[name].clone(),
+        effect: Effect::Read,
+        timeout_ms: 30_000,
+        metadata: None,
+        simulate: None,
+    };
+    Registry::new(
+        vec![
+            ToolSource::BuiltinWithDefinition(def("echo")),
+            ToolSource::BuiltinWithDefinition(def("math")),
+        ],
+        ToolEnv::default(),
+    )
+    .expect("anchor schemas register")
+}
+
+/// The workload's calls, three to an Anthropic response body.
+fn bodies(workload: &workload::Workload) -> Vec<Vec<u8>> {
+    workload
+        .calls
+        .chunks_exact(3)
+        .map(|chunk| {
+            let calls: Vec<ParsedCall> = chunk
+                .iter()
+                .map(|c| {
+                    ParsedCall::Ok(ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.input.clone(),
+                    })
+                })
+                .collect();
+            serde_json::to_vec(&Provider::Anthropic.format_response("", &calls)).unwrap()
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(workload) = workload::load() else {
+        return;
+    };
+    let registry = Arc::new(registry(&workload.schemas));
+    // Sanity: the validator agrees with the generator's labels.
+    let mismatches = workload
+        .calls
+        .iter()
+        .filter(|c| {
+            let call = ParsedCall::Ok(ToolCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.input.clone(),
+            });
+            validate(&registry, &call).is_ok() != c.expect_valid
+        })
+        .count();
+    assert_eq!(
+        mismatches, 0,
+        "validation disagrees with the workload labels"
+    );
+    let pipeline = Pipeline::new(registry, ExecOptions::default());
+    let bodies = bodies(&workload);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    let mut group = c.benchmark_group("pipeline");
+    group.throughput(Throughput::Elements(3));
+    group.measurement_time(Duration::from_secs(8));
+
+    let run = |iters: u64, mut log: Option<&mut SessionLog>| {
+        runtime.block_on(async {
+            let mut wire = Vec::with_capacity(4096);
+            let start = Instant::now();
+            for i in 0..iters as usize {
+                let body = &bodies[i % bodies.len()];
+                let parsed = Provider::Anthropic.parse_response(body).unwrap();
+                let batch = pipeline.run(&parsed.calls).await;
+                wire.clear();
+                serde_json::to_writer(
+                    &mut wire,
+                    &Provider::Anthropic.results_message(&batch.results),
+                )
+                .unwrap();
+                if let Some(log) = log.as_deref_mut() {
+                    log.record(&parsed.calls, &batch).unwrap();
+                }
+                black_box(&wire);
+            }
+            start.elapsed()
+        })
+    };
+
+    group.bench_function("full_3_calls_recorded", |b| {
+        b.iter_custom(|iters| {
+            let mut log = SessionLog::create(&dir.path().join("session.jsonl")).unwrap();
+            run(iters, Some(&mut log))
+        })
+    });
+    group.bench_function("full_3_calls_unrecorded", |b| {
+        b.iter_custom(|iters| run(iters, None))
+    });
+    group.finish();
+
+    // The anchors' own response body: parse only, for scale.
+    let mut parse = c.benchmark_group("pipeline_parse");
+    parse.throughput(Throughput::Elements(1));
+    parse.bench_function("anthropic_anchor_response", |b| {
+        b.iter(|| {
+            Provider::Anthropic
+                .parse_response(black_box(&workload.response))
+                .unwrap()
+        })
+    });
+    parse.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -2,8 +2,8 @@
 //! a limit); a `write` waits for everything before it and runs alone.
 //! Results come back in call order, whatever order the calls finish in.
 
-use futures_util::StreamExt;
-use futures_util::stream;
+use futures_util::future::join_all;
+use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use super::validate::{Approved, validate};
@@ -70,6 +70,16 @@ impl Pipeline {
             1 => {
                 let (index, approved) = reads[0];
                 results[index] = Some(self.execute_one(&calls[index], approved, batch_start).await);
+            }
+            n if n <= self.options.max_concurrency => {
+                // All fit under the limit: one allocation, no task per call.
+                let finished = join_all(reads.iter().map(|&(index, approved)| {
+                    self.execute_one(&calls[index], approved, batch_start)
+                }))
+                .await;
+                for (&(index, _), result) in reads.iter().zip(finished) {
+                    results[index] = Some(result);
+                }
             }
             _ => {
                 let finished: Vec<(usize, ToolResult)> = stream::iter(reads.iter().copied())

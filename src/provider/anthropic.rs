@@ -2,7 +2,7 @@
 //! message of `tool_result` blocks out, tools as `{name, description,
 //! input_schema}`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -38,8 +38,7 @@ struct Block<'a> {
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-    let parsed: Body<'_> = serde_json::from_slice(body)
-        .map_err(|e| ResponseError::from_serde(Provider::Anthropic, &e))?;
+    let parsed: Body<'_> = super::from_body(Provider::Anthropic, body)?;
     if parsed.kind.is("error") || parsed.error.is_some() {
         return Err(ResponseError::Api {
             provider: Provider::Anthropic,
@@ -84,19 +83,42 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     Ok(response)
 }
 
-pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
-    let blocks: Vec<Value> = results
-        .iter()
-        .map(|result| {
-            json!({
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": non_empty(&result.content),
-                "is_error": result.is_error(),
-            })
-        })
-        .collect();
-    vec![json!({"role": "user", "content": blocks})]
+#[derive(Serialize)]
+struct UserMessage<'a> {
+    role: &'static str,
+    content: ResultBlocks<'a>,
+}
+
+struct ResultBlocks<'a>(&'a [ToolResult]);
+
+#[derive(Serialize)]
+struct ResultBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tool_use_id: &'a str,
+    content: &'a str,
+    is_error: bool,
+}
+
+impl Serialize for ResultBlocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|result| ResultBlock {
+            kind: "tool_result",
+            tool_use_id: &result.call_id,
+            content: non_empty(&result.content),
+            is_error: result.is_error(),
+        }))
+    }
+}
+
+pub(super) fn serialize_results<S: Serializer>(
+    results: &[ToolResult],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(std::iter::once(UserMessage {
+        role: "user",
+        content: ResultBlocks(results),
+    }))
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

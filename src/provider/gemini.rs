@@ -3,8 +3,8 @@
 //! `functionResponse` parts out (an error goes in `response.error`), tools
 //! as `functionDeclarations`.
 
-use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -60,8 +60,7 @@ struct FunctionCall<'a> {
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-    let parsed: Body<'_> = serde_json::from_slice(body)
-        .map_err(|e| ResponseError::from_serde(Provider::Gemini, &e))?;
+    let parsed: Body<'_> = super::from_body(Provider::Gemini, body)?;
     if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
         return Err(ResponseError::Api {
             provider: Provider::Gemini,
@@ -114,24 +113,62 @@ fn model_given_id(id: &str) -> Option<&str> {
     (!id.starts_with(GENERATED_ID_PREFIX)).then_some(id)
 }
 
-pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
-    let parts: Vec<Value> = results
-        .iter()
-        .map(|result| {
+#[derive(Serialize)]
+struct UserMessage<'a> {
+    role: &'static str,
+    parts: ResponseParts<'a>,
+}
+
+struct ResponseParts<'a>(&'a [ToolResult]);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponsePart<'a> {
+    function_response: FunctionResponse<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionResponse<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: &'a str,
+    response: Response<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Response<'a> {
+    Result(&'a str),
+    Error(&'a str),
+}
+
+impl Serialize for ResponseParts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|result| {
             let content = non_empty(&result.content);
-            let response = if result.is_error() {
-                json!({"error": content})
-            } else {
-                json!({"result": content})
-            };
-            let mut function_response = json!({"name": result.name, "response": response});
-            if let Some(id) = model_given_id(&result.call_id) {
-                function_response["id"] = json!(id);
+            ResponsePart {
+                function_response: FunctionResponse {
+                    id: model_given_id(&result.call_id),
+                    name: &result.name,
+                    response: if result.is_error() {
+                        Response::Error(content)
+                    } else {
+                        Response::Result(content)
+                    },
+                },
             }
-            json!({"functionResponse": function_response})
-        })
-        .collect();
-    vec![json!({"role": "user", "parts": parts})]
+        }))
+    }
+}
+
+pub(super) fn serialize_results<S: Serializer>(
+    results: &[ToolResult],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(std::iter::once(UserMessage {
+        role: "user",
+        parts: ResponseParts(results),
+    }))
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

@@ -63,12 +63,21 @@ impl Provider {
         }
     }
 
-    /// Return: tool results as the message(s) this provider expects next.
+    /// Return: tool results as the message(s) this provider expects next,
+    /// borrowed from the results; serialize it to get the wire JSON (a list
+    /// of messages) without building intermediate values.
+    pub fn results_message(self, results: &[ToolResult]) -> ResultMessages<'_> {
+        ResultMessages {
+            provider: self,
+            results,
+        }
+    }
+
+    /// Return, as JSON values: the message(s) this provider expects next.
     pub fn format_results(self, results: &[ToolResult]) -> Vec<Value> {
-        match self {
-            Provider::OpenAi => openai::format_results(results),
-            Provider::Anthropic => anthropic::format_results(results),
-            Provider::Gemini => gemini::format_results(results),
+        match serde_json::to_value(self.results_message(results)) {
+            Ok(Value::Array(messages)) => messages,
+            _ => unreachable!("result messages serialize to a JSON array"),
         }
     }
 
@@ -137,6 +146,24 @@ pub struct ParsedResponse {
     pub calls: Vec<ParsedCall>,
 }
 
+/// Tool results in one provider's wire format; `Serialize` writes the JSON
+/// array of messages.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultMessages<'a> {
+    provider: Provider,
+    results: &'a [ToolResult],
+}
+
+impl serde::Serialize for ResultMessages<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.provider {
+            Provider::OpenAi => openai::serialize_results(self.results, serializer),
+            Provider::Anthropic => anthropic::serialize_results(self.results, serializer),
+            Provider::Gemini => gemini::serialize_results(self.results, serializer),
+        }
+    }
+}
+
 /// A function as a provider's tools format declares it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FunctionSpec {
@@ -169,6 +196,33 @@ pub enum ResponseError {
     NotAResponse { provider: Provider, reason: String },
     #[error("the {} API answered with an error: {message}", provider.api_name())]
     Api { provider: Provider, message: String },
+}
+
+/// Deserialize a body. UTF-8 is checked once for the whole body, so that
+/// serde_json need not check every string again (a measurable share of
+/// Parse time on call-heavy responses).
+fn from_body<'a, T: serde::Deserialize<'a>>(
+    provider: Provider,
+    body: &'a [u8],
+) -> Result<T, ResponseError> {
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let line = 1 + body[..e.valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        let column = e.valid_up_to()
+            - body[..e.valid_up_to()]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        ResponseError::NotJson {
+            line,
+            column,
+            message: "invalid UTF-8".to_owned(),
+        }
+    })?;
+    serde_json::from_str(text).map_err(|e| ResponseError::from_serde(provider, &e))
 }
 
 impl ResponseError {

@@ -2,7 +2,7 @@
 //! tool_calls` in, where `arguments` is a JSON *string*; one `role: tool`
 //! message per result out; tools as `{"type": "function", "function": ...}`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -54,8 +54,7 @@ struct Function<'a> {
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-    let parsed: Body<'_> = serde_json::from_slice(body)
-        .map_err(|e| ResponseError::from_serde(Provider::OpenAi, &e))?;
+    let parsed: Body<'_> = super::from_body(Provider::OpenAi, body)?;
     if let Some(error) = parsed.error.filter(|e| !e.is_null()) {
         return Err(ResponseError::Api {
             provider: Provider::OpenAi,
@@ -116,17 +115,22 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-pub(super) fn format_results(results: &[ToolResult]) -> Vec<Value> {
-    results
-        .iter()
-        .map(|result| {
-            json!({
-                "role": "tool",
-                "tool_call_id": result.call_id,
-                "content": non_empty(&result.content),
-            })
-        })
-        .collect()
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    role: &'static str,
+    tool_call_id: &'a str,
+    content: &'a str,
+}
+
+pub(super) fn serialize_results<S: Serializer>(
+    results: &[ToolResult],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(results.iter().map(|result| ToolMessage {
+        role: "tool",
+        tool_call_id: &result.call_id,
+        content: non_empty(&result.content),
+    }))
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

@@ -22,6 +22,9 @@ pub enum ToolSource {
     /// A user definition: simulated if it has a `simulate` block, otherwise
     /// it answers with its arguments as JSON.
     Defined(ToolDef),
+    /// A built-in implementation, chosen by the definition's name, behind
+    /// the user's own definition (a stricter or looser schema, say).
+    BuiltinWithDefinition(ToolDef),
 }
 
 /// What tools may touch.
@@ -93,13 +96,14 @@ impl Registry {
         for source in sources {
             match source {
                 ToolSource::Builtin(name) => {
-                    let implementation = Implementation::for_builtin(&name)
+                    let def = builtin_definition(&name)
                         .ok_or_else(|| RegistryError::UnknownBuiltin { name: name.clone() })?;
-                    if implementation.needs_sandbox() && env.sandbox.is_none() {
-                        return Err(RegistryError::NeedsSandbox { tool: name });
-                    }
-                    defs.push(builtin_definition(&name).expect("every built-in has a definition"));
-                    behaviours.push(Behaviour::Builtin(implementation));
+                    behaviours.push(builtin_behaviour(&def.name, &env)?);
+                    defs.push(def);
+                }
+                ToolSource::BuiltinWithDefinition(def) => {
+                    behaviours.push(builtin_behaviour(&def.name, &env)?);
+                    defs.push(def);
                 }
                 ToolSource::Defined(def) => {
                     let behaviour = match &def.simulate {
@@ -201,6 +205,19 @@ impl Registry {
             Behaviour::EchoArguments => Ok(arguments.to_string()),
         }
     }
+}
+
+fn builtin_behaviour(name: &str, env: &ToolEnv) -> Result<Behaviour, RegistryError> {
+    let implementation =
+        Implementation::for_builtin(name).ok_or_else(|| RegistryError::UnknownBuiltin {
+            name: name.to_owned(),
+        })?;
+    if implementation.needs_sandbox() && env.sandbox.is_none() {
+        return Err(RegistryError::NeedsSandbox {
+            tool: name.to_owned(),
+        });
+    }
+    Ok(Behaviour::Builtin(implementation))
 }
 
 async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
