@@ -18,7 +18,10 @@
 
 pub mod call;
 pub mod cli;
+pub mod metrics;
+pub mod model;
 pub mod pipeline;
 pub mod provider;
+pub mod scenario;
 pub mod source;
 pub mod tool;

@@ -2,6 +2,8 @@
 //! a limit); a `write` waits for everything before it and runs alone.
 //! Results come back in call order, whatever order the calls finish in.
 
+use std::time::Duration;
+
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
@@ -9,15 +11,23 @@ use tokio::time::Instant;
 use super::validate::{Approved, validate};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
-use crate::tool::{Effect, ToolFailure, ToolFailureKind};
+use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
 
 impl Pipeline {
-    /// Validate and execute one model turn's calls.
+    /// Validate and execute one model turn's calls, with fresh tool state.
     pub async fn run(&self, calls: &[ParsedCall]) -> Batch {
+        self.run_with(calls, &self.registry.new_state()).await
+    }
+
+    /// Validate and execute one turn's calls; `state` carries what tools
+    /// remember across the turns of one trial.
+    pub async fn run_with(&self, calls: &[ParsedCall], state: &ToolState) -> Batch {
         let started_at = std::time::SystemTime::now();
         let batch_start = Instant::now();
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut reads: Vec<(usize, Approved<'_>)> = Vec::new();
+        // The makespan with unbounded concurrency and no overhead.
+        let mut ideal = Duration::ZERO;
 
         for (index, call) in calls.iter().enumerate() {
             match validate(&self.registry, call) {
@@ -37,15 +47,32 @@ impl Pipeline {
                         reads.push((index, approved));
                         continue;
                     }
-                    self.run_reads(calls, &mut reads, &mut results, batch_start)
+                    self.run_reads(
+                        calls,
+                        &mut reads,
+                        &mut results,
+                        batch_start,
+                        state,
+                        &mut ideal,
+                    )
+                    .await;
+                    let result = self
+                        .execute_one(&calls[index], approved, batch_start, state)
                         .await;
-                    let result = self.execute_one(&calls[index], approved, batch_start).await;
+                    ideal += result.elapsed;
                     results[index] = Some(result);
                 }
             }
         }
-        self.run_reads(calls, &mut reads, &mut results, batch_start)
-            .await;
+        self.run_reads(
+            calls,
+            &mut reads,
+            &mut results,
+            batch_start,
+            state,
+            &mut ideal,
+        )
+        .await;
 
         Batch {
             results: results
@@ -53,6 +80,7 @@ impl Pipeline {
                 .map(|r| r.expect("every call gets a result"))
                 .collect(),
             makespan: batch_start.elapsed(),
+            ideal_makespan: ideal,
             started_at,
         }
     }
@@ -64,39 +92,48 @@ impl Pipeline {
         reads: &mut Vec<(usize, Approved<'_>)>,
         results: &mut [Option<ToolResult>],
         batch_start: Instant,
+        state: &ToolState,
+        ideal: &mut Duration,
     ) {
+        // Reads of one group overlap: ideally the group takes its longest call.
+        let mut longest = Duration::ZERO;
         match reads.len() {
             0 => {}
             1 => {
                 let (index, approved) = reads[0];
-                results[index] = Some(self.execute_one(&calls[index], approved, batch_start).await);
+                let result = self
+                    .execute_one(&calls[index], approved, batch_start, state)
+                    .await;
+                longest = result.elapsed;
+                results[index] = Some(result);
             }
             n if n <= self.options.max_concurrency => {
                 // All fit under the limit: one allocation, no task per call.
                 let finished = join_all(reads.iter().map(|&(index, approved)| {
-                    self.execute_one(&calls[index], approved, batch_start)
+                    self.execute_one(&calls[index], approved, batch_start, state)
                 }))
                 .await;
                 for (&(index, _), result) in reads.iter().zip(finished) {
+                    longest = longest.max(result.elapsed);
                     results[index] = Some(result);
                 }
             }
             _ => {
                 let finished: Vec<(usize, ToolResult)> = stream::iter(reads.iter().copied())
                     .map(|(index, approved)| async move {
-                        (
-                            index,
-                            self.execute_one(&calls[index], approved, batch_start).await,
-                        )
+                        let result = self.execute_one(&calls[index], approved, batch_start, state);
+                        (index, result.await)
                     })
                     .buffer_unordered(self.options.max_concurrency.max(1))
                     .collect()
                     .await;
                 for (index, result) in finished {
+                    longest = longest.max(result.elapsed);
                     results[index] = Some(result);
                 }
             }
         }
+        *ideal += longest;
         reads.clear();
     }
 
@@ -105,12 +142,14 @@ impl Pipeline {
         call: &ParsedCall,
         approved: Approved<'_>,
         batch_start: Instant,
+        state: &ToolState,
     ) -> ToolResult {
         let start = Instant::now();
         let timeout = self.registry.definition(approved.tool).timeout();
         let outcome = tokio::time::timeout(
             timeout,
-            self.registry.execute(approved.tool, approved.arguments),
+            self.registry
+                .execute(approved.tool, approved.arguments, state),
         )
         .await;
         let elapsed = start.elapsed();

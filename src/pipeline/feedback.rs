@@ -28,6 +28,15 @@ pub fn validation_failed<'a>(errors: impl Iterator<Item = ValidationError<'a>>) 
     text
 }
 
+/// One error as `/pointer: message`.
+pub fn error_line(error: &ValidationError<'_>) -> String {
+    let path = error.instance_path().as_str();
+    let mut text = String::from(if path.is_empty() { "/" } else { path });
+    text.push_str(": ");
+    describe(error, &mut text);
+    text
+}
+
 /// One error, in the short style of Ajv that agent developers know.
 fn describe(error: &ValidationError<'_>, out: &mut String) {
     let _ = match error.kind() {

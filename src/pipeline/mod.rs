@@ -77,6 +77,9 @@ pub struct Batch {
     pub results: Vec<ToolResult>,
     /// From the first call's start to the last call's end.
     pub makespan: Duration,
+    /// The makespan an ideal scheduler would reach given the write
+    /// barriers: each read group takes its longest call, each write its own.
+    pub ideal_makespan: Duration,
     /// Wall-clock start, for log timestamps.
     pub started_at: SystemTime,
 }

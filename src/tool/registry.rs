@@ -67,8 +67,13 @@ struct RegisteredTool {
     def: ToolDef,
     validator: Validator,
     behaviour: Behaviour,
-    /// Executions so far, for "fail the first N" injection.
-    executions: AtomicU32,
+}
+
+/// What tools remember between executions within one trial (how often each
+/// ran, for "fail the first N" injection). Start one per trial.
+#[derive(Debug)]
+pub struct ToolState {
+    executions: Vec<AtomicU32>,
 }
 
 /// The tools available to a pipeline.
@@ -129,7 +134,6 @@ impl Registry {
                 def,
                 validator,
                 behaviour,
-                executions: AtomicU32::new(0),
             });
         }
         Ok(Registry {
@@ -176,9 +180,21 @@ impl Registry {
         self.tools.is_empty()
     }
 
+    /// A fresh per-trial state: no tool has run yet.
+    pub fn new_state(&self) -> ToolState {
+        ToolState {
+            executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
     /// Execute a tool on arguments that passed validation. The caller
     /// applies the timeout; a simulated hang simply never finishes.
-    pub async fn execute(&self, id: ToolId, arguments: &Value) -> Result<String, ToolFailure> {
+    pub async fn execute(
+        &self,
+        id: ToolId,
+        arguments: &Value,
+        state: &ToolState,
+    ) -> Result<String, ToolFailure> {
         let tool = &self.tools[id.0];
         let empty = Map::new();
         let args = arguments.as_object().unwrap_or(&empty);
@@ -190,7 +206,7 @@ impl Registry {
                 if simulate.latency_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(simulate.latency_ms)).await;
                 }
-                let execution = tool.executions.fetch_add(1, Ordering::Relaxed);
+                let execution = state.executions[id.0].fetch_add(1, Ordering::Relaxed);
                 if let Some(failure) = &simulate.failure
                     && execution < failure.first
                 {
@@ -306,7 +322,10 @@ mod tests {
         )
         .unwrap();
         let id = registry.lookup("t").unwrap();
-        let out = registry.execute(id, &json!({"x": [1, 2]})).await.unwrap();
+        let out = registry
+            .execute(id, &json!({"x": [1, 2]}), &registry.new_state())
+            .await
+            .unwrap();
         assert_eq!(out, r#"{"x":[1,2]}"#);
     }
 
@@ -321,14 +340,20 @@ mod tests {
         )
         .unwrap();
         let id = registry.lookup("flaky").unwrap();
+        let state = registry.new_state();
         for _ in 0..2 {
-            let failure = registry.execute(id, &json!({})).await.unwrap_err();
+            let failure = registry.execute(id, &json!({}), &state).await.unwrap_err();
             assert_eq!(failure.kind, ToolFailureKind::NotFound);
             assert_eq!(failure.message, "no such row");
         }
         assert_eq!(
-            registry.execute(id, &json!({})).await.unwrap(),
+            registry.execute(id, &json!({}), &state).await.unwrap(),
             r#"{"ok":true}"#
+        );
+        let fresh = registry.new_state();
+        assert!(
+            registry.execute(id, &json!({}), &fresh).await.is_err(),
+            "a new trial fails again"
         );
     }
 }

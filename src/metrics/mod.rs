@@ -1,0 +1,292 @@
+//! Measures computed from plain trial records: success after each attempt,
+//! conditional success, Wilson intervals, pass^k, self-correction (overall
+//! and per error kind), parallel speedup and efficiency, latency
+//! percentiles, and McNemar's test for paired model comparisons. Nothing
+//! here knows about HTTP or files.
+
+mod stats;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+pub use stats::{mcnemar_p_value, pass_hat_k, wilson_interval};
+
+/// The outcome of one attempt (one model turn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub success: bool,
+    /// Every failure of the attempt by kind (`validation`, `wrong_call`, ...).
+    pub failures: Vec<&'static str>,
+    pub calls: u32,
+    pub model_time: Duration,
+    /// The batch's makespan as scheduled.
+    pub tool_time: Duration,
+    /// All calls one after the other.
+    pub serial_time: Duration,
+    /// The best makespan possible given the write barriers.
+    pub ideal_time: Duration,
+}
+
+/// One trial: a scenario run against a model until success or out of attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialRecord {
+    pub model: usize,
+    pub scenario: usize,
+    pub trial: u32,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+impl TrialRecord {
+    pub fn success(&self) -> bool {
+        self.attempts.last().is_some_and(|a| a.success)
+    }
+
+    /// The attempt that succeeded (1-based), if any.
+    pub fn success_attempt(&self) -> Option<u32> {
+        self.attempts.iter().find(|a| a.success).map(|a| a.attempt)
+    }
+}
+
+/// Running measures of one model x scenario cell; constant memory.
+#[derive(Debug, Clone)]
+pub struct CellStats {
+    pub trials: u64,
+    pub max_attempts: u32,
+    /// `first_success[k]`: trials whose first success was attempt k+1.
+    pub first_success: Vec<u64>,
+    /// Failures of every attempt, by kind.
+    pub failures: BTreeMap<&'static str, u64>,
+    /// Trials whose first attempt failed with a kind, and how many of those were fixed.
+    pub first_failed_by_kind: BTreeMap<&'static str, (u64, u64)>,
+    pub parallel_turns: u64,
+    pub sum_speedup: f64,
+    pub sum_ideal_speedup: f64,
+    pub sum_efficiency: f64,
+    pub model_ms: Histogram<u64>,
+    pub tool_ms: Histogram<u64>,
+}
+
+impl CellStats {
+    pub fn new(max_attempts: u32) -> Self {
+        // Microseconds up to an hour, 3 significant digits.
+        let histogram = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+        CellStats {
+            trials: 0,
+            max_attempts,
+            first_success: vec![0; max_attempts as usize],
+            failures: BTreeMap::new(),
+            first_failed_by_kind: BTreeMap::new(),
+            parallel_turns: 0,
+            sum_speedup: 0.0,
+            sum_ideal_speedup: 0.0,
+            sum_efficiency: 0.0,
+            model_ms: histogram(),
+            tool_ms: histogram(),
+        }
+    }
+
+    pub fn add(&mut self, trial: &TrialRecord) {
+        self.trials += 1;
+        if let Some(k) = trial.success_attempt() {
+            let slot = (k as usize - 1).min(self.first_success.len() - 1);
+            self.first_success[slot] += 1;
+        }
+        for attempt in &trial.attempts {
+            for kind in &attempt.failures {
+                *self.failures.entry(kind).or_default() += 1;
+            }
+            let micros = |d: Duration| (d.as_micros() as u64).clamp(1, 3_600_000_000);
+            let _ = self.model_ms.record(micros(attempt.model_time));
+            let _ = self.tool_ms.record(micros(attempt.tool_time));
+            if attempt.calls >= 2 && !attempt.tool_time.is_zero() {
+                let serial = attempt.serial_time.as_secs_f64();
+                let parallel = attempt.tool_time.as_secs_f64();
+                let ideal = attempt.ideal_time.as_secs_f64().max(f64::MIN_POSITIVE);
+                self.parallel_turns += 1;
+                self.sum_speedup += serial / parallel;
+                self.sum_ideal_speedup += serial / ideal;
+                self.sum_efficiency += ideal / parallel;
+            }
+        }
+        if let Some(first) = trial.attempts.first().filter(|a| !a.success) {
+            let mut kinds = first.failures.clone();
+            kinds.sort_unstable();
+            kinds.dedup();
+            for kind in kinds {
+                let entry = self.first_failed_by_kind.entry(kind).or_default();
+                entry.0 += 1;
+                entry.1 += u64::from(trial.success());
+            }
+        }
+    }
+
+    pub fn successes(&self) -> u64 {
+        self.first_success.iter().sum()
+    }
+
+    /// Fraction of trials that succeeded by attempt k (1-based), cumulative.
+    pub fn success_by(&self, k: u32) -> f64 {
+        let k = (k as usize).min(self.first_success.len());
+        ratio(self.first_success[..k].iter().sum(), self.trials)
+    }
+
+    /// Of the trials that reached attempt k, the fraction that succeeded there.
+    pub fn conditional_success(&self, k: u32) -> Option<f64> {
+        if k == 0 || k > self.max_attempts {
+            return None;
+        }
+        let before: u64 = self.first_success[..k as usize - 1].iter().sum();
+        let reached = self.trials - before;
+        (reached > 0).then(|| ratio(self.first_success[k as usize - 1], reached))
+    }
+
+    pub fn final_success(&self) -> f64 {
+        ratio(self.successes(), self.trials)
+    }
+
+    pub fn wilson(&self) -> (f64, f64) {
+        wilson_interval(self.successes(), self.trials)
+    }
+
+    /// Mean attempts of the trials that succeeded.
+    pub fn mean_attempts_to_success(&self) -> Option<f64> {
+        let successes = self.successes();
+        let weighted: u64 = self
+            .first_success
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as u64 + 1) * n)
+            .sum();
+        (successes > 0).then(|| weighted as f64 / successes as f64)
+    }
+
+    /// Of the trials whose first attempt failed, the fraction fixed later.
+    pub fn self_correction_rate(&self) -> Option<f64> {
+        let failed_first = self.trials - self.first_success[0];
+        let fixed = self.successes() - self.first_success[0];
+        (failed_first > 0).then(|| ratio(fixed, failed_first))
+    }
+
+    pub fn mean_speedup(&self) -> Option<(f64, f64, f64)> {
+        (self.parallel_turns > 0).then(|| {
+            let n = self.parallel_turns as f64;
+            (
+                self.sum_speedup / n,
+                self.sum_ideal_speedup / n,
+                self.sum_efficiency / n,
+            )
+        })
+    }
+
+    /// A latency percentile in milliseconds.
+    pub fn percentile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
+        if histogram.is_empty() {
+            0.0
+        } else {
+            histogram.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    /// Merge another cell's measures into this one (shards, model totals).
+    pub fn merge(&mut self, other: &CellStats) {
+        self.trials += other.trials;
+        if other.first_success.len() > self.first_success.len() {
+            self.first_success.resize(other.first_success.len(), 0);
+            self.max_attempts = other.max_attempts;
+        }
+        for (i, n) in other.first_success.iter().enumerate() {
+            self.first_success[i] += n;
+        }
+        for (kind, n) in &other.failures {
+            *self.failures.entry(kind).or_default() += n;
+        }
+        for (kind, (failed, fixed)) in &other.first_failed_by_kind {
+            let entry = self.first_failed_by_kind.entry(kind).or_default();
+            entry.0 += failed;
+            entry.1 += fixed;
+        }
+        self.parallel_turns += other.parallel_turns;
+        self.sum_speedup += other.sum_speedup;
+        self.sum_ideal_speedup += other.sum_ideal_speedup;
+        self.sum_efficiency += other.sum_efficiency;
+        let _ = self.model_ms.add(&other.model_ms);
+        let _ = self.tool_ms.add(&other.tool_ms);
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(n: u32, success: bool, failures: &[&'static str]) -> AttemptRecord {
+        AttemptRecord {
+            attempt: n,
+            success,
+            failures: failures.to_vec(),
+            calls: 3,
+            model_time: Duration::from_millis(100),
+            tool_time: Duration::from_millis(100),
+            serial_time: Duration::from_millis(300),
+            ideal_time: Duration::from_millis(100),
+        }
+    }
+
+    fn trial(attempts: Vec<AttemptRecord>) -> TrialRecord {
+        TrialRecord {
+            model: 0,
+            scenario: 0,
+            trial: 0,
+            attempts,
+        }
+    }
+
+    #[test]
+    fn success_by_attempt_conditional_and_self_correction() {
+        let mut cell = CellStats::new(3);
+        cell.add(&trial(vec![attempt(1, true, &[])]));
+        cell.add(&trial(vec![
+            attempt(1, false, &["validation"]),
+            attempt(2, true, &[]),
+        ]));
+        cell.add(&trial(vec![
+            attempt(1, false, &["unknown_tool"]),
+            attempt(2, false, &["validation"]),
+            attempt(3, false, &["validation"]),
+        ]));
+        cell.add(&trial(vec![
+            attempt(1, false, &["validation", "validation"]),
+            attempt(2, false, &["validation"]),
+            attempt(3, true, &[]),
+        ]));
+        assert_eq!(cell.success_by(1), 0.25);
+        assert_eq!(cell.success_by(2), 0.5);
+        assert_eq!(cell.success_by(3), 0.75);
+        assert_eq!(cell.conditional_success(2), Some(1.0 / 3.0));
+        assert_eq!(cell.conditional_success(3), Some(0.5));
+        assert_eq!(cell.self_correction_rate(), Some(2.0 / 3.0));
+        assert_eq!(cell.mean_attempts_to_success(), Some(2.0));
+        assert_eq!(cell.first_failed_by_kind["validation"], (2, 2));
+        assert_eq!(cell.first_failed_by_kind["unknown_tool"], (1, 0));
+        assert_eq!(cell.failures["validation"], 6);
+        let (speedup, ideal, efficiency) = cell.mean_speedup().unwrap();
+        for (measured, expected) in [(speedup, 3.0), (ideal, 3.0), (efficiency, 1.0)] {
+            assert!(
+                (measured - expected).abs() < 1e-9,
+                "{measured} != {expected}"
+            );
+        }
+        let p50 = CellStats::percentile_ms(&cell.tool_ms, 0.5);
+        assert!((p50 - 100.0).abs() < 0.1, "{p50}"); // 3 significant digits
+    }
+}

@@ -1,0 +1,315 @@
+//! The behaviours under evaluation: `scripted` (plays a scenario's script),
+//! `stochastic` (right with configured probabilities, wrong through error
+//! operators) and `feedback-aware` (like stochastic, but it can only fix
+//! what the feedback names). Mock models answer in a provider's wire
+//! format so that Parse runs on every turn, and are deterministic from
+//! their seed.
+
+pub mod operators;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::call::{MalformedCall, ParsedCall, ToolCall, ToolResult};
+use crate::provider::Provider;
+use crate::scenario::Scenario;
+use crate::source::{self, FileError};
+
+pub use operators::Operator;
+
+/// A model file (`scenarios/models/*.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFile {
+    pub name: String,
+    pub kind: ModelKind,
+    /// The wire format its replies use.
+    #[serde(default = "default_provider")]
+    pub provider: Provider,
+    #[serde(default)]
+    pub parameters: Parameters,
+}
+
+fn default_provider() -> Provider {
+    Provider::OpenAi
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    Scripted,
+    Stochastic,
+    FeedbackAware,
+}
+
+/// How a mock behaves.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parameters {
+    /// Probability of a correct turn on the first attempt.
+    #[serde(default = "one")]
+    pub p_first: f64,
+    /// After a failed attempt k, the probability that attempt k+1 is
+    /// correct: `p_fix[0]` for the second attempt, `p_fix[1]` for the
+    /// third, the last value for any later one.
+    #[serde(default)]
+    pub p_fix: Vec<f64>,
+    /// Relative weights of the error operators; missing ones weigh 1.
+    #[serde(default)]
+    pub operators: BTreeMap<Operator, f64>,
+    /// Response latency.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Extra latency drawn uniformly from 0..=jitter_ms.
+    #[serde(default)]
+    pub jitter_ms: u64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for Parameters {
+    fn default() -> Self {
+        Parameters {
+            p_first: 1.0,
+            p_fix: Vec::new(),
+            operators: BTreeMap::new(),
+            latency_ms: 0,
+            jitter_ms: 0,
+        }
+    }
+}
+
+/// A model that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        path: std::path::PathBuf,
+        message: String,
+    },
+}
+
+/// A model ready to answer.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub file: ModelFile,
+    weights: Vec<(Operator, f64)>,
+}
+
+/// What a model keeps between the attempts of one trial.
+#[derive(Debug)]
+pub struct ModelTrial {
+    rng: StdRng,
+    /// The clue of the last wrong turn (see `operators::Mutation`).
+    last_clue: Option<Option<String>>,
+}
+
+/// One model turn: the body as the provider would send it, and how long
+/// the model took.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub body: Vec<u8>,
+    pub latency: Duration,
+}
+
+impl Model {
+    pub fn new(file: ModelFile) -> Result<Model, String> {
+        let p = &file.parameters;
+        let probabilities = std::iter::once(p.p_first).chain(p.p_fix.iter().copied());
+        if let Some(bad) = probabilities.clone().find(|p| !(0.0..=1.0).contains(p)) {
+            return Err(format!("probability {bad} is outside 0..=1"));
+        }
+        let weights: Vec<(Operator, f64)> = Operator::ALL
+            .iter()
+            .map(|op| (*op, p.operators.get(op).copied().unwrap_or(1.0)))
+            .collect();
+        if weights.iter().any(|(_, w)| *w < 0.0 || !w.is_finite()) {
+            return Err("operator weights must be finite and >= 0".to_owned());
+        }
+        if weights.iter().all(|(_, w)| *w == 0.0) {
+            return Err("at least one operator needs a weight above 0".to_owned());
+        }
+        Ok(Model { file, weights })
+    }
+
+    /// Read a model file.
+    pub fn load(path: &Path) -> Result<Model, ModelError> {
+        let file: ModelFile = source::read_json(path)?;
+        Model::new(file).map_err(|message| ModelError::Invalid {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.file.name
+    }
+
+    pub fn provider(&self) -> Provider {
+        self.file.provider
+    }
+
+    pub fn start_trial(&self, seed: u64) -> ModelTrial {
+        ModelTrial {
+            rng: StdRng::seed_from_u64(seed),
+            last_clue: None,
+        }
+    }
+
+    /// The model's turn `attempt` (1-based). `feedback` is what the
+    /// previous turn's calls got back, as the model sees it.
+    pub fn respond(
+        &self,
+        trial: &mut ModelTrial,
+        scenario: &Scenario,
+        attempt: u32,
+        feedback: &[ToolResult],
+    ) -> Reply {
+        let p = &self.file.parameters;
+        let jitter = if p.jitter_ms > 0 {
+            trial.rng.random_range(0..=p.jitter_ms)
+        } else {
+            0
+        };
+        let latency = Duration::from_millis(p.latency_ms + jitter);
+        let (text, calls) = match self.file.kind {
+            ModelKind::Scripted => scripted_turn(scenario, attempt),
+            ModelKind::Stochastic | ModelKind::FeedbackAware => {
+                self.stochastic_turn(trial, scenario, attempt, feedback)
+            }
+        };
+        let body = serde_json::to_vec(&self.provider().format_response(&text, &calls))
+            .expect("a response value serializes");
+        Reply { body, latency }
+    }
+
+    fn stochastic_turn(
+        &self,
+        trial: &mut ModelTrial,
+        scenario: &Scenario,
+        attempt: u32,
+        feedback: &[ToolResult],
+    ) -> (String, Vec<ParsedCall>) {
+        let p = &self.file.parameters;
+        let mut chance = if attempt <= 1 {
+            p.p_first
+        } else {
+            let i = (attempt as usize - 2).min(p.p_fix.len().saturating_sub(1));
+            p.p_fix.get(i).copied().unwrap_or(p.p_first)
+        };
+        if self.file.kind == ModelKind::FeedbackAware
+            && let Some(clue) = &trial.last_clue
+        {
+            let named = clue
+                .as_deref()
+                .is_some_and(|clue| feedback.iter().any(|r| r.content.contains(clue)));
+            if !named {
+                chance = 0.0;
+            }
+        }
+        let correct = correct_calls(scenario, attempt);
+        // Always draw, so that a run's random sequence does not depend on p.
+        let roll: f64 = trial.rng.random();
+        if roll < chance {
+            trial.last_clue = None;
+            return (
+                String::new(),
+                correct.into_iter().map(ParsedCall::Ok).collect(),
+            );
+        }
+        let registry = &scenario.registry;
+        let mut candidates = self.weights.clone();
+        while !candidates.is_empty() {
+            let total: f64 = candidates.iter().map(|(_, w)| w).sum();
+            if total <= 0.0 {
+                break;
+            }
+            let mut pick = trial.rng.random_range(0.0..total);
+            let index = candidates
+                .iter()
+                .position(|(_, w)| {
+                    pick -= w;
+                    pick < 0.0
+                })
+                .unwrap_or(candidates.len() - 1);
+            let (operator, _) = candidates.swap_remove(index);
+            if let Some(mutation) = operators::apply(operator, &correct, registry, &mut trial.rng) {
+                trial.last_clue = Some(mutation.clue);
+                return (String::new(), mutation.calls);
+            }
+        }
+        // No operator applies: the model is right after all.
+        trial.last_clue = None;
+        (
+            String::new(),
+            correct.into_iter().map(ParsedCall::Ok).collect(),
+        )
+    }
+}
+
+/// The calls a correct model makes on `attempt`.
+fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
+    scenario
+        .expectation
+        .expected_calls()
+        .iter()
+        .enumerate()
+        .map(|(i, expected)| ToolCall {
+            id: format!("call_{attempt}_{i}"),
+            name: expected.name.clone(),
+            arguments: Value::Object(expected.arguments.example()),
+        })
+        .collect()
+}
+
+/// The scenario's script for `attempt` (the last turn repeats); without a
+/// script, the correct calls.
+fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>) {
+    let Some(script) = scenario.script.as_ref().filter(|s| !s.is_empty()) else {
+        return (
+            String::new(),
+            correct_calls(scenario, attempt)
+                .into_iter()
+                .map(ParsedCall::Ok)
+                .collect(),
+        );
+    };
+    let turn = &script[(attempt as usize - 1).min(script.len() - 1)];
+    let calls = turn
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{attempt}_{i}"));
+            match (&call.raw_arguments, &call.arguments) {
+                (Some(raw), _) => ParsedCall::Malformed(MalformedCall {
+                    id,
+                    name: call.name.clone(),
+                    raw_arguments: raw.clone(),
+                    problem: String::new(),
+                }),
+                (None, arguments) => ParsedCall::Ok(ToolCall {
+                    id,
+                    name: call.name.clone(),
+                    arguments: arguments
+                        .clone()
+                        .unwrap_or_else(|| Value::Object(Default::default())),
+                }),
+            }
+        })
+        .collect();
+    (turn.text.clone(), calls)
+}

@@ -1,0 +1,380 @@
+//! Error operators: the ways a mock model gets a call wrong. Each one
+//! turns the correct calls into wrong ones and says what clue a helpful
+//! error message would contain (a JSON pointer, a property or tool name),
+//! so the feedback-aware model can tell whether the feedback names it.
+
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::tool::Registry;
+
+/// One way to be wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    WrongType,
+    MissingRequired,
+    EnumViolation,
+    OutOfRange,
+    ExtraArgument,
+    UnknownTool,
+    MisspelledTool,
+    BrokenJson,
+    PathOutsideSandbox,
+    UnwantedCall,
+    MissingParallelCall,
+}
+
+impl Operator {
+    pub const ALL: [Operator; 11] = [
+        Operator::WrongType,
+        Operator::MissingRequired,
+        Operator::EnumViolation,
+        Operator::OutOfRange,
+        Operator::ExtraArgument,
+        Operator::UnknownTool,
+        Operator::MisspelledTool,
+        Operator::BrokenJson,
+        Operator::PathOutsideSandbox,
+        Operator::UnwantedCall,
+        Operator::MissingParallelCall,
+    ];
+}
+
+/// Wrong calls and the clue that feedback must contain for a
+/// feedback-aware model to fix them (`None`: no feedback can name it).
+#[derive(Debug, Clone)]
+pub struct Mutation {
+    pub calls: Vec<ParsedCall>,
+    pub clue: Option<String>,
+}
+
+/// The name an extra argument gets.
+const EXTRA_ARGUMENT: &str = "unexpected_flag";
+
+/// Apply `operator` to the correct calls, or `None` when it does not apply
+/// (no enum to violate, no path to escape with, ...). Validation operators
+/// are kept only when the tool's validator really rejects the result.
+pub fn apply(
+    operator: Operator,
+    correct: &[ToolCall],
+    registry: &Registry,
+    rng: &mut StdRng,
+) -> Option<Mutation> {
+    if operator == Operator::UnwantedCall {
+        if !correct.is_empty() {
+            return None;
+        }
+        let name = registry.names().next()?.to_owned();
+        let call = ToolCall {
+            id: "call_unwanted".into(),
+            name,
+            arguments: Value::Object(Map::new()),
+        };
+        return Some(Mutation {
+            calls: vec![ParsedCall::Ok(call)],
+            clue: None,
+        });
+    }
+    if correct.is_empty() {
+        return None;
+    }
+    if operator == Operator::MissingParallelCall {
+        if correct.len() < 2 {
+            return None;
+        }
+        let drop = rng.random_range(0..correct.len());
+        let calls = correct
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != drop)
+            .map(|(_, c)| ParsedCall::Ok(c.clone()))
+            .collect();
+        return Some(Mutation { calls, clue: None });
+    }
+
+    // The other operators break one call; try each in a random rotation.
+    let start = rng.random_range(0..correct.len());
+    for offset in 0..correct.len() {
+        let target = (start + offset) % correct.len();
+        if let Some((broken, clue)) = break_call(operator, &correct[target], registry, rng) {
+            let mut calls: Vec<ParsedCall> = correct.iter().cloned().map(ParsedCall::Ok).collect();
+            calls[target] = broken;
+            return Some(Mutation {
+                calls,
+                clue: Some(clue),
+            });
+        }
+    }
+    None
+}
+
+fn break_call(
+    operator: Operator,
+    call: &ToolCall,
+    registry: &Registry,
+    rng: &mut StdRng,
+) -> Option<(ParsedCall, String)> {
+    let tool = registry.lookup(&call.name)?;
+    let schema = &registry.definition(tool).parameters;
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let args = call.arguments.as_object()?;
+    let with_args = |arguments: Map<String, Value>| {
+        ParsedCall::Ok(ToolCall {
+            arguments: Value::Object(arguments),
+            ..call.clone()
+        })
+    };
+    // Validation operators must produce something the validator rejects.
+    let rejected = |arguments: &Map<String, Value>| {
+        !registry
+            .validator(tool)
+            .is_valid(&Value::Object(arguments.clone()))
+    };
+    let keys: Vec<&String> = args.keys().collect();
+    let pick = |rng: &mut StdRng, candidates: Vec<&String>| -> Option<String> {
+        (!candidates.is_empty()).then(|| candidates[rng.random_range(0..candidates.len())].clone())
+    };
+
+    match operator {
+        Operator::WrongType => {
+            let candidates: Vec<&String> = keys
+                .iter()
+                .copied()
+                .filter(|k| {
+                    let mut mutated = args.clone();
+                    mutated.insert((*k).clone(), other_type(&args[*k]));
+                    rejected(&mutated)
+                })
+                .collect();
+            let key = pick(rng, candidates)?;
+            let mut mutated = args.clone();
+            mutated.insert(key.clone(), other_type(&args[&key]));
+            Some((with_args(mutated), format!("/{key}")))
+        }
+        Operator::MissingRequired => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let candidates: Vec<&String> = keys
+                .iter()
+                .copied()
+                .filter(|k| required.contains(&k.as_str()))
+                .collect();
+            let key = pick(rng, candidates)?;
+            let mut mutated = args.clone();
+            mutated.remove(&key);
+            rejected(&mutated).then(|| (with_args(mutated), format!("'{key}'")))
+        }
+        Operator::EnumViolation => {
+            let candidates: Vec<&String> = keys
+                .iter()
+                .copied()
+                .filter(|k| property(properties, k).is_some_and(|p| p.get("enum").is_some()))
+                .collect();
+            let key = pick(rng, candidates)?;
+            let mut mutated = args.clone();
+            mutated.insert(
+                key.clone(),
+                Value::String(format!("not_{}", plain(&args[&key]))),
+            );
+            rejected(&mutated).then(|| (with_args(mutated), format!("/{key}")))
+        }
+        Operator::OutOfRange => {
+            let candidates: Vec<&String> = keys
+                .iter()
+                .copied()
+                .filter(|k| out_of_range(property(properties, k)).is_some())
+                .collect();
+            let key = pick(rng, candidates)?;
+            let mut mutated = args.clone();
+            mutated.insert(key.clone(), out_of_range(property(properties, &key))?);
+            rejected(&mutated).then(|| (with_args(mutated), format!("/{key}")))
+        }
+        Operator::ExtraArgument => {
+            let mut mutated = args.clone();
+            mutated.insert(EXTRA_ARGUMENT.to_owned(), Value::Bool(true));
+            Some((with_args(mutated), format!("'{EXTRA_ARGUMENT}'")))
+        }
+        Operator::UnknownTool => {
+            let name = format!("{}_v2", call.name);
+            registry.lookup(&name).is_none().then(|| {
+                let broken = ParsedCall::Ok(ToolCall {
+                    name,
+                    ..call.clone()
+                });
+                (broken, call.name.clone())
+            })
+        }
+        Operator::MisspelledTool => {
+            let name = misspell(&call.name, rng)?;
+            registry.lookup(&name).is_none().then(|| {
+                let broken = ParsedCall::Ok(ToolCall {
+                    name,
+                    ..call.clone()
+                });
+                (broken, call.name.clone())
+            })
+        }
+        Operator::BrokenJson => {
+            let text = call.arguments.to_string();
+            let broken = ParsedCall::Malformed(MalformedCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                raw_arguments: text[..text.len() - 1].to_owned(),
+                problem: String::new(),
+            });
+            Some((broken, "not valid JSON".to_owned()))
+        }
+        Operator::PathOutsideSandbox => {
+            let key = pick(
+                rng,
+                keys.iter()
+                    .copied()
+                    .filter(|k| k.as_str() == "path" && args[*k].is_string())
+                    .collect(),
+            )?;
+            let mut mutated = args.clone();
+            mutated.insert(key, Value::String("../../etc/passwd".to_owned()));
+            Some((with_args(mutated), "outside the sandbox".to_owned()))
+        }
+        Operator::UnwantedCall | Operator::MissingParallelCall => None,
+    }
+}
+
+fn property<'a>(properties: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a Value> {
+    properties?.get(key)
+}
+
+fn plain(value: &Value) -> String {
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_owned)
+}
+
+/// A value of another JSON type than `value`.
+fn other_type(value: &Value) -> Value {
+    match value {
+        Value::String(_) => Value::from(12345),
+        Value::Number(n) => Value::String(n.to_string()),
+        Value::Bool(b) => Value::String(b.to_string()),
+        Value::Null => Value::from(0),
+        Value::Array(_) | Value::Object(_) => Value::String("x".to_owned()),
+    }
+}
+
+/// A number beyond the property's bounds, if it has any.
+fn out_of_range(property: Option<&Value>) -> Option<Value> {
+    let property = property?;
+    let bound = |key: &str| property.get(key).and_then(Value::as_f64);
+    let integer = property.get("type").and_then(Value::as_str) == Some("integer");
+    let value = if let Some(max) = bound("maximum").or(bound("exclusiveMaximum")) {
+        max + 1.0
+    } else if let Some(min) = bound("minimum").or(bound("exclusiveMinimum")) {
+        min - 1.0
+    } else {
+        return None;
+    };
+    Some(if integer && value.fract() == 0.0 {
+        Value::from(value as i64)
+    } else {
+        Value::from(value)
+    })
+}
+
+/// Swap two neighbouring letters (or drop one) so the name is close but wrong.
+fn misspell(name: &str, rng: &mut StdRng) -> Option<String> {
+    let mut chars: Vec<char> = name.chars().collect();
+    if chars.len() < 3 {
+        return None;
+    }
+    for _ in 0..8 {
+        let i = rng.random_range(1..chars.len() - 1);
+        if chars[i] != chars[i + 1] {
+            chars.swap(i, i + 1);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    chars.remove(chars.len() / 2);
+    Some(chars.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::validate;
+    use crate::tool::ToolEnv;
+    use rand::SeedableRng;
+    use serde_json::json;
+
+    fn correct() -> Vec<ToolCall> {
+        vec![
+            ToolCall {
+                id: "c1".into(),
+                name: "math".into(),
+                arguments: json!({"operation": "add", "a": 1, "b": 2}),
+            },
+            ToolCall {
+                id: "c2".into(),
+                name: "sleep".into(),
+                arguments: json!({"ms": 10}),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_operator_either_does_not_apply_or_makes_the_turn_wrong() {
+        let registry = Registry::builtins(&["math", "sleep"], ToolEnv::default()).unwrap();
+        let mut rng = StdRng::seed_from_u64(1);
+        let correct = correct();
+        let mut applied = Vec::new();
+        for operator in Operator::ALL {
+            let Some(mutation) = apply(operator, &correct, &registry, &mut rng) else {
+                continue;
+            };
+            applied.push(operator);
+            let correct_calls: Vec<ParsedCall> =
+                correct.iter().cloned().map(ParsedCall::Ok).collect();
+            assert_ne!(mutation.calls, correct_calls, "{operator:?}");
+            // Validation-level operators are caught by the pipeline itself.
+            if matches!(
+                operator,
+                Operator::WrongType
+                    | Operator::MissingRequired
+                    | Operator::EnumViolation
+                    | Operator::OutOfRange
+                    | Operator::ExtraArgument
+                    | Operator::UnknownTool
+                    | Operator::MisspelledTool
+                    | Operator::BrokenJson
+            ) {
+                assert!(
+                    mutation
+                        .calls
+                        .iter()
+                        .any(|c| validate(&registry, c).is_err()),
+                    "{operator:?} slipped through validation"
+                );
+            }
+        }
+        assert_eq!(
+            applied,
+            [
+                Operator::WrongType,
+                Operator::MissingRequired,
+                Operator::EnumViolation,
+                Operator::OutOfRange,
+                Operator::ExtraArgument,
+                Operator::UnknownTool,
+                Operator::MisspelledTool,
+                Operator::BrokenJson,
+                Operator::MissingParallelCall,
+            ]
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! Loading scenario files: JSON syntax, then the published JSON Schema,
+//! then the typed format, then the checks that need the tools (expected
+//! calls name real tools, and their example arguments validate). Every
+//! error names the file, line, column and JSON pointer.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+
+use super::expect::{Expectation, ExpectedCall};
+use super::locate::locate;
+use super::matcher::ArgumentMatchers;
+use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
+use crate::pipeline::feedback;
+use crate::source::{self, FileError};
+use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource, builtin_definition};
+
+/// The published JSON Schema of scenario files.
+pub const SCENARIO_SCHEMA: &str = include_str!("../../scenarios/scenario.schema.json");
+
+/// Folders of a suite that hold other things than scenarios.
+const NOT_SCENARIO_DIRS: [&str; 2] = ["models", "examples"];
+
+/// A scenario file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{}:{line}:{column}: {}: {message}", path.display(), if pointer.is_empty() { "/" } else { pointer })]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        pointer: String,
+        message: String,
+    },
+    #[error("{}: {message}", path.display())]
+    Suite { path: PathBuf, message: String },
+}
+
+fn schema_validator() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Value =
+            serde_json::from_str(SCENARIO_SCHEMA).expect("the scenario schema is JSON");
+        jsonschema::validator_for(&schema).expect("the scenario schema compiles")
+    })
+}
+
+/// Every scenario file under `dir` (recursively, sorted by path, skipping
+/// `models/`, `examples/` and `*.schema.json`), loaded. All bad files are
+/// reported, not just the first.
+pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Vec<Scenario>, Vec<LoadError>> {
+    let mut files = Vec::new();
+    if dir.is_file() {
+        files.push(dir.to_owned());
+    } else {
+        collect(dir, &mut files).map_err(|e| {
+            vec![LoadError::Suite {
+                path: dir.to_owned(),
+                message: format!("cannot read the folder: {e}"),
+            }]
+        })?;
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(vec![LoadError::Suite {
+            path: dir.to_owned(),
+            message: "no scenario files (*.json) found".to_owned(),
+        }]);
+    }
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        match load_scenario(&file, sandbox_root) {
+            Ok(scenario) => {
+                if let Some(other) = scenarios.iter().find(|s| s.name == scenario.name) {
+                    errors.push(LoadError::Suite {
+                        path: file.clone(),
+                        message: format!(
+                            "scenario name {:?} is already used by {}",
+                            scenario.name,
+                            other.path.display()
+                        ),
+                    });
+                } else {
+                    scenarios.push(scenario);
+                }
+            }
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(scenarios)
+    } else {
+        Err(errors)
+    }
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if path.is_dir() {
+            if !NOT_SCENARIO_DIRS.contains(&name) {
+                collect(&path, files)?;
+            }
+        } else if name.ends_with(".json") && !name.ends_with(".schema.json") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Load one scenario file. A scenario with file tools gets a sandbox
+/// directory under `sandbox_root`, filled with its `files`.
+pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadError> {
+    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let value: Value = source::parse_json(path, &bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let invalid = |pointer: String, message: String| {
+        let (line, column) = locate(&text, &pointer);
+        LoadError::Invalid {
+            path: path.to_owned(),
+            line,
+            column,
+            pointer,
+            message,
+        }
+    };
+
+    if let Some(error) = schema_validator().iter_errors(&value).next() {
+        return Err(invalid(
+            error.instance_path().to_string(),
+            error.to_string(),
+        ));
+    }
+    let file: ScenarioFile =
+        source::from_value(value).map_err(|(pointer, message)| invalid(pointer, message))?;
+
+    let needs_sandbox = !file.files.is_empty()
+        || file.tools.iter().any(|t| {
+            matches!(t, ToolEntry::Builtin(name) if ["read_file", "write_file", "list_dir"].contains(&name.as_str()))
+        });
+    let sandbox_dir = if needs_sandbox {
+        Some(make_sandbox(sandbox_root, &file).map_err(|m| invalid("/files".into(), m))?)
+    } else {
+        None
+    };
+    let env = ToolEnv {
+        sandbox: sandbox_dir
+            .as_deref()
+            .map(Sandbox::new)
+            .transpose()
+            .map_err(|e| invalid("/files".into(), format!("cannot open the sandbox: {e}")))?,
+    };
+    let sources = file
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| match tool {
+            ToolEntry::Builtin(name) if builtin_definition(name).is_none() => Err(invalid(
+                format!("/tools/{i}"),
+                format!(
+                    "unknown built-in tool {name:?}; the built-ins are {}",
+                    BUILTIN_NAMES.join(", ")
+                ),
+            )),
+            ToolEntry::Builtin(name) => Ok(ToolSource::Builtin(name.clone())),
+            ToolEntry::Defined(def) => Ok(ToolSource::Defined(def.clone())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let registry =
+        Registry::new(sources, env).map_err(|e| invalid("/tools".into(), e.to_string()))?;
+
+    let expectation = if file.expect.no_call {
+        Expectation::NoCall
+    } else {
+        let mut calls = Vec::with_capacity(file.expect.calls.len());
+        for (i, call) in file.expect.calls.iter().enumerate() {
+            let here = format!("/expect/calls/{i}");
+            let Some(tool) = registry.lookup(&call.name) else {
+                return Err(invalid(
+                    format!("{here}/name"),
+                    format!("no tool named {:?} in this scenario's tools", call.name),
+                ));
+            };
+            let arguments =
+                ArgumentMatchers::from_map(&call.arguments).map_err(|(key, message)| {
+                    invalid(
+                        format!(
+                            "{here}/arguments/{}",
+                            key.replace('~', "~0").replace('/', "~1")
+                        ),
+                        message,
+                    )
+                })?;
+            let example = Value::Object(arguments.example());
+            if let Some(error) = registry.validator(tool).iter_errors(&example).next() {
+                return Err(invalid(
+                    format!("{here}/arguments"),
+                    format!(
+                        "the correct call must pass its tool's schema, but {}",
+                        feedback::error_line(&error)
+                    ),
+                ));
+            }
+            calls.push(ExpectedCall {
+                name: call.name.clone(),
+                arguments,
+            });
+        }
+        Expectation::Calls {
+            calls,
+            order: file.expect.order,
+        }
+    };
+
+    let prompt = match (&file.prompt, &file.messages) {
+        (Some(prompt), None) => vec![json!({"role": "user", "content": prompt})],
+        (None, Some(messages)) if !messages.is_empty() => messages.clone(),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "/messages".into(),
+                "give a prompt or messages, not both".into(),
+            ));
+        }
+        _ => {
+            return Err(invalid(
+                String::new(),
+                "give a prompt (or a message list)".into(),
+            ));
+        }
+    };
+
+    Ok(Scenario {
+        name: file.name,
+        description: file.description,
+        tags: file.tags,
+        path: path.to_owned(),
+        registry: Arc::new(registry),
+        prompt,
+        expectation,
+        max_retries: file.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+        min_success: file.min_success,
+        script: file.script,
+        sandbox: sandbox_dir,
+    })
+}
+
+/// Create the scenario's sandbox and write its files, refusing any file
+/// path that would land outside it.
+fn make_sandbox(root: &Path, file: &ScenarioFile) -> Result<PathBuf, String> {
+    let dir = root.join(&file.name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let sandbox = Sandbox::new(&dir).map_err(|e| e.to_string())?;
+    for (name, content) in &file.files {
+        let path = sandbox
+            .resolve(name)
+            .map_err(|f| format!("file {name:?}: {}", f.message))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&path, content).map_err(|e| format!("cannot write {name:?}: {e}"))?;
+    }
+    Ok(sandbox.root().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Scenario, LoadError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, text).unwrap();
+        load_scenario(&path, &dir.path().join("sandboxes"))
+    }
+
+    fn message(text: &str) -> String {
+        let error = load(text).unwrap_err().to_string();
+        // Drop the temporary directory from the message.
+        error[error.find("s.json").unwrap()..].to_owned()
+    }
+
+    #[test]
+    fn a_good_scenario_loads() {
+        let scenario = load(r#"{
+            "name": "add", "tools": ["math"], "prompt": "1+2?",
+            "expect": {"calls": [{"name": "math", "arguments": {"operation": "add", "a": 1, "b": 2}}]}
+        }"#)
+        .unwrap();
+        assert_eq!(scenario.max_retries, 3);
+        assert_eq!(scenario.expectation.expected_calls().len(), 1);
+    }
+
+    #[test]
+    fn errors_name_line_column_and_pointer() {
+        assert_eq!(
+            message(
+                "{\n  \"name\": \"x\", \"tools\": [\"math\"], \"prompt\": \"p\",\n  \"expect\": {\"calls\": [{\"name\": \"math\", \"argumnts\": {}}]}\n}"
+            ),
+            "s.json:3:24: /expect/calls/0: Additional properties are not allowed ('argumnts' was unexpected)"
+        );
+        assert_eq!(
+            message(
+                "{\"name\": \"x\", \"tools\": [\"math\"], \"prompt\": \"p\",\n \"expect\": {\"calls\": [{\"name\": \"maths\"}]}}"
+            ),
+            "s.json:2:32: /expect/calls/0/name: no tool named \"maths\" in this scenario's tools"
+        );
+        assert_eq!(
+            message(
+                "{\"name\": \"x\", \"tools\": [\"math\"], \"prompt\": \"p\",\n \"expect\": {\"calls\": [{\"name\": \"math\", \"arguments\": {\"operation\": \"pow\", \"a\": 1, \"b\": 2}}]}}"
+            ),
+            "s.json:2:53: /expect/calls/0/arguments: the correct call must pass its tool's schema, but /operation: must be one of \"add\", \"subtract\", \"multiply\", \"divide\""
+        );
+        assert!(message("{\"name\": \"x\", \"tools\": [\"mth\"], \"prompt\": \"p\", \"expect\": {\"no_call\": true}}")
+            .starts_with("s.json:1:25: /tools/0: unknown built-in tool \"mth\""));
+    }
+
+    #[test]
+    fn scenario_files_cannot_write_outside_their_sandbox() {
+        let text = r#"{"name": "x", "tools": ["read_file"], "prompt": "p", "files": {"../escape.txt": "x"},
+                       "expect": {"no_call": true}}"#;
+        assert!(message(text).contains("file \"../escape.txt\": path blocked"));
+    }
+}

@@ -1,0 +1,120 @@
+//! Scenarios: the file format (serde types checked against the published
+//! JSON Schema `scenarios/scenario.schema.json`), loading a suite with
+//! located errors, and expectations (which calls count as correct).
+
+mod expect;
+mod load;
+mod locate;
+pub mod matcher;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::tool::{Registry, ToolDef};
+
+pub use expect::{Expectation, ExpectedCall, Order, Verdict};
+pub use load::{LoadError, SCENARIO_SCHEMA, load_scenario, load_suite};
+
+/// The default number of attempts a model gets.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// A scenario file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(rename = "$schema", default)]
+    pub schema: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub tools: Vec<ToolEntry>,
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub messages: Option<Vec<Value>>,
+    pub expect: ExpectFile,
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub min_success: Option<f64>,
+    #[serde(default)]
+    pub script: Option<Vec<ScriptTurn>>,
+}
+
+/// A tool of a scenario: a built-in by name, or an inline definition.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolEntry {
+    Builtin(String),
+    Defined(ToolDef),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectFile {
+    #[serde(default)]
+    pub calls: Vec<ExpectedCallFile>,
+    #[serde(default)]
+    pub order: Order,
+    #[serde(default)]
+    pub no_call: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedCallFile {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+/// One scripted model turn: what the model says, attempt by attempt.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub calls: Vec<ScriptCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Option<Value>,
+    /// Arguments exactly as sent, for broken JSON.
+    #[serde(default)]
+    pub raw_arguments: Option<String>,
+}
+
+/// A loaded scenario: checked, with its tools registered and its
+/// validators compiled, ready for any number of trials.
+#[derive(Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    pub path: PathBuf,
+    pub registry: Arc<Registry>,
+    /// The opening user message(s).
+    pub prompt: Vec<Value>,
+    pub expectation: Expectation,
+    pub max_retries: u32,
+    pub min_success: Option<f64>,
+    pub script: Option<Vec<ScriptTurn>>,
+    /// The scenario's sandbox directory, when it has file tools.
+    pub sandbox: Option<PathBuf>,
+}
