@@ -18,10 +18,12 @@
 
 pub mod call;
 pub mod cli;
+pub mod harness;
 pub mod metrics;
 pub mod model;
 pub mod pipeline;
 pub mod provider;
+pub mod report;
 pub mod scenario;
 pub mod source;
 pub mod tool;

@@ -8,6 +8,8 @@
 
 mod check_tools;
 mod exec;
+mod report;
+mod run;
 
 use std::process::ExitCode;
 
@@ -15,6 +17,8 @@ use clap::{Parser, Subcommand};
 
 pub use check_tools::CheckToolsArgs;
 pub use exec::ExecArgs;
+pub use report::ReportArgs;
+pub use run::RunArgs;
 
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
@@ -34,6 +38,10 @@ pub enum Command {
     CheckTools(CheckToolsArgs),
     /// Run one model response through the pipeline and print the result messages.
     Exec(ExecArgs),
+    /// Run a suite: models x scenarios x trials, with self-correction; write reports.
+    Run(RunArgs),
+    /// Merge shard reports, or compare a run against a baseline.
+    Report(ReportArgs),
 }
 
 /// Bad input, worded for the person at the terminal. Exit code 2.
@@ -52,5 +60,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::CheckTools(args) => check_tools::run(&args),
         Command::Exec(args) => exec::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Report(args) => report::run(&args),
     }
 }

@@ -24,7 +24,7 @@ use crate::source::{self, FileError};
 pub use operators::Operator;
 
 /// A model file (`scenarios/models/*.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelFile {
     pub name: String,
@@ -49,7 +49,7 @@ pub enum ModelKind {
 }
 
 /// How a mock behaves.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Parameters {
     /// Probability of a correct turn on the first attempt.

@@ -229,7 +229,9 @@ fn break_call(
                 raw_arguments: text[..text.len() - 1].to_owned(),
                 problem: String::new(),
             });
-            Some((broken, "not valid JSON".to_owned()))
+            // Parse errors name the arguments whether the wire can carry
+            // broken JSON (OpenAI) or only a non-object (Anthropic, Gemini).
+            Some((broken, "arguments".to_owned()))
         }
         Operator::PathOutsideSandbox => {
             let key = pick(

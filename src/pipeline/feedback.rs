@@ -137,6 +137,53 @@ pub fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a str>) ->
     }
 }
 
+/// How error results are worded when they go back to the model: a run
+/// option, so that users can measure what the wording buys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FeedbackStyle {
+    /// `Validation failed:` and a `- /pointer: message` line per error.
+    #[default]
+    PointerList,
+    /// The same facts as a JSON object.
+    Json,
+    /// What a pipeline that drops the error field sends: a placeholder.
+    Bare,
+}
+
+/// What the model sees of a result under `style`.
+pub fn restyle(
+    content: &str,
+    kind: Option<crate::call::ErrorKind>,
+    style: FeedbackStyle,
+) -> String {
+    let Some(kind) = kind else {
+        return content.to_owned();
+    };
+    match style {
+        FeedbackStyle::PointerList => content.to_owned(),
+        FeedbackStyle::Bare => crate::provider::EMPTY_RESULT_PLACEHOLDER.to_owned(),
+        FeedbackStyle::Json => {
+            let mut lines = content.lines();
+            let message = lines.next().unwrap_or_default();
+            let details: Vec<Value> = lines
+                .filter_map(|line| line.strip_prefix("- "))
+                .map(|line| match line.split_once(": ") {
+                    Some((pointer, message)) => {
+                        serde_json::json!({"pointer": pointer, "message": message})
+                    }
+                    None => serde_json::json!({"message": line}),
+                })
+                .collect();
+            let mut object = serde_json::json!({"error": kind.as_str(), "message": message});
+            if !details.is_empty() {
+                object["details"] = Value::Array(details);
+            }
+            object.to_string()
+        }
+    }
+}
+
 /// A call that could not be read.
 pub fn malformed(call: &MalformedCall) -> String {
     if call.name.is_empty() {
@@ -200,6 +247,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("- /n: must be null or integer"), "{text}");
+    }
+
+    #[test]
+    fn styles_keep_or_drop_the_facts() {
+        use crate::call::ErrorKind;
+        let text = "Validation failed:\n- /a: must be number\n- /: must have required property 'b'";
+        let kind = Some(ErrorKind::Validation);
+        assert_eq!(restyle(text, kind, FeedbackStyle::PointerList), text);
+        assert_eq!(restyle(text, kind, FeedbackStyle::Bare), "(no output)");
+        let json: Value = serde_json::from_str(&restyle(text, kind, FeedbackStyle::Json)).unwrap();
+        assert_eq!(json["error"], "validation");
+        assert_eq!(
+            json["details"][0],
+            serde_json::json!({"pointer": "/a", "message": "must be number"})
+        );
+        assert_eq!(
+            json["details"][1]["message"],
+            "must have required property 'b'"
+        );
+        assert_eq!(
+            restyle("50", None, FeedbackStyle::Bare),
+            "50",
+            "successes are untouched"
+        );
     }
 
     #[test]

@@ -44,6 +44,18 @@ pub enum Verdict {
     WrongCall,
 }
 
+impl Verdict {
+    /// The failure kind a mismatch is counted as.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Match => "match",
+            Verdict::UnexpectedCall => "unexpected_call",
+            Verdict::MissingCall => "missing_call",
+            Verdict::WrongCall => "wrong_call",
+        }
+    }
+}
+
 impl Expectation {
     pub fn verdict(&self, calls: &[ParsedCall]) -> Verdict {
         match self {

@@ -1,0 +1,83 @@
+//! `toolgauge report merge|compare`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::{CliError, EXIT_FAILED};
+use crate::report;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge the outputs of `run --shard K/N` into what one run would have written.
+    Merge {
+        /// Shard report folders.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Print the change in success per model x scenario; exit 1 on a
+    /// significant drop (95% intervals that do not overlap).
+    Compare {
+        #[arg(value_name = "BASELINE_DIR")]
+        baseline: PathBuf,
+        #[arg(value_name = "CURRENT_DIR")]
+        current: PathBuf,
+    },
+}
+
+pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
+    match &args.command {
+        ReportCommand::Merge { dirs, out } => {
+            let (violations, table) = report::merge(dirs, out).map_err(CliError)?;
+            println!("{table}");
+            eprintln!("merged {} shard(s) into {}", dirs.len(), out.display());
+            if violations.is_empty() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                for v in &violations {
+                    eprintln!("  {} / {}: {}", v.model, v.scenario, v.message);
+                }
+                Ok(ExitCode::from(EXIT_FAILED))
+            }
+        }
+        ReportCommand::Compare { baseline, current } => {
+            let changes = report::compare(baseline, current).map_err(CliError)?;
+            println!("| model | scenario | baseline | current | change | significant |");
+            println!("|---|---|---:|---:|---:|---|");
+            let mut drops = 0;
+            for c in &changes {
+                let flag = match c.significant_drop {
+                    Some(true) => {
+                        drops += 1;
+                        "DROP"
+                    }
+                    Some(false) => "gain",
+                    None => "",
+                };
+                println!(
+                    "| {} | {} | {:.1}% | {:.1}% | {:+.1} pp | {flag} |",
+                    c.model,
+                    c.scenario,
+                    100.0 * c.baseline,
+                    100.0 * c.current,
+                    100.0 * (c.current - c.baseline)
+                );
+            }
+            if drops > 0 {
+                eprintln!("{drops} significant drop(s)");
+                Ok(ExitCode::from(EXIT_FAILED))
+            } else {
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}

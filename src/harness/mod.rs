@@ -1,0 +1,277 @@
+//! The runner: models x scenarios x trials, the self-correction loop,
+//! the virtual or real clock, concurrency and sharding. Finished trials go
+//! to reporters in a fixed order (model, scenario, trial) whatever order
+//! they finish in, so seeded runs write identical files.
+
+mod progress;
+
+use std::time::Duration;
+
+use futures_util::{StreamExt, stream};
+use tokio::time::Instant;
+
+use crate::call::ToolResult;
+use crate::metrics::{AttemptRecord, CellStats, TrialRecord};
+use crate::model::Model;
+use crate::pipeline::feedback::{FeedbackStyle, restyle};
+use crate::pipeline::{ExecOptions, Pipeline};
+use crate::scenario::{Scenario, Verdict};
+
+pub use progress::ProgressMode;
+
+/// Which clock latencies run on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    /// tokio's paused clock: simulated latency costs no wall time and
+    /// timings are exact.
+    #[default]
+    Virtual,
+    Real,
+}
+
+/// Which part of the jobs this process runs: shard `index` (1-based) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (k, n) = text.split_once('/').ok_or("--shard takes K/N, e.g. 1/4")?;
+        let index: u32 = k
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad shard index {k:?}"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad shard count {n:?}"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("--shard {text}: K must be between 1 and N"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    fn includes(self, job: u64) -> bool {
+        job % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug)]
+pub struct RunPlan {
+    pub scenarios: Vec<Scenario>,
+    pub models: Vec<Model>,
+    pub trials: u32,
+    pub seed: u64,
+    pub concurrency: usize,
+    pub clock: Clock,
+    pub feedback: FeedbackStyle,
+    pub exec: ExecOptions,
+    pub shard: Option<Shard>,
+}
+
+/// A job: one trial of one model on one scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Job {
+    pub model: usize,
+    pub scenario: usize,
+    pub trial: u32,
+}
+
+impl RunPlan {
+    /// Every job of this run (this shard), in report order.
+    pub fn jobs(&self) -> impl Iterator<Item = Job> + '_ {
+        let (models, scenarios, trials) = (self.models.len(), self.scenarios.len(), self.trials);
+        (0..models)
+            .flat_map(move |model| {
+                (0..scenarios).flat_map(move |scenario| {
+                    (0..trials).map(move |trial| Job {
+                        model,
+                        scenario,
+                        trial,
+                    })
+                })
+            })
+            .enumerate()
+            .filter(|(index, _)| self.shard.is_none_or(|s| s.includes(*index as u64)))
+            .map(|(_, job)| job)
+    }
+
+    /// The seed of one trial: independent of scheduling and of other trials.
+    pub fn trial_seed(&self, job: Job) -> u64 {
+        let mut hash = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        for part in [
+            self.models[job.model].name(),
+            self.scenarios[job.scenario].name.as_str(),
+        ] {
+            for byte in part.bytes().chain([0xff]) {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        splitmix(hash ^ u64::from(job.trial))
+    }
+
+    pub fn cell_stats(&self) -> Vec<Vec<CellStats>> {
+        self.models
+            .iter()
+            .map(|_| {
+                self.scenarios
+                    .iter()
+                    .map(|s| CellStats::new(s.max_retries))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Receives finished trials in report order.
+pub trait TrialSink {
+    /// Called once per trial, in job order. A replayed trial (from
+    /// `--resume`) comes through here too.
+    fn trial(&mut self, plan: &RunPlan, record: &TrialRecord) -> std::io::Result<()>;
+}
+
+/// Where already-finished trials come from when resuming: records in job
+/// order, as an earlier run wrote them.
+pub type Replay<'a> = Box<dyn Iterator<Item = TrialRecord> + 'a>;
+
+/// Run every job, feeding finished trials to `sink` in job order.
+pub fn run(
+    plan: &RunPlan,
+    sink: &mut dyn TrialSink,
+    mut replay: Option<Replay<'_>>,
+    progress: ProgressMode,
+) -> std::io::Result<()> {
+    let runtime = match plan.clock {
+        Clock::Virtual => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()?,
+        Clock::Real => tokio::runtime::Builder::new_multi_thread()
+            .enable_time()
+            .build()?,
+    };
+    let total = plan.jobs().count() as u64;
+    let bar = progress::Progress::new(progress, plan, total);
+    let mut pending_replay = replay.as_mut().and_then(|r| r.next());
+    runtime.block_on(async {
+        let jobs = plan.jobs().map(|job| {
+            // A trial already recorded is replayed, not run again.
+            let replayed = match &pending_replay {
+                Some(record)
+                    if (record.model, record.scenario, record.trial)
+                        == (job.model, job.scenario, job.trial) =>
+                {
+                    let record = pending_replay.take();
+                    pending_replay = replay.as_mut().and_then(|r| r.next());
+                    record
+                }
+                _ => None,
+            };
+            async move {
+                match replayed {
+                    Some(record) => record,
+                    None => run_trial(plan, job).await,
+                }
+            }
+        });
+        let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
+        while let Some(record) = finished.next().await {
+            sink.trial(plan, &record)?;
+            bar.trial(record.model, record.success());
+        }
+        Ok::<(), std::io::Error>(())
+    })?;
+    bar.finish();
+    Ok(())
+}
+
+/// One trial: ask, parse, validate, execute, return, until success or out
+/// of attempts.
+pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
+    let scenario = &plan.scenarios[job.scenario];
+    let model = &plan.models[job.model];
+    let mut model_trial = model.start_trial(plan.trial_seed(job));
+    let tools = scenario.registry.new_state();
+    let pipeline = Pipeline::new(scenario.registry.clone(), plan.exec);
+    let mut feedback: Vec<ToolResult> = Vec::new();
+    let mut attempts = Vec::with_capacity(scenario.max_retries as usize);
+
+    for attempt in 1..=scenario.max_retries {
+        let reply = model.respond(&mut model_trial, scenario, attempt, &feedback);
+        let asked = Instant::now();
+        if !reply.latency.is_zero() {
+            tokio::time::sleep(reply.latency).await;
+        }
+        let model_time = asked.elapsed();
+        let record = match model.provider().parse_response(&reply.body) {
+            Err(_) => {
+                feedback.clear();
+                AttemptRecord {
+                    attempt,
+                    success: false,
+                    failures: vec!["bad_response"],
+                    calls: 0,
+                    model_time,
+                    tool_time: Duration::ZERO,
+                    serial_time: Duration::ZERO,
+                    ideal_time: Duration::ZERO,
+                }
+            }
+            Ok(parsed) => {
+                let batch = pipeline.run_with(&parsed.calls, &tools).await;
+                let mut failures: Vec<&'static str> = batch
+                    .results
+                    .iter()
+                    .filter_map(|r| r.error_kind.map(|k| k.as_str()))
+                    .collect();
+                if failures.is_empty() {
+                    let verdict = scenario.expectation.verdict(&parsed.calls);
+                    if verdict != Verdict::Match {
+                        failures.push(verdict.as_str());
+                    }
+                }
+                let record = AttemptRecord {
+                    attempt,
+                    success: failures.is_empty(),
+                    failures,
+                    calls: parsed.calls.len() as u32,
+                    model_time,
+                    tool_time: batch.makespan,
+                    serial_time: batch.serial_makespan(),
+                    ideal_time: batch.ideal_makespan,
+                };
+                feedback = batch
+                    .results
+                    .into_iter()
+                    .map(|mut result| {
+                        result.content = restyle(&result.content, result.error_kind, plan.feedback);
+                        result
+                    })
+                    .collect();
+                record
+            }
+        };
+        let success = record.success;
+        attempts.push(record);
+        if success {
+            break;
+        }
+    }
+    TrialRecord {
+        model: job.model,
+        scenario: job.scenario,
+        trial: job.trial,
+        attempts,
+    }
+}

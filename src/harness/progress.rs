@@ -1,0 +1,104 @@
+//! Progress while a run goes: one bar per model on a terminal, plain
+//! periodic lines otherwise, nothing with `--quiet`.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::RunPlan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Bars on a terminal, lines otherwise.
+    Auto,
+    Quiet,
+}
+
+pub(super) struct Progress {
+    bars: Vec<ProgressBar>,
+    successes: Vec<AtomicU64>,
+    plain: Option<Mutex<PlainState>>,
+    names: Vec<String>,
+    total: u64,
+}
+
+struct PlainState {
+    last: Instant,
+    done: u64,
+    successes: u64,
+}
+
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+impl Progress {
+    pub(super) fn new(mode: ProgressMode, plan: &RunPlan, total: u64) -> Progress {
+        let names: Vec<String> = plan.models.iter().map(|m| m.name().to_owned()).collect();
+        let mut progress = Progress {
+            bars: Vec::new(),
+            successes: names.iter().map(|_| AtomicU64::new(0)).collect(),
+            plain: None,
+            names,
+            total,
+        };
+        if mode == ProgressMode::Quiet {
+            return progress;
+        }
+        if std::io::stderr().is_terminal() {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let per_model = total / progress.names.len().max(1) as u64;
+            let style =
+                ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} {msg} ETA {eta}")
+                    .expect("a valid template")
+                    .progress_chars("=> ");
+            for name in &progress.names {
+                let bar = multi.add(ProgressBar::new(per_model));
+                bar.set_style(style.clone());
+                bar.set_prefix(name.clone());
+                progress.bars.push(bar);
+            }
+        } else {
+            progress.plain = Some(Mutex::new(PlainState {
+                last: Instant::now(),
+                done: 0,
+                successes: 0,
+            }));
+        }
+        progress
+    }
+
+    pub(super) fn trial(&self, model: usize, success: bool) {
+        if let Some(bar) = self.bars.get(model) {
+            bar.inc(1);
+            let done = bar.position().max(1);
+            let successes = self.successes[model].fetch_add(u64::from(success), Ordering::Relaxed)
+                + u64::from(success);
+            bar.set_message(format!(
+                "success {:.0}%",
+                100.0 * successes as f64 / done as f64
+            ));
+        }
+        if let Some(plain) = &self.plain {
+            let mut state = plain.lock().expect("progress lock");
+            state.done += 1;
+            state.successes += u64::from(success);
+            if state.last.elapsed() >= PLAIN_EVERY {
+                state.last = Instant::now();
+                eprintln!(
+                    "progress: {}/{} trials, success {:.1}%",
+                    state.done,
+                    self.total,
+                    100.0 * state.successes as f64 / state.done as f64
+                );
+            }
+        }
+    }
+
+    pub(super) fn finish(&self) {
+        for bar in &self.bars {
+            bar.finish();
+        }
+    }
+}

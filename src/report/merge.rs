@@ -1,0 +1,195 @@
+//! `report merge` (shard outputs into what one run would have written) and
+//! `report compare` (a run against a baseline).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{Thresholds, Violation, write_summaries};
+use super::trials::{TrialsCsv, read_records};
+use super::{Aggregate, Fanout};
+use crate::harness::{Clock, RunPlan, TrialSink};
+use crate::model::{Model, ModelFile};
+use crate::pipeline::feedback::FeedbackStyle;
+use crate::pipeline::{ExecMode, ExecOptions};
+use crate::scenario::load_suite;
+use crate::source;
+
+/// run.json: the exact configuration of a run, so that it can be repeated
+/// and its shards merged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub toolgauge: String,
+    pub suite: PathBuf,
+    pub trials: u32,
+    pub seed: u64,
+    pub concurrency: usize,
+    pub clock: Clock,
+    pub feedback: FeedbackStyle,
+    pub serial: bool,
+    pub shard: Option<String>,
+    pub min_success: Option<f64>,
+    pub min_pass_k: Option<(u64, f64)>,
+    pub models: Vec<ModelFile>,
+    pub scenarios: Vec<String>,
+}
+
+impl RunRecord {
+    pub fn write(&self, out: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(out.join("run.json"), text + "\n")
+    }
+
+    pub fn read(dir: &Path) -> Result<RunRecord, String> {
+        source::read_json(&dir.join("run.json")).map_err(|e| e.to_string())
+    }
+
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            min_success: self.min_success,
+            min_pass_k: self.min_pass_k,
+        }
+    }
+}
+
+/// Merge shard folders into `out`: the same files one unsharded run would
+/// have written. Returns the threshold violations and the key table.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), String> {
+    let first = dirs.first().ok_or("give at least one shard folder")?;
+    let mut record = RunRecord::read(first)?;
+    for dir in &dirs[1..] {
+        let other = RunRecord::read(dir)?;
+        let same = RunRecord {
+            shard: record.shard.clone(),
+            ..other.clone()
+        };
+        if same != record {
+            return Err(format!(
+                "{} was run with another configuration than {}",
+                dir.display(),
+                first.display()
+            ));
+        }
+    }
+    let sandbox = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let scenarios = load_suite(&record.suite, sandbox.path()).map_err(|errors| {
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let models = record
+        .models
+        .iter()
+        .cloned()
+        .map(Model::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = RunPlan {
+        scenarios,
+        models,
+        trials: record.trials,
+        seed: record.seed,
+        concurrency: record.concurrency,
+        clock: record.clock,
+        feedback: record.feedback,
+        exec: ExecOptions {
+            mode: if record.serial {
+                ExecMode::Serial
+            } else {
+                ExecMode::Parallel
+            },
+            ..ExecOptions::default()
+        },
+        shard: None,
+    };
+    let mut records = Vec::new();
+    for dir in dirs {
+        records.extend(
+            read_records(&plan, &dir.join("trials.csv"))
+                .map_err(|e| format!("{}: {e}", dir.display()))?,
+        );
+    }
+    records.sort_by_key(|r| (r.model, r.scenario, r.trial));
+    let expected = plan.jobs().count();
+    records.dedup_by_key(|r| (r.model, r.scenario, r.trial));
+    if records.len() != expected {
+        return Err(format!(
+            "the shards hold {} of the {expected} trials: is a shard missing or unfinished?",
+            records.len()
+        ));
+    }
+
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    record.shard = None;
+    record.write(out).map_err(|e| e.to_string())?;
+    let mut trials = TrialsCsv::create(&out.join("trials.csv")).map_err(|e| e.to_string())?;
+    let mut aggregate = Aggregate::new(&plan);
+    {
+        let mut sinks = Fanout(vec![&mut trials, &mut aggregate]);
+        for trial in &records {
+            sinks.trial(&plan, trial).map_err(|e| e.to_string())?;
+        }
+    }
+    write_summaries(&plan, &aggregate, &record.thresholds(), out).map_err(|e| e.to_string())
+}
+
+/// The columns `compare` reads from summary.csv.
+#[derive(Debug, Deserialize)]
+struct SummaryLine {
+    model: String,
+    scenario: String,
+    final_success: f64,
+    wilson_low: f64,
+    wilson_high: f64,
+}
+
+/// One model x scenario in both runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub model: String,
+    pub scenario: String,
+    pub baseline: f64,
+    pub current: f64,
+    /// The intervals do not overlap: `Some(true)` a significant drop,
+    /// `Some(false)` a significant gain.
+    pub significant_drop: Option<bool>,
+}
+
+fn read_summary(dir: &Path) -> Result<Vec<SummaryLine>, String> {
+    let path = dir.join("summary.csv");
+    let mut reader =
+        csv::Reader::from_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    reader
+        .deserialize()
+        .collect::<Result<Vec<SummaryLine>, _>>()
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Compare two runs' summaries, per model x scenario present in both.
+pub fn compare(baseline: &Path, current: &Path) -> Result<Vec<Change>, String> {
+    let before = read_summary(baseline)?;
+    let after = read_summary(current)?;
+    Ok(after
+        .iter()
+        .filter_map(|now| {
+            let then = before
+                .iter()
+                .find(|b| b.model == now.model && b.scenario == now.scenario)?;
+            let significant_drop = if now.wilson_high < then.wilson_low {
+                Some(true)
+            } else if now.wilson_low > then.wilson_high {
+                Some(false)
+            } else {
+                None
+            };
+            Some(Change {
+                model: now.model.clone(),
+                scenario: now.scenario.clone(),
+                baseline: then.final_success,
+                current: now.final_success,
+                significant_drop,
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,526 @@
+//! The files a finished run writes from its aggregate, and the threshold
+//! checks for CI.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Aggregate;
+use super::trials::FAILURE_KINDS;
+use crate::harness::RunPlan;
+use crate::metrics::{CellStats, mcnemar_p_value, pass_hat_k};
+
+/// Significance level for comparisons.
+const ALPHA: f64 = 0.05;
+
+/// CI thresholds: on final success, and on pass^k.
+#[derive(Debug, Clone, Default)]
+pub struct Thresholds {
+    pub min_success: Option<f64>,
+    pub min_pass_k: Option<(u64, f64)>,
+}
+
+/// A model x scenario under its threshold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub model: String,
+    pub scenario: String,
+    pub message: String,
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn opt(x: Option<f64>) -> Option<f64> {
+    x.map(round)
+}
+
+/// summary.csv: one row per model x scenario.
+#[derive(Debug, Serialize)]
+struct SummaryRow {
+    model: String,
+    scenario: String,
+    trials: u64,
+    max_attempts: u32,
+    success_at_1: f64,
+    success_at_2: f64,
+    success_at_3: f64,
+    conditional_at_2: Option<f64>,
+    conditional_at_3: Option<f64>,
+    final_success: f64,
+    wilson_low: f64,
+    wilson_high: f64,
+    mean_attempts: Option<f64>,
+    self_correction_rate: Option<f64>,
+    pass_k_3: f64,
+    threshold: Option<f64>,
+    passed: bool,
+    failures_parse: u64,
+    failures_unknown_tool: u64,
+    failures_validation: u64,
+    failures_runtime: u64,
+    failures_timeout: u64,
+    failures_sandbox: u64,
+    failures_bad_response: u64,
+    failures_unexpected_call: u64,
+    failures_missing_call: u64,
+    failures_wrong_call: u64,
+    parallel_turns: u64,
+    mean_speedup: Option<f64>,
+    mean_ideal_speedup: Option<f64>,
+    mean_efficiency: Option<f64>,
+    model_p50_ms: f64,
+    model_p95_ms: f64,
+    model_p99_ms: f64,
+    tool_p50_ms: f64,
+    tool_p95_ms: f64,
+    tool_p99_ms: f64,
+}
+
+/// models.csv: one row per model, over all its scenarios.
+#[derive(Debug, Serialize)]
+struct ModelRow {
+    model: String,
+    scenarios: usize,
+    trials: u64,
+    success_at_1: f64,
+    final_success: f64,
+    wilson_low: f64,
+    wilson_high: f64,
+    self_correction_rate: Option<f64>,
+    mean_attempts: Option<f64>,
+    mean_speedup: Option<f64>,
+    mean_efficiency: Option<f64>,
+}
+
+/// comparisons.csv: one row per pair of models, paired on scenario and trial.
+#[derive(Debug, Serialize)]
+struct ComparisonRow {
+    model_a: String,
+    model_b: String,
+    paired_trials: u64,
+    success_a: f64,
+    success_b: f64,
+    difference: f64,
+    only_a: u64,
+    only_b: u64,
+    p_value: f64,
+    significant: bool,
+}
+
+/// self_correction.csv: per model and failure kind of the first attempt.
+#[derive(Debug, Serialize)]
+struct SelfCorrectionRow {
+    model: String,
+    failure_kind: String,
+    first_attempt_failures: u64,
+    fixed: u64,
+    fix_rate: f64,
+}
+
+/// pass_k.csv: pass^k for k = 1..trials.
+#[derive(Debug, Serialize)]
+struct PassKRow {
+    model: String,
+    scenario: String,
+    k: u64,
+    pass_k: f64,
+}
+
+fn summary_row(
+    plan: &RunPlan,
+    m: usize,
+    s: usize,
+    cell: &CellStats,
+    thresholds: &Thresholds,
+) -> SummaryRow {
+    let (low, high) = cell.wilson();
+    let speed = cell.mean_speedup();
+    let threshold = threshold_of(plan, s, thresholds);
+    let failures = |kind: &str| cell.failures.get(kind).copied().unwrap_or(0);
+    SummaryRow {
+        model: plan.models[m].name().to_owned(),
+        scenario: plan.scenarios[s].name.clone(),
+        trials: cell.trials,
+        max_attempts: cell.max_attempts,
+        success_at_1: round(cell.success_by(1)),
+        success_at_2: round(cell.success_by(2)),
+        success_at_3: round(cell.success_by(3)),
+        conditional_at_2: opt(cell.conditional_success(2)),
+        conditional_at_3: opt(cell.conditional_success(3)),
+        final_success: round(cell.final_success()),
+        wilson_low: round(low),
+        wilson_high: round(high),
+        mean_attempts: opt(cell.mean_attempts_to_success()),
+        self_correction_rate: opt(cell.self_correction_rate()),
+        pass_k_3: round(pass_hat_k(cell.successes(), cell.trials, 3)),
+        threshold,
+        passed: violations_of(cell, threshold, thresholds).is_empty(),
+        failures_parse: failures("parse"),
+        failures_unknown_tool: failures("unknown_tool"),
+        failures_validation: failures("validation"),
+        failures_runtime: failures("runtime"),
+        failures_timeout: failures("timeout"),
+        failures_sandbox: failures("sandbox"),
+        failures_bad_response: failures("bad_response"),
+        failures_unexpected_call: failures("unexpected_call"),
+        failures_missing_call: failures("missing_call"),
+        failures_wrong_call: failures("wrong_call"),
+        parallel_turns: cell.parallel_turns,
+        mean_speedup: opt(speed.map(|s| s.0)),
+        mean_ideal_speedup: opt(speed.map(|s| s.1)),
+        mean_efficiency: opt(speed.map(|s| s.2)),
+        model_p50_ms: CellStats::percentile_ms(&cell.model_ms, 0.50),
+        model_p95_ms: CellStats::percentile_ms(&cell.model_ms, 0.95),
+        model_p99_ms: CellStats::percentile_ms(&cell.model_ms, 0.99),
+        tool_p50_ms: CellStats::percentile_ms(&cell.tool_ms, 0.50),
+        tool_p95_ms: CellStats::percentile_ms(&cell.tool_ms, 0.95),
+        tool_p99_ms: CellStats::percentile_ms(&cell.tool_ms, 0.99),
+    }
+}
+
+/// The stricter of the run's and the scenario's success threshold.
+fn threshold_of(plan: &RunPlan, scenario: usize, thresholds: &Thresholds) -> Option<f64> {
+    match (thresholds.min_success, plan.scenarios[scenario].min_success) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn violations_of(cell: &CellStats, threshold: Option<f64>, thresholds: &Thresholds) -> Vec<String> {
+    let mut found = Vec::new();
+    if cell.trials == 0 {
+        return found;
+    }
+    if let Some(min) = threshold
+        && cell.final_success() < min
+    {
+        found.push(format!("success {:.3} < {min}", cell.final_success()));
+    }
+    if let Some((k, min)) = thresholds.min_pass_k {
+        let value = pass_hat_k(cell.successes(), cell.trials, k);
+        if value < min {
+            found.push(format!("pass^{k} {value:.3} < {min}"));
+        }
+    }
+    found
+}
+
+fn write_csv<T: Serialize>(path: &Path, rows: impl IntoIterator<Item = T>) -> io::Result<()> {
+    let mut writer = csv::Writer::from_path(path).map_err(io::Error::other)?;
+    for row in rows {
+        writer.serialize(row).map_err(io::Error::other)?;
+    }
+    writer.flush()
+}
+
+fn total(cells: &[CellStats]) -> CellStats {
+    let mut sum = CellStats::new(1);
+    for cell in cells {
+        sum.merge(cell);
+    }
+    sum
+}
+
+/// Write every summary file into `out`; return the threshold violations
+/// and the key table (also in summary.md) for the terminal.
+pub fn write_summaries(
+    plan: &RunPlan,
+    aggregate: &Aggregate,
+    thresholds: &Thresholds,
+    out: &Path,
+) -> io::Result<(Vec<Violation>, String)> {
+    let mut violations = Vec::new();
+    let mut summary_rows = Vec::new();
+    for (m, model_cells) in aggregate.cells.iter().enumerate() {
+        for (s, cell) in model_cells.iter().enumerate() {
+            let row = summary_row(plan, m, s, cell, thresholds);
+            for message in violations_of(cell, row.threshold, thresholds) {
+                violations.push(Violation {
+                    model: row.model.clone(),
+                    scenario: row.scenario.clone(),
+                    message,
+                });
+            }
+            summary_rows.push(row);
+        }
+    }
+
+    let model_rows: Vec<ModelRow> = aggregate
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(m, cells)| {
+            let sum = total(cells);
+            let (low, high) = sum.wilson();
+            ModelRow {
+                model: plan.models[m].name().to_owned(),
+                scenarios: cells.len(),
+                trials: sum.trials,
+                success_at_1: round(sum.success_by(1)),
+                final_success: round(sum.final_success()),
+                wilson_low: round(low),
+                wilson_high: round(high),
+                self_correction_rate: opt(sum.self_correction_rate()),
+                mean_attempts: opt(sum.mean_attempts_to_success()),
+                mean_speedup: opt(sum.mean_speedup().map(|s| s.0)),
+                mean_efficiency: opt(sum.mean_speedup().map(|s| s.2)),
+            }
+        })
+        .collect();
+
+    let mut comparisons = Vec::new();
+    for a in 0..plan.models.len() {
+        for b in a + 1..plan.models.len() {
+            let (mut paired, mut ok_a, mut ok_b, mut only_a, mut only_b) =
+                (0u64, 0u64, 0u64, 0u64, 0u64);
+            for (x, y) in aggregate.outcomes[a].iter().zip(&aggregate.outcomes[b]) {
+                if *x == 0 || *y == 0 {
+                    continue;
+                }
+                paired += 1;
+                ok_a += u64::from(*x == 2);
+                ok_b += u64::from(*y == 2);
+                only_a += u64::from(*x == 2 && *y == 1);
+                only_b += u64::from(*x == 1 && *y == 2);
+            }
+            let rate = |n: u64| {
+                if paired == 0 {
+                    0.0
+                } else {
+                    n as f64 / paired as f64
+                }
+            };
+            let p_value = mcnemar_p_value(only_a, only_b);
+            comparisons.push(ComparisonRow {
+                model_a: plan.models[a].name().to_owned(),
+                model_b: plan.models[b].name().to_owned(),
+                paired_trials: paired,
+                success_a: round(rate(ok_a)),
+                success_b: round(rate(ok_b)),
+                difference: round(rate(ok_a) - rate(ok_b)),
+                only_a,
+                only_b,
+                p_value: round(p_value),
+                significant: p_value < ALPHA,
+            });
+        }
+    }
+
+    let mut correction_rows = Vec::new();
+    for (m, cells) in aggregate.cells.iter().enumerate() {
+        let sum = total(cells);
+        for kind in FAILURE_KINDS {
+            if let Some((failed, fixed)) = sum.first_failed_by_kind.get(kind) {
+                correction_rows.push(SelfCorrectionRow {
+                    model: plan.models[m].name().to_owned(),
+                    failure_kind: kind.to_owned(),
+                    first_attempt_failures: *failed,
+                    fixed: *fixed,
+                    fix_rate: round(*fixed as f64 / *failed as f64),
+                });
+            }
+        }
+    }
+
+    let pass_k_rows = aggregate.cells.iter().enumerate().flat_map(|(m, cells)| {
+        cells.iter().enumerate().flat_map(move |(s, cell)| {
+            (1..=cell.trials).map(move |k| PassKRow {
+                model: plan.models[m].name().to_owned(),
+                scenario: plan.scenarios[s].name.clone(),
+                k,
+                pass_k: round(pass_hat_k(cell.successes(), cell.trials, k)),
+            })
+        })
+    });
+
+    let table = key_table(&summary_rows);
+    let markdown = markdown(
+        plan,
+        &table,
+        &model_rows,
+        &comparisons,
+        &correction_rows,
+        &violations,
+    );
+    let junit = junit(&summary_rows, &violations);
+
+    write_csv(&out.join("summary.csv"), &summary_rows)?;
+    write_csv(&out.join("models.csv"), &model_rows)?;
+    write_csv(&out.join("comparisons.csv"), &comparisons)?;
+    write_csv(&out.join("self_correction.csv"), &correction_rows)?;
+    write_csv(&out.join("pass_k.csv"), pass_k_rows)?;
+    std::fs::write(out.join("summary.md"), markdown)?;
+    std::fs::write(out.join("junit.xml"), junit)?;
+    Ok((violations, table))
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn percent_opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), percent)
+}
+
+/// The table a person reads first, as Markdown (also fine on a terminal).
+fn key_table(rows: &[SummaryRow]) -> String {
+    let mut t = String::from(
+        "| model | scenario | trials | @1 | @2 | @3 | final [95% CI] | self-correction | speedup (eff.) |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n",
+    );
+    for r in rows {
+        let speed = match (r.mean_speedup, r.mean_efficiency) {
+            (Some(s), Some(e)) => format!("{s:.2}x ({e:.2})"),
+            _ => "-".to_owned(),
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} [{}, {}] | {} | {} |",
+            r.model,
+            r.scenario,
+            r.trials,
+            percent(r.success_at_1),
+            percent(r.success_at_2),
+            percent(r.success_at_3),
+            percent(r.final_success),
+            percent(r.wilson_low),
+            percent(r.wilson_high),
+            percent_opt(r.self_correction_rate),
+            speed
+        );
+    }
+    t
+}
+
+fn markdown(
+    plan: &RunPlan,
+    table: &str,
+    models: &[ModelRow],
+    comparisons: &[ComparisonRow],
+    corrections: &[SelfCorrectionRow],
+    violations: &[Violation],
+) -> String {
+    let mut md = format!(
+        "# toolgauge run\n\n{} model(s) x {} scenario(s) x {} trial(s), seed {}, feedback {:?}, clock {:?}.\n\n## Models\n\n| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
+        plan.models.len(),
+        plan.scenarios.len(),
+        plan.trials,
+        plan.seed,
+        plan.feedback,
+        plan.clock
+    );
+    for m in models {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} [{}, {}] | {} | {} |",
+            m.model,
+            m.trials,
+            percent(m.success_at_1),
+            percent(m.final_success),
+            percent(m.wilson_low),
+            percent(m.wilson_high),
+            percent_opt(m.self_correction_rate),
+            m.mean_attempts
+                .map_or("-".to_owned(), |a| format!("{a:.2}"))
+        );
+    }
+    if !comparisons.is_empty() {
+        md.push_str("\n## Comparisons (paired, McNemar)\n\n| A | B | A | B | difference | only A | only B | p | significant |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+        for c in comparisons {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:+.1} pp | {} | {} | {:.4} | {} |",
+                c.model_a,
+                c.model_b,
+                percent(c.success_a),
+                percent(c.success_b),
+                100.0 * c.difference,
+                c.only_a,
+                c.only_b,
+                c.p_value,
+                if c.significant { "yes" } else { "no" }
+            );
+        }
+    }
+    md.push_str("\n## By scenario\n\n");
+    md.push_str(table);
+    if !corrections.is_empty() {
+        md.push_str("\n## Self-correction by first-attempt failure\n\n| model | failure | first-attempt failures | fixed | rate |\n|---|---|---:|---:|---:|\n");
+        for c in corrections {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                c.model,
+                c.failure_kind,
+                c.first_attempt_failures,
+                c.fixed,
+                percent(c.fix_rate)
+            );
+        }
+    }
+    if !violations.is_empty() {
+        md.push_str("\n## Below threshold\n\n");
+        for v in violations {
+            let _ = writeln!(md, "- {} / {}: {}", v.model, v.scenario, v.message);
+        }
+    }
+    md
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One testsuite per model, one testcase per scenario, failing when under
+/// its threshold.
+fn junit(rows: &[SummaryRow], violations: &[Violation]) -> String {
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"toolgauge\" tests=\"{}\" failures=\"{}\">\n",
+        rows.len(),
+        rows.iter().filter(|r| !r.passed).count()
+    );
+    let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+    models.dedup();
+    for model in models {
+        let cases: Vec<&SummaryRow> = rows.iter().filter(|r| r.model == model).collect();
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">",
+            xml_escape(model),
+            cases.len(),
+            cases.iter().filter(|r| !r.passed).count()
+        );
+        for case in cases {
+            let _ = write!(
+                xml,
+                "    <testcase classname=\"{}\" name=\"{}\">",
+                xml_escape(model),
+                xml_escape(&case.scenario)
+            );
+            let messages: Vec<&str> = violations
+                .iter()
+                .filter(|v| v.model == case.model && v.scenario == case.scenario)
+                .map(|v| v.message.as_str())
+                .collect();
+            if !messages.is_empty() {
+                let _ = write!(
+                    xml,
+                    "<failure message=\"{}\">final success {} over {} trials</failure>",
+                    xml_escape(&messages.join("; ")),
+                    percent(case.final_success),
+                    case.trials
+                );
+            }
+            xml.push_str("</testcase>\n");
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
