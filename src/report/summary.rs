@@ -404,13 +404,13 @@ fn markdown(
     violations: &[Violation],
 ) -> String {
     let mut md = format!(
-        "# toolgauge run\n\n{} model(s) x {} scenario(s) x {} trial(s), seed {}, feedback {:?}, clock {:?}.\n\n## Models\n\n| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
+        "# toolgauge run\n\n{} model(s) x {} scenario(s) x {} trial(s), seed {}, feedback {}, clock {}.\n\n## Models\n\n| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
         plan.models.len(),
         plan.scenarios.len(),
         plan.trials,
         plan.seed,
-        plan.feedback,
-        plan.clock
+        serde_name(&plan.feedback),
+        serde_name(&plan.clock)
     );
     for m in models {
         let _ = writeln!(
@@ -468,6 +468,14 @@ fn markdown(
         }
     }
     md
+}
+
+/// The name a value has in files (`pointer-list`, `virtual`).
+fn serde_name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
 }
 
 fn xml_escape(text: &str) -> String {

@@ -175,7 +175,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 ),
             )),
             ToolEntry::Builtin(name) => Ok(ToolSource::Builtin(name.clone())),
-            ToolEntry::Defined(def) => Ok(ToolSource::Defined(def.clone())),
+            ToolEntry::Defined(def) => Ok(ToolSource::Defined((**def).clone())),
         })
         .collect::<Result<Vec<_>, _>>()?;
     let registry =

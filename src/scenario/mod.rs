@@ -54,7 +54,7 @@ pub struct ScenarioFile {
 #[serde(untagged)]
 pub enum ToolEntry {
     Builtin(String),
-    Defined(ToolDef),
+    Defined(Box<ToolDef>),
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -2,7 +2,10 @@
 
 mod cli;
 mod corpus;
+mod harness;
+mod run;
 mod sandbox;
+mod snapshots;
 
 use std::path::PathBuf;
 

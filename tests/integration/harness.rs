@@ -1,0 +1,154 @@
+//! The harness through the library: the reference profile, feedback
+//! wording, determinism.
+
+use std::path::Path;
+
+use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::model::Model;
+use toolgauge::pipeline::ExecOptions;
+use toolgauge::pipeline::feedback::FeedbackStyle;
+use toolgauge::report::Aggregate;
+use toolgauge::scenario::load_scenario;
+
+fn plan(
+    scenarios: &[&str],
+    model: &str,
+    trials: u32,
+    feedback: FeedbackStyle,
+    sandbox: &Path,
+) -> RunPlan {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    RunPlan {
+        scenarios: scenarios
+            .iter()
+            .map(|s| load_scenario(&root.join(format!("starter/{s}.json")), sandbox).unwrap())
+            .collect(),
+        models: vec![Model::load(&root.join(format!("models/{model}.json"))).unwrap()],
+        trials,
+        seed: 7,
+        concurrency: 256,
+        clock: Clock::Virtual,
+        feedback,
+        exec: ExecOptions::default(),
+        shard: None,
+    }
+}
+
+fn aggregate(plan: &RunPlan) -> Aggregate {
+    let mut aggregate = Aggregate::new(plan);
+    harness::run(plan, &mut aggregate, None, ProgressMode::Quiet).unwrap();
+    aggregate
+}
+
+#[test]
+fn the_reference_profile_reproduces_60_92_96() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let plan = plan(
+        &["weather_single"],
+        "reference",
+        20_000,
+        FeedbackStyle::PointerList,
+        sandbox.path(),
+    );
+    let aggregate = aggregate(&plan);
+    let cell = &aggregate.cells[0][0];
+    assert_eq!(cell.trials, 20_000);
+    for (k, target) in [(1, 0.60), (2, 0.92), (3, 0.96)] {
+        let measured = cell.success_by(k);
+        assert!(
+            (measured - target).abs() < 0.01,
+            "success by attempt {k}: {measured} vs {target}"
+        );
+    }
+    let (low, high) = cell.wilson();
+    assert!(low < cell.final_success() && cell.final_success() < high);
+}
+
+#[test]
+fn bare_feedback_stops_the_feedback_aware_model_from_correcting_itself() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let scenarios = [
+        "weather_single",
+        "stock_price",
+        "math_add",
+        "thermostat_set",
+    ];
+    let rate = |style| {
+        let plan = plan(&scenarios, "attentive", 500, style, sandbox.path());
+        let aggregate = aggregate(&plan);
+        let mut total = toolgauge::metrics::CellStats::new(3);
+        for cell in &aggregate.cells[0] {
+            total.merge(cell);
+        }
+        total.self_correction_rate().unwrap()
+    };
+    let pointer_list = rate(FeedbackStyle::PointerList);
+    let json = rate(FeedbackStyle::Json);
+    let bare = rate(FeedbackStyle::Bare);
+    assert!(pointer_list > 0.85, "pointer-list: {pointer_list}");
+    assert!(json > 0.85, "json: {json}");
+    assert!(bare < 0.02, "bare: {bare}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trials_whatever_the_concurrency() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let scenarios = ["parallel_mixed_5", "runtime_recovery", "no_call_greeting"];
+    let records = |concurrency| {
+        let mut plan = plan(
+            &scenarios,
+            "careless",
+            50,
+            FeedbackStyle::PointerList,
+            sandbox.path(),
+        );
+        plan.concurrency = concurrency;
+        let mut sink = Collect(Vec::new());
+        harness::run(&plan, &mut sink, None, ProgressMode::Quiet).unwrap();
+        sink.0
+    };
+    let one = records(1);
+    assert_eq!(one.len(), 150);
+    assert_eq!(one, records(64));
+}
+
+struct Collect(Vec<toolgauge::metrics::TrialRecord>);
+
+impl toolgauge::harness::TrialSink for Collect {
+    fn trial(
+        &mut self,
+        _: &RunPlan,
+        record: &toolgauge::metrics::TrialRecord,
+    ) -> std::io::Result<()> {
+        self.0.push(record.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn parallel_turns_measure_speedup_against_the_ideal() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let plan = plan(
+        &["parallel_weather_3", "parallel_read_write_read"],
+        "scripted",
+        3,
+        FeedbackStyle::PointerList,
+        sandbox.path(),
+    );
+    let aggregate = aggregate(&plan);
+    let (speedup, ideal, efficiency) = aggregate.cells[0][0].mean_speedup().unwrap();
+    assert!(
+        (speedup - 3.0).abs() < 1e-9
+            && (ideal - 3.0).abs() < 1e-9
+            && (efficiency - 1.0).abs() < 1e-9
+    );
+    // Read (120 ms), write (200 ms), read (120 ms): no overlap is possible.
+    let (speedup, ideal, efficiency) = aggregate.cells[0][1].mean_speedup().unwrap();
+    assert!(
+        (speedup - 1.0).abs() < 1e-9
+            && (ideal - 1.0).abs() < 1e-9
+            && (efficiency - 1.0).abs() < 1e-9
+    );
+    let p50 = toolgauge::metrics::CellStats::percentile_ms(&aggregate.cells[0][0].tool_ms, 0.5);
+    assert!((p50 - 120.0).abs() < 0.2, "{p50}"); // histogram precision
+}

@@ -1,0 +1,259 @@
+//! `toolgauge run` and `toolgauge report`: files, determinism, resume,
+//! shards, thresholds and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FILES: [&str; 9] = [
+    "trials.csv",
+    "summary.csv",
+    "models.csv",
+    "comparisons.csv",
+    "self_correction.csv",
+    "pass_k.csv",
+    "summary.md",
+    "junit.xml",
+    "run.json",
+];
+
+fn toolgauge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn run_into(out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "scenarios/", "--trials", "6", "--quiet"];
+    if !extra.contains(&"--seed") {
+        args.extend_from_slice(&["--seed", "11"]);
+    }
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--resume") {
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    }
+    toolgauge(&args)
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()))
+}
+
+fn assert_same_files(a: &Path, b: &Path) {
+    assert_same(a, b, &FILES);
+}
+
+fn assert_same(a: &Path, b: &Path, files: &[&str]) {
+    for &file in files {
+        assert_eq!(read(a, file), read(b, file), "{file} differs");
+    }
+}
+
+#[test]
+fn seeded_runs_write_identical_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let first = run_into(&a, &[]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    run_into(&b, &["--concurrency", "3"]);
+    // run.json records the concurrency; everything else is the same.
+    assert_same(&a, &b, &FILES[..8]);
+    let trials = read(&a, "trials.csv");
+    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,calls,model_ms,tool_ms,serial_ms,ideal_ms\n"));
+    // 4 models x 35 scenarios x 6 trials, in order, each trial once.
+    let summary = read(&a, "summary.csv");
+    assert_eq!(summary.lines().count(), 1 + 4 * 35);
+    let c = run_into(&dir.path().join("c"), &["--seed", "12"]);
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_ne!(
+        read(&a, "trials.csv"),
+        read(&dir.path().join("c"), "trials.csv")
+    );
+}
+
+#[test]
+fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    run_into(&full, &[]);
+    let killed = dir.path().join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    let trials = read(&full, "trials.csv");
+    // Half the bytes: the last line is torn, as a kill would leave it.
+    std::fs::write(killed.join("trials.csv"), &trials[..trials.len() / 2]).unwrap();
+    let resumed = run_into(&killed, &["--resume", killed.to_str().unwrap()]);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert_same_files(&full, &killed);
+}
+
+#[test]
+fn merged_shards_equal_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    run_into(&full, &[]);
+    let shards: Vec<PathBuf> = (1..=3)
+        .map(|k| dir.path().join(format!("shard{k}")))
+        .collect();
+    for (k, shard) in shards.iter().enumerate() {
+        let spec = format!("{}/3", k + 1);
+        let output = run_into(shard, &["--shard", &spec]);
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let merged = dir.path().join("merged");
+    let mut args = vec!["report", "merge"];
+    args.extend(shards.iter().map(|s| s.to_str().unwrap()));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    let output = toolgauge(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_same_files(&full, &merged);
+
+    // A missing shard is refused.
+    let output = toolgauge(&[
+        "report",
+        "merge",
+        shards[0].to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is a shard missing"));
+}
+
+#[test]
+fn thresholds_fail_the_run_with_exit_1_and_compare_flags_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let strict = dir.path().join("strict");
+    let output = run_into(&strict, &["--min-success", "0.99", "--min-pass-k", "3:0.9"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("below threshold"), "{stderr}");
+    assert!(
+        stderr.contains("scripted / scripted_never_fixed: success 0.000 < 0.99"),
+        "{stderr}"
+    );
+    assert!(
+        read(&strict, "junit.xml")
+            .contains("<failure message=\"success 0.000 &lt; 0.99; pass^3 0.000 &lt; 0.9\">")
+    );
+
+    let good = dir.path().join("good");
+    let attentive = [
+        "--models",
+        "scenarios/models/attentive.json",
+        "--trials",
+        "40",
+    ];
+    let output = toolgauge(
+        &[
+            &[
+                "run",
+                "scenarios/",
+                "--quiet",
+                "--out",
+                good.to_str().unwrap(),
+            ],
+            &attentive[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let bad = dir.path().join("bad");
+    let output = toolgauge(
+        &[
+            &[
+                "run",
+                "scenarios/",
+                "--quiet",
+                "--feedback",
+                "bare",
+                "--out",
+                bad.to_str().unwrap(),
+            ],
+            &attentive[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let same = toolgauge(&[
+        "report",
+        "compare",
+        good.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&same.stdout).contains("DROP"));
+    let worse = toolgauge(&[
+        "report",
+        "compare",
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        worse.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&worse.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&worse.stdout);
+    assert!(stdout.contains("| DROP |"), "{stdout}");
+}
+
+#[test]
+fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(suite.join("models")).unwrap();
+    std::fs::copy(
+        "scenarios/models/reference.json",
+        suite.join("models/reference.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        suite.join("good.json"),
+        r#"{"name": "good", "tools": ["math"], "prompt": "p", "expect": {"no_call": true}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        suite.join("bad.json"),
+        "{\"name\": \"bad\", \"tools\": [\"math\"], \"prompt\": \"p\",\n \"expect\": {\"calls\": [{\"name\": \"math\", \"arguments\": {\"a\": {\"$aprox\": 1}}}]}}",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: 1 bad scenario file(s); no trial was run:\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $present or $absent"), "{stderr}");
+    assert!(!out.join("trials.csv").exists());
+}

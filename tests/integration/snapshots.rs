@@ -1,0 +1,57 @@
+//! Snapshots of every report format, from a small seeded run.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn every_report_format_matches_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    for name in [
+        "scripted_validation",
+        "parallel_read_write_read",
+        "scripted_never_fixed",
+    ] {
+        let file = format!("{name}.json");
+        std::fs::copy(root.join("starter").join(&file), suite.join(&file)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args([
+            "run", "suite", "--trials", "3", "--seed", "5", "--quiet", "--out", "out",
+        ])
+        .args([
+            "--models",
+            root.join("models/scripted.json").to_str().unwrap(),
+        ])
+        .args([
+            "--models",
+            root.join("models/reference.json").to_str().unwrap(),
+        ])
+        .args(["--min-success", "1.0"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for file in [
+        "summary.csv",
+        "models.csv",
+        "comparisons.csv",
+        "self_correction.csv",
+        "pass_k.csv",
+        "trials.csv",
+        "summary.md",
+        "junit.xml",
+        "run.json",
+    ] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        insta::assert_snapshot!(file, text);
+    }
+}
