@@ -2,6 +2,9 @@
 //! benches so that Rust and Node measure the same inputs. Included with
 //! `#[path]` by each bench that needs it.
 
+// Each bench that includes this file uses only part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -202,7 +202,9 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
     let scenario = &plan.scenarios[job.scenario];
     let model = &plan.models[job.model];
     let mut model_trial = model.start_trial(plan.trial_seed(job));
-    let tools = scenario.registry.new_state();
+    let tools = scenario
+        .registry
+        .new_state_seeded(splitmix(plan.trial_seed(job) ^ 0x746f_6f6c));
     let pipeline = Pipeline::new(scenario.registry.clone(), plan.exec);
     let mut feedback: Vec<ToolResult> = Vec::new();
     let mut attempts = Vec::with_capacity(scenario.max_retries as usize);

@@ -89,9 +89,50 @@ pub struct Simulate {
     pub result: Value,
     /// Simulated latency before the result comes back.
     #[serde(default)]
-    pub latency_ms: u64,
+    pub latency_ms: Latency,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+}
+
+/// A simulated latency in milliseconds: fixed, or drawn per execution from
+/// a distribution (deterministic from the trial's seed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Latency {
+    Fixed(u64),
+    Drawn(LatencyDistribution),
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::Fixed(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LatencyDistribution {
+    /// Uniform between the two bounds, inclusive: `{"uniform": [50, 150]}`.
+    Uniform([u64; 2]),
+    /// Exponential with this mean: `{"exponential": 100}`.
+    Exponential(f64),
+}
+
+impl Latency {
+    /// Draw one latency; `uniform` is a number in [0, 1).
+    pub fn sample(self, uniform: impl FnOnce() -> f64) -> Duration {
+        let ms = match self {
+            Latency::Fixed(ms) => return Duration::from_millis(ms),
+            Latency::Drawn(LatencyDistribution::Uniform([low, high])) => {
+                let (low, high) = (low.min(high), low.max(high));
+                low as f64 + (uniform() * (high - low + 1) as f64).floor()
+            }
+            Latency::Drawn(LatencyDistribution::Exponential(mean)) => {
+                -mean.max(0.0) * (1.0 - uniform()).ln()
+            }
+        };
+        Duration::from_micros((ms * 1000.0).round().clamp(0.0, 3.6e9) as u64)
+    }
 }
 
 /// Failure injection: the first `first` executions fail with `kind`.

@@ -3,8 +3,11 @@
 //! execution dispatches on an enum.
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 use jsonschema::Validator;
 use rustc_hash::FxHashMap;
@@ -74,6 +77,14 @@ struct RegisteredTool {
 #[derive(Debug)]
 pub struct ToolState {
     executions: Vec<AtomicU32>,
+    /// Draws simulated latencies.
+    rng: Mutex<StdRng>,
+}
+
+impl ToolState {
+    fn uniform(&self) -> f64 {
+        self.rng.lock().map_or(0.5, |mut rng| rng.random())
+    }
 }
 
 /// The tools available to a pipeline.
@@ -182,8 +193,14 @@ impl Registry {
 
     /// A fresh per-trial state: no tool has run yet.
     pub fn new_state(&self) -> ToolState {
+        self.new_state_seeded(0)
+    }
+
+    /// A fresh per-trial state whose latency draws follow `seed`.
+    pub fn new_state_seeded(&self, seed: u64) -> ToolState {
         ToolState {
             executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
         }
     }
 
@@ -203,8 +220,9 @@ impl Registry {
                 implementation.run(args, self.sandbox.as_ref()).await
             }
             Behaviour::Simulated(simulate) => {
-                if simulate.latency_ms > 0 {
-                    tokio::time::sleep(Duration::from_millis(simulate.latency_ms)).await;
+                let latency = simulate.latency_ms.sample(|| state.uniform());
+                if !latency.is_zero() {
+                    tokio::time::sleep(latency).await;
                 }
                 let execution = state.executions[id.0].fetch_add(1, Ordering::Relaxed);
                 if let Some(failure) = &simulate.failure
@@ -265,6 +283,7 @@ fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     fn defined(value: Value) -> ToolSource {
         ToolSource::Defined(serde_json::from_value(value).unwrap())
@@ -327,6 +346,58 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out, r#"{"x":[1,2]}"#);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn drawn_latencies_stay_in_range_and_follow_the_seed() {
+        let registry = Registry::new(
+            vec![defined(json!({
+                "name": "jittery", "description": "d", "parameters": {"type": "object"},
+                "simulate": {"latency_ms": {"uniform": [50, 150]}}
+            }))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let id = registry.lookup("jittery").unwrap();
+        let draws = |seed| {
+            let registry = &registry;
+            async move {
+                let state = registry.new_state_seeded(seed);
+                let mut draws = Vec::new();
+                for _ in 0..20 {
+                    let start = tokio::time::Instant::now();
+                    registry.execute(id, &json!({}), &state).await.unwrap();
+                    draws.push(start.elapsed().as_millis());
+                }
+                draws
+            }
+        };
+        let first = draws(7).await;
+        assert!(first.iter().all(|ms| (50..=150).contains(ms)), "{first:?}");
+        assert!(first.iter().any(|ms| *ms != first[0]), "draws vary");
+        assert_eq!(first, draws(7).await);
+        assert_ne!(first, draws(8).await);
+    }
+
+    #[test]
+    fn latency_distributions_parse_and_sample() {
+        use crate::tool::{Latency, LatencyDistribution};
+        let fixed: Latency = serde_json::from_value(json!(120)).unwrap();
+        assert_eq!(fixed.sample(|| 0.9), Duration::from_millis(120));
+        let uniform: Latency = serde_json::from_value(json!({"uniform": [10, 20]})).unwrap();
+        assert_eq!(
+            uniform,
+            Latency::Drawn(LatencyDistribution::Uniform([10, 20]))
+        );
+        assert_eq!(uniform.sample(|| 0.0), Duration::from_millis(10));
+        assert_eq!(uniform.sample(|| 0.999), Duration::from_millis(20));
+        let exponential: Latency = serde_json::from_value(json!({"exponential": 100.0})).unwrap();
+        let median = exponential.sample(|| 0.5).as_secs_f64() * 1e3;
+        assert!(
+            (median - 100.0 * std::f64::consts::LN_2).abs() < 0.01,
+            "{median}"
+        );
+        assert!(serde_json::from_value::<Latency>(json!({"normal": 3})).is_err());
     }
 
     #[tokio::test]

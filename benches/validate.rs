@@ -1,0 +1,194 @@
+//! Validate: our path (tool lookup, compiled validator, error wording)
+//! against raw `jsonschema` `is_valid` on the same inputs as the floor;
+//! the anchors' small schemas (cache-hot, the first 1,000 workload calls
+//! cycled as in the Node anchor's h1/h2 rows), and medium and large
+//! schemas with valid and invalid inputs.
+
+#[path = "workload.rs"]
+mod workload;
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mimalloc::MiMalloc;
+use serde_json::{Map, Value, json};
+use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::pipeline::validate;
+use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+
+// As in the binary.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+fn def(name: &str, parameters: Value) -> ToolDef {
+    ToolDef {
+        name: name.to_owned(),
+        description: format!("{name} for the bench"),
+        parameters,
+        effect: Effect::Read,
+        timeout_ms: 30_000,
+        metadata: None,
+        simulate: None,
+    }
+}
+
+fn call(name: &str, arguments: Value) -> ParsedCall {
+    ParsedCall::Ok(ToolCall {
+        id: "call_1".to_owned(),
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+fn medium() -> (Value, Value, Value) {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 200},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            "sort": {"enum": ["relevance", "date", "price"]},
+            "filters": {"type": "object", "properties": {
+                "min_price": {"type": "number", "minimum": 0},
+                "max_price": {"type": "number", "minimum": 0},
+                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z-]+$"}, "maxItems": 10}
+            }, "additionalProperties": false},
+            "region": {"type": "string", "pattern": "^[A-Z]{2}$"},
+            "include_sold_out": {"type": "boolean"}
+        },
+        "required": ["query", "limit"],
+        "additionalProperties": false
+    });
+    let valid = json!({"query": "red shoes", "limit": 20, "sort": "price",
+        "filters": {"min_price": 10, "max_price": 80.5, "tags": ["running", "trail-run"]}, "region": "PT", "include_sold_out": false});
+    let invalid = json!({"query": "", "limit": 500, "sort": "cheapest",
+        "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1});
+    (schema, valid, invalid)
+}
+
+fn large() -> (Value, Value, Value) {
+    let mut properties = Map::new();
+    let mut valid = Map::new();
+    let mut invalid = Map::new();
+    for i in 0..60 {
+        let (property, good, bad) = match i % 4 {
+            0 => (
+                json!({"type": "string", "maxLength": 40}),
+                json!(format!("value {i}")),
+                json!(i),
+            ),
+            1 => (
+                json!({"type": "integer", "minimum": 0, "maximum": 1000}),
+                json!(i * 3),
+                json!(-5),
+            ),
+            2 => (
+                json!({"enum": ["a", "b", "c", "d"]}),
+                json!("c"),
+                json!("z"),
+            ),
+            _ => (
+                json!({"type": "array", "items": {"type": "number"}, "maxItems": 8}),
+                json!([1.5, 2, 3]),
+                json!(["x"]),
+            ),
+        };
+        properties.insert(format!("field_{i:02}"), property);
+        valid.insert(format!("field_{i:02}"), good);
+        invalid.insert(format!("field_{i:02}"), bad);
+    }
+    let required: Vec<String> = (0..60)
+        .step_by(3)
+        .map(|i| format!("field_{i:02}"))
+        .collect();
+    let schema = json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false});
+    (schema, Value::Object(valid), Value::Object(invalid))
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("validate");
+
+    if let Some(workload) = workload::load() {
+        let registry = Arc::new(
+            Registry::new(
+                vec![
+                    ToolSource::BuiltinWithDefinition(def(
+                        "echo",
+                        workload.schemas["echo"].clone(),
+                    )),
+                    ToolSource::BuiltinWithDefinition(def(
+                        "math",
+                        workload.schemas["math"].clone(),
+                    )),
+                ],
+                ToolEnv::default(),
+            )
+            .unwrap(),
+        );
+        let hot: Vec<ParsedCall> = workload.calls[..1000]
+            .iter()
+            .map(|c| call(&c.name, c.input.clone()))
+            .collect();
+        let hot_args: Vec<(&jsonschema::Validator, &Value)> = workload.calls[..1000]
+            .iter()
+            .map(|c| {
+                (
+                    registry.validator(registry.lookup(&c.name).unwrap()),
+                    &c.input,
+                )
+            })
+            .collect();
+        group.throughput(Throughput::Elements(1000));
+        group.bench_function("small_hot/raw_is_valid", |b| {
+            b.iter(|| hot_args.iter().filter(|(v, args)| v.is_valid(args)).count())
+        });
+        group.bench_function("small_hot/toolgauge", |b| {
+            b.iter(|| {
+                hot.iter()
+                    .filter(|c| validate(&registry, c).is_ok())
+                    .count()
+            })
+        });
+        let invalid: Vec<&ParsedCall> = hot
+            .iter()
+            .filter(|c| validate(&registry, c).is_err())
+            .collect();
+        group.throughput(Throughput::Elements(invalid.len() as u64));
+        group.bench_function("small_hot/error_path", |b| {
+            b.iter(|| {
+                invalid
+                    .iter()
+                    .map(|c| validate(&registry, c).unwrap_err().message.len())
+                    .sum::<usize>()
+            })
+        });
+    }
+
+    group.throughput(Throughput::Elements(1));
+    for (size, (schema, valid, invalid)) in [("medium", medium()), ("large", large())] {
+        let registry = Registry::new(
+            vec![ToolSource::Defined(def("tool", schema))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let validator = registry.validator(registry.lookup("tool").unwrap());
+        assert!(validator.is_valid(&valid) && !validator.is_valid(&invalid));
+        for (label, args) in [("valid", &valid), ("invalid", &invalid)] {
+            let parsed = call("tool", args.clone());
+            group.bench_with_input(
+                BenchmarkId::new(format!("{size}/raw_is_valid"), label),
+                args,
+                |b, args| b.iter(|| validator.is_valid(black_box(args))),
+            );
+            group.bench_with_input(
+                BenchmarkId::new(format!("{size}/toolgauge"), label),
+                &parsed,
+                |b, parsed| b.iter(|| validate(&registry, black_box(parsed)).is_ok()),
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
