@@ -2,7 +2,7 @@
 //! validate, run echo/math, format the results, record two JSONL entries
 //! per call to a file, on the anchors' workload.
 
-#[path = "workload.rs"]
+#[path = "common/workload.rs"]
 mod workload;
 
 use std::hint::black_box;

@@ -4,7 +4,7 @@
 //! cycled as in the Node anchor's h1/h2 rows), and medium and large
 //! schemas with valid and invalid inputs.
 
-#[path = "workload.rs"]
+#[path = "common/workload.rs"]
 mod workload;
 
 use std::hint::black_box;

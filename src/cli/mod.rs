@@ -6,6 +6,7 @@
 //! usage (a file that cannot be read, is not JSON, or is not what it
 //! should be).
 
+mod bench_report;
 mod check_tools;
 mod exec;
 mod report;
@@ -15,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use bench_report::BenchReportArgs;
 pub use check_tools::CheckToolsArgs;
 pub use exec::ExecArgs;
 pub use report::ReportArgs;
@@ -42,6 +44,8 @@ pub enum Command {
     Run(RunArgs),
     /// Merge shard reports, or compare a run against a baseline.
     Report(ReportArgs),
+    /// Write reports/bench.csv and bench.md from criterion's results and the Node anchor's.
+    BenchReport(BenchReportArgs),
 }
 
 /// Bad input, worded for the person at the terminal. Exit code 2.
@@ -62,5 +66,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Exec(args) => exec::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::BenchReport(args) => bench_report::run(&args),
     }
 }

@@ -4,6 +4,7 @@
 //! junit.xml). CSV rows are serde structs: the struct is the column
 //! contract, documented in reports/README.md.
 
+pub mod bench;
 mod merge;
 mod summary;
 pub mod trials;
