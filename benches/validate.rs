@@ -149,6 +149,33 @@ fn bench(c: &mut Criterion) {
                     .count()
             })
         });
+        // The valid calls alone: our path against the floor on the same inputs.
+        let valid: Vec<&ParsedCall> = hot
+            .iter()
+            .filter(|c| validate(&registry, c).is_ok())
+            .collect();
+        let valid_args: Vec<(&jsonschema::Validator, &Value)> = hot_args
+            .iter()
+            .copied()
+            .filter(|(v, args)| v.is_valid(args))
+            .collect();
+        group.throughput(Throughput::Elements(valid.len() as u64));
+        group.bench_function("small_hot_valid/raw_is_valid", |b| {
+            b.iter(|| {
+                valid_args
+                    .iter()
+                    .filter(|(v, args)| v.is_valid(args))
+                    .count()
+            })
+        });
+        group.bench_function("small_hot_valid/toolgauge", |b| {
+            b.iter(|| {
+                valid
+                    .iter()
+                    .filter(|c| validate(&registry, c).is_ok())
+                    .count()
+            })
+        });
         let invalid: Vec<&ParsedCall> = hot
             .iter()
             .filter(|c| validate(&registry, c).is_err())

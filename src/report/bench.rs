@@ -74,9 +74,10 @@ pub struct NodeRow {
 const ANCHORS: [(&str, &str); 5] = [
     ("pipeline/full_3_calls_recorded", "(b2)"),
     ("pipeline_parse/anthropic_anchor_response", "(c)"),
-    ("validate/small_hot/toolgauge", "(h1)"),
+    // Lookup + validate, errors worded for the invalid ones: Ajv's h2.
+    ("validate/small_hot/toolgauge", "(h2)"),
     ("validate/small_hot/raw_is_valid", "(h1)"),
-    ("validate/small_hot/error_path", "(h2)"),
+    ("validate/small_hot_valid/toolgauge", "(h1)"),
 ];
 
 /// Every benchmark under a criterion output folder, sorted by name.

@@ -1,6 +1,7 @@
 //! One integration-test binary; each module is a topic.
 
 mod cli;
+mod conformance;
 mod corpus;
 mod harness;
 mod run;
