@@ -201,18 +201,13 @@ fn break_call(
             mutated.insert(EXTRA_ARGUMENT.to_owned(), Value::Bool(true));
             Some((with_args(mutated), format!("'{EXTRA_ARGUMENT}'")))
         }
-        Operator::UnknownTool => {
-            let name = format!("{}_v2", call.name);
-            registry.lookup(&name).is_none().then(|| {
-                let broken = ParsedCall::Ok(ToolCall {
-                    name,
-                    ..call.clone()
-                });
-                (broken, call.name.clone())
-            })
-        }
-        Operator::MisspelledTool => {
-            let name = misspell(&call.name, rng)?;
+        Operator::UnknownTool | Operator::MisspelledTool => {
+            let name = if operator == Operator::UnknownTool {
+                format!("{}_v2", call.name)
+            } else {
+                misspell(&call.name, rng)?
+            };
+            // A fix needs the right name, which the feedback lists.
             registry.lookup(&name).is_none().then(|| {
                 let broken = ParsedCall::Ok(ToolCall {
                     name,

@@ -13,6 +13,17 @@ use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
 use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
 
+/// One batch under way: results so far, and the reads waiting to run together.
+struct InProgress<'c> {
+    calls: &'c [ParsedCall],
+    state: &'c ToolState,
+    start: Instant,
+    results: Vec<Option<ToolResult>>,
+    reads: Vec<(usize, Approved<'c>)>,
+    /// The makespan with unbounded concurrency and no overhead, so far.
+    ideal: Duration,
+}
+
 impl Pipeline {
     /// Validate and execute one model turn's calls, with fresh tool state.
     pub async fn run(&self, calls: &[ParsedCall]) -> Batch {
@@ -23,133 +34,110 @@ impl Pipeline {
     /// remember across the turns of one trial.
     pub async fn run_with(&self, calls: &[ParsedCall], state: &ToolState) -> Batch {
         let started_at = std::time::SystemTime::now();
-        let batch_start = Instant::now();
-        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-        let mut reads: Vec<(usize, Approved<'_>)> = Vec::new();
-        // The makespan with unbounded concurrency and no overhead.
-        let mut ideal = Duration::ZERO;
-
+        let mut batch = InProgress {
+            calls,
+            state,
+            start: Instant::now(),
+            results: vec![None; calls.len()],
+            reads: Vec::new(),
+            ideal: Duration::ZERO,
+        };
         for (index, call) in calls.iter().enumerate() {
             match validate(&self.registry, call) {
                 Err(rejection) => {
-                    results[index] = Some(ToolResult {
+                    batch.results[index] = Some(ToolResult {
                         call_id: call.id().to_owned(),
                         name: call.name().to_owned(),
                         content: rejection.message,
                         error_kind: Some(rejection.kind),
-                        started: batch_start.elapsed(),
-                        elapsed: Default::default(),
+                        started: batch.start.elapsed(),
+                        elapsed: Duration::ZERO,
                     });
                 }
                 Ok(approved) => {
                     let effect = self.registry.definition(approved.tool).effect;
                     if self.options.mode == ExecMode::Parallel && effect == Effect::Read {
-                        reads.push((index, approved));
+                        batch.reads.push((index, approved));
                         continue;
                     }
-                    self.run_reads(
-                        calls,
-                        &mut reads,
-                        &mut results,
-                        batch_start,
-                        state,
-                        &mut ideal,
-                    )
-                    .await;
-                    let result = self
-                        .execute_one(&calls[index], approved, batch_start, state)
-                        .await;
-                    ideal += result.elapsed;
-                    results[index] = Some(result);
+                    // A write (or any call in serial mode) waits for what came before.
+                    self.run_reads(&mut batch).await;
+                    let result = self.execute_one(&batch, index, approved).await;
+                    batch.ideal += result.elapsed;
+                    batch.results[index] = Some(result);
                 }
             }
         }
-        self.run_reads(
-            calls,
-            &mut reads,
-            &mut results,
-            batch_start,
-            state,
-            &mut ideal,
-        )
-        .await;
+        self.run_reads(&mut batch).await;
 
         Batch {
-            results: results
+            makespan: batch.start.elapsed(),
+            ideal_makespan: batch.ideal,
+            results: batch
+                .results
                 .into_iter()
                 .map(|r| r.expect("every call gets a result"))
                 .collect(),
-            makespan: batch_start.elapsed(),
-            ideal_makespan: ideal,
             started_at,
         }
     }
 
     /// Run the pending reads together, bounded by the concurrency limit.
-    async fn run_reads(
-        &self,
-        calls: &[ParsedCall],
-        reads: &mut Vec<(usize, Approved<'_>)>,
-        results: &mut [Option<ToolResult>],
-        batch_start: Instant,
-        state: &ToolState,
-        ideal: &mut Duration,
-    ) {
-        // Reads of one group overlap: ideally the group takes its longest call.
-        let mut longest = Duration::ZERO;
-        match reads.len() {
-            0 => {}
+    async fn run_reads(&self, batch: &mut InProgress<'_>) {
+        let reads = std::mem::take(&mut batch.reads);
+        let finished: Vec<(usize, ToolResult)> = match reads.len() {
+            0 => return,
             1 => {
                 let (index, approved) = reads[0];
-                let result = self
-                    .execute_one(&calls[index], approved, batch_start, state)
-                    .await;
-                longest = result.elapsed;
-                results[index] = Some(result);
+                vec![(index, self.execute_one(batch, index, approved).await)]
             }
             n if n <= self.options.max_concurrency => {
                 // All fit under the limit: one allocation, no task per call.
-                let finished = join_all(reads.iter().map(|&(index, approved)| {
-                    self.execute_one(&calls[index], approved, batch_start, state)
+                let batch = &*batch;
+                join_all(reads.iter().map(|&(index, approved)| async move {
+                    (index, self.execute_one(batch, index, approved).await)
                 }))
-                .await;
-                for (&(index, _), result) in reads.iter().zip(finished) {
-                    longest = longest.max(result.elapsed);
-                    results[index] = Some(result);
-                }
+                .await
             }
             _ => {
-                let finished: Vec<(usize, ToolResult)> = stream::iter(reads.iter().copied())
+                let batch = &*batch;
+                stream::iter(reads.iter().copied())
                     .map(|(index, approved)| async move {
-                        let result = self.execute_one(&calls[index], approved, batch_start, state);
-                        (index, result.await)
+                        (index, self.execute_one(batch, index, approved).await)
                     })
                     .buffer_unordered(self.options.max_concurrency.max(1))
                     .collect()
-                    .await;
-                for (index, result) in finished {
-                    longest = longest.max(result.elapsed);
-                    results[index] = Some(result);
-                }
+                    .await
             }
+        };
+        // Reads of one group overlap: ideally the group takes its longest call.
+        let longest = finished
+            .iter()
+            .map(|(_, r)| r.elapsed)
+            .max()
+            .unwrap_or_default();
+        batch.ideal += longest;
+        for (index, result) in finished {
+            batch.results[index] = Some(result);
         }
-        *ideal += longest;
-        reads.clear();
+        // Keep the allocation for the next group.
+        batch.reads = reads;
+        batch.reads.clear();
     }
 
     async fn execute_one(
         &self,
-        call: &ParsedCall,
+        batch: &InProgress<'_>,
+        index: usize,
         approved: Approved<'_>,
-        batch_start: Instant,
-        state: &ToolState,
     ) -> ToolResult {
+        let call = &batch.calls[index];
         let start = Instant::now();
         let timeout = self.registry.definition(approved.tool).timeout();
         let outcome = tokio::time::timeout(
             timeout,
             self.registry
-                .execute(approved.tool, approved.arguments, state),
+                .execute(approved.tool, approved.arguments, batch.state),
         )
         .await;
         let elapsed = start.elapsed();
@@ -172,7 +160,7 @@ impl Pipeline {
             name: call.name().to_owned(),
             content,
             error_kind,
-            started: start - batch_start,
+            started: start - batch.start,
             elapsed,
         }
     }
