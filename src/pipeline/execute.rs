@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::validate::{Approved, validate};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
+use crate::provider::EMPTY_RESULT_PLACEHOLDER;
 use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
 
 /// One batch under way: results so far, and the reads waiting to run together.
@@ -142,6 +143,8 @@ impl Pipeline {
         .await;
         let elapsed = start.elapsed();
         let (content, error_kind) = match outcome {
+            // An empty success still says something: providers mishandle empty results.
+            Ok(Ok(output)) if output.is_empty() => (EMPTY_RESULT_PLACEHOLDER.to_owned(), None),
             Ok(Ok(output)) => (truncate(output, self.options.output_limit), None),
             Ok(Err(failure)) => {
                 let kind = error_kind_of(&failure);

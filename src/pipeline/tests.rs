@@ -201,6 +201,21 @@ async fn every_kind_of_failure_is_a_result_and_the_rest_still_run() {
 }
 
 #[tokio::test]
+async fn an_empty_success_gets_a_placeholder_not_empty_content() {
+    // Found by the no-panic property test: list_dir of an empty folder.
+    let registry = crate::tool::Registry::builtins(&["echo"], ToolEnv::default()).unwrap();
+    let pipeline = Pipeline::new(Arc::new(registry), ExecOptions::default());
+    let batch = pipeline
+        .run(&[call("e", "echo", json!({"message": ""}))])
+        .await;
+    assert_eq!(
+        batch.results[0].content,
+        crate::provider::EMPTY_RESULT_PLACEHOLDER
+    );
+    assert!(!batch.results[0].is_error());
+}
+
+#[tokio::test]
 async fn long_output_is_truncated_with_a_marker() {
     let registry = crate::tool::Registry::builtins(&["echo"], ToolEnv::default()).unwrap();
     let pipeline = Pipeline::new(

@@ -246,15 +246,14 @@ fn check_property(property: &Value, pointer: &str, problems: &mut Vec<(String, S
 }
 
 fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(String, String)>) {
-    let meta = match jsonschema::meta::validator_for(parameters) {
-        Ok(meta) => meta,
-        Err(error) => {
-            problems.push((
-                "/parameters".to_owned(),
-                format!("cannot check the schema: {error}"),
-            ));
-            return;
-        }
+    // The meta-schema of the draft we chose, not the crate's own detection,
+    // which panics on a `$schema` it does not know.
+    let meta = match draft {
+        Draft::Draft4 => jsonschema::draft4::meta::validator(),
+        Draft::Draft6 => jsonschema::draft6::meta::validator(),
+        Draft::Draft7 => jsonschema::draft7::meta::validator(),
+        Draft::Draft201909 => jsonschema::draft201909::meta::validator(),
+        _ => jsonschema::draft202012::meta::validator(),
     };
     let before = problems.len();
     for error in meta.iter_errors(parameters) {
@@ -396,6 +395,13 @@ mod tests {
             json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "(["}}});
         let found = problems(json!({"name": "t", "description": "d", "parameters": bad_regex}));
         assert_eq!(found.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn a_schema_uri_the_validator_crate_does_not_detect_does_not_panic() {
+        // jsonschema's own draft detection panics on this spelling.
+        let https = json!({"$schema": "https://json-schema.org/draft-07/schema", "type": "object"});
+        assert!(problems(json!({"name": "t", "description": "d", "parameters": https})).is_empty());
     }
 
     #[test]

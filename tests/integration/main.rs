@@ -4,6 +4,7 @@ mod cli;
 mod conformance;
 mod corpus;
 mod harness;
+mod robustness;
 mod run;
 mod sandbox;
 mod snapshots;

@@ -1,0 +1,181 @@
+//! No panics on hostile input: the three providers' parsers, the scenario
+//! loader, the tool-definition checker and the pipeline, on arbitrary
+//! bytes, arbitrary JSON and the shapes that break parsers (deep nesting,
+//! huge numbers, invalid UTF-8, lone surrogates, 10 MB strings).
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use toolgauge::call::{MalformedCall, ParsedCall, ToolCall};
+use toolgauge::pipeline::{ExecOptions, Pipeline};
+use toolgauge::provider::Provider;
+use toolgauge::tool::{Registry, Sandbox, ToolDef, ToolEnv, check_definitions};
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("type"),
+            Just("object"),
+            Just("tool_use"),
+            Just("function"),
+            Just("name"),
+            Just("input")
+        ]
+        .prop_map(|s| Value::String(s.to_owned())),
+    ];
+    leaf.prop_recursive(5, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("type".to_owned()),
+                    Just("content".to_owned()),
+                    Just("choices".to_owned()),
+                    Just("message".to_owned()),
+                    Just("tool_calls".to_owned()),
+                    Just("function".to_owned()),
+                    Just("arguments".to_owned()),
+                    Just("candidates".to_owned()),
+                    Just("parts".to_owned()),
+                    Just("functionCall".to_owned()),
+                    Just("args".to_owned()),
+                    Just("name".to_owned()),
+                    Just("id".to_owned()),
+                    Just("input".to_owned()),
+                    Just("properties".to_owned()),
+                    Just("required".to_owned()),
+                    Just("items".to_owned()),
+                    Just("parameters".to_owned()),
+                    ".{0,6}",
+                ],
+                inner,
+                0..6,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn parsers_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        for provider in Provider::ALL {
+            let _ = provider.parse_response(&bytes);
+        }
+    }
+
+    #[test]
+    fn parsers_never_panic_on_arbitrary_json(value in json_value()) {
+        let body = serde_json::to_vec(&value).unwrap();
+        for provider in Provider::ALL {
+            let _ = provider.parse_response(&body);
+            let _ = provider.parse_tools(&value);
+        }
+    }
+
+    #[test]
+    fn the_definition_checker_never_panics(value in json_value(), parameters in json_value()) {
+        let candidates = [value.clone(), json!({"name": "t", "description": "d", "parameters": parameters})];
+        for candidate in candidates {
+            if let Ok(def) = serde_json::from_value::<ToolDef>(candidate) {
+                let _ = check_definitions(&[def.clone(), def]);
+            }
+        }
+    }
+
+    #[test]
+    fn the_scenario_loader_never_panics(value in json_value()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+        let _ = toolgauge::scenario::load_scenario(&path, &dir.path().join("sandbox"));
+    }
+
+    #[test]
+    fn the_pipeline_never_panics_on_any_call(
+        calls in prop::collection::vec(
+            (prop_oneof![Just("echo"), Just("math"), Just("sleep"), Just("read_file"), Just("write_file"), Just("list_dir"), Just("nope"), Just("")], json_value(), any::<bool>()),
+            0..6,
+        )
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let env = ToolEnv { sandbox: Some(Sandbox::new(dir.path()).unwrap()) };
+        let registry = Registry::builtins(&["echo", "math", "sleep", "read_file", "write_file", "list_dir"], env).unwrap();
+        let pipeline = Pipeline::new(Arc::new(registry), ExecOptions::default());
+        let calls: Vec<ParsedCall> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, arguments, malformed))| {
+                if malformed {
+                    ParsedCall::Malformed(MalformedCall { id: format!("c{i}"), name: name.to_owned(), raw_arguments: arguments.to_string(), problem: "broken".into() })
+                } else {
+                    ParsedCall::Ok(ToolCall { id: format!("c{i}"), name: name.to_owned(), arguments })
+                }
+            })
+            .collect();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+        let batch = runtime.block_on(pipeline.run(&calls));
+        prop_assert_eq!(batch.results.len(), calls.len());
+        prop_assert!(batch.results.iter().all(|r| !r.content.is_empty()));
+    }
+}
+
+#[test]
+fn hostile_shapes_are_errors_not_panics() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_object = format!("{}1{}", "{\"content\":".repeat(50_000), "}".repeat(50_000));
+    let huge_number = format!(
+        "{{\"content\": [{{\"type\": \"tool_use\", \"id\": \"t\", \"name\": \"math\", \"input\": {{\"a\": 1{}}}}}]}}",
+        "0".repeat(5000)
+    );
+    let lone_surrogate = r#"{"content": [{"type": "tool_use", "id": "t", "name": "echo", "input": {"message": "\ud800"}}]}"#;
+    let mut invalid_utf8 = br#"{"content": [{"type": "text", "text": ""#.to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe, b'"', b'}', b']', b'}']);
+    let big = format!(
+        "{{\"content\": [{{\"type\": \"tool_use\", \"id\": \"t\", \"name\": \"echo\", \"input\": {{\"message\": \"{}\"}}}}]}}",
+        "x".repeat(10 * 1024 * 1024)
+    );
+    for body in [
+        deep.as_bytes(),
+        deep_object.as_bytes(),
+        huge_number.as_bytes(),
+        lone_surrogate.as_bytes(),
+        &invalid_utf8,
+        big.as_bytes(),
+    ] {
+        for provider in Provider::ALL {
+            let _ = provider.parse_response(body);
+        }
+    }
+    // The 10 MB string is a good call and comes through whole.
+    let parsed = Provider::Anthropic.parse_response(big.as_bytes()).unwrap();
+    let ParsedCall::Ok(call) = &parsed.calls[0] else {
+        panic!("a good call")
+    };
+    assert_eq!(
+        call.arguments["message"].as_str().unwrap().len(),
+        10 * 1024 * 1024
+    );
+    // Too deep is a clear error.
+    assert!(Provider::OpenAi.parse_response(deep.as_bytes()).is_err());
+
+    let dir = tempfile::tempdir().unwrap();
+    for (i, text) in [deep.as_bytes(), deep_object.as_bytes(), &invalid_utf8]
+        .iter()
+        .enumerate()
+    {
+        let path = dir.path().join(format!("s{i}.json"));
+        std::fs::write(&path, text).unwrap();
+        assert!(toolgauge::scenario::load_scenario(&path, dir.path()).is_err());
+    }
+}
