@@ -9,11 +9,8 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde::{Serialize, Serializer};
-use serde_json::Value;
-
 use super::Batch;
-use crate::call::{ErrorKind, ParsedCall};
+use crate::call::{ParsedCall, ToolResult};
 
 /// A JSONL session log over any writer (a file, or memory in tests).
 #[derive(Debug)]
@@ -49,36 +46,11 @@ impl<W: Write> SessionLog<W> {
             .unwrap_or_default();
         for (call, result) in calls.iter().zip(&batch.results) {
             let call_id = self.take_id();
-            let call_entry = CallEntry {
-                id: EntryId(call_id),
-                parent_id: self.last_id.map(EntryId),
-                timestamp: millis(base_ms + result.started),
-                kind: "tool_call",
-                call_id: call.id(),
-                tool: call.name(),
-                arguments: match call {
-                    ParsedCall::Ok(call) => Arguments::Parsed(&call.arguments),
-                    ParsedCall::Malformed(call) => Arguments::Raw(&call.raw_arguments),
-                },
-            };
-            serde_json::to_writer(&mut self.buffer, &call_entry)?;
-            self.buffer.push(b'\n');
-
             let result_id = self.take_id();
-            let result_entry = ResultEntry {
-                id: EntryId(result_id),
-                parent_id: EntryId(call_id),
-                timestamp: millis(base_ms + result.started + result.elapsed),
-                kind: "tool_result",
-                call_id: &result.call_id,
-                tool: &result.name,
-                content: &result.content,
-                is_error: result.is_error(),
-                error_kind: result.error_kind,
-                elapsed_us: result.elapsed.as_micros() as u64,
-            };
-            serde_json::to_writer(&mut self.buffer, &result_entry)?;
-            self.buffer.push(b'\n');
+            let called_at = millis(base_ms + result.started);
+            let answered_at = millis(base_ms + result.started + result.elapsed);
+            write_call_entry(&mut self.buffer, call_id, self.last_id, called_at, call)?;
+            write_result_entry(&mut self.buffer, result_id, call_id, answered_at, result)?;
             self.last_id = Some(result_id);
         }
         let written = self
@@ -104,55 +76,83 @@ fn millis(since_epoch: Duration) -> u64 {
     since_epoch.as_millis() as u64
 }
 
-/// Entry ids are `e1`, `e2`, ... within a log; written without allocating.
-#[derive(Debug, Clone, Copy)]
-struct EntryId(u64);
+// Both entry shapes are fixed: keys are constant bytes, and only values
+// go through serde_json (escaping every key again cost a measurable share
+// of the per-call time).
 
-impl Serialize for EntryId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut buffer = itoa::Buffer::new();
-        let digits = buffer.format(self.0);
-        let mut text = [0u8; 21];
-        text[0] = b'e';
-        text[1..=digits.len()].copy_from_slice(digits.as_bytes());
-        // Only ASCII was written.
-        serializer.serialize_str(std::str::from_utf8(&text[..=digits.len()]).unwrap_or("e?"))
+/// `{"id":"e1","parentId":null,"timestamp":..,"type":"tool_call","callId":..,"tool":..,"arguments":..}`
+fn write_call_entry(
+    out: &mut Vec<u8>,
+    id: u64,
+    parent: Option<u64>,
+    timestamp: u64,
+    call: &ParsedCall,
+) -> io::Result<()> {
+    out.extend_from_slice(b"{\"id\":");
+    write_id(out, id);
+    out.extend_from_slice(b",\"parentId\":");
+    match parent {
+        Some(parent) => write_id(out, parent),
+        None => out.extend_from_slice(b"null"),
     }
+    out.extend_from_slice(b",\"timestamp\":");
+    out.extend_from_slice(itoa::Buffer::new().format(timestamp).as_bytes());
+    out.extend_from_slice(b",\"type\":\"tool_call\",\"callId\":");
+    serde_json::to_writer(&mut *out, call.id())?;
+    out.extend_from_slice(b",\"tool\":");
+    serde_json::to_writer(&mut *out, call.name())?;
+    out.extend_from_slice(b",\"arguments\":");
+    match call {
+        ParsedCall::Ok(call) => serde_json::to_writer(&mut *out, &call.arguments)?,
+        // A malformed call's arguments exactly as the model sent them.
+        ParsedCall::Malformed(call) => serde_json::to_writer(&mut *out, &call.raw_arguments)?,
+    }
+    out.extend_from_slice(b"}\n");
+    Ok(())
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Arguments<'a> {
-    Parsed(&'a Value),
-    /// A malformed call's arguments exactly as the model sent them.
-    Raw(&'a str),
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CallEntry<'a> {
-    id: EntryId,
-    parent_id: Option<EntryId>,
+/// `{"id":"e2","parentId":"e1","timestamp":..,"type":"tool_result","callId":..,"tool":..,"content":..,"isError":..,"errorKind":..,"elapsedUs":..}`
+fn write_result_entry(
+    out: &mut Vec<u8>,
+    id: u64,
+    parent: u64,
     timestamp: u64,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    call_id: &'a str,
-    tool: &'a str,
-    arguments: Arguments<'a>,
+    result: &ToolResult,
+) -> io::Result<()> {
+    out.extend_from_slice(b"{\"id\":");
+    write_id(out, id);
+    out.extend_from_slice(b",\"parentId\":");
+    write_id(out, parent);
+    out.extend_from_slice(b",\"timestamp\":");
+    out.extend_from_slice(itoa::Buffer::new().format(timestamp).as_bytes());
+    out.extend_from_slice(b",\"type\":\"tool_result\",\"callId\":");
+    serde_json::to_writer(&mut *out, &result.call_id)?;
+    out.extend_from_slice(b",\"tool\":");
+    serde_json::to_writer(&mut *out, &result.name)?;
+    out.extend_from_slice(b",\"content\":");
+    serde_json::to_writer(&mut *out, &result.content)?;
+    match result.error_kind {
+        Some(kind) => {
+            out.extend_from_slice(b",\"isError\":true,\"errorKind\":\"");
+            // Error kind names are plain ASCII words.
+            out.extend_from_slice(kind.as_str().as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b",\"isError\":false,\"errorKind\":null"),
+    }
+    out.extend_from_slice(b",\"elapsedUs\":");
+    out.extend_from_slice(
+        itoa::Buffer::new()
+            .format(result.elapsed.as_micros() as u64)
+            .as_bytes(),
+    );
+    out.extend_from_slice(b"}\n");
+    Ok(())
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResultEntry<'a> {
-    id: EntryId,
-    parent_id: EntryId,
-    timestamp: u64,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    call_id: &'a str,
-    tool: &'a str,
-    content: &'a str,
-    is_error: bool,
-    error_kind: Option<ErrorKind>,
-    elapsed_us: u64,
+/// Entry ids are `"e1"`, `"e2"`, ... within a log.
+fn write_id(out: &mut Vec<u8>, id: u64) {
+    out.extend_from_slice(b"\"e");
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.push(b'"');
 }
