@@ -1,17 +1,11 @@
 //! The `toolgauge` binary: exit codes, output formats, messages.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::toolgauge;
 
 use serde_json::Value;
-
-fn toolgauge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
 
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()

@@ -10,6 +10,16 @@ mod sandbox;
 mod snapshots;
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Run the `toolgauge` binary from the repository root.
+pub fn toolgauge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
 
 /// The shared corpora beside the repository (`../shared/corpora`).
 pub fn corpora() -> PathBuf {

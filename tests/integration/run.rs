@@ -2,7 +2,9 @@
 //! shards, thresholds and exit codes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::toolgauge;
 
 const FILES: [&str; 9] = [
     "trials.csv",
@@ -15,14 +17,6 @@ const FILES: [&str; 9] = [
     "junit.xml",
     "run.json",
 ];
-
-fn toolgauge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
 
 fn run_into(out: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["run", "scenarios/", "--trials", "6", "--quiet"];
