@@ -11,7 +11,7 @@ use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
 use crate::model::Model;
 use crate::pipeline::feedback::FeedbackStyle;
 use crate::pipeline::{ExecMode, ExecOptions};
-use crate::report::{self, Aggregate, Fanout, RunRecord, Thresholds, TrialsCsv};
+use crate::report::{self, Aggregate, Fanout, RunRecord, Thresholds, TrialReader, TrialsCsv};
 use crate::scenario::load_suite;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -136,17 +136,23 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     };
 
     let trials_path = out.join("trials.csv");
-    let replayed = match &args.resume {
-        Some(_) if trials_path.exists() => report::read_records(&plan, &trials_path)
-            .map_err(|e| CliError(format!("--resume {}: {e}", out.display())))?,
-        Some(dir) => {
+    // Resuming: the earlier rows move aside and are replayed, in job order,
+    // into a new trials.csv, one trial at a time.
+    let earlier = out.join("trials.csv.resumed");
+    if let Some(dir) = &args.resume {
+        if !trials_path.exists() {
             return Err(CliError(format!(
                 "--resume {}: no trials.csv there",
                 dir.display()
             )));
         }
-        None => Vec::new(),
-    };
+        let check = TrialReader::open(&plan, &trials_path)
+            .map_err(|e| CliError(format!("--resume: {e}")))?;
+        for trial in check {
+            trial.map_err(|e| CliError(format!("--resume: {e}")))?;
+        }
+        std::fs::rename(&trials_path, &earlier).map_err(|e| CliError(format!("--resume: {e}")))?;
+    }
     write_run_json(&plan, args, &thresholds, &out)?;
 
     let io_error = |e: std::io::Error| CliError(format!("{}: {e}", out.display()));
@@ -159,9 +165,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     };
     {
         let mut sinks = Fanout(vec![&mut trials_csv, &mut aggregate]);
-        let replay: Option<harness::Replay<'_>> =
-            (!replayed.is_empty()).then(|| Box::new(replayed.into_iter()) as harness::Replay<'_>);
+        let replay: Option<harness::Replay<'_>> = match &args.resume {
+            Some(_) => {
+                let reader = TrialReader::open(&plan, &earlier).map_err(io_error)?;
+                Some(Box::new(reader.map_while(Result::ok)))
+            }
+            None => None,
+        };
         harness::run(&plan, &mut sinks, replay, progress).map_err(io_error)?;
+    }
+    if args.resume.is_some() {
+        std::fs::remove_file(&earlier).map_err(io_error)?;
     }
     let (violations, table) =
         report::write_summaries(&plan, &aggregate, &thresholds, &out).map_err(io_error)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::summary::{Thresholds, Violation, write_summaries};
-use super::trials::{TrialsCsv, read_records};
+use super::trials::{TrialReader, TrialsCsv};
 use super::{Aggregate, Fanout};
 use crate::harness::{Clock, RunPlan, TrialSink};
 use crate::model::{Model, ModelFile};
@@ -103,20 +103,29 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
         },
         shard: None,
     };
-    let mut records = Vec::new();
-    for dir in dirs {
-        records.extend(
-            read_records(&plan, &dir.join("trials.csv"))
-                .map_err(|e| format!("{}: {e}", dir.display()))?,
-        );
-    }
-    records.sort_by_key(|r| (r.model, r.scenario, r.trial));
+    // Each shard's file is in job order: merge them one trial at a time.
+    let mut shards = dirs
+        .iter()
+        .map(|dir| {
+            TrialReader::open(&plan, &dir.join("trials.csv"))
+                .map(Iterator::peekable)
+                .map_err(|e| format!("{}: {e}", dir.display()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Count first, so that nothing is written for an incomplete set.
     let expected = plan.jobs().count();
-    records.dedup_by_key(|r| (r.model, r.scenario, r.trial));
-    if records.len() != expected {
+    let mut held = 0;
+    for dir in dirs {
+        for trial in TrialReader::open(&plan, &dir.join("trials.csv"))
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+        {
+            trial.map_err(|e| e.to_string())?;
+            held += 1;
+        }
+    }
+    if held != expected {
         return Err(format!(
-            "the shards hold {} of the {expected} trials: is a shard missing or unfinished?",
-            records.len()
+            "the shards hold {held} of the {expected} trials: is a shard missing or unfinished?"
         ));
     }
 
@@ -125,12 +134,43 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
     record.write(out).map_err(|e| e.to_string())?;
     let mut trials = TrialsCsv::create(&out.join("trials.csv")).map_err(|e| e.to_string())?;
     let mut aggregate = Aggregate::new(&plan);
+    let mut merged = 0;
+    let mut last_key = None;
     {
         let mut sinks = Fanout(vec![&mut trials, &mut aggregate]);
-        for trial in &records {
-            sinks.trial(&plan, trial).map_err(|e| e.to_string())?;
+        loop {
+            let mut next: Option<(usize, (usize, usize, u32))> = None;
+            for (i, shard) in shards.iter_mut().enumerate() {
+                match shard.peek() {
+                    Some(Ok(r)) => {
+                        let key = (r.model, r.scenario, r.trial);
+                        if next.is_none_or(|(_, best)| key < best) {
+                            next = Some((i, key));
+                        }
+                    }
+                    Some(Err(_)) => {
+                        let error = shard.next().and_then(Result::err).map(|e| e.to_string());
+                        return Err(error.unwrap_or_default());
+                    }
+                    None => {}
+                }
+            }
+            let Some((i, key)) = next else { break };
+            let trial = shards[i]
+                .next()
+                .and_then(Result::ok)
+                .expect("peeked a record");
+            if last_key == Some(key) {
+                return Err(format!(
+                    "trial {key:?} appears in two shards: were they run with other --shard values?"
+                ));
+            }
+            last_key = Some(key);
+            sinks.trial(&plan, &trial).map_err(|e| e.to_string())?;
+            merged += 1;
         }
     }
+    debug_assert_eq!(merged, expected);
     write_summaries(&plan, &aggregate, &record.thresholds(), out).map_err(|e| e.to_string())
 }
 

@@ -16,7 +16,7 @@ use crate::metrics::{CellStats, TrialRecord};
 
 pub use merge::{Change, RunRecord, compare, merge};
 pub use summary::{Thresholds, Violation, write_summaries};
-pub use trials::{TrialRow, TrialsCsv, read_records};
+pub use trials::{TrialReader, TrialRow, TrialsCsv};
 
 /// Accumulates the measures of a run as trials stream past: constant
 /// memory per model x scenario, plus one byte per job for paired

@@ -2,8 +2,8 @@
 //! trial finishes, and read back for `--resume` and `report merge`.
 
 use std::fs::File;
-use std::io;
-use std::path::Path;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -104,50 +104,56 @@ impl TrialSink for TrialsCsv {
     }
 }
 
-/// Read the complete trials of a trials.csv back as records, in file
-/// order, with model and scenario indices looked up in `plan`. A trial
-/// whose rows end early (a killed run) is dropped. Rows of models or
-/// scenarios the plan does not have are an error.
-pub fn read_records(plan: &RunPlan, path: &Path) -> io::Result<Vec<TrialRecord>> {
-    let bytes = std::fs::read(path)?;
-    // A line cut by a kill may still parse (a number cut short): keep only
-    // lines that were finished.
-    let whole = bytes
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |end| end + 1);
-    let mut reader = csv::Reader::from_reader(&bytes[..whole]);
-    let mut records: Vec<TrialRecord> = Vec::new();
-    for row in reader.deserialize::<TrialRow>() {
-        let Ok(row) = row else {
-            break; // a torn last line
+/// Reads the complete trials of a trials.csv back one at a time, in file
+/// order, with model and scenario indices looked up in a plan: constant
+/// memory, whatever the run's size. A line cut by a kill is not read, and
+/// a trial whose rows end early is skipped.
+pub struct TrialReader<'p> {
+    plan: &'p RunPlan,
+    path: PathBuf,
+    rows: csv::DeserializeRecordsIntoIter<io::Take<File>, TrialRow>,
+    pending: Option<TrialRecord>,
+}
+
+impl<'p> TrialReader<'p> {
+    pub fn open(plan: &'p RunPlan, path: &Path) -> io::Result<Self> {
+        let mut file = File::open(path)?;
+        let whole = whole_lines_length(&mut file)?;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(TrialReader {
+            plan,
+            path: path.to_owned(),
+            rows: csv::Reader::from_reader(file.take(whole)).into_deserialize(),
+            pending: None,
+        })
+    }
+
+    /// A trial is complete when it succeeded or used every attempt.
+    fn complete(&self, record: &TrialRecord) -> bool {
+        record.success()
+            || record.attempts.len() as u32 >= self.plan.scenarios[record.scenario].max_retries
+    }
+
+    fn convert(&self, row: TrialRow) -> io::Result<(usize, usize, u32, AttemptRecord)> {
+        let plan = self.plan;
+        let unknown = |what: &str, name: &str| {
+            io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
         };
         let model = plan
             .models
             .iter()
             .position(|m| m.name() == row.model)
-            .ok_or_else(|| {
-                io::Error::other(format!("{}: unknown model {:?}", path.display(), row.model))
-            })?;
+            .ok_or_else(|| unknown("model", &row.model))?;
         let scenario = plan
             .scenarios
             .iter()
             .position(|s| s.name == row.scenario)
-            .ok_or_else(|| {
-                io::Error::other(format!(
-                    "{}: unknown scenario {:?}",
-                    path.display(),
-                    row.scenario
-                ))
-            })?;
+            .ok_or_else(|| unknown("scenario", &row.scenario))?;
         let failures = row
             .failures
             .split(';')
             .filter(|f| !f.is_empty())
-            .map(|f| {
-                static_kind(f)
-                    .ok_or_else(|| io::Error::other(format!("unknown failure kind {f:?}")))
-            })
+            .map(|f| static_kind(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
         let attempt = AttemptRecord {
             attempt: row.attempt,
@@ -159,24 +165,59 @@ pub fn read_records(plan: &RunPlan, path: &Path) -> io::Result<Vec<TrialRecord>>
             serial_time: duration(row.serial_ms),
             ideal_time: duration(row.ideal_ms),
         };
-        match records.last_mut() {
-            Some(last)
-                if (last.model, last.scenario, last.trial) == (model, scenario, row.trial)
-                    && row.attempt == last.attempts.len() as u32 + 1 =>
+        Ok((model, scenario, row.trial, attempt))
+    }
+}
+
+impl Iterator for TrialReader<'_> {
+    type Item = io::Result<TrialRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(row) = self.rows.next() else {
+                let last = self.pending.take()?;
+                return self.complete(&last).then_some(Ok(last));
+            };
+            let (model, scenario, trial, attempt) =
+                match row.map_err(io::Error::other).and_then(|r| self.convert(r)) {
+                    Ok(parts) => parts,
+                    Err(error) => return Some(Err(error)),
+                };
+            if let Some(pending) = &mut self.pending
+                && (pending.model, pending.scenario, pending.trial) == (model, scenario, trial)
+                && attempt.attempt == pending.attempts.len() as u32 + 1
             {
-                last.attempts.push(attempt);
+                pending.attempts.push(attempt);
+                continue;
             }
-            _ => records.push(TrialRecord {
+            let started = TrialRecord {
                 model,
                 scenario,
-                trial: row.trial,
+                trial,
                 attempts: vec![attempt],
-            }),
+            };
+            if let Some(done) = self.pending.replace(started)
+                && self.complete(&done)
+            {
+                return Some(Ok(done));
+            }
         }
     }
-    // A trial is complete when it succeeded or used every attempt.
-    records.retain(|r| {
-        r.success() || r.attempts.len() as u32 >= plan.scenarios[r.scenario].max_retries
-    });
-    Ok(records)
+}
+
+/// The length of the file up to and including its last newline.
+fn whole_lines_length(file: &mut File) -> io::Result<u64> {
+    let mut end = file.metadata()?.len();
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let size = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk[..size])?;
+        if let Some(newline) = chunk[..size].iter().rposition(|b| *b == b'\n') {
+            return Ok(start + newline as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
