@@ -18,6 +18,7 @@
 
 pub mod call;
 pub mod cli;
+pub mod fuzz;
 pub mod harness;
 pub mod metrics;
 pub mod model;

@@ -1,0 +1,229 @@
+//! Validator fuzzing: valid instances generated from a tool's schema, and
+//! invalid ones made by one mutation operator per keyword. A validator
+//! must accept the first and reject the second; what it accepts of the
+//! second survives, and the share it rejects is its kill rate.
+
+pub mod generate;
+pub mod mutate;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use mutate::{Mutant, Mutation};
+
+/// Counts for one mutation operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub generated: u64,
+    pub killed: u64,
+    pub survived: u64,
+}
+
+/// What fuzzing one tool's validator found.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFuzz {
+    pub valid: u64,
+    /// Valid instances the validator rejected.
+    pub false_rejects: u64,
+    pub by_mutation: BTreeMap<Mutation, Counts>,
+    /// The smallest surviving mutant per operator, as examples.
+    pub survivors: BTreeMap<Mutation, Mutant>,
+}
+
+impl ToolFuzz {
+    pub fn kill_rate(&self) -> f64 {
+        let (killed, generated) = self
+            .by_mutation
+            .values()
+            .fold((0, 0), |(k, g), c| (k + c.killed, g + c.generated));
+        if generated == 0 {
+            1.0
+        } else {
+            killed as f64 / generated as f64
+        }
+    }
+}
+
+/// Fuzz `accepts` (true = the instance is valid) with up to `cases` valid
+/// and `cases` invalid instances of `schema`. Mutants that the reference
+/// validator accepts are dropped: they are not really invalid.
+pub fn fuzz_schema(
+    schema: &Value,
+    reference: &jsonschema::Validator,
+    cases: usize,
+    seed: u64,
+    accepts: &mut dyn FnMut(&Value) -> bool,
+) -> ToolFuzz {
+    let mut report = ToolFuzz::default();
+    let valid = generate::valid_instances(schema, reference, cases, seed);
+    for instance in &valid {
+        report.valid += 1;
+        if !accepts(instance) {
+            report.false_rejects += 1;
+        }
+    }
+    // Every operator gets its turn, so that `cases` covers every keyword
+    // rather than the first one found in each instance.
+    let mut by_kind: BTreeMap<Mutation, std::vec::IntoIter<Mutant>> = BTreeMap::new();
+    {
+        let mut grouped: BTreeMap<Mutation, Vec<Mutant>> = BTreeMap::new();
+        for instance in &valid {
+            for mutant in mutate::mutants(schema, instance) {
+                grouped.entry(mutant.mutation).or_default().push(mutant);
+            }
+        }
+        by_kind.extend(
+            grouped
+                .into_iter()
+                .map(|(kind, mutants)| (kind, mutants.into_iter())),
+        );
+    }
+    // The same mutant from two instances (say, "not an object") counts once.
+    let mut seen = std::collections::HashSet::new();
+    let mut made = 0;
+    while made < cases && !by_kind.is_empty() {
+        by_kind.retain(|_, queue| queue.len() > 0);
+        for queue in by_kind.values_mut() {
+            let Some(mutant) = queue.next() else { continue };
+            if reference.is_valid(&mutant.instance) || !seen.insert(mutant.instance.to_string()) {
+                continue; // still valid (not a mutant at all), or already tried
+            }
+            made += 1;
+            let counts = report.by_mutation.entry(mutant.mutation).or_default();
+            counts.generated += 1;
+            if accepts(&mutant.instance) {
+                counts.survived += 1;
+                let size = mutant.instance.to_string().len();
+                let smaller = report
+                    .survivors
+                    .get(&mutant.mutation)
+                    .is_none_or(|kept| size < kept.instance.to_string().len());
+                if smaller {
+                    report.survivors.insert(mutant.mutation, mutant);
+                }
+            } else {
+                counts.killed += 1;
+            }
+            if made >= cases {
+                break;
+            }
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "minLength": 2, "maxLength": 20},
+                "units": {"enum": ["c", "f"]},
+                "days": {"type": "integer", "minimum": 1, "maximum": 14},
+                "step": {"type": "number", "multipleOf": 0.5, "exclusiveMinimum": 0},
+                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}, "maxItems": 3, "uniqueItems": true},
+                "place": {"type": "object", "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}}, "required": ["lat"], "additionalProperties": false}
+            },
+            "required": ["city", "days", "place"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn generated_instances_are_valid_and_follow_the_seed() {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let first = generate::valid_instances(&schema, &validator, 50, 3);
+        assert_eq!(first.len(), 50);
+        assert!(first.iter().all(|v| validator.is_valid(v)));
+        assert_eq!(first, generate::valid_instances(&schema, &validator, 50, 3));
+        assert_ne!(first, generate::valid_instances(&schema, &validator, 50, 4));
+    }
+
+    #[test]
+    fn the_builtin_validator_kills_every_mutant() {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| validator.is_valid(v));
+        assert_eq!(report.false_rejects, 0);
+        assert_eq!(report.kill_rate(), 1.0);
+        for mutation in [
+            Mutation::Type,
+            Mutation::Required,
+            Mutation::Enum,
+            Mutation::Minimum,
+            Mutation::Maximum,
+            Mutation::MultipleOf,
+            Mutation::MinLength,
+            Mutation::MaxLength,
+            Mutation::Pattern,
+            Mutation::MaxItems,
+            Mutation::UniqueItems,
+            Mutation::AdditionalProperties,
+            Mutation::NotAnObject,
+            Mutation::ExclusiveMinimum,
+        ] {
+            assert!(
+                report
+                    .by_mutation
+                    .get(&mutation)
+                    .is_some_and(|c| c.generated > 0),
+                "no {mutation:?} mutant"
+            );
+        }
+    }
+
+    /// Like many hand-written validators: top-level required and types only.
+    fn weak(schema: &Value, instance: &Value) -> bool {
+        let Some(object) = instance.as_object() else {
+            return false;
+        };
+        let required = schema["required"].as_array().unwrap();
+        if !required
+            .iter()
+            .all(|r| object.contains_key(r.as_str().unwrap()))
+        {
+            return false;
+        }
+        object.iter().all(
+            |(key, value)| match schema["properties"][key]["type"].as_str() {
+                Some("string") => value.is_string(),
+                Some("integer") => value.is_i64() || value.is_u64(),
+                Some("number") => value.is_number(),
+                Some("array") => value.is_array(),
+                Some("object") => value.is_object(),
+                _ => true,
+            },
+        )
+    }
+
+    #[test]
+    fn the_fuzzer_finds_the_holes_of_a_weak_validator() {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| weak(&schema, v));
+        assert_eq!(report.false_rejects, 0);
+        assert!(report.kill_rate() < 0.6, "{}", report.kill_rate());
+        assert_eq!(report.by_mutation[&Mutation::NotAnObject].survived, 0);
+        // Top-level required is checked; the nested one is a hole, with its pointer.
+        assert_eq!(report.survivors[&Mutation::Required].pointer, "/place/lat");
+        for hole in [
+            Mutation::Enum,
+            Mutation::Minimum,
+            Mutation::Maximum,
+            Mutation::AdditionalProperties,
+            Mutation::Pattern,
+        ] {
+            assert!(
+                report.by_mutation[&hole].survived > 0,
+                "{hole:?} should survive a weak validator"
+            );
+            assert!(report.survivors.contains_key(&hole));
+        }
+    }
+}

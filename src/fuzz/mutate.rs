@@ -1,0 +1,270 @@
+//! Mutation operators: one per JSON Schema keyword. Each takes a valid
+//! instance and breaks the one constraint its keyword states, at the
+//! top level or at any nested path, and says which pointer it broke.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// The keyword a mutant breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mutation {
+    Type,
+    Required,
+    Enum,
+    Const,
+    Minimum,
+    Maximum,
+    ExclusiveMinimum,
+    ExclusiveMaximum,
+    MultipleOf,
+    MinLength,
+    MaxLength,
+    Pattern,
+    MinItems,
+    MaxItems,
+    UniqueItems,
+    AdditionalProperties,
+    NotAnObject,
+}
+
+impl Mutation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mutation::Type => "type",
+            Mutation::Required => "required",
+            Mutation::Enum => "enum",
+            Mutation::Const => "const",
+            Mutation::Minimum => "minimum",
+            Mutation::Maximum => "maximum",
+            Mutation::ExclusiveMinimum => "exclusive_minimum",
+            Mutation::ExclusiveMaximum => "exclusive_maximum",
+            Mutation::MultipleOf => "multiple_of",
+            Mutation::MinLength => "min_length",
+            Mutation::MaxLength => "max_length",
+            Mutation::Pattern => "pattern",
+            Mutation::MinItems => "min_items",
+            Mutation::MaxItems => "max_items",
+            Mutation::UniqueItems => "unique_items",
+            Mutation::AdditionalProperties => "additional_properties",
+            Mutation::NotAnObject => "not_an_object",
+        }
+    }
+}
+
+/// An instance that breaks one constraint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutant {
+    pub mutation: Mutation,
+    /// JSON pointer of the value that was broken.
+    pub pointer: String,
+    pub instance: Value,
+}
+
+/// Every mutant the schema allows for this valid instance, at every path.
+pub fn mutants(schema: &Value, instance: &Value) -> Vec<Mutant> {
+    let mut found = vec![];
+    for not_object in [json!([]), json!("arguments"), json!(1)] {
+        found.push(Mutant {
+            mutation: Mutation::NotAnObject,
+            pointer: String::new(),
+            instance: not_object,
+        });
+    }
+    walk(
+        schema,
+        instance,
+        "",
+        &mut |mutation, pointer, replacement| {
+            found.push(Mutant {
+                mutation,
+                pointer: pointer.to_owned(),
+                instance: replace(instance, pointer, replacement),
+            });
+        },
+    );
+    found
+}
+
+/// `replacement` None removes the value at `pointer`.
+fn replace(instance: &Value, pointer: &str, replacement: Option<Value>) -> Value {
+    let mut copy = instance.clone();
+    match replacement {
+        Some(value) => {
+            if pointer.is_empty() {
+                return value;
+            }
+            if let Some(slot) = copy.pointer_mut(pointer) {
+                *slot = value;
+            }
+        }
+        None => {
+            let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+            let key = key.replace("~1", "/").replace("~0", "~");
+            if let Some(Value::Object(map)) = copy.pointer_mut(parent) {
+                map.remove(&key);
+            }
+        }
+    }
+    copy
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+type Emit<'e> = dyn FnMut(Mutation, &str, Option<Value>) + 'e;
+
+fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    let number = |key: &str| schema.get(key).and_then(Value::as_f64);
+    let count = |key: &str| schema.get(key).and_then(Value::as_u64);
+
+    if schema.contains_key("type") {
+        emit(Mutation::Type, pointer, Some(other_type(value)));
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        let mut candidate = json!("not_an_allowed_value");
+        while options.contains(&candidate) {
+            candidate = json!(format!("{}_", candidate.as_str().unwrap_or_default()));
+        }
+        emit(Mutation::Enum, pointer, Some(candidate));
+    }
+    if let Some(expected) = schema.get("const") {
+        emit(Mutation::Const, pointer, Some(json!({"not": expected})));
+    }
+    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+    let as_number = |x: f64| {
+        if integer && x.fract() == 0.0 {
+            json!(x as i64)
+        } else {
+            json!(x)
+        }
+    };
+    if let Some(min) = number("minimum") {
+        emit(Mutation::Minimum, pointer, Some(as_number(min - 1.0)));
+    }
+    if let Some(max) = number("maximum") {
+        emit(Mutation::Maximum, pointer, Some(as_number(max + 1.0)));
+    }
+    if let Some(min) = number("exclusiveMinimum") {
+        emit(Mutation::ExclusiveMinimum, pointer, Some(as_number(min)));
+    }
+    if let Some(max) = number("exclusiveMaximum") {
+        emit(Mutation::ExclusiveMaximum, pointer, Some(as_number(max)));
+    }
+    if let (Some(step), Some(current)) = (number("multipleOf"), value.as_f64()) {
+        emit(
+            Mutation::MultipleOf,
+            pointer,
+            Some(json!(current + step / 2.0)),
+        );
+    }
+    if let Some(min) = count("minLength").filter(|m| *m > 0) {
+        emit(
+            Mutation::MinLength,
+            pointer,
+            Some(json!("x".repeat(min as usize - 1))),
+        );
+    }
+    if let Some(max) = count("maxLength") {
+        emit(
+            Mutation::MaxLength,
+            pointer,
+            Some(json!("x".repeat(max as usize + 1))),
+        );
+    }
+    if schema.contains_key("pattern") {
+        emit(
+            Mutation::Pattern,
+            pointer,
+            Some(json!(" \u{7f}~no match~ ")),
+        );
+    }
+    if let Some(items) = value.as_array() {
+        if let Some(min) = count("minItems").filter(|m| *m > 0) {
+            emit(
+                Mutation::MinItems,
+                pointer,
+                Some(Value::Array(
+                    items.iter().take(min as usize - 1).cloned().collect(),
+                )),
+            );
+        }
+        if let Some(max) = count("maxItems") {
+            let filler = items.first().cloned().unwrap_or(Value::Null);
+            let mut longer = items.clone();
+            longer.resize(max as usize + 1, filler);
+            emit(Mutation::MaxItems, pointer, Some(Value::Array(longer)));
+        }
+        if schema.get("uniqueItems") == Some(&Value::Bool(true))
+            && let Some(first) = items.first()
+        {
+            let mut doubled = items.clone();
+            doubled.push(first.clone());
+            emit(Mutation::UniqueItems, pointer, Some(Value::Array(doubled)));
+        }
+        if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+            for (i, item) in items.iter().enumerate() {
+                walk(item_schema, item, &format!("{pointer}/{i}"), emit);
+            }
+        }
+    }
+    if let Some(object) = value.as_object() {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        for name in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if object.contains_key(name) {
+                emit(
+                    Mutation::Required,
+                    &format!("{pointer}/{}", escape(name)),
+                    None,
+                );
+            }
+        }
+        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+            let mut extra: Map<String, Value> = object.clone();
+            let mut name = "unexpected_property".to_owned();
+            while extra.contains_key(&name) || properties.is_some_and(|p| p.contains_key(&name)) {
+                name.push('_');
+            }
+            extra.insert(name, json!(true));
+            emit(
+                Mutation::AdditionalProperties,
+                pointer,
+                Some(Value::Object(extra)),
+            );
+        }
+        if let Some(properties) = properties {
+            for (name, property) in properties {
+                if let Some(child) = object.get(name) {
+                    walk(
+                        property,
+                        child,
+                        &format!("{pointer}/{}", escape(name)),
+                        emit,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A value of another JSON type.
+fn other_type(value: &Value) -> Value {
+    match value {
+        Value::String(_) => json!(12345),
+        Value::Number(_) => json!("12345"),
+        Value::Bool(_) => json!("true"),
+        Value::Null => json!(0),
+        Value::Array(_) => json!({"not": "an array"}),
+        Value::Object(_) => json!(["not", "an object"]),
+    }
+}
