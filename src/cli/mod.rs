@@ -9,6 +9,7 @@
 mod bench_report;
 mod check_tools;
 mod exec;
+mod fuzz;
 mod report;
 mod run;
 
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 pub use bench_report::BenchReportArgs;
 pub use check_tools::CheckToolsArgs;
 pub use exec::ExecArgs;
+pub use fuzz::FuzzArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 
@@ -44,6 +46,8 @@ pub enum Command {
     Run(RunArgs),
     /// Merge shard reports, or compare a run against a baseline.
     Report(ReportArgs),
+    /// Fuzz tool validators with generated valid and invalid arguments.
+    Fuzz(FuzzArgs),
     /// Write reports/bench.csv and bench.md from criterion's results and the Node anchor's.
     BenchReport(BenchReportArgs),
 }
@@ -67,5 +71,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(&args),
         Command::BenchReport(args) => bench_report::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     }
 }

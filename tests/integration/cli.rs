@@ -235,3 +235,57 @@ fn exec_keeps_file_tools_in_the_sandbox() {
     assert!(!dir.path().join("escaped.txt").exists());
     assert!(inside.join("kept.txt").exists());
 }
+
+#[test]
+fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let builtin = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--out",
+        out,
+    ]);
+    assert_eq!(builtin.status.code(), Some(0), "{}", stderr(&builtin));
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    assert!(csv.starts_with("tool,operator,generated,killed,survived,false_rejects,kill_rate\nget_weather,valid,60,0,0,0,\n"), "{csv}");
+
+    let weak = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--out",
+        out,
+        "--validator",
+        "cmd:sh tests/fixtures/weak_validator.sh",
+    ]);
+    assert_eq!(weak.status.code(), Some(1), "{}", stderr(&weak));
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    let survived = |operator: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("get_weather,{operator},")))
+            .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+    };
+    assert_eq!(survived("not_an_object"), Some(0));
+    assert!(survived("enum").unwrap() > 0, "{csv}");
+    assert!(survived("type").unwrap() > 0, "{csv}");
+    assert!(
+        stderr(&weak).contains("get_weather: a enum mutant at /units survived"),
+        "{}",
+        stderr(&weak)
+    );
+
+    let bad = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--validator",
+        "https://example.com",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}

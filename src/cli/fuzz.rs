@@ -1,0 +1,216 @@
+//! `toolgauge fuzz`: generated valid and invalid arguments for each tool,
+//! against the built-in validator or the user's own.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CliError, EXIT_FAILED};
+use crate::fuzz::{ToolFuzz, fuzz_schema};
+use crate::tool::{Registry, ToolEnv, ToolSource, check_definitions_file};
+
+/// How long an external validator may take for one case.
+const CASE_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Args)]
+pub struct FuzzArgs {
+    /// A JSON array of tool definitions.
+    #[arg(long, value_name = "TOOLS.json")]
+    pub tools: PathBuf,
+    /// Valid and invalid instances per tool (each).
+    #[arg(long, default_value_t = 100)]
+    pub cases: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// `builtin`, or `cmd:PROGRAM` (gets one JSON instance on stdin per
+    /// case, the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid).
+    #[arg(long, default_value = "builtin")]
+    pub validator: String,
+    /// Where fuzz.csv goes.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// fuzz.csv: one row per tool and operator (`valid` for the valid instances).
+#[derive(Debug, Serialize)]
+struct FuzzRow<'a> {
+    tool: &'a str,
+    operator: &'a str,
+    generated: u64,
+    killed: u64,
+    survived: u64,
+    false_rejects: u64,
+    kill_rate: Option<f64>,
+}
+
+enum Validator {
+    Builtin,
+    Command(String),
+}
+
+pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
+    let validator = match args.validator.as_str() {
+        "builtin" => Validator::Builtin,
+        other => match other.strip_prefix("cmd:") {
+            Some(program) if !program.trim().is_empty() => Validator::Command(program.to_owned()),
+            _ => {
+                return Err(CliError(format!(
+                    "--validator {other:?}: use builtin or cmd:PROGRAM (HTTP validators are not supported yet)"
+                )));
+            }
+        },
+    };
+    let (defs, problems) = check_definitions_file(&args.tools).map_err(CliError::new)?;
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+        return Err(CliError(format!(
+            "{}: problems in the tool definitions:\n{}",
+            args.tools.display(),
+            lines.join("\n")
+        )));
+    }
+    let registry = Registry::new(
+        defs.into_iter().map(ToolSource::Defined).collect(),
+        ToolEnv::default(),
+    )
+    .map_err(CliError::new)?;
+
+    let mut reports: Vec<(String, ToolFuzz)> = Vec::new();
+    for def in registry.definitions() {
+        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        let mut failure = None;
+        let report = match &validator {
+            Validator::Builtin => fuzz_schema(
+                &def.parameters,
+                reference,
+                args.cases,
+                args.seed,
+                &mut |v| reference.is_valid(v),
+            ),
+            Validator::Command(program) => fuzz_schema(
+                &def.parameters,
+                reference,
+                args.cases,
+                args.seed,
+                &mut |v| match run_command(program, &def.name, v) {
+                    Ok(valid) => valid,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        false
+                    }
+                },
+            ),
+        };
+        if let Some(error) = failure {
+            return Err(CliError(format!(
+                "validator for tool {:?}: {error}",
+                def.name
+            )));
+        }
+        reports.push((def.name.clone(), report));
+    }
+
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError(format!("{}: {e}", args.out.display())))?;
+    let path = args.out.join("fuzz.csv");
+    let mut writer =
+        csv::Writer::from_path(&path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let mut failed = false;
+    println!(
+        "| tool | operator | generated | killed | survived | false rejects | kill rate |\n|---|---|---:|---:|---:|---:|---:|"
+    );
+    for (tool, report) in &reports {
+        let mut rows = vec![FuzzRow {
+            tool,
+            operator: "valid",
+            generated: report.valid,
+            killed: 0,
+            survived: 0,
+            false_rejects: report.false_rejects,
+            kill_rate: None,
+        }];
+        for (mutation, counts) in &report.by_mutation {
+            rows.push(FuzzRow {
+                tool,
+                operator: mutation.as_str(),
+                generated: counts.generated,
+                killed: counts.killed,
+                survived: counts.survived,
+                false_rejects: 0,
+                kill_rate: Some(counts.killed as f64 / counts.generated.max(1) as f64),
+            });
+        }
+        for row in &rows {
+            failed |= row.survived > 0 || row.false_rejects > 0;
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                row.tool,
+                row.operator,
+                row.generated,
+                row.killed,
+                row.survived,
+                row.false_rejects,
+                row.kill_rate
+                    .map_or("-".to_owned(), |r| format!("{:.1}%", 100.0 * r))
+            );
+            writer.serialize(row).map_err(|e| CliError(e.to_string()))?;
+        }
+        for (mutation, mutant) in &report.survivors {
+            eprintln!(
+                "{tool}: a {} mutant at {} survived: {}",
+                mutation.as_str(),
+                if mutant.pointer.is_empty() {
+                    "/"
+                } else {
+                    &mutant.pointer
+                },
+                mutant.instance
+            );
+        }
+    }
+    writer.flush().map_err(|e| CliError(e.to_string()))?;
+    eprintln!("fuzz.csv written to {}", path.display());
+    Ok(if failed {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Run the validator command on one instance: exit 0 means valid.
+fn run_command(program: &str, tool: &str, instance: &Value) -> Result<bool, String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(program)
+        .env("TOOLGAUGE_TOOL", tool)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {program:?}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A validator that exits without reading is allowed.
+        let _ = stdin.write_all(instance.to_string().as_bytes());
+    }
+    let deadline = Instant::now() + CASE_TIMEOUT;
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(status) => return Ok(status.success()),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program:?} did not answer within {} s on {instance}",
+                    CASE_TIMEOUT.as_secs()
+                ));
+            }
+            // Polling a child process: there is no async runtime here.
+            None => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
