@@ -11,7 +11,7 @@ use clap::Args;
 use super::CliError;
 use crate::pipeline::{ExecMode, ExecOptions, Pipeline, SessionLog};
 use crate::provider::Provider;
-use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource, check_definitions_file};
+use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource};
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -129,16 +129,7 @@ fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
     };
     sources.extend(builtins.into_iter().map(ToolSource::Builtin));
     if let Some(path) = &args.tools {
-        let (defs, problems) = check_definitions_file(path).map_err(CliError::new)?;
-        if !problems.is_empty() {
-            let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-            return Err(CliError(format!(
-                "{}: {} problem(s) in the tool definitions (see `toolgauge check-tools`):\n{}",
-                path.display(),
-                problems.len(),
-                lines.join("\n")
-            )));
-        }
+        let defs = super::read_tool_definitions(path)?;
         sources.extend(defs.into_iter().map(ToolSource::Defined));
     }
     Registry::new(sources, ToolEnv { sandbox }).map_err(CliError::new)

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{CliError, EXIT_FAILED};
 use crate::fuzz::{ToolFuzz, fuzz_schema};
-use crate::tool::{Registry, ToolEnv, ToolSource, check_definitions_file};
+use crate::tool::{Registry, ToolEnv, ToolSource};
 
 /// How long an external validator may take for one case.
 const CASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -65,15 +65,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             }
         },
     };
-    let (defs, problems) = check_definitions_file(&args.tools).map_err(CliError::new)?;
-    if !problems.is_empty() {
-        let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-        return Err(CliError(format!(
-            "{}: problems in the tool definitions:\n{}",
-            args.tools.display(),
-            lines.join("\n")
-        )));
-    }
+    let defs = super::read_tool_definitions(&args.tools)?;
     let registry = Registry::new(
         defs.into_iter().map(ToolSource::Defined).collect(),
         ToolEnv::default(),

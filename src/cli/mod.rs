@@ -63,6 +63,22 @@ impl CliError {
     }
 }
 
+/// Read a tool definitions file for a command that will use the tools:
+/// any problem is bad input, and every problem is listed.
+fn read_tool_definitions(path: &std::path::Path) -> Result<Vec<crate::tool::ToolDef>, CliError> {
+    let (defs, problems) = crate::tool::check_definitions_file(path).map_err(CliError::new)?;
+    if problems.is_empty() {
+        return Ok(defs);
+    }
+    let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+    Err(CliError(format!(
+        "{}: {} problem(s) in the tool definitions (see `toolgauge check-tools`):\n{}",
+        path.display(),
+        problems.len(),
+        lines.join("\n")
+    )))
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
