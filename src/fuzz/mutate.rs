@@ -257,8 +257,8 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     }
 }
 
-/// A value of another JSON type.
-fn other_type(value: &Value) -> Value {
+/// A value of another JSON type (shared with the mock models' wrong calls).
+pub(crate) fn other_type(value: &Value) -> Value {
     match value {
         Value::String(_) => json!(12345),
         Value::Number(_) => json!("12345"),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::fuzz::mutate::other_type;
 use crate::tool::Registry;
 
 /// One way to be wrong.
@@ -252,17 +253,6 @@ fn plain(value: &Value) -> String {
     value
         .as_str()
         .map_or_else(|| value.to_string(), str::to_owned)
-}
-
-/// A value of another JSON type than `value`.
-fn other_type(value: &Value) -> Value {
-    match value {
-        Value::String(_) => Value::from(12345),
-        Value::Number(n) => Value::String(n.to_string()),
-        Value::Bool(b) => Value::String(b.to_string()),
-        Value::Null => Value::from(0),
-        Value::Array(_) | Value::Object(_) => Value::String("x".to_owned()),
-    }
 }
 
 /// A number beyond the property's bounds, if it has any.
