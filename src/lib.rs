@@ -16,6 +16,7 @@
 //!
 //! Dependencies point one way: `cli -> pipeline -> {provider, tool} -> call`.
 
+pub mod bfcl;
 pub mod call;
 pub mod cli;
 pub mod fuzz;

@@ -1,21 +1,17 @@
 //! `toolgauge fuzz`: generated valid and invalid arguments for each tool,
 //! against the built-in validator or the user's own.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{CliError, EXIT_FAILED};
+use crate::fuzz::external::{DEFAULT_CASE_TIMEOUT, ExternalValidator};
 use crate::fuzz::{ToolFuzz, fuzz_schema};
 use crate::tool::{Registry, ToolEnv, ToolSource};
-
-/// How long an external validator may take for one case.
-const CASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
@@ -27,10 +23,15 @@ pub struct FuzzArgs {
     pub cases: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// `builtin`, or `cmd:PROGRAM` (gets one JSON instance on stdin per
-    /// case, the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid).
+    /// `builtin`; `cmd:PROGRAM` (gets one JSON instance on stdin per case,
+    /// the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid); or an
+    /// `http://` URL (gets it as a POST body, the tool's name in the
+    /// x-toolgauge-tool header; a 2xx answer means valid).
     #[arg(long, default_value = "builtin")]
     pub validator: String,
+    /// How long an external validator may take for one case.
+    #[arg(long, default_value_t = DEFAULT_CASE_TIMEOUT.as_millis() as u64, value_name = "MS")]
+    pub case_timeout_ms: u64,
     /// Where fuzz.csv goes.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
@@ -50,17 +51,21 @@ struct FuzzRow<'a> {
 
 enum Validator {
     Builtin,
-    Command(String),
+    External(ExternalValidator),
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     let validator = match args.validator.as_str() {
         "builtin" => Validator::Builtin,
-        other => match other.strip_prefix("cmd:") {
-            Some(program) if !program.trim().is_empty() => Validator::Command(program.to_owned()),
-            _ => {
+        other => match ExternalValidator::parse(other, Duration::from_millis(args.case_timeout_ms))
+        {
+            Some(Ok(external)) => Validator::External(external),
+            Some(Err(message)) => {
+                return Err(CliError(format!("--validator {other:?}: {message}")));
+            }
+            None => {
                 return Err(CliError(format!(
-                    "--validator {other:?}: use builtin or cmd:PROGRAM (HTTP validators are not supported yet)"
+                    "--validator {other:?}: use builtin, cmd:PROGRAM or an http:// URL"
                 )));
             }
         },
@@ -84,17 +89,21 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
                 args.seed,
                 &mut |v| reference.is_valid(v),
             ),
-            Validator::Command(program) => fuzz_schema(
+            Validator::External(external) => fuzz_schema(
                 &def.parameters,
                 reference,
                 args.cases,
                 args.seed,
-                &mut |v| match run_command(program, &def.name, v) {
-                    Ok(valid) => valid,
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        false
-                    }
+                // After the first error, skip the rest: it would only time out again.
+                &mut |v| {
+                    failure.is_none()
+                        && match external.accepts(&def.name, v) {
+                            Ok(valid) => valid,
+                            Err(e) => {
+                                failure = Some(e);
+                                false
+                            }
+                        }
                 },
             ),
         };
@@ -172,37 +181,4 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Run the validator command on one instance: exit 0 means valid.
-fn run_command(program: &str, tool: &str, instance: &Value) -> Result<bool, String> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(program)
-        .env("TOOLGAUGE_TOOL", tool)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {program:?}: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A validator that exits without reading is allowed.
-        let _ = stdin.write_all(instance.to_string().as_bytes());
-    }
-    let deadline = Instant::now() + CASE_TIMEOUT;
-    loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(status) => return Ok(status.success()),
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{program:?} did not answer within {} s on {instance}",
-                    CASE_TIMEOUT.as_secs()
-                ));
-            }
-            // Polling a child process: there is no async runtime here.
-            None => std::thread::sleep(Duration::from_millis(2)),
-        }
-    }
 }

@@ -109,7 +109,16 @@ fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
                 Some("date") => return Just(json!("2026-11-22")).boxed(),
                 Some("date-time") => return Just(json!("2026-11-22T10:00:00Z")).boxed(),
                 Some("email") => return Just(json!("ada@example.com")).boxed(),
-                Some("uri") => return Just(json!("https://example.com/x")).boxed(),
+                Some("uri" | "iri" | "uri-reference" | "iri-reference") => {
+                    return Just(json!("https://example.com/x")).boxed();
+                }
+                Some("time") => return Just(json!("10:00:00Z")).boxed(),
+                Some("uuid") => return Just(json!("0b5e3a1c-7d2f-4c1e-9a3b-2f6d8e4c1a70")).boxed(),
+                Some("ipv4") => return Just(json!("192.0.2.7")).boxed(),
+                Some("ipv6") => return Just(json!("2001:db8::7")).boxed(),
+                Some("hostname" | "idn-hostname") => return Just(json!("example.com")).boxed(),
+                Some("duration") => return Just(json!("P1DT2H")).boxed(),
+                Some("json-pointer") => return Just(json!("/a/0")).boxed(),
                 _ => {}
             }
             if let Some(pattern) = s.get("pattern").and_then(Value::as_str)

@@ -3,6 +3,7 @@
 //! must accept the first and reject the second; what it accepts of the
 //! second survives, and the share it rejects is its kill rate.
 
+pub mod external;
 pub mod generate;
 pub mod mutate;
 
@@ -176,6 +177,29 @@ mod tests {
                 "no {mutation:?} mutant"
             );
         }
+    }
+
+    #[test]
+    fn format_mutants_count_only_where_format_is_asserted() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "day": {"type": "string", "format": "date"},
+                "host": {"type": "string", "format": "ipv4"}
+            },
+            "required": ["day", "host"]
+        });
+        let asserting = crate::tool::schema_options(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        let report = fuzz_schema(&schema, &asserting, 50, 1, &mut |v| asserting.is_valid(v));
+        assert_eq!(report.false_rejects, 0);
+        let format = &report.by_mutation[&Mutation::Format];
+        assert!(format.generated >= 2 && format.killed == format.generated);
+        // An annotation-only validator accepts them, so they are not honest mutants.
+        let annotating = jsonschema::validator_for(&schema).unwrap();
+        let report = fuzz_schema(&schema, &annotating, 50, 1, &mut |v| annotating.is_valid(v));
+        assert!(!report.by_mutation.contains_key(&Mutation::Format));
     }
 
     /// Like many hand-written validators: top-level required and types only.

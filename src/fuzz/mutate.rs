@@ -21,6 +21,7 @@ pub enum Mutation {
     MinLength,
     MaxLength,
     Pattern,
+    Format,
     MinItems,
     MaxItems,
     UniqueItems,
@@ -43,6 +44,7 @@ impl Mutation {
             Mutation::MinLength => "min_length",
             Mutation::MaxLength => "max_length",
             Mutation::Pattern => "pattern",
+            Mutation::Format => "format",
             Mutation::MinItems => "min_items",
             Mutation::MaxItems => "max_items",
             Mutation::UniqueItems => "unique_items",
@@ -181,6 +183,14 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             Mutation::Pattern,
             pointer,
             Some(json!(" \u{7f}~no match~ ")),
+        );
+    }
+    if let Some(format) = schema.get("format").and_then(Value::as_str) {
+        // Dropped as dishonest when the validator only annotates formats.
+        emit(
+            Mutation::Format,
+            pointer,
+            Some(json!(format!("[not a {format}"))),
         );
     }
     if let Some(items) = value.as_array() {

@@ -2,6 +2,9 @@
 //! turns the correct calls into wrong ones and says what clue a helpful
 //! error message would contain (a JSON pointer, a property or tool name),
 //! so the feedback-aware model can tell whether the feedback names it.
+//! The schema-breaking operators draw their wrong arguments from the
+//! fuzzer's mutation operators (`fuzz::mutate`), so the harness and the
+//! fuzzer speak one vocabulary.
 
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -9,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::{MalformedCall, ParsedCall, ToolCall};
-use crate::fuzz::mutate::other_type;
+use crate::fuzz::mutate::{self, Mutation as SchemaMutation};
 use crate::tool::Registry;
 
 /// One way to be wrong.
@@ -43,6 +46,25 @@ impl Operator {
         Operator::UnwantedCall,
         Operator::MissingParallelCall,
     ];
+
+    /// The fuzzer's mutations this operator draws from (empty: it breaks
+    /// something other than the schema).
+    pub fn schema_mutations(self) -> &'static [SchemaMutation] {
+        match self {
+            Operator::WrongType => &[SchemaMutation::Type],
+            Operator::MissingRequired => &[SchemaMutation::Required],
+            Operator::EnumViolation => &[SchemaMutation::Enum],
+            Operator::OutOfRange => &[
+                SchemaMutation::Minimum,
+                SchemaMutation::Maximum,
+                SchemaMutation::ExclusiveMinimum,
+                SchemaMutation::ExclusiveMaximum,
+            ],
+            // Added even where the schema allows it: the verdict catches it then.
+            Operator::ExtraArgument => &[SchemaMutation::AdditionalProperties],
+            _ => &[],
+        }
+    }
 }
 
 /// Wrong calls and the clue that feedback must contain for a
@@ -121,7 +143,6 @@ fn break_call(
 ) -> Option<(ParsedCall, String)> {
     let tool = registry.lookup(&call.name)?;
     let schema = &registry.definition(tool).parameters;
-    let properties = schema.get("properties").and_then(Value::as_object);
     let args = call.arguments.as_object()?;
     let with_args = |arguments: Map<String, Value>| {
         ParsedCall::Ok(ToolCall {
@@ -129,73 +150,40 @@ fn break_call(
             ..call.clone()
         })
     };
-    // Validation operators must produce something the validator rejects.
-    let rejected = |arguments: &Map<String, Value>| {
-        !registry
-            .validator(tool)
-            .is_valid(&Value::Object(arguments.clone()))
-    };
     let keys: Vec<&String> = args.keys().collect();
     let pick = |rng: &mut StdRng, candidates: Vec<&String>| -> Option<String> {
         (!candidates.is_empty()).then(|| candidates[rng.random_range(0..candidates.len())].clone())
     };
 
     match operator {
-        Operator::WrongType => {
-            let candidates: Vec<&String> = keys
-                .iter()
-                .copied()
-                .filter(|k| {
-                    let mut mutated = args.clone();
-                    mutated.insert((*k).clone(), other_type(&args[*k]));
-                    rejected(&mutated)
-                })
+        Operator::WrongType
+        | Operator::MissingRequired
+        | Operator::EnumViolation
+        | Operator::OutOfRange => {
+            let candidates: Vec<mutate::Mutant> = mutate::mutants(schema, &call.arguments)
+                .into_iter()
+                .filter(|m| operator.schema_mutations().contains(&m.mutation))
+                // A model breaks an argument; whole-object breakage is BrokenJson's.
+                .filter(|m| !m.pointer.is_empty())
+                .filter(|m| !registry.validator(tool).is_valid(&m.instance))
                 .collect();
-            let key = pick(rng, candidates)?;
-            let mut mutated = args.clone();
-            mutated.insert(key.clone(), other_type(&args[&key]));
-            Some((with_args(mutated), format!("/{key}")))
-        }
-        Operator::MissingRequired => {
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let candidates: Vec<&String> = keys
-                .iter()
-                .copied()
-                .filter(|k| required.contains(&k.as_str()))
-                .collect();
-            let key = pick(rng, candidates)?;
-            let mut mutated = args.clone();
-            mutated.remove(&key);
-            rejected(&mutated).then(|| (with_args(mutated), format!("'{key}'")))
-        }
-        Operator::EnumViolation => {
-            let candidates: Vec<&String> = keys
-                .iter()
-                .copied()
-                .filter(|k| property(properties, k).is_some_and(|p| p.get("enum").is_some()))
-                .collect();
-            let key = pick(rng, candidates)?;
-            let mut mutated = args.clone();
-            mutated.insert(
-                key.clone(),
-                Value::String(format!("not_{}", plain(&args[&key]))),
-            );
-            rejected(&mutated).then(|| (with_args(mutated), format!("/{key}")))
-        }
-        Operator::OutOfRange => {
-            let candidates: Vec<&String> = keys
-                .iter()
-                .copied()
-                .filter(|k| out_of_range(property(properties, k)).is_some())
-                .collect();
-            let key = pick(rng, candidates)?;
-            let mut mutated = args.clone();
-            mutated.insert(key.clone(), out_of_range(property(properties, &key))?);
-            rejected(&mutated).then(|| (with_args(mutated), format!("/{key}")))
+            if candidates.is_empty() {
+                return None;
+            }
+            let mutant = candidates[rng.random_range(0..candidates.len())].clone();
+            // Feedback names a missing property by name, anything else by pointer.
+            let clue = match mutant.mutation {
+                SchemaMutation::Required => {
+                    let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
+                    format!("'{}'", key.replace("~1", "/").replace("~0", "~"))
+                }
+                _ => mutant.pointer.clone(),
+            };
+            let broken = ParsedCall::Ok(ToolCall {
+                arguments: mutant.instance,
+                ..call.clone()
+            });
+            Some((broken, clue))
         }
         Operator::ExtraArgument => {
             let mut mutated = args.clone();
@@ -243,35 +231,6 @@ fn break_call(
         }
         Operator::UnwantedCall | Operator::MissingParallelCall => None,
     }
-}
-
-fn property<'a>(properties: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a Value> {
-    properties?.get(key)
-}
-
-fn plain(value: &Value) -> String {
-    value
-        .as_str()
-        .map_or_else(|| value.to_string(), str::to_owned)
-}
-
-/// A number beyond the property's bounds, if it has any.
-fn out_of_range(property: Option<&Value>) -> Option<Value> {
-    let property = property?;
-    let bound = |key: &str| property.get(key).and_then(Value::as_f64);
-    let integer = property.get("type").and_then(Value::as_str) == Some("integer");
-    let value = if let Some(max) = bound("maximum").or(bound("exclusiveMaximum")) {
-        max + 1.0
-    } else if let Some(min) = bound("minimum").or(bound("exclusiveMinimum")) {
-        min - 1.0
-    } else {
-        return None;
-    };
-    Some(if integer && value.fract() == 0.0 {
-        Value::from(value as i64)
-    } else {
-        Value::from(value)
-    })
 }
 
 /// Swap two neighbouring letters (or drop one) so the name is close but wrong.
@@ -325,6 +284,31 @@ mod tests {
                 continue;
             };
             applied.push(operator);
+            // Schema operators send one of the fuzzer's mutants for that keyword.
+            if !operator.schema_mutations().is_empty() && operator != Operator::ExtraArgument {
+                let (broken, original) = mutation
+                    .calls
+                    .iter()
+                    .zip(&correct)
+                    .find_map(|(c, o)| match c {
+                        ParsedCall::Ok(c) if c.arguments != o.arguments => Some((c, o)),
+                        _ => None,
+                    })
+                    .unwrap();
+                assert!(
+                    mutate::mutants(
+                        &registry
+                            .definition(registry.lookup(&original.name).unwrap())
+                            .parameters,
+                        &original.arguments
+                    )
+                    .iter()
+                    .any(|m| operator.schema_mutations().contains(&m.mutation)
+                        && m.instance == broken.arguments),
+                    "{operator:?} sent {} which no fuzz mutant of its kind is",
+                    broken.arguments
+                );
+            }
             let correct_calls: Vec<ParsedCall> =
                 correct.iter().cloned().map(ParsedCall::Ok).collect();
             assert_ne!(mutation.calls, correct_calls, "{operator:?}");

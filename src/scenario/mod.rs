@@ -2,6 +2,7 @@
 //! JSON Schema `scenarios/scenario.schema.json`), loading a suite with
 //! located errors, and expectations (which calls count as correct).
 
+pub mod bfcl_rules;
 mod expect;
 mod load;
 mod locate;

@@ -15,7 +15,9 @@ use serde_json::Value;
 
 pub use builtin::{BUILTIN_NAMES, builtin_definition};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
-pub use registry::{Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState};
+pub use registry::{
+    Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
+};
 pub use sandbox::Sandbox;
 
 /// Default per-call timeout.

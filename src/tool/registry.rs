@@ -264,6 +264,15 @@ async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailu
     ToolFailure::new(kind, message.unwrap_or(default))
 }
 
+/// How every tool schema is compiled. `format` is asserted, not just
+/// annotated: a tool that declares `format: date` means it, and a model
+/// that sends "tomorrow" should hear so before the tool runs.
+pub fn schema_options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options()
+        .with_draft(draft)
+        .should_validate_formats(true)
+}
+
 fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
     let problem = |message: String| {
         RegistryError::Definitions(vec![DefinitionProblem {
@@ -273,8 +282,7 @@ fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
         }])
     };
     let draft = draft_of(&def.parameters).map_err(problem)?;
-    jsonschema::options()
-        .with_draft(draft)
+    schema_options(draft)
         .build(&def.parameters)
         .map_err(|e| problem(format!("cannot compile the schema: {e}")))
 }

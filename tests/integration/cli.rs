@@ -285,7 +285,97 @@ fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
         "--tools",
         "scenarios/examples/tools.json",
         "--validator",
-        "https://example.com",
+        "ftp://example.com",
     ]);
     assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("use builtin, cmd:PROGRAM or an http:// URL"));
+}
+
+/// Like tests/fixtures/weak_validator.sh, over HTTP: accepts any object
+/// with a "city" key.
+struct WeakHttpValidator;
+
+impl wiremock::Respond for WeakHttpValidator {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let ok = body.as_object().is_some_and(|o| o.contains_key("city"));
+        wiremock::ResponseTemplate::new(if ok { 204 } else { 422 })
+    }
+}
+
+async fn toolgauge_async(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        toolgauge(&args)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn fuzz_posts_each_instance_to_an_http_validator_and_finds_its_holes() {
+    use wiremock::matchers::{header, method, path};
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .and(path("/validate"))
+        .and(header("x-toolgauge-tool", "get_weather"))
+        .and(header("content-type", "application/json"))
+        .respond_with(WeakHttpValidator)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let args = |validator: String| {
+        [
+            "fuzz",
+            "--tools",
+            "scenarios/examples/tools.json",
+            "--cases",
+            "20",
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        .chain(["--out".to_owned(), dir.path().display().to_string()])
+        .chain(["--validator".to_owned(), validator])
+        .collect::<Vec<String>>()
+    };
+    let weak = toolgauge_async(args(format!("{}/validate", server.uri()))).await;
+    assert_eq!(weak.status.code(), Some(1), "{}", stderr(&weak));
+    assert!(stderr(&weak).contains("get_weather: a enum mutant at /units survived"));
+    // Every case arrived as its own POST with the instance as the body.
+    let requests = server.received_requests().await.unwrap();
+    assert!(requests.len() >= 40, "{} requests", requests.len());
+    assert!(
+        requests
+            .iter()
+            .any(|r| serde_json::from_slice::<Value>(&r.body).unwrap().is_array())
+    );
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    assert!(csv.contains("get_weather,valid,20,0,0,0,"), "{csv}");
+
+    // A validator that does not answer in time is an error, named.
+    let hung = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(30)),
+        )
+        .mount(&hung)
+        .await;
+    let mut hung_args = args(hung.uri());
+    hung_args.extend(["--case-timeout-ms".to_owned(), "100".to_owned()]);
+    let output = toolgauge_async(hung_args).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("did not answer within 100 ms"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Nothing listening: a clear error, not a verdict.
+    let refused = toolgauge_async(args("http://127.0.0.1:9/validate".to_owned())).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("127.0.0.1:9"),
+        "{}",
+        stderr(&refused)
+    );
 }

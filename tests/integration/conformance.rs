@@ -3,6 +3,7 @@
 //! Tests known to fail are listed, each with its reason, in
 //! tests/data/json-schema-test-suite-expected-failures.txt; the list must
 //! match exactly, so it cannot hide a new failure or outlive a fix.
+//! Schemas compile exactly as tool schemas do (`tool::schema_options`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,8 +39,7 @@ fn failures(suite: &Path, folder: &str, draft: Draft) -> (usize, Vec<String>) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let groups: Vec<Value> = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         for group in groups {
-            let compiled = jsonschema::options()
-                .with_draft(draft)
+            let compiled = toolgauge::tool::schema_options(draft)
                 .with_retriever(Remotes(suite.join("remotes")))
                 .build(&group["schema"]);
             for test in group["tests"].as_array().unwrap() {

@@ -1,5 +1,6 @@
 //! One integration-test binary; each module is a topic.
 
+mod bfcl;
 mod cli;
 mod conformance;
 mod corpus;
