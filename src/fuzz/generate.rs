@@ -122,9 +122,9 @@ fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
                 _ => {}
             }
             if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
-                && let Ok(strategy) = proptest::string::string_regex(
+                && let Ok(strategy) = proptest::string::string_regex(&ecma_classes(
                     pattern.trim_start_matches('^').trim_end_matches('$'),
-                )
+                ))
             {
                 return strategy.prop_map(Value::String).boxed();
             }
@@ -179,6 +179,30 @@ fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
                 .boxed()
         }
     }
+}
+
+/// JSON Schema patterns are ECMA-262 regexes, where `\d` and `\w` are
+/// ASCII; Rust's regex syntax makes them Unicode, and most Unicode digits
+/// drawn would then fail the pattern and be thrown away.
+fn ecma_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str("[0-9]"),
+            Some('w') => out.push_str("[A-Za-z0-9_]"),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// Up to `n` distinct-draw valid instances, deterministic from `seed`.

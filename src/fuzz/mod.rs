@@ -65,19 +65,21 @@ pub fn fuzz_schema(
         }
     }
     // Every operator gets its turn, so that `cases` covers every keyword
-    // rather than the first one found in each instance.
-    let mut by_kind: BTreeMap<Mutation, std::vec::IntoIter<Mutant>> = BTreeMap::new();
+    // rather than the first one found in each instance. Mutants are built
+    // only when their turn comes.
+    let mut by_kind: BTreeMap<Mutation, std::vec::IntoIter<(usize, mutate::Site)>> =
+        BTreeMap::new();
     {
-        let mut grouped: BTreeMap<Mutation, Vec<Mutant>> = BTreeMap::new();
-        for instance in &valid {
-            for mutant in mutate::mutants(schema, instance) {
-                grouped.entry(mutant.mutation).or_default().push(mutant);
+        let mut grouped: BTreeMap<Mutation, Vec<(usize, mutate::Site)>> = BTreeMap::new();
+        for (i, instance) in valid.iter().enumerate() {
+            for site in mutate::sites(schema, instance) {
+                grouped.entry(site.mutation).or_default().push((i, site));
             }
         }
         by_kind.extend(
             grouped
                 .into_iter()
-                .map(|(kind, mutants)| (kind, mutants.into_iter())),
+                .map(|(kind, sites)| (kind, sites.into_iter())),
         );
     }
     // The same mutant from two instances (say, "not an object") counts once.
@@ -86,7 +88,10 @@ pub fn fuzz_schema(
     while made < cases && !by_kind.is_empty() {
         by_kind.retain(|_, queue| queue.len() > 0);
         for queue in by_kind.values_mut() {
-            let Some(mutant) = queue.next() else { continue };
+            let Some((i, site)) = queue.next() else {
+                continue;
+            };
+            let mutant = site.apply(&valid[i]);
             if reference.is_valid(&mutant.instance) || !seen.insert(mutant.instance.to_string()) {
                 continue; // still valid (not a mutant at all), or already tried
             }
@@ -177,6 +182,19 @@ mod tests {
                 "no {mutation:?} mutant"
             );
         }
+    }
+
+    #[test]
+    fn pattern_digits_are_ascii_so_no_draw_is_wasted() {
+        let schema = json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^ORD-\\d{6}$"}}, "required": ["id"]});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let instances = generate::valid_instances(&schema, &validator, 200, 1);
+        assert_eq!(instances.len(), 200);
+        assert!(
+            instances
+                .iter()
+                .all(|v| v["id"].as_str().unwrap().is_ascii())
+        );
     }
 
     #[test]

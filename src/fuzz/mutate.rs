@@ -3,7 +3,7 @@
 //! top level or at any nested path, and says which pointer it broke.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The keyword a mutant breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -63,48 +63,86 @@ pub struct Mutant {
     pub instance: Value,
 }
 
-/// Every mutant the schema allows for this valid instance, at every path.
-pub fn mutants(schema: &Value, instance: &Value) -> Vec<Mutant> {
+/// Where and how one mutant breaks an instance, before it is built: the
+/// fuzzer makes many sites and builds only the mutants it uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    pub mutation: Mutation,
+    pub pointer: String,
+    edit: Edit,
+}
+
+/// What a site does to the value at its pointer.
+#[derive(Debug, Clone, PartialEq)]
+enum Edit {
+    Replace(Value),
+    Remove,
+    /// Add a property of this name to the object (cloned only when built).
+    AddProperty(String),
+}
+
+impl Site {
+    /// The mutant of `instance` (the instance the site was found in).
+    pub fn apply(&self, instance: &Value) -> Mutant {
+        Mutant {
+            mutation: self.mutation,
+            pointer: self.pointer.clone(),
+            instance: apply_edit(instance, &self.pointer, &self.edit),
+        }
+    }
+}
+
+/// Every mutation site the schema allows for this valid instance, at every path.
+pub fn sites(schema: &Value, instance: &Value) -> Vec<Site> {
     let mut found = vec![];
     for not_object in [json!([]), json!("arguments"), json!(1)] {
-        found.push(Mutant {
+        found.push(Site {
             mutation: Mutation::NotAnObject,
             pointer: String::new(),
-            instance: not_object,
+            edit: Edit::Replace(not_object),
         });
     }
-    walk(
-        schema,
-        instance,
-        "",
-        &mut |mutation, pointer, replacement| {
-            found.push(Mutant {
-                mutation,
-                pointer: pointer.to_owned(),
-                instance: replace(instance, pointer, replacement),
-            });
-        },
-    );
+    walk(schema, instance, "", &mut |mutation, pointer, edit| {
+        found.push(Site {
+            mutation,
+            pointer: pointer.to_owned(),
+            edit,
+        });
+    });
     found
 }
 
-/// `replacement` None removes the value at `pointer`.
-fn replace(instance: &Value, pointer: &str, replacement: Option<Value>) -> Value {
+/// Every mutant the schema allows for this valid instance, at every path.
+pub fn mutants(schema: &Value, instance: &Value) -> Vec<Mutant> {
+    sites(schema, instance)
+        .iter()
+        .map(|site| site.apply(instance))
+        .collect()
+}
+
+fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
+    if pointer.is_empty()
+        && let Edit::Replace(value) = edit
+    {
+        return value.clone();
+    }
     let mut copy = instance.clone();
-    match replacement {
-        Some(value) => {
-            if pointer.is_empty() {
-                return value;
-            }
+    match edit {
+        Edit::Replace(value) => {
             if let Some(slot) = copy.pointer_mut(pointer) {
-                *slot = value;
+                *slot = value.clone();
             }
         }
-        None => {
+        Edit::Remove => {
             let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
             let key = key.replace("~1", "/").replace("~0", "~");
             if let Some(Value::Object(map)) = copy.pointer_mut(parent) {
                 map.remove(&key);
+            }
+        }
+        Edit::AddProperty(name) => {
+            if let Some(Value::Object(map)) = copy.pointer_mut(pointer) {
+                map.insert(name.clone(), json!(true));
             }
         }
     }
@@ -115,7 +153,7 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-type Emit<'e> = dyn FnMut(Mutation, &str, Option<Value>) + 'e;
+type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;
 
 fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     let Some(schema) = schema.as_object() else {
@@ -125,17 +163,21 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     let count = |key: &str| schema.get(key).and_then(Value::as_u64);
 
     if schema.contains_key("type") {
-        emit(Mutation::Type, pointer, Some(other_type(value)));
+        emit(Mutation::Type, pointer, Edit::Replace(other_type(value)));
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         let mut candidate = json!("not_an_allowed_value");
         while options.contains(&candidate) {
             candidate = json!(format!("{}_", candidate.as_str().unwrap_or_default()));
         }
-        emit(Mutation::Enum, pointer, Some(candidate));
+        emit(Mutation::Enum, pointer, Edit::Replace(candidate));
     }
     if let Some(expected) = schema.get("const") {
-        emit(Mutation::Const, pointer, Some(json!({"not": expected})));
+        emit(
+            Mutation::Const,
+            pointer,
+            Edit::Replace(json!({"not": expected})),
+        );
     }
     let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
     let as_number = |x: f64| {
@@ -146,43 +188,59 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
         }
     };
     if let Some(min) = number("minimum") {
-        emit(Mutation::Minimum, pointer, Some(as_number(min - 1.0)));
+        emit(
+            Mutation::Minimum,
+            pointer,
+            Edit::Replace(as_number(min - 1.0)),
+        );
     }
     if let Some(max) = number("maximum") {
-        emit(Mutation::Maximum, pointer, Some(as_number(max + 1.0)));
+        emit(
+            Mutation::Maximum,
+            pointer,
+            Edit::Replace(as_number(max + 1.0)),
+        );
     }
     if let Some(min) = number("exclusiveMinimum") {
-        emit(Mutation::ExclusiveMinimum, pointer, Some(as_number(min)));
+        emit(
+            Mutation::ExclusiveMinimum,
+            pointer,
+            Edit::Replace(as_number(min)),
+        );
     }
     if let Some(max) = number("exclusiveMaximum") {
-        emit(Mutation::ExclusiveMaximum, pointer, Some(as_number(max)));
+        emit(
+            Mutation::ExclusiveMaximum,
+            pointer,
+            Edit::Replace(as_number(max)),
+        );
     }
     if let (Some(step), Some(current)) = (number("multipleOf"), value.as_f64()) {
         emit(
             Mutation::MultipleOf,
             pointer,
-            Some(json!(current + step / 2.0)),
+            Edit::Replace(json!(current + step / 2.0)),
         );
     }
     if let Some(min) = count("minLength").filter(|m| *m > 0) {
         emit(
             Mutation::MinLength,
             pointer,
-            Some(json!("x".repeat(min as usize - 1))),
+            Edit::Replace(json!("x".repeat(min as usize - 1))),
         );
     }
     if let Some(max) = count("maxLength") {
         emit(
             Mutation::MaxLength,
             pointer,
-            Some(json!("x".repeat(max as usize + 1))),
+            Edit::Replace(json!("x".repeat(max as usize + 1))),
         );
     }
     if schema.contains_key("pattern") {
         emit(
             Mutation::Pattern,
             pointer,
-            Some(json!(" \u{7f}~no match~ ")),
+            Edit::Replace(json!(" \u{7f}~no match~ ")),
         );
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
@@ -190,7 +248,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
         emit(
             Mutation::Format,
             pointer,
-            Some(json!(format!("[not a {format}"))),
+            Edit::Replace(json!(format!("[not a {format}"))),
         );
     }
     if let Some(items) = value.as_array() {
@@ -198,7 +256,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             emit(
                 Mutation::MinItems,
                 pointer,
-                Some(Value::Array(
+                Edit::Replace(Value::Array(
                     items.iter().take(min as usize - 1).cloned().collect(),
                 )),
             );
@@ -207,14 +265,22 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             let filler = items.first().cloned().unwrap_or(Value::Null);
             let mut longer = items.clone();
             longer.resize(max as usize + 1, filler);
-            emit(Mutation::MaxItems, pointer, Some(Value::Array(longer)));
+            emit(
+                Mutation::MaxItems,
+                pointer,
+                Edit::Replace(Value::Array(longer)),
+            );
         }
         if schema.get("uniqueItems") == Some(&Value::Bool(true))
             && let Some(first) = items.first()
         {
             let mut doubled = items.clone();
             doubled.push(first.clone());
-            emit(Mutation::UniqueItems, pointer, Some(Value::Array(doubled)));
+            emit(
+                Mutation::UniqueItems,
+                pointer,
+                Edit::Replace(Value::Array(doubled)),
+            );
         }
         if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
             for (i, item) in items.iter().enumerate() {
@@ -235,21 +301,19 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
                 emit(
                     Mutation::Required,
                     &format!("{pointer}/{}", escape(name)),
-                    None,
+                    Edit::Remove,
                 );
             }
         }
         if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-            let mut extra: Map<String, Value> = object.clone();
             let mut name = "unexpected_property".to_owned();
-            while extra.contains_key(&name) || properties.is_some_and(|p| p.contains_key(&name)) {
+            while object.contains_key(&name) || properties.is_some_and(|p| p.contains_key(&name)) {
                 name.push('_');
             }
-            extra.insert(name, json!(true));
             emit(
                 Mutation::AdditionalProperties,
                 pointer,
-                Some(Value::Object(extra)),
+                Edit::AddProperty(name),
             );
         }
         if let Some(properties) = properties {
