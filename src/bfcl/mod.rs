@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod dialect;
+pub mod import;
 
 use std::path::{Path, PathBuf};
 

@@ -10,6 +10,7 @@ mod bench_report;
 mod check_tools;
 mod exec;
 mod fuzz;
+mod import;
 mod report;
 mod run;
 
@@ -21,6 +22,7 @@ pub use bench_report::BenchReportArgs;
 pub use check_tools::CheckToolsArgs;
 pub use exec::ExecArgs;
 pub use fuzz::FuzzArgs;
+pub use import::ImportArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 
@@ -48,6 +50,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Fuzz tool validators with generated valid and invalid arguments.
     Fuzz(FuzzArgs),
+    /// Convert an external benchmark's entries into scenario files.
+    Import(ImportArgs),
     /// Write reports/bench.csv and bench.md from criterion's results and the Node anchor's.
     BenchReport(BenchReportArgs),
 }
@@ -88,5 +92,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Report(args) => report::run(&args),
         Command::BenchReport(args) => bench_report::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Import(args) => import::run(&args),
     }
 }

@@ -33,7 +33,8 @@ pub struct RunArgs {
     /// `examples/` are skipped), or one scenario file.
     #[arg(value_name = "SUITE")]
     pub suite: PathBuf,
-    /// Model files, or folders of them. Default: SUITE/models.
+    /// Model files, or folders of them. Default: the nearest models/ folder
+    /// in SUITE or above it.
     #[arg(long = "models", value_name = "PATH")]
     pub models: Vec<PathBuf>,
     /// Trials per model x scenario.
@@ -109,6 +110,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         ))
     })?;
 
+    for model in &models {
+        let missing = model.unanswerable(&scenarios);
+        if let Some(first) = missing.first() {
+            return Err(CliError(format!(
+                "model {:?} has no recorded result for {} scenario(s), e.g. {first:?}; \
+                 run only the scenarios its result file covers",
+                model.name(),
+                missing.len()
+            )));
+        }
+    }
     let plan = RunPlan {
         scenarios,
         models,
@@ -223,11 +235,14 @@ fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
 
 fn load_models(args: &RunArgs) -> Result<Vec<Model>, CliError> {
     let sources = if args.models.is_empty() {
-        let default = if args.suite.is_dir() {
-            args.suite.join("models")
-        } else {
-            PathBuf::from("scenarios/models")
-        };
+        // The nearest `models/` folder: the suite's own, or a parent's
+        // (`run scenarios/bfcl` finds scenarios/models).
+        let default = args
+            .suite
+            .ancestors()
+            .map(|dir| dir.join("models"))
+            .find(|models| models.is_dir())
+            .unwrap_or_else(|| PathBuf::from("scenarios/models"));
         vec![default]
     } else {
         args.models.clone()

@@ -114,13 +114,20 @@ impl RunPlan {
         splitmix(hash ^ u64::from(job.trial))
     }
 
+    /// How many attempts a trial of this model on this scenario gets: the
+    /// scenario's `max_retries`, unless the model answers only once.
+    pub fn max_attempts(&self, model: usize, scenario: usize) -> u32 {
+        let allowed = self.scenarios[scenario].max_retries;
+        self.models[model]
+            .max_attempts()
+            .map_or(allowed, |m| m.min(allowed))
+    }
+
     pub fn cell_stats(&self) -> Vec<Vec<CellStats>> {
-        self.models
-            .iter()
-            .map(|_| {
-                self.scenarios
-                    .iter()
-                    .map(|s| CellStats::new(s.max_retries))
+        (0..self.models.len())
+            .map(|m| {
+                (0..self.scenarios.len())
+                    .map(|s| CellStats::new(self.max_attempts(m, s)))
                     .collect()
             })
             .collect()
@@ -207,9 +214,10 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
         .new_state_seeded(splitmix(plan.trial_seed(job) ^ 0x746f_6f6c));
     let pipeline = Pipeline::new(scenario.registry.clone(), plan.exec);
     let mut feedback: Vec<ToolResult> = Vec::new();
-    let mut attempts = Vec::with_capacity(scenario.max_retries as usize);
+    let max_attempts = plan.max_attempts(job.model, job.scenario);
+    let mut attempts = Vec::with_capacity(max_attempts as usize);
 
-    for attempt in 1..=scenario.max_retries {
+    for attempt in 1..=max_attempts {
         let reply = model.respond(&mut model_trial, scenario, attempt, &feedback);
         let asked = Instant::now();
         if !reply.latency.is_zero() {
@@ -223,6 +231,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
                     attempt,
                     success: false,
                     failures: vec!["bad_response"],
+                    reason: None,
                     calls: 0,
                     model_time,
                     tool_time: Duration::ZERO,
@@ -243,10 +252,21 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
                         failures.push(verdict.as_str());
                     }
                 }
+                // Under BFCL rules a failed attempt also says why in BFCL's
+                // words, whichever stage caught it.
+                let reason = if failures.is_empty() {
+                    None
+                } else {
+                    scenario
+                        .expectation
+                        .reason(&parsed.calls)
+                        .map(|r| r.as_str())
+                };
                 let record = AttemptRecord {
                     attempt,
                     success: failures.is_empty(),
                     failures,
+                    reason,
                     calls: parsed.calls.len() as u32,
                     model_time,
                     tool_time: batch.makespan,

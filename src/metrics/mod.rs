@@ -20,6 +20,8 @@ pub struct AttemptRecord {
     pub success: bool,
     /// Every failure of the attempt by kind (`validation`, `wrong_call`, ...).
     pub failures: Vec<&'static str>,
+    /// Why the calls did not match, in BFCL's words (BFCL-rules scenarios).
+    pub reason: Option<&'static str>,
     pub calls: u32,
     pub model_time: Duration,
     /// The batch's makespan as scheduled.
@@ -234,6 +236,7 @@ mod tests {
             attempt: n,
             success,
             failures: failures.to_vec(),
+            reason: None,
             calls: 3,
             model_time: Duration::from_millis(100),
             tool_time: Duration::from_millis(100),

@@ -3,12 +3,14 @@
 //! operators) and `feedback-aware` (like stochastic, but it can only fix
 //! what the feedback names). Mock models answer in a provider's wire
 //! format so that Parse runs on every turn, and are deterministic from
-//! their seed.
+//! their seed. `bfcl-results` replays a published BFCL run.
 
+mod bfcl_results;
 pub mod operators;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -18,9 +20,10 @@ use serde_json::Value;
 
 use crate::call::{MalformedCall, ParsedCall, ToolCall, ToolResult};
 use crate::provider::Provider;
-use crate::scenario::Scenario;
+use crate::scenario::{Expectation, Scenario};
 use crate::source::{self, FileError};
 
+pub use bfcl_results::BfclResults;
 pub use operators::Operator;
 
 /// A model file (`scenarios/models/*.json`).
@@ -34,6 +37,10 @@ pub struct ModelFile {
     pub provider: Provider,
     #[serde(default)]
     pub parameters: Parameters,
+    /// `bfcl-results`: the BFCL result file (JSON Lines), relative to the
+    /// model file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<PathBuf>,
 }
 
 fn default_provider() -> Provider {
@@ -46,6 +53,8 @@ pub enum ModelKind {
     Scripted,
     Stochastic,
     FeedbackAware,
+    /// Answers each BFCL entry with a published run's output, once.
+    BfclResults,
 }
 
 /// How a mock behaves.
@@ -104,6 +113,7 @@ pub enum ModelError {
 pub struct Model {
     pub file: ModelFile,
     weights: Vec<(Operator, f64)>,
+    bfcl_results: Option<Arc<BfclResults>>,
 }
 
 /// What a model keeps between the attempts of one trial.
@@ -139,16 +149,52 @@ impl Model {
         if weights.iter().all(|(_, w)| *w == 0.0) {
             return Err("at least one operator needs a weight above 0".to_owned());
         }
-        Ok(Model { file, weights })
+        let bfcl_results = match (file.kind, &file.results) {
+            (ModelKind::BfclResults, Some(path)) => Some(Arc::new(BfclResults::load(path)?)),
+            (ModelKind::BfclResults, None) => {
+                return Err(
+                    "a bfcl-results model needs \"results\": the BFCL result file".to_owned(),
+                );
+            }
+            (_, Some(_)) => return Err("\"results\" is only for bfcl-results models".to_owned()),
+            (_, None) => None,
+        };
+        Ok(Model {
+            file,
+            weights,
+            bfcl_results,
+        })
     }
 
-    /// Read a model file.
+    /// Read a model file; a `results` path is relative to it.
     pub fn load(path: &Path) -> Result<Model, ModelError> {
-        let file: ModelFile = source::read_json(path)?;
+        let mut file: ModelFile = source::read_json(path)?;
+        if let (Some(results), Some(dir)) = (&file.results, path.parent()) {
+            file.results = Some(dir.join(results));
+        }
         Model::new(file).map_err(|message| ModelError::Invalid {
             path: path.to_owned(),
             message,
         })
+    }
+
+    /// At most this many attempts per trial (`None`: the scenario decides).
+    /// A replayed run has one answer per entry.
+    pub fn max_attempts(&self) -> Option<u32> {
+        (self.file.kind == ModelKind::BfclResults).then_some(1)
+    }
+
+    /// The scenarios this model cannot answer (a result file without
+    /// their entry); empty for mocks.
+    pub fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {
+        match &self.bfcl_results {
+            Some(results) => scenarios
+                .iter()
+                .map(|s| s.name.as_str())
+                .filter(|name| !results.contains(name))
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -187,6 +233,13 @@ impl Model {
             ModelKind::Stochastic | ModelKind::FeedbackAware => {
                 self.stochastic_turn(trial, scenario, attempt, feedback)
             }
+            ModelKind::BfclResults => (
+                String::new(),
+                self.bfcl_results
+                    .as_ref()
+                    .map(|r| r.calls(&scenario.name))
+                    .unwrap_or_default(),
+            ),
         };
         let body = serde_json::to_vec(&self.provider().format_response(&text, &calls))
             .expect("a response value serializes");
@@ -259,6 +312,9 @@ impl Model {
 
 /// The calls a correct model makes on `attempt`.
 fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
+    if let Expectation::AnyCall = scenario.expectation {
+        return any_call(scenario, attempt).into_iter().collect();
+    }
     scenario
         .expectation
         .expected_calls()
@@ -270,6 +326,20 @@ fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
             arguments: Value::Object(expected.arguments.example()),
         })
         .collect()
+}
+
+/// Where any call is right: the first tool, with generated valid arguments.
+fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
+    let registry = &scenario.registry;
+    let def = registry.definitions().next()?;
+    let validator = registry.validator(registry.lookup(&def.name)?);
+    let arguments =
+        crate::fuzz::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
+    Some(ToolCall {
+        id: format!("call_{attempt}_0"),
+        name: def.name.clone(),
+        arguments,
+    })
 }
 
 /// The scenario's script for `attempt` (the last turn repeats); without a

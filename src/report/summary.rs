@@ -227,6 +227,9 @@ fn total(cells: &[CellStats]) -> CellStats {
 
 /// Write every summary file into `out`; return the threshold violations
 /// and the key table (also in summary.md) for the terminal.
+/// The most model x scenario rows printed on the terminal.
+const MAX_PRINTED_ROWS: usize = 200;
+
 pub fn write_summaries(
     plan: &RunPlan,
     aggregate: &Aggregate,
@@ -355,7 +358,17 @@ pub fn write_summaries(
     write_csv(&out.join("pass_k.csv"), pass_k_rows)?;
     std::fs::write(out.join("summary.md"), markdown)?;
     std::fs::write(out.join("junit.xml"), junit)?;
-    Ok((violations, table))
+    // A big suite's per-scenario table would scroll away: print the models.
+    let printed = if summary_rows.len() <= MAX_PRINTED_ROWS {
+        table
+    } else {
+        format!(
+            "{}\n{} model x scenario rows are in summary.md and summary.csv.",
+            models_table(&model_rows),
+            summary_rows.len()
+        )
+    };
+    Ok((violations, printed))
 }
 
 fn percent(x: f64) -> String {
@@ -395,22 +408,10 @@ fn key_table(rows: &[SummaryRow]) -> String {
     t
 }
 
-fn markdown(
-    plan: &RunPlan,
-    table: &str,
-    models: &[ModelRow],
-    comparisons: &[ComparisonRow],
-    corrections: &[SelfCorrectionRow],
-    violations: &[Violation],
-) -> String {
-    let mut md = format!(
-        "# toolgauge run\n\n{} model(s) x {} scenario(s) x {} trial(s), seed {}, feedback {}, clock {}.\n\n## Models\n\n| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
-        plan.models.len(),
-        plan.scenarios.len(),
-        plan.trials,
-        plan.seed,
-        serde_name(&plan.feedback),
-        serde_name(&plan.clock)
+/// The per-model table (summary.md, and the terminal for big suites).
+fn models_table(models: &[ModelRow]) -> String {
+    let mut md = String::from(
+        "| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
     );
     for m in models {
         let _ = writeln!(
@@ -427,6 +428,27 @@ fn markdown(
                 .map_or("-".to_owned(), |a| format!("{a:.2}"))
         );
     }
+    md
+}
+
+fn markdown(
+    plan: &RunPlan,
+    table: &str,
+    models: &[ModelRow],
+    comparisons: &[ComparisonRow],
+    corrections: &[SelfCorrectionRow],
+    violations: &[Violation],
+) -> String {
+    let mut md = format!(
+        "# toolgauge run\n\n{} model(s) x {} scenario(s) x {} trial(s), seed {}, feedback {}, clock {}.\n\n## Models\n\n{}",
+        plan.models.len(),
+        plan.scenarios.len(),
+        plan.trials,
+        plan.seed,
+        serde_name(&plan.feedback),
+        serde_name(&plan.clock),
+        models_table(models)
+    );
     if !comparisons.is_empty() {
         md.push_str("\n## Comparisons (paired, McNemar)\n\n| A | B | A | B | difference | only A | only B | p | significant |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
         for c in comparisons {

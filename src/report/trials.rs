@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::call::ErrorKind;
 use crate::harness::{RunPlan, TrialSink};
 use crate::metrics::{AttemptRecord, TrialRecord};
+use crate::scenario::bfcl_rules::Reason;
 
 /// The column contract of trials.csv.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +23,9 @@ pub struct TrialRow {
     pub trial_success: bool,
     /// Failure kinds of the attempt, `;`-separated, one per failed call.
     pub failures: String,
+    /// BFCL-rules scenarios: why the calls did not match, in BFCL's words.
+    #[serde(default)]
+    pub reason: String,
     pub calls: u32,
     pub model_ms: f64,
     pub tool_ms: f64,
@@ -73,6 +77,7 @@ pub fn rows(plan: &RunPlan, record: &TrialRecord) -> impl Iterator<Item = TrialR
         attempt_success: a.success,
         trial_success,
         failures: a.failures.join(";"),
+        reason: a.reason.unwrap_or_default().to_owned(),
         calls: a.calls,
         model_ms: millis(a.model_time),
         tool_ms: millis(a.tool_time),
@@ -131,7 +136,7 @@ impl<'p> TrialReader<'p> {
     /// A trial is complete when it succeeded or used every attempt.
     fn complete(&self, record: &TrialRecord) -> bool {
         record.success()
-            || record.attempts.len() as u32 >= self.plan.scenarios[record.scenario].max_retries
+            || record.attempts.len() as u32 >= self.plan.max_attempts(record.model, record.scenario)
     }
 
     fn convert(&self, row: TrialRow) -> io::Result<(usize, usize, u32, AttemptRecord)> {
@@ -155,10 +160,19 @@ impl<'p> TrialReader<'p> {
             .filter(|f| !f.is_empty())
             .map(|f| static_kind(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
+        let reason = match row.reason.as_str() {
+            "" => None,
+            text => Some(
+                Reason::parse(text)
+                    .map(Reason::as_str)
+                    .ok_or_else(|| unknown("reason", text))?,
+            ),
+        };
         let attempt = AttemptRecord {
             attempt: row.attempt,
             success: row.attempt_success,
             failures,
+            reason,
             calls: row.calls,
             model_time: duration(row.model_ms),
             tool_time: duration(row.tool_ms),

@@ -20,10 +20,12 @@ pub enum Reason {
     ValueDict,
     ValueOthers,
     CannotFindMatch,
+    /// A call whose arguments could not be read at all.
+    DecoderFailed,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::WrongCount,
         Reason::WrongFuncName,
         Reason::MissingRequired,
@@ -35,6 +37,7 @@ impl Reason {
         Reason::ValueDict,
         Reason::ValueOthers,
         Reason::CannotFindMatch,
+        Reason::DecoderFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +53,7 @@ impl Reason {
             Reason::ValueDict => "value_error:dict",
             Reason::ValueOthers => "value_error:others",
             Reason::CannotFindMatch => "cannot_find_match",
+            Reason::DecoderFailed => "decoder_failed",
         }
     }
 
@@ -136,7 +140,10 @@ impl BfclCall {
             }
             let accepted = options.iter().filter(|o| !is_omission(o)).any(|option| {
                 if self.source_text {
-                    same_string(&source_text(option), value.as_str().unwrap_or_default())
+                    same_string(
+                        &source_text(&resolve(option)),
+                        value.as_str().unwrap_or_default(),
+                    )
                 } else {
                     same_value(option, value)
                 }

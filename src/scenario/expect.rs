@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use super::bfcl_rules::{BfclCall, Reason};
 use super::matcher::ArgumentMatchers;
 use crate::call::ParsedCall;
 
@@ -15,10 +16,36 @@ pub enum Order {
     Any,
 }
 
+/// How expected calls are matched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rules {
+    /// Values and matchers (`scenario::matcher`).
+    #[default]
+    Exact,
+    /// BFCL's rules (`scenario::bfcl_rules`).
+    Bfcl,
+}
+
 #[derive(Debug, Clone)]
 pub struct ExpectedCall {
     pub name: String,
+    /// The arguments' matchers; under BFCL rules, only the example values.
     pub arguments: ArgumentMatchers,
+    /// Set under BFCL rules: the call is judged by them.
+    pub bfcl: Option<BfclCall>,
+}
+
+impl ExpectedCall {
+    fn fits(&self, call: &ParsedCall) -> bool {
+        match (call, &self.bfcl) {
+            (ParsedCall::Ok(call), Some(rule)) => rule.check(&call.name, &call.arguments).is_ok(),
+            (ParsedCall::Ok(call), None) => {
+                call.name == self.name && self.arguments.matches(&call.arguments)
+            }
+            (ParsedCall::Malformed(_), _) => false,
+        }
+    }
 }
 
 /// What a correct turn looks like.
@@ -26,6 +53,8 @@ pub struct ExpectedCall {
 pub enum Expectation {
     /// Calling any tool is wrong.
     NoCall,
+    /// Any call is right; no call is wrong.
+    AnyCall,
     Calls {
         calls: Vec<ExpectedCall>,
         order: Order,
@@ -61,6 +90,8 @@ impl Expectation {
         match self {
             Expectation::NoCall if calls.is_empty() => Verdict::Match,
             Expectation::NoCall => Verdict::UnexpectedCall,
+            Expectation::AnyCall if calls.is_empty() => Verdict::MissingCall,
+            Expectation::AnyCall => Verdict::Match,
             Expectation::Calls {
                 calls: expected,
                 order,
@@ -71,12 +102,7 @@ impl Expectation {
                 if calls.len() > expected.len() {
                     return Verdict::UnexpectedCall;
                 }
-                let fits = |e: &ExpectedCall, c: &ParsedCall| match c {
-                    ParsedCall::Ok(call) => {
-                        call.name == e.name && e.arguments.matches(&call.arguments)
-                    }
-                    ParsedCall::Malformed(_) => false,
-                };
+                let fits = |e: &ExpectedCall, c: &ParsedCall| e.fits(c);
                 let matched = match order {
                     Order::Strict => expected.iter().zip(calls).all(|(e, c)| fits(e, c)),
                     Order::Any => {
@@ -93,10 +119,38 @@ impl Expectation {
         }
     }
 
+    /// Why the calls do not match, in BFCL's words, for expectations under
+    /// BFCL rules (`None` otherwise, and when they match).
+    pub fn reason(&self, calls: &[ParsedCall]) -> Option<Reason> {
+        let Expectation::Calls {
+            calls: expected, ..
+        } = self
+        else {
+            return None;
+        };
+        if expected.iter().any(|e| e.bfcl.is_none()) {
+            return None;
+        }
+        if calls.len() != expected.len() {
+            return Some(Reason::WrongCount);
+        }
+        if let ([one], [call]) = (expected.as_slice(), calls) {
+            let rule = one.bfcl.as_ref()?;
+            return match call {
+                ParsedCall::Ok(call) => rule.check(&call.name, &call.arguments).err(),
+                ParsedCall::Malformed(_) => Some(Reason::DecoderFailed),
+            };
+        }
+        if calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_))) {
+            return Some(Reason::DecoderFailed);
+        }
+        (self.verdict(calls) != Verdict::Match).then_some(Reason::CannotFindMatch)
+    }
+
     /// The calls a correct model makes (for mocks): names and example arguments.
     pub fn expected_calls(&self) -> &[ExpectedCall] {
         match self {
-            Expectation::NoCall => &[],
+            Expectation::NoCall | Expectation::AnyCall => &[],
             Expectation::Calls { calls, .. } => calls,
         }
     }
@@ -134,6 +188,7 @@ mod tests {
         ExpectedCall {
             name: name.into(),
             arguments: ArgumentMatchers::from_map(args.as_object().unwrap()).unwrap(),
+            bfcl: None,
         }
     }
 

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::tool::{Registry, ToolDef};
 
-pub use expect::{Expectation, ExpectedCall, Order, Verdict};
+pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
 pub use load::{LoadError, SCENARIO_SCHEMA, load_scenario, load_suite};
 
 /// The default number of attempts a model gets.
@@ -67,6 +67,10 @@ pub struct ExpectFile {
     pub order: Order,
     #[serde(default)]
     pub no_call: bool,
+    #[serde(default)]
+    pub any_call: bool,
+    #[serde(default)]
+    pub rules: Rules,
 }
 
 #[derive(Debug, Clone, Deserialize)]

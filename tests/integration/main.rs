@@ -1,6 +1,7 @@
 //! One integration-test binary; each module is a topic.
 
 mod bfcl;
+mod bfcl_import;
 mod cli;
 mod conformance;
 mod corpus;

@@ -19,7 +19,7 @@ const FILES: [&str; 9] = [
 ];
 
 fn run_into(out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec!["run", "scenarios/", "--trials", "6", "--quiet"];
+    let mut args = vec!["run", "scenarios/starter", "--trials", "6", "--quiet"];
     if !extra.contains(&"--seed") {
         args.extend_from_slice(&["--seed", "11"]);
     }
@@ -60,7 +60,7 @@ fn seeded_runs_write_identical_reports() {
     // run.json records the concurrency; everything else is the same.
     assert_same(&a, &b, &FILES[..8]);
     let trials = read(&a, "trials.csv");
-    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,calls,model_ms,tool_ms,serial_ms,ideal_ms\n"));
+    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms\n"));
     // 4 models x 35 scenarios x 6 trials, in order, each trial once.
     let summary = read(&a, "summary.csv");
     assert_eq!(summary.lines().count(), 1 + 4 * 35);
@@ -163,7 +163,7 @@ fn thresholds_fail_the_run_with_exit_1_and_compare_flags_drops() {
         &[
             &[
                 "run",
-                "scenarios/",
+                "scenarios/starter",
                 "--quiet",
                 "--out",
                 good.to_str().unwrap(),
@@ -178,7 +178,7 @@ fn thresholds_fail_the_run_with_exit_1_and_compare_flags_drops() {
         &[
             &[
                 "run",
-                "scenarios/",
+                "scenarios/starter",
                 "--quiet",
                 "--feedback",
                 "bare",

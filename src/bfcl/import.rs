@@ -1,0 +1,141 @@
+//! BFCL entries as toolgauge scenario files: function docs become tools
+//! (see `dialect`), the question becomes the opening messages, possible
+//! answers become BFCL-rules expectations, and irrelevance entries expect
+//! no call.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::answer::ground_truth_calls;
+use super::dialect::{Values, to_tool};
+use super::{AnswerEntry, BfclError, Entry, Language, category_of, read_jsonl};
+use crate::tool::{Effect, Latency, LatencyDistribution, Simulate};
+
+/// Categories whose entries expect no call, and the one where any call is right.
+const NO_CALL: [&str; 2] = ["irrelevance", "live_irrelevance"];
+const ANY_CALL: &str = "live_relevance";
+
+/// What an import wrote.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub written: usize,
+    pub by_category: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Bfcl(#[from] BfclError),
+    #[error("{id}: {message}")]
+    Entry { id: String, message: String },
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The possible-answer file BFCL keeps beside a question file:
+/// `possible_answer/<same name>`.
+pub fn default_answers(questions: &Path) -> PathBuf {
+    let name = questions.file_name().unwrap_or_default();
+    questions
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("possible_answer")
+        .join(name)
+}
+
+/// Convert every single-turn entry of `questions` into a scenario file in
+/// `out`, named by its BFCL id.
+pub fn import(
+    questions: &Path,
+    answers: Option<&Path>,
+    out: &Path,
+) -> Result<Imported, ImportError> {
+    let entries: Vec<Entry> = read_jsonl(questions)?;
+    let answers: BTreeMap<String, AnswerEntry> = match answers {
+        Some(path) => read_jsonl::<AnswerEntry>(path)?
+            .into_iter()
+            .map(|a| (a.id.clone(), a))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    std::fs::create_dir_all(out).map_err(|source| ImportError::Write {
+        path: out.to_owned(),
+        source,
+    })?;
+    let mut imported = Imported::default();
+    for entry in &entries {
+        let scenario = scenario(entry, answers.get(&entry.id))?;
+        let path = out.join(format!("{}.json", entry.id));
+        let text = serde_json::to_string_pretty(&scenario).expect("a scenario serializes") + "\n";
+        std::fs::write(&path, text).map_err(|source| ImportError::Write { path, source })?;
+        imported.written += 1;
+        let category = category_of(&entry.id).unwrap_or("other");
+        *imported.by_category.entry(category.to_owned()).or_default() += 1;
+    }
+    Ok(imported)
+}
+
+/// One entry as a scenario file (JSON).
+pub fn scenario(entry: &Entry, answer: Option<&AnswerEntry>) -> Result<Value, ImportError> {
+    let fail = |message: String| ImportError::Entry {
+        id: entry.id.clone(),
+        message,
+    };
+    let category = category_of(&entry.id).ok_or_else(|| {
+        fail(format!(
+            "not a single-turn category (those are {})",
+            super::SINGLE_TURN_CATEGORIES.join(", ")
+        ))
+    })?;
+    let language = Language::of_id(&entry.id);
+    let values = Values::of(language);
+    let tools: Vec<Value> = entry
+        .function
+        .iter()
+        .map(|function| {
+            let mut tool = to_tool(function, language, values);
+            // Imported tools are simulated: nothing changes, so calls may
+            // run in parallel, and each takes a plausible time.
+            tool.effect = Effect::Read;
+            tool.simulate = Some(Simulate {
+                result: json!({"status": "ok"}),
+                latency_ms: Latency::Drawn(LatencyDistribution::Uniform([50, 150])),
+                failure: None,
+            });
+            serde_json::to_value(tool).expect("a tool serializes")
+        })
+        .collect();
+    let messages = entry
+        .question
+        .first()
+        .filter(|turn| !turn.is_empty())
+        .ok_or_else(|| fail("the question has no messages".to_owned()))?;
+    let expect = if NO_CALL.contains(&category) {
+        json!({"no_call": true})
+    } else if category == ANY_CALL {
+        json!({"any_call": true})
+    } else {
+        let answer = answer.ok_or_else(|| {
+            fail("no possible answer for this entry (give --answers FILE)".to_owned())
+        })?;
+        let calls = ground_truth_calls(&answer.ground_truth).map_err(fail)?;
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|call| json!({"name": call.tool_name(), "arguments": call.params}))
+            .collect();
+        json!({"rules": "bfcl", "order": "any", "calls": calls})
+    };
+    Ok(json!({
+        "name": entry.id,
+        "description": format!("BFCL {category} entry {} (Berkeley Function Calling Leaderboard, Apache-2.0)", entry.id),
+        "tags": ["bfcl", category, language.as_str()],
+        "tools": tools,
+        "messages": messages,
+        "expect": expect,
+    }))
+}
