@@ -424,3 +424,38 @@ fn mock_models_fail_and_correct_themselves_on_imported_scenarios() {
         "parallel entries run their calls at once: {row:?}"
     );
 }
+
+#[test]
+fn every_entry_of_every_single_turn_category_imports_and_loads() {
+    use toolgauge::bfcl::SINGLE_TURN_CATEGORIES;
+    use toolgauge::bfcl::import::{default_answers, import};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut total = 0;
+    for category in SINGLE_TURN_CATEGORIES {
+        let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
+        let answers = default_answers(&questions);
+        let answers = answers.exists().then_some(answers);
+        let imported = import(&questions, answers.as_deref(), &dir.path().join(category))
+            .unwrap_or_else(|e| panic!("{category}: {e}"));
+        total += imported.written;
+    }
+    // FORMAT.md's entry counts for the 13 categories.
+    assert_eq!(
+        total,
+        400 + 100 + 50 + 200 + 200 + 200 + 240 + 258 + 1053 + 16 + 24 + 884 + 16
+    );
+    let scenarios =
+        toolgauge::scenario::load_suite(dir.path(), dir.path()).unwrap_or_else(|errors| {
+            panic!(
+                "{}",
+                errors
+                    .iter()
+                    .take(20)
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
+    assert_eq!(scenarios.len(), total);
+}
