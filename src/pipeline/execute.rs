@@ -135,12 +135,18 @@ impl Pipeline {
         let call = &batch.calls[index];
         let start = Instant::now();
         let timeout = self.registry.definition(approved.tool).timeout();
-        let outcome = tokio::time::timeout(
-            timeout,
-            self.registry
-                .execute(approved.tool, approved.arguments, batch.state),
-        )
-        .await;
+        // Instant tools skip the timer: they cannot overrun it.
+        let outcome = match self.registry.execute_now(approved.tool, approved.arguments) {
+            Some(done) => Ok(done),
+            None => {
+                tokio::time::timeout(
+                    timeout,
+                    self.registry
+                        .execute(approved.tool, approved.arguments, batch.state),
+                )
+                .await
+            }
+        };
         let elapsed = start.elapsed();
         let (content, error_kind) = match outcome {
             // An empty success still says something: providers mishandle empty results.

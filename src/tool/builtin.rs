@@ -49,6 +49,15 @@ impl Implementation {
     }
 
     /// Run with arguments that already passed validation.
+    /// The instant built-ins, run without a future; `None` for the others.
+    pub(crate) fn run_now(&self, args: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        match self {
+            Implementation::Echo => Some(Ok(str_arg(args, "message").to_owned())),
+            Implementation::Math => Some(math(args)),
+            _ => None,
+        }
+    }
+
     pub(crate) async fn run(
         &self,
         args: &Map<String, Value>,

@@ -206,6 +206,25 @@ impl Registry {
 
     /// Execute a tool on arguments that passed validation. The caller
     /// applies the timeout; a simulated hang simply never finishes.
+    /// Run a tool that finishes at once and cannot hang (echo, math, a
+    /// definition echoing its arguments): no future, no timer. `None` for
+    /// every other tool, which goes through `execute`.
+    pub fn execute_now(
+        &self,
+        id: ToolId,
+        arguments: &Value,
+    ) -> Option<Result<String, ToolFailure>> {
+        let tool = &self.tools[id.0];
+        match &tool.behaviour {
+            Behaviour::Builtin(implementation) => {
+                let empty = Map::new();
+                implementation.run_now(arguments.as_object().unwrap_or(&empty))
+            }
+            Behaviour::EchoArguments => Some(Ok(arguments.to_string())),
+            Behaviour::Simulated(_) => None,
+        }
+    }
+
     pub async fn execute(
         &self,
         id: ToolId,
