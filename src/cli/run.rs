@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{CliError, EXIT_FAILED};
+use crate::live::LiveOptions;
+use crate::live::recording::Replayer;
 use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
 use crate::model::Model;
 use crate::pipeline::feedback::FeedbackStyle;
@@ -67,6 +69,12 @@ pub struct RunArgs {
     /// Run the K-th of N deterministic parts (1-based).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Save every live exchange (request and response, keys redacted) in DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer live models from a recording in DIR: no network, no keys.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
     /// Continue a killed run in DIR: trials already in DIR/trials.csv are
     /// kept, the rest are run; the files come out as from one run.
     #[arg(long, value_name = "DIR", conflicts_with = "out")]
@@ -98,7 +106,29 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError(format!("{}: cannot create: {e}", out.display())))?;
 
-    let models = load_models(args)?;
+    let mut models = load_models(args)?;
+    let live_options = LiveOptions {
+        record: args.record.clone(),
+        replay: args.replay.clone(),
+    };
+    let replayer = args
+        .replay
+        .as_deref()
+        .map(Replayer::load)
+        .transpose()
+        .map_err(|e| CliError(format!("--replay: {e}")))?
+        .map(std::sync::Arc::new);
+    for model in &mut models {
+        model
+            .connect(&live_options, replayer.clone())
+            .map_err(CliError)?;
+    }
+    // Network I/O needs the real clock: on the paused one, every request
+    // timeout would fire at once.
+    let live_network = replayer.is_none() && models.iter().any(|m| m.is_live());
+    if live_network && matches!(args.clock, ClockArg::Virtual) && !args.quiet {
+        eprintln!("live models: running on the real clock");
+    }
     let sandbox_root = tempfile::tempdir()
         .map_err(|e| CliError(format!("cannot create a sandbox folder: {e}")))?;
     let scenarios = load_suite(&args.suite, sandbox_root.path()).map_err(|errors| {
@@ -128,8 +158,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         seed: args.seed,
         concurrency: args.concurrency,
         clock: match args.clock {
-            ClockArg::Virtual => Clock::Virtual,
-            ClockArg::Real => Clock::Real,
+            ClockArg::Virtual if !live_network => Clock::Virtual,
+            _ => Clock::Real,
         },
         feedback: match args.feedback {
             FeedbackArg::PointerList => FeedbackStyle::PointerList,

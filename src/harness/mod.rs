@@ -15,9 +15,15 @@ use crate::metrics::{AttemptRecord, CellStats, TrialRecord};
 use crate::model::Model;
 use crate::pipeline::feedback::{FeedbackStyle, restyle};
 use crate::pipeline::{ExecOptions, Pipeline};
+use crate::live::recording::Position;
+use crate::live::{Conversation, LiveError, Usage};
 use crate::scenario::{Scenario, Verdict};
+use crate::tool::ToolDef;
 
 pub use progress::ProgressMode;
+
+/// The failure kind of a trial whose request failed after its retries.
+pub const TRANSPORT_ERROR: &str = "transport_error";
 
 /// Which clock latencies run on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -187,13 +193,14 @@ pub fn run(
             };
             async move {
                 match replayed {
-                    Some(record) => record,
+                    Some(record) => Ok(record),
                     None => run_trial(plan, job).await,
                 }
             }
         });
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         while let Some(record) = finished.next().await {
+            let record = record.map_err(std::io::Error::other)?;
             sink.trial(plan, &record)?;
             bar.trial(record.model, record.success());
         }
@@ -204,8 +211,9 @@ pub fn run(
 }
 
 /// One trial: ask, parse, validate, execute, return, until success or out
-/// of attempts.
-pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
+/// of attempts. `Err` is a fault that stops the run (a replayed request
+/// the recording does not hold).
+pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> {
     let scenario = &plan.scenarios[job.scenario];
     let model = &plan.models[job.model];
     let mut model_trial = model.start_trial(plan.trial_seed(job));
@@ -216,15 +224,53 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
     let mut feedback: Vec<ToolResult> = Vec::new();
     let max_attempts = plan.max_attempts(job.model, job.scenario);
     let mut attempts = Vec::with_capacity(max_attempts as usize);
+    let live = model.live();
+    let mut conversation = live.map(|_| Conversation::new(model.provider(), &scenario.prompt));
+    let tool_defs: Vec<&ToolDef> = scenario.registry.definitions().collect();
 
     for attempt in 1..=max_attempts {
-        let reply = model.respond(&mut model_trial, scenario, attempt, &feedback);
         let asked = Instant::now();
-        if !reply.latency.is_zero() {
-            tokio::time::sleep(reply.latency).await;
-        }
+        let (body, usage) = match (live, &conversation) {
+            (Some(live), Some(conversation)) => {
+                let position = Position {
+                    model: model.name().to_owned(),
+                    scenario: scenario.name.clone(),
+                    trial: job.trial,
+                    attempt,
+                };
+                match live.respond(conversation, &tool_defs, position).await {
+                    Ok(reply) => (reply.body, reply.usage),
+                    Err(LiveError::NotRecorded(message)) => return Err(message),
+                    Err(LiveError::Transport(error)) => {
+                        // Not the model's failure: the trial ends here and
+                        // is counted apart; the run goes on.
+                        eprintln!("{} / {}: {error}", model.name(), scenario.name);
+                        attempts.push(AttemptRecord {
+                            attempt,
+                            success: false,
+                            failures: vec![TRANSPORT_ERROR],
+                            reason: None,
+                            calls: 0,
+                            model_time: asked.elapsed(),
+                            tool_time: Duration::ZERO,
+                            serial_time: Duration::ZERO,
+                            ideal_time: Duration::ZERO,
+                            usage: Usage::default(),
+                        });
+                        break;
+                    }
+                }
+            }
+            _ => {
+                let reply = model.respond(&mut model_trial, scenario, attempt, &feedback);
+                if !reply.latency.is_zero() {
+                    tokio::time::sleep(reply.latency).await;
+                }
+                (reply.body, Usage::default())
+            }
+        };
         let model_time = asked.elapsed();
-        let record = match model.provider().parse_response(&reply.body) {
+        let record = match model.provider().parse_response(&body) {
             Err(_) => {
                 feedback.clear();
                 AttemptRecord {
@@ -237,6 +283,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
                     tool_time: Duration::ZERO,
                     serial_time: Duration::ZERO,
                     ideal_time: Duration::ZERO,
+                    usage,
                 }
             }
             Ok(parsed) => {
@@ -272,6 +319,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
                     tool_time: batch.makespan,
                     serial_time: batch.serial_makespan(),
                     ideal_time: batch.ideal_makespan,
+                    usage,
                 };
                 feedback = batch
                     .results
@@ -284,16 +332,21 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> TrialRecord {
                 record
             }
         };
+        if let Some(conversation) = &mut conversation
+            && let Ok(reply) = serde_json::from_slice::<serde_json::Value>(&body)
+        {
+            conversation.push_turn(&reply, &feedback);
+        }
         let success = record.success;
         attempts.push(record);
         if success {
             break;
         }
     }
-    TrialRecord {
+    Ok(    TrialRecord {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
         attempts,
-    }
+    })
 }

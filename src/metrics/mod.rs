@@ -30,6 +30,8 @@ pub struct AttemptRecord {
     pub serial_time: Duration,
     /// The best makespan possible given the write barriers.
     pub ideal_time: Duration,
+    /// Tokens of the model's reply (live models; zero for mocks).
+    pub usage: crate::live::Usage,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.
@@ -69,6 +71,11 @@ pub struct CellStats {
     pub sum_efficiency: f64,
     pub model_ms: Histogram<u64>,
     pub tool_ms: Histogram<u64>,
+    /// Trials ended by a failed request (not counted in `trials`).
+    pub transport_errors: u64,
+    /// Tokens over every attempt, transport-error trials included.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 impl CellStats {
@@ -87,10 +94,26 @@ impl CellStats {
             sum_efficiency: 0.0,
             model_ms: histogram(),
             tool_ms: histogram(),
+            transport_errors: 0,
+            input_tokens: 0,
+            output_tokens: 0,
         }
     }
 
     pub fn add(&mut self, trial: &TrialRecord) {
+        for attempt in &trial.attempts {
+            self.input_tokens += attempt.usage.input_tokens;
+            self.output_tokens += attempt.usage.output_tokens;
+        }
+        // A request that failed says nothing about the model.
+        if trial
+            .attempts
+            .iter()
+            .any(|a| a.failures.contains(&crate::harness::TRANSPORT_ERROR))
+        {
+            self.transport_errors += 1;
+            return;
+        }
         self.trials += 1;
         if let Some(k) = trial.success_attempt() {
             let slot = (k as usize - 1).min(self.first_success.len() - 1);
@@ -195,6 +218,9 @@ impl CellStats {
     /// Merge another cell's measures into this one (shards, model totals).
     pub fn merge(&mut self, other: &CellStats) {
         self.trials += other.trials;
+        self.transport_errors += other.transport_errors;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
         if other.first_success.len() > self.first_success.len() {
             self.first_success.resize(other.first_success.len(), 0);
             self.max_attempts = other.max_attempts;
@@ -237,6 +263,7 @@ mod tests {
             success,
             failures: failures.to_vec(),
             reason: None,
+            usage: Default::default(),
             calls: 3,
             model_time: Duration::from_millis(100),
             tool_time: Duration::from_millis(100),

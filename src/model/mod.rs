@@ -24,6 +24,9 @@ use crate::scenario::{Expectation, Scenario};
 use crate::source::{self, FileError};
 
 pub use bfcl_results::BfclResults;
+
+use crate::live::recording::Replayer;
+use crate::live::{ApiSettings, LiveModel, LiveOptions, Prices};
 pub use operators::Operator;
 
 /// A model file (`scenarios/models/*.json`).
@@ -41,6 +44,9 @@ pub struct ModelFile {
     /// model file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<PathBuf>,
+    /// Live kinds (`openai`, `anthropic`, `gemini`): endpoint, key, options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ApiSettings>,
 }
 
 fn default_provider() -> Provider {
@@ -55,6 +61,23 @@ pub enum ModelKind {
     FeedbackAware,
     /// Answers each BFCL entry with a published run's output, once.
     BfclResults,
+    /// A live model over HTTP, by wire format.
+    #[serde(rename = "openai")]
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl ModelKind {
+    /// The wire format of a live kind.
+    pub fn live_provider(self) -> Option<Provider> {
+        match self {
+            ModelKind::OpenAi => Some(Provider::OpenAi),
+            ModelKind::Anthropic => Some(Provider::Anthropic),
+            ModelKind::Gemini => Some(Provider::Gemini),
+            _ => None,
+        }
+    }
 }
 
 /// How a mock behaves.
@@ -114,6 +137,8 @@ pub struct Model {
     pub file: ModelFile,
     weights: Vec<(Operator, f64)>,
     bfcl_results: Option<Arc<BfclResults>>,
+    /// Set by `connect` for live kinds.
+    live: Option<Arc<LiveModel>>,
 }
 
 /// What a model keeps between the attempts of one trial.
@@ -159,11 +184,56 @@ impl Model {
             (_, Some(_)) => return Err("\"results\" is only for bfcl-results models".to_owned()),
             (_, None) => None,
         };
+        let mut file = file;
+        match (file.kind.live_provider(), &file.api) {
+            (Some(provider), Some(api)) => {
+                api.check()?;
+                // The wire format is the kind's.
+                file.provider = provider;
+            }
+            (Some(_), None) => {
+                return Err("a live model needs an \"api\" block (at least \"model\")".to_owned());
+            }
+            (None, Some(_)) => {
+                return Err("\"api\" is only for live models (kind openai, anthropic or gemini)".to_owned());
+            }
+            (None, None) => {}
+        }
         Ok(Model {
             file,
             weights,
             bfcl_results,
+            live: None,
         })
+    }
+
+    /// Make a live model ready to answer (key from the environment, HTTP
+    /// client, recording); nothing to do for the others.
+    pub fn connect(
+        &mut self,
+        options: &LiveOptions,
+        replayer: Option<Arc<Replayer>>,
+    ) -> Result<(), String> {
+        let (Some(provider), Some(api)) = (self.file.kind.live_provider(), &self.file.api) else {
+            return Ok(());
+        };
+        let live = LiveModel::connect(&self.file.name, provider, api, options, replayer)?;
+        self.live = Some(Arc::new(live));
+        Ok(())
+    }
+
+    /// The live model behind this one, once connected.
+    pub fn live(&self) -> Option<&LiveModel> {
+        self.live.as_deref()
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.file.kind.live_provider().is_some()
+    }
+
+    /// US dollars per million input and output tokens, if known.
+    pub fn prices(&self) -> Option<Prices> {
+        self.file.api.as_ref().and_then(|a| a.prices)
     }
 
     /// Read a model file; a `results` path is relative to it.
@@ -232,6 +302,10 @@ impl Model {
             ModelKind::Scripted => scripted_turn(scenario, attempt),
             ModelKind::Stochastic | ModelKind::FeedbackAware => {
                 self.stochastic_turn(trial, scenario, attempt, feedback)
+            }
+            // Live models answer through `live()`; asked here, they say nothing.
+            ModelKind::OpenAi | ModelKind::Anthropic | ModelKind::Gemini => {
+                (String::new(), Vec::new())
             }
             ModelKind::BfclResults => (
                 String::new(),

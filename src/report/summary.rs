@@ -68,6 +68,11 @@ struct SummaryRow {
     failures_unexpected_call: u64,
     failures_missing_call: u64,
     failures_wrong_call: u64,
+    transport_errors: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    cost_per_success: Option<f64>,
     parallel_turns: u64,
     mean_speedup: Option<f64>,
     mean_ideal_speedup: Option<f64>,
@@ -94,6 +99,24 @@ struct ModelRow {
     mean_attempts: Option<f64>,
     mean_speedup: Option<f64>,
     mean_efficiency: Option<f64>,
+    transport_errors: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    cost_per_success: Option<f64>,
+}
+
+/// What a cell's tokens cost at the model's prices (0 without prices).
+fn cost(plan: &RunPlan, m: usize, cell: &CellStats) -> f64 {
+    plan.models[m].prices().map_or(0.0, |p| {
+        (p.cost(cell.input_tokens, cell.output_tokens) * 1e6).round() / 1e6
+    })
+}
+
+fn cost_per_success(plan: &RunPlan, m: usize, cell: &CellStats) -> Option<f64> {
+    let successes = cell.successes();
+    (plan.models[m].prices().is_some() && successes > 0)
+        .then(|| (cost(plan, m, cell) / successes as f64 * 1e6).round() / 1e6)
 }
 
 /// comparisons.csv: one row per pair of models, paired on scenario and trial.
@@ -169,6 +192,11 @@ fn summary_row(
         failures_unexpected_call: failures("unexpected_call"),
         failures_missing_call: failures("missing_call"),
         failures_wrong_call: failures("wrong_call"),
+        transport_errors: cell.transport_errors,
+        input_tokens: cell.input_tokens,
+        output_tokens: cell.output_tokens,
+        cost_usd: cost(plan, m, cell),
+        cost_per_success: cost_per_success(plan, m, cell),
         parallel_turns: cell.parallel_turns,
         mean_speedup: opt(speed.map(|s| s.0)),
         mean_ideal_speedup: opt(speed.map(|s| s.1)),
@@ -271,6 +299,11 @@ pub fn write_summaries(
                 mean_attempts: opt(sum.mean_attempts_to_success()),
                 mean_speedup: opt(sum.mean_speedup().map(|s| s.0)),
                 mean_efficiency: opt(sum.mean_speedup().map(|s| s.2)),
+                transport_errors: sum.transport_errors,
+                input_tokens: sum.input_tokens,
+                output_tokens: sum.output_tokens,
+                cost_usd: cost(plan, m, &sum),
+                cost_per_success: cost_per_success(plan, m, &sum),
             }
         })
         .collect();
@@ -426,6 +459,13 @@ fn models_table(models: &[ModelRow]) -> String {
             percent_opt(m.self_correction_rate),
             m.mean_attempts
                 .map_or("-".to_owned(), |a| format!("{a:.2}"))
+        );
+    }
+    let transport: u64 = models.iter().map(|m| m.transport_errors).sum();
+    if transport > 0 {
+        let _ = writeln!(
+            md,
+            "\n{transport} trial(s) ended by a transport error (a request that failed after its retries): not counted as model failures; see transport_errors in summary.csv."
         );
     }
     md

@@ -31,10 +31,17 @@ pub struct TrialRow {
     pub tool_ms: f64,
     pub serial_ms: f64,
     pub ideal_ms: f64,
+    /// Live models: tokens of the reply and their price (0 for mocks).
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 /// Every failure kind that can appear in reports.
-pub const FAILURE_KINDS: [&str; 10] = [
+pub const FAILURE_KINDS: [&str; 11] = [
     "parse",
     "unknown_tool",
     "validation",
@@ -45,6 +52,7 @@ pub const FAILURE_KINDS: [&str; 10] = [
     "unexpected_call",
     "missing_call",
     "wrong_call",
+    crate::harness::TRANSPORT_ERROR,
 ];
 
 fn static_kind(text: &str) -> Option<&'static str> {
@@ -66,6 +74,7 @@ fn duration(ms: f64) -> std::time::Duration {
 
 pub fn rows(plan: &RunPlan, record: &TrialRecord) -> impl Iterator<Item = TrialRow> {
     let model = plan.models[record.model].name().to_owned();
+    let prices = plan.models[record.model].prices();
     let scenario = plan.scenarios[record.scenario].name.clone();
     let trial_success = record.success();
     let trial = record.trial;
@@ -83,7 +92,17 @@ pub fn rows(plan: &RunPlan, record: &TrialRecord) -> impl Iterator<Item = TrialR
         tool_ms: millis(a.tool_time),
         serial_ms: millis(a.serial_time),
         ideal_ms: millis(a.ideal_time),
+        input_tokens: a.usage.input_tokens,
+        output_tokens: a.usage.output_tokens,
+        cost_usd: prices.map_or(0.0, |p| {
+            round_cost(p.cost(a.usage.input_tokens, a.usage.output_tokens))
+        }),
     })
+}
+
+/// Dollars to a millionth of a cent: enough, and stable in text.
+fn round_cost(usd: f64) -> f64 {
+    (usd * 1e8).round() / 1e8
 }
 
 /// Writes trials.csv as trials finish; each trial's rows are flushed
@@ -178,6 +197,10 @@ impl<'p> TrialReader<'p> {
             tool_time: duration(row.tool_ms),
             serial_time: duration(row.serial_ms),
             ideal_time: duration(row.ideal_ms),
+            usage: crate::live::Usage {
+                input_tokens: row.input_tokens,
+                output_tokens: row.output_tokens,
+            },
         };
         Ok((model, scenario, row.trial, attempt))
     }

@@ -1,0 +1,99 @@
+//! A live trial's conversation in one provider's shape: the opening
+//! messages, then per attempt the model's own message and the results (or
+//! errors) its calls got back.
+
+use serde_json::{Value, json};
+
+use crate::call::ToolResult;
+use crate::provider::Provider;
+
+/// What a model is sent.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub provider: Provider,
+    /// System text (Anthropic and Gemini take it apart from the messages).
+    pub system: Vec<String>,
+    pub messages: Vec<Value>,
+}
+
+/// Said after a turn with no calls where calls were wanted: a live model
+/// needs a user turn before it answers again.
+pub const NUDGE: &str = "That did not complete the task. Use the tools to do it.";
+
+impl Conversation {
+    /// From a scenario's opening messages (`{"role", "content"}`).
+    pub fn new(provider: Provider, prompt: &[Value]) -> Conversation {
+        let mut conversation = Conversation {
+            provider,
+            system: Vec::new(),
+            messages: Vec::new(),
+        };
+        for message in prompt {
+            let role = message["role"].as_str().unwrap_or("user");
+            let text = match &message["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            match (provider, role) {
+                (Provider::OpenAi, _) => conversation
+                    .messages
+                    .push(json!({"role": role, "content": text})),
+                (_, "system") => conversation.system.push(text),
+                _ => conversation.push_text(role, &text),
+            }
+        }
+        conversation
+    }
+
+    fn push_text(&mut self, role: &str, text: &str) {
+        let message = match self.provider {
+            Provider::OpenAi => json!({"role": role, "content": text}),
+            Provider::Anthropic => json!({"role": role, "content": [{"type": "text", "text": text}]}),
+            Provider::Gemini => {
+                let role = if role == "assistant" { "model" } else { "user" };
+                json!({"role": role, "parts": [{"text": text}]})
+            }
+        };
+        self.messages.push(message);
+    }
+
+    /// Add the model's reply (its message as the provider returned it) and
+    /// what its calls got back.
+    pub fn push_turn(&mut self, body: &Value, results: &[ToolResult]) {
+        let message = match self.provider {
+            Provider::OpenAi => body["choices"][0]["message"].clone(),
+            Provider::Anthropic => json!({"role": "assistant", "content": body["content"].clone()}),
+            Provider::Gemini => body["candidates"][0]["content"].clone(),
+        };
+        if !message.is_null() {
+            self.messages.push(message);
+        }
+        if results.is_empty() {
+            self.push_text("user", NUDGE);
+        } else {
+            self.messages
+                .extend(self.provider.format_results(results));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_text_is_kept_apart_where_the_provider_wants_it() {
+        let prompt = [
+            json!({"role": "system", "content": "Be brief."}),
+            json!({"role": "user", "content": "Weather in Oslo?"}),
+        ];
+        let openai = Conversation::new(Provider::OpenAi, &prompt);
+        assert_eq!(openai.messages.len(), 2);
+        assert!(openai.system.is_empty());
+        let anthropic = Conversation::new(Provider::Anthropic, &prompt);
+        assert_eq!(anthropic.system, ["Be brief."]);
+        assert_eq!(anthropic.messages[0]["content"][0]["text"], "Weather in Oslo?");
+        let gemini = Conversation::new(Provider::Gemini, &prompt);
+        assert_eq!(gemini.messages[0], json!({"role": "user", "parts": [{"text": "Weather in Oslo?"}]}));
+    }
+}

@@ -1,0 +1,224 @@
+//! Sending a request: one connection pool per model, a bound on requests
+//! in flight, an optional requests-per-minute pace, a per-request timeout,
+//! and retries with exponential backoff and jitter on 429, 500, 502, 503,
+//! 529 and connection failures, honouring Retry-After. Other 4xx answers
+//! are not retried.
+
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::{Mutex, Semaphore};
+use tokio::time::Instant;
+
+use super::request::{ApiRequest, redact_url};
+use super::settings::ApiSettings;
+
+/// Statuses worth another try: rate limits and overloaded or failing servers.
+pub const RETRY_STATUSES: [u16; 5] = [429, 500, 502, 503, 529];
+
+/// The longest wait between tries, whatever Retry-After says.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// A response with a 2xx status.
+#[derive(Debug, Clone)]
+pub struct ApiResponse {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// A request that failed after its retries. Messages never hold a key.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    #[error("{url}: HTTP {status} after {tries} tr{}: {excerpt}", if *tries == 1 { "y" } else { "ies" })]
+    Status {
+        url: String,
+        status: u16,
+        tries: u32,
+        excerpt: String,
+    },
+    #[error("{url}: {message} (after {tries} tr{})", if *tries == 1 { "y" } else { "ies" })]
+    Network {
+        url: String,
+        message: String,
+        tries: u32,
+    },
+}
+
+pub struct Transport {
+    client: reqwest::Client,
+    max_attempts: u32,
+    retry_base: Duration,
+    in_flight: Semaphore,
+    /// Earliest start of the next request, under a requests-per-minute limit.
+    pace: Option<(Duration, Mutex<Instant>)>,
+}
+
+impl Transport {
+    pub fn new(settings: &ApiSettings) -> Result<Transport, String> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(settings.timeout_ms))
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        Ok(Transport {
+            client,
+            max_attempts: settings.max_attempts.max(1),
+            retry_base: Duration::from_millis(settings.retry_base_ms),
+            in_flight: Semaphore::new(settings.concurrency.max(1)),
+            pace: settings
+                .requests_per_minute
+                .map(|rpm| (Duration::from_secs(60) / rpm.max(1), Mutex::new(Instant::now()))),
+        })
+    }
+
+    pub async fn send(&self, request: &ApiRequest) -> Result<ApiResponse, TransportError> {
+        let url = redact_url(&request.url);
+        let body = serde_json::to_vec(&request.body).expect("a request body serializes");
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let outcome = {
+                let _permit = self.in_flight.acquire().await.expect("the semaphore is never closed");
+                self.wait_for_pace().await;
+                self.try_once(request, &body).await
+            };
+            let retry_after = match outcome {
+                Ok(response) if (200..300).contains(&response.status) => return Ok(response.into()),
+                Ok(response) => {
+                    let retry = RETRY_STATUSES.contains(&response.status);
+                    if !retry || tries >= self.max_attempts {
+                        return Err(TransportError::Status {
+                            url,
+                            status: response.status,
+                            tries,
+                            excerpt: excerpt(&response.body),
+                        });
+                    }
+                    response.retry_after
+                }
+                Err(error) => {
+                    if !(error.is_timeout() || error.is_connect() || error.is_request())
+                        || tries >= self.max_attempts
+                    {
+                        return Err(TransportError::Network {
+                            message: redact_url(&error_chain(&error)),
+                            url,
+                            tries,
+                        });
+                    }
+                    None
+                }
+            };
+            let wait = retry_after.unwrap_or_else(|| backoff(self.retry_base, tries, rand::random()));
+            tokio::time::sleep(wait.min(MAX_WAIT)).await;
+        }
+    }
+
+    async fn wait_for_pace(&self) {
+        let Some((interval, next)) = &self.pace else {
+            return;
+        };
+        let start = {
+            let mut next = next.lock().await;
+            let start = (*next).max(Instant::now());
+            *next = start + *interval;
+            start
+        };
+        tokio::time::sleep_until(start).await;
+    }
+
+    async fn try_once(&self, request: &ApiRequest, body: &[u8]) -> Result<Attempt, reqwest::Error> {
+        let mut builder = self.client.post(&request.url).body(body.to_vec());
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value);
+        }
+        let response = builder.send().await?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let body = response.bytes().await?.to_vec();
+        Ok(Attempt {
+            status,
+            body,
+            retry_after,
+        })
+    }
+}
+
+struct Attempt {
+    status: u16,
+    body: Vec<u8>,
+    retry_after: Option<Duration>,
+}
+
+impl From<Attempt> for ApiResponse {
+    fn from(a: Attempt) -> Self {
+        ApiResponse {
+            status: a.status,
+            body: a.body,
+        }
+    }
+}
+
+/// Retry-After as seconds or an HTTP date.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or_default())
+}
+
+/// `base * 2^(try-1)`, scaled by a jitter factor in 0.5..1.5.
+pub fn backoff(base: Duration, tries: u32, unit: f64) -> Duration {
+    let exponential = base.saturating_mul(1u32 << (tries - 1).min(16));
+    exponential.mul_f64(0.5 + unit.clamp(0.0, 1.0))
+}
+
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    match text.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// reqwest's top-level message hides the cause (connection refused, ...).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 ", now), Some(Duration::from_millis(500)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-1", now), None);
+    }
+
+    #[test]
+    fn backoff_doubles_with_bounded_jitter() {
+        let base = Duration::from_millis(100);
+        assert_eq!(backoff(base, 1, 0.5), Duration::from_millis(100));
+        assert_eq!(backoff(base, 3, 0.5), Duration::from_millis(400));
+        assert_eq!(backoff(base, 3, 0.0), Duration::from_millis(200));
+        assert_eq!(backoff(base, 3, 1.0), Duration::from_millis(600));
+    }
+}
