@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{CliError, EXIT_FAILED};
+use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
 use crate::live::LiveOptions;
 use crate::live::recording::Replayer;
-use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
 use crate::model::Model;
 use crate::pipeline::feedback::FeedbackStyle;
 use crate::pipeline::{ExecMode, ExecOptions};

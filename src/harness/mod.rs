@@ -11,12 +11,12 @@ use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use crate::call::ToolResult;
+use crate::live::recording::Position;
+use crate::live::{Conversation, LiveError, Usage};
 use crate::metrics::{AttemptRecord, CellStats, TrialRecord};
 use crate::model::Model;
 use crate::pipeline::feedback::{FeedbackStyle, restyle};
 use crate::pipeline::{ExecOptions, Pipeline};
-use crate::live::recording::Position;
-use crate::live::{Conversation, LiveError, Usage};
 use crate::scenario::{Scenario, Verdict};
 use crate::tool::ToolDef;
 
@@ -170,8 +170,9 @@ pub fn run(
             .enable_time()
             .start_paused(true)
             .build()?,
+        // I/O for live models' HTTP.
         Clock::Real => tokio::runtime::Builder::new_multi_thread()
-            .enable_time()
+            .enable_all()
             .build()?,
     };
     let total = plan.jobs().count() as u64;
@@ -343,7 +344,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> 
             break;
         }
     }
-    Ok(    TrialRecord {
+    Ok(TrialRecord {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,

@@ -48,7 +48,9 @@ impl Conversation {
     fn push_text(&mut self, role: &str, text: &str) {
         let message = match self.provider {
             Provider::OpenAi => json!({"role": role, "content": text}),
-            Provider::Anthropic => json!({"role": role, "content": [{"type": "text", "text": text}]}),
+            Provider::Anthropic => {
+                json!({"role": role, "content": [{"type": "text", "text": text}]})
+            }
             Provider::Gemini => {
                 let role = if role == "assistant" { "model" } else { "user" };
                 json!({"role": role, "parts": [{"text": text}]})
@@ -71,8 +73,7 @@ impl Conversation {
         if results.is_empty() {
             self.push_text("user", NUDGE);
         } else {
-            self.messages
-                .extend(self.provider.format_results(results));
+            self.messages.extend(self.provider.format_results(results));
         }
     }
 }
@@ -92,8 +93,14 @@ mod tests {
         assert!(openai.system.is_empty());
         let anthropic = Conversation::new(Provider::Anthropic, &prompt);
         assert_eq!(anthropic.system, ["Be brief."]);
-        assert_eq!(anthropic.messages[0]["content"][0]["text"], "Weather in Oslo?");
+        assert_eq!(
+            anthropic.messages[0]["content"][0]["text"],
+            "Weather in Oslo?"
+        );
         let gemini = Conversation::new(Provider::Gemini, &prompt);
-        assert_eq!(gemini.messages[0], json!({"role": "user", "parts": [{"text": "Weather in Oslo?"}]}));
+        assert_eq!(
+            gemini.messages[0],
+            json!({"role": "user", "parts": [{"text": "Weather in Oslo?"}]})
+        );
     }
 }

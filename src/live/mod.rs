@@ -19,8 +19,8 @@ use crate::tool::ToolDef;
 pub use conversation::Conversation;
 use recording::{Exchange, Position, Recorder, Replayer};
 pub use settings::{ApiSettings, Prices};
-pub use transport::TransportError;
 use transport::Transport;
+pub use transport::TransportError;
 
 /// How live models reach their answers in this run.
 #[derive(Debug, Clone, Default)]
@@ -88,7 +88,9 @@ impl LiveModel {
         options: &LiveOptions,
         replayer: Option<std::sync::Arc<Replayer>>,
     ) -> Result<LiveModel, String> {
-        settings.check().map_err(|e| format!("model {name:?}: {e}"))?;
+        settings
+            .check()
+            .map_err(|e| format!("model {name:?}: {e}"))?;
         let source = match replayer {
             Some(replayer) => Source::Replay(replayer),
             None => Source::Network(Transport::new(settings)?),

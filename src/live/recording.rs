@@ -109,7 +109,9 @@ impl Recorder {
                 exchanges: Vec::new(),
             },
         };
-        recorded.exchanges.retain(|e| e.position != exchange.position);
+        recorded
+            .exchanges
+            .retain(|e| e.position != exchange.position);
         recorded.exchanges.push(exchange);
         let text = serde_json::to_vec_pretty(&recorded).map_err(std::io::Error::other)?;
         // Whole files only: a run killed mid-write leaves the old version.

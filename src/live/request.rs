@@ -78,7 +78,10 @@ pub fn build(
             headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
             body.insert("model".into(), json!(settings.model));
             // Required by the Messages API.
-            body.insert("max_tokens".into(), json!(settings.max_tokens.unwrap_or(1024)));
+            body.insert(
+                "max_tokens".into(),
+                json!(settings.max_tokens.unwrap_or(1024)),
+            );
             if !conversation.system.is_empty() {
                 body.insert("system".into(), json!(conversation.system.join("\n\n")));
             }
@@ -166,7 +169,9 @@ pub fn redact_url(url: &str) -> String {
     let query: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if name.eq_ignore_ascii_case("key") || name.eq_ignore_ascii_case("api_key") => {
+            Some((name, _))
+                if name.eq_ignore_ascii_case("key") || name.eq_ignore_ascii_case("api_key") =>
+            {
                 format!("{name}=[REDACTED]")
             }
             _ => pair.to_owned(),

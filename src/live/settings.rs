@@ -99,7 +99,9 @@ impl ApiSettings {
         if let Some(url) = &self.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return Err(format!("api.base_url {url:?} must start with http:// or https://"));
+            return Err(format!(
+                "api.base_url {url:?} must start with http:// or https://"
+            ));
         }
         Ok(())
     }

@@ -63,9 +63,12 @@ impl Transport {
             max_attempts: settings.max_attempts.max(1),
             retry_base: Duration::from_millis(settings.retry_base_ms),
             in_flight: Semaphore::new(settings.concurrency.max(1)),
-            pace: settings
-                .requests_per_minute
-                .map(|rpm| (Duration::from_secs(60) / rpm.max(1), Mutex::new(Instant::now()))),
+            pace: settings.requests_per_minute.map(|rpm| {
+                (
+                    Duration::from_secs(60) / rpm.max(1),
+                    Mutex::new(Instant::now()),
+                )
+            }),
         })
     }
 
@@ -76,7 +79,11 @@ impl Transport {
         loop {
             tries += 1;
             let outcome = {
-                let _permit = self.in_flight.acquire().await.expect("the semaphore is never closed");
+                let _permit = self
+                    .in_flight
+                    .acquire()
+                    .await
+                    .expect("the semaphore is never closed");
                 self.wait_for_pace().await;
                 self.try_once(request, &body).await
             };
@@ -107,7 +114,8 @@ impl Transport {
                     None
                 }
             };
-            let wait = retry_after.unwrap_or_else(|| backoff(self.retry_base, tries, rand::random()));
+            let wait =
+                retry_after.unwrap_or_else(|| backoff(self.retry_base, tries, rand::random()));
             tokio::time::sleep(wait.min(MAX_WAIT)).await;
         }
     }
@@ -206,11 +214,31 @@ mod tests {
     fn retry_after_reads_seconds_and_dates() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after(" 0.5 ", now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_retry_after(" 0.5 ", now),
+            Some(Duration::from_millis(500))
+        );
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(30))
+        );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-1", now), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_per_minute_spaces_request_starts() {
+        let settings: ApiSettings =
+            serde_json::from_value(serde_json::json!({"model": "m", "requests_per_minute": 120}))
+                .unwrap();
+        let transport = Transport::new(&settings).unwrap();
+        let start = Instant::now();
+        for _ in 0..3 {
+            transport.wait_for_pace().await;
+        }
+        // 120 per minute: starts at 0, 0.5 s and 1 s.
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 
     #[test]

@@ -195,7 +195,9 @@ impl Model {
                 return Err("a live model needs an \"api\" block (at least \"model\")".to_owned());
             }
             (None, Some(_)) => {
-                return Err("\"api\" is only for live models (kind openai, anthropic or gemini)".to_owned());
+                return Err(
+                    "\"api\" is only for live models (kind openai, anthropic or gemini)".to_owned(),
+                );
             }
             (None, None) => {}
         }

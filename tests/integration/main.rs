@@ -6,6 +6,7 @@ mod cli;
 mod conformance;
 mod corpus;
 mod harness;
+mod live;
 mod robustness;
 mod run;
 mod sandbox;

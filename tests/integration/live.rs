@@ -1,0 +1,522 @@
+//! Live models against wiremock servers that answer with real provider
+//! bodies (../shared/corpora/provider-responses, reshaped to this test's
+//! tool): request bodies and headers per provider, a full self-correction
+//! trial per provider, record and replay, retries and faults, and no key
+//! anywhere in what toolgauge writes or prints.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::corpora;
+
+const KEY: &str = "sk-test-SECRET-9f8e7d6c5b4a";
+const KEY_ENV: &str = "TOOLGAUGE_TEST_LIVE_KEY";
+
+fn corpus_body(file: &str) -> Value {
+    let path = corpora().join("provider-responses").join(file);
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A real reply of each provider, made to call get_weather with `args`.
+fn reply(provider: &str, args: Value) -> Value {
+    match provider {
+        "openai" => {
+            let mut body = corpus_body(
+                "openai/chat/test_cache_prefix_stability__test_openai_tool_call_roundtrip_wire_stable_ag_ui__0.json",
+            );
+            body["choices"][0]["message"]["tool_calls"] = json!([{
+                "id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": args.to_string()}
+            }]);
+            body
+        }
+        "anthropic" => {
+            let mut body =
+                corpus_body("anthropic/test_anthropic__test_multiple_parallel_tool_calls__0.json");
+            body["content"] = json!([
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": args}
+            ]);
+            body
+        }
+        _ => {
+            let mut body = corpus_body(
+                "gemini/test_google__test_google_instructions_only_with_tool_calls__0.json",
+            );
+            body["candidates"][0]["content"]["parts"] =
+                json!([{"functionCall": {"name": "get_weather", "args": args}}]);
+            body
+        }
+    }
+}
+
+fn make_suite(dir: &Path, prompt: &str) -> PathBuf {
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let scenario = json!({
+        "name": "weather_paris",
+        "tools": [{
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "effect": "read",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "units": {"enum": ["celsius", "fahrenheit"]}
+                },
+                "required": ["city"]
+            },
+            "simulate": {"result": {"temp_c": 18}}
+        }],
+        "messages": [
+            {"role": "system", "content": "Answer with tools."},
+            {"role": "user", "content": prompt}
+        ],
+        "expect": {"calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+    });
+    std::fs::write(suite.join("weather_paris.json"), scenario.to_string()).unwrap();
+    suite
+}
+
+fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Value) -> PathBuf {
+    let mut api = json!({
+        "model": format!("{provider}-test-model"),
+        "base_url": base_url,
+        "api_key_env": KEY_ENV,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": 7,
+        "tool_choice": "auto",
+        "parallel_tool_calls": true,
+        "retry_base_ms": 1,
+        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        api[k] = v.clone();
+    }
+    let path = dir.join(format!("{provider}.json"));
+    std::fs::write(
+        &path,
+        json!({"name": format!("{provider}-live"), "kind": provider, "api": api}).to_string(),
+    )
+    .unwrap();
+    path
+}
+
+async fn toolgauge(args: Vec<String>, key: Option<&str>) -> Output {
+    let key = key.map(str::to_owned);
+    tokio::task::spawn_blocking(move || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgauge"));
+        command.args(&args).current_dir(env!("CARGO_MANIFEST_DIR"));
+        match key {
+            Some(key) => command.env(KEY_ENV, key),
+            None => command.env_remove(KEY_ENV),
+        };
+        command.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn run_args(suite: &Path, model: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        model.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(["--trials", "1", "--quiet", "--out", out.to_str().unwrap()].map(str::to_owned));
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn rows(out: &Path) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(out.join("trials.csv"))
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Every file under `dir`, as text.
+fn all_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text.push_str(&all_text(&path));
+        } else {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+        }
+    }
+    text
+}
+
+/// The endpoint path each provider is posted to.
+fn endpoint(provider: &str) -> &'static str {
+    match provider {
+        "openai" => "/v1/chat/completions",
+        "anthropic" => "/v1/messages",
+        _ => "/v1beta/models/gemini-test-model:generateContent",
+    }
+}
+
+async fn self_correction_trial(provider: &str) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(endpoint(provider)))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(reply(provider, json!({"city": "Paris", "units": "kelvin"}))),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(endpoint(provider)))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply(provider, json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = match provider {
+        "gemini" => format!("{}/v1beta", server.uri()),
+        _ => format!("{}/v1", server.uri()),
+    };
+    let model = model_file(dir.path(), provider, &base, json!({}));
+    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let (out, recording) = (dir.path().join("out"), dir.path().join("recording"));
+    let record = ["--record", recording.to_str().unwrap()];
+    let output = toolgauge(run_args(&suite, &model, &out, &record), Some(KEY)).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{provider}: {}",
+        stderr(&output)
+    );
+
+    // First attempt rejected by validation, second right.
+    let trials = rows(&out);
+    assert_eq!(trials.len(), 2, "{provider}: {trials:?}");
+    assert_eq!(
+        (&trials[0][4], &trials[0][6]),
+        ("false", "validation"),
+        "{provider}"
+    );
+    assert_eq!(
+        (&trials[1][4], &trials[1][5]),
+        ("true", "true"),
+        "{provider}"
+    );
+    let input_tokens: u64 = trials[0][13].parse().unwrap();
+    let cost: f64 = trials[0][15].parse().unwrap();
+    assert!(
+        input_tokens > 0 && cost > 0.0,
+        "{provider}: usage read: {:?}",
+        trials[0]
+    );
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "{provider}");
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let header = |name: &str| {
+        requests[0]
+            .headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    match provider {
+        "openai" => {
+            assert_eq!(
+                header("authorization").as_deref(),
+                Some(format!("Bearer {KEY}").as_str())
+            );
+            assert_eq!(first["model"], "openai-test-model");
+            assert_eq!(
+                first["messages"][0],
+                json!({"role": "system", "content": "Answer with tools."})
+            );
+            assert_eq!(first["messages"][1]["role"], "user");
+            assert_eq!(first["tools"][0]["type"], "function");
+            assert_eq!(first["tools"][0]["function"]["name"], "get_weather");
+            assert_eq!(
+                first["tools"][0]["function"]["parameters"]["required"],
+                json!(["city"])
+            );
+            assert_eq!(
+                (&first["tool_choice"], &first["parallel_tool_calls"]),
+                (&json!("auto"), &json!(true))
+            );
+            assert_eq!(
+                (&first["temperature"], &first["max_tokens"], &first["seed"]),
+                (&json!(0.0), &json!(256), &json!(7))
+            );
+            // The reply and its error, fed back in OpenAI's shape.
+            assert_eq!(second["messages"][2]["role"], "assistant");
+            assert_eq!(second["messages"][2]["tool_calls"][0]["id"], "call_1");
+            let tool = &second["messages"][3];
+            assert_eq!(
+                (&tool["role"], &tool["tool_call_id"]),
+                (&json!("tool"), &json!("call_1"))
+            );
+            assert!(
+                tool["content"].as_str().unwrap().contains("/units"),
+                "{tool}"
+            );
+        }
+        "anthropic" => {
+            assert_eq!(header("x-api-key").as_deref(), Some(KEY));
+            assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+            assert_eq!(first["model"], "anthropic-test-model");
+            assert_eq!(first["system"], "Answer with tools.");
+            assert_eq!(first["max_tokens"], 256);
+            assert_eq!(first["messages"][0]["role"], "user");
+            assert_eq!(first["tools"][0]["name"], "get_weather");
+            assert!(first["tools"][0]["input_schema"].is_object());
+            assert_eq!(first["tool_choice"], json!({"type": "auto"}));
+            assert_eq!(second["messages"][1]["role"], "assistant");
+            assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
+            let result = &second["messages"][2];
+            assert_eq!(result["role"], "user");
+            assert_eq!(result["content"][0]["type"], "tool_result");
+            assert_eq!(result["content"][0]["tool_use_id"], "toolu_1");
+            assert_eq!(result["content"][0]["is_error"], true);
+            assert!(
+                result["content"][0]["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("/units")
+            );
+        }
+        _ => {
+            assert_eq!(header("x-goog-api-key").as_deref(), Some(KEY));
+            assert_eq!(
+                first["systemInstruction"]["parts"][0]["text"],
+                "Answer with tools."
+            );
+            assert_eq!(first["contents"][0]["role"], "user");
+            assert_eq!(
+                first["tools"][0]["functionDeclarations"][0]["name"],
+                "get_weather"
+            );
+            assert_eq!(first["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+            assert_eq!(
+                first["generationConfig"],
+                json!({"temperature": 0.0, "maxOutputTokens": 256, "seed": 7})
+            );
+            assert_eq!(second["contents"][1]["role"], "model");
+            assert!(second["contents"][1]["parts"][0]["functionCall"].is_object());
+            let response = &second["contents"][2]["parts"][0]["functionResponse"];
+            assert_eq!(response["name"], "get_weather");
+            assert!(
+                response["response"]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("/units"),
+                "{response}"
+            );
+        }
+    }
+
+    // Replayed offline, without the key: the same trials.
+    let replayed = dir.path().join("replayed");
+    let replay = ["--replay", recording.to_str().unwrap()];
+    let output = toolgauge(run_args(&suite, &model, &replayed, &replay), None).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{provider}: {}",
+        stderr(&output)
+    );
+    let again = rows(&replayed);
+    let verdicts = |rows: &[csv::StringRecord]| -> Vec<(String, String, String)> {
+        rows.iter()
+            .map(|r| (r[3].to_owned(), r[4].to_owned(), r[6].to_owned()))
+            .collect()
+    };
+    assert_eq!(verdicts(&again), verdicts(&trials), "{provider}");
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        2,
+        "replay used the network"
+    );
+
+    // A request the recording does not hold: an error with the closest one and a diff.
+    let changed = make_suite(&dir.path().join("changed"), "What's the weather in Lyon?");
+    let output = toolgauge(
+        run_args(&changed, &model, &dir.path().join("miss"), &replay),
+        None,
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2), "{provider}");
+    let message = stderr(&output);
+    assert!(message.contains("closest recorded request"), "{message}");
+    assert!(
+        message.contains("-")
+            && message.contains("Paris")
+            && message.contains("+")
+            && message.contains("Lyon"),
+        "{message}"
+    );
+
+    // The key is nowhere: not in the recording, the reports or any output.
+    for text in [
+        all_text(&recording),
+        all_text(&out),
+        all_text(&replayed),
+        message,
+    ] {
+        assert!(!text.contains(KEY), "{provider}: the key leaked");
+    }
+    assert!(all_text(&recording).contains("[REDACTED]"));
+}
+
+#[tokio::test]
+async fn openai_self_corrects_against_its_wire_format() {
+    self_correction_trial("openai").await;
+}
+
+#[tokio::test]
+async fn anthropic_self_corrects_against_its_wire_format() {
+    self_correction_trial("anthropic").await;
+}
+
+#[tokio::test]
+async fn gemini_self_corrects_against_its_wire_format() {
+    self_correction_trial("gemini").await;
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let good = reply("openai", json!({"city": "Paris"}));
+
+    // 429 with Retry-After, then an answer.
+    let limited = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "0"))
+        .up_to_n_times(1)
+        .mount(&limited)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(good.clone()))
+        .mount(&limited)
+        .await;
+    let model = model_file(dir.path(), "openai", &limited.uri(), json!({}));
+    let out = dir.path().join("limited");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(limited.received_requests().await.unwrap().len(), 2);
+    assert_eq!(&rows(&out)[0][5], "true");
+
+    // 400 and 401: no retry; the trial is a transport error, the run goes on.
+    for status in [400, 401] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(status).set_body_json(json!({"error": {"message": "nope"}})),
+            )
+            .mount(&server)
+            .await;
+        let model = model_file(dir.path(), "openai", &server.uri(), json!({}));
+        let out = dir.path().join(format!("status{status}"));
+        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1,
+            "HTTP {status} was retried"
+        );
+        assert_eq!(&rows(&out)[0][6], "transport_error");
+        assert!(
+            stderr(&output).contains(&format!("HTTP {status} after 1 try")),
+            "{}",
+            stderr(&output)
+        );
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(
+            summary.contains("1 trial(s) ended by a transport error"),
+            "{summary}"
+        );
+        assert!(!stderr(&output).contains(KEY));
+    }
+
+    // A stalled server is timed out.
+    let stalled = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(good)
+                .set_delay(std::time::Duration::from_secs(30)),
+        )
+        .mount(&stalled)
+        .await;
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &stalled.uri(),
+        json!({"timeout_ms": 150, "max_attempts": 2}),
+    );
+    let out = dir.path().join("stalled");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(&rows(&out)[0][6], "transport_error");
+    assert_eq!(
+        stalled.received_requests().await.unwrap().len(),
+        2,
+        "a timeout is retried"
+    );
+    assert!(
+        stderr(&output).contains("(after 2 tries)"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Nothing listening: retried, then a transport error; the run finishes.
+    let model = model_file(
+        dir.path(),
+        "openai",
+        "http://127.0.0.1:9/v1",
+        json!({"max_attempts": 3}),
+    );
+    let out = dir.path().join("refused");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(&rows(&out)[0][6], "transport_error");
+    assert!(
+        stderr(&output).contains("(after 3 tries)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn a_missing_key_variable_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let model = model_file(dir.path(), "anthropic", "http://127.0.0.1:9/v1", json!({}));
+    let output = toolgauge(run_args(&suite, &model, &dir.path().join("out"), &[]), None).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(
+            "the environment variable TOOLGAUGE_TEST_LIVE_KEY (api.api_key_env) is not set"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!dir.path().join("out/trials.csv").exists());
+}
