@@ -103,7 +103,7 @@ impl ExternalValidator {
                         } else {
                             ExternalError::Http {
                                 url: url.clone(),
-                                message: error_chain(&e),
+                                message: crate::live::transport::error_chain(&e),
                             }
                         }
                     })?;
@@ -111,18 +111,6 @@ impl ExternalValidator {
             }
         }
     }
-}
-
-/// reqwest's top-level message hides the cause (connection refused, ...).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn run_command(

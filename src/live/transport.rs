@@ -194,8 +194,9 @@ fn excerpt(body: &[u8]) -> String {
     }
 }
 
-/// reqwest's top-level message hides the cause (connection refused, ...).
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error with its causes: reqwest's top-level message hides the cause
+/// (connection refused, ...). Shared with the fuzzer's HTTP validators.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

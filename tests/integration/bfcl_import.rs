@@ -236,6 +236,24 @@ fn import_needs_answers_for_answered_categories_and_says_so() {
     );
 }
 
+/// The calls a scenario expects, with their example (first acceptable) values.
+fn ground_truth_calls(scenario: &toolgauge::scenario::Scenario) -> Vec<toolgauge::call::ParsedCall> {
+    use toolgauge::call::{ParsedCall, ToolCall};
+    scenario
+        .expectation
+        .expected_calls()
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            ParsedCall::Ok(ToolCall {
+                id: format!("c{i}"),
+                name: e.name.clone(),
+                arguments: Value::Object(e.arguments.example()),
+            })
+        })
+        .collect()
+}
+
 const SHIPPED: [&str; 4] = ["simple_python", "multiple", "parallel", "parallel_multiple"];
 
 #[test]
@@ -265,7 +283,6 @@ fn the_shipped_bfcl_suites_are_a_fresh_import() {
 
 #[test]
 fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
-    use toolgauge::call::{ParsedCall, ToolCall};
     use toolgauge::scenario::{Verdict, load_suite};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bfcl");
@@ -296,19 +313,7 @@ fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
     assert!(!known.is_empty());
     let mut rejected = Vec::new();
     for scenario in &scenarios {
-        let calls: Vec<ParsedCall> = scenario
-            .expectation
-            .expected_calls()
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                ParsedCall::Ok(ToolCall {
-                    id: format!("c{i}"),
-                    name: e.name.clone(),
-                    arguments: Value::Object(e.arguments.example()),
-                })
-            })
-            .collect();
+        let calls = ground_truth_calls(scenario);
         assert!(!calls.is_empty(), "{}", scenario.name);
         for (i, call) in calls.iter().enumerate() {
             if toolgauge::pipeline::validate(&scenario.registry, call).is_err() {
@@ -346,7 +351,6 @@ fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
 
 #[test]
 fn java_and_javascript_values_are_source_text_strings_that_match_and_validate() {
-    use toolgauge::call::{ParsedCall, ToolCall};
     use toolgauge::scenario::{Verdict, load_suite};
 
     let dir = tempfile::tempdir().unwrap();
@@ -366,18 +370,7 @@ fn java_and_javascript_values_are_source_text_strings_that_match_and_validate() 
                 );
             }
         }
-        let calls: Vec<ParsedCall> = scenario
-            .expectation
-            .expected_calls()
-            .iter()
-            .map(|e| {
-                ParsedCall::Ok(ToolCall {
-                    id: "c".into(),
-                    name: e.name.clone(),
-                    arguments: Value::Object(e.arguments.example()),
-                })
-            })
-            .collect();
+        let calls = ground_truth_calls(scenario);
         assert_eq!(
             scenario.expectation.verdict(&calls),
             Verdict::Match,
