@@ -85,9 +85,23 @@ impl Pipeline {
 
     /// Run the pending reads together, bounded by the concurrency limit.
     async fn run_reads(&self, batch: &mut InProgress<'_>) {
-        let reads = std::mem::take(&mut batch.reads);
+        let mut reads = std::mem::take(&mut batch.reads);
+        // Instant tools finish here and now: no future per call.
+        let mut longest = Duration::ZERO;
+        reads.retain(|&(index, approved)| {
+            let start = Instant::now();
+            match self.registry.execute_now(approved.tool, approved.arguments) {
+                Some(done) => {
+                    let result = self.finish(batch, index, approved, start, Ok(done));
+                    longest = longest.max(result.elapsed);
+                    batch.results[index] = Some(result);
+                    false
+                }
+                None => true,
+            }
+        });
         let finished: Vec<(usize, ToolResult)> = match reads.len() {
-            0 => return,
+            0 => Vec::new(),
             1 => {
                 let (index, approved) = reads[0];
                 vec![(index, self.execute_one(batch, index, approved).await)]
@@ -115,8 +129,7 @@ impl Pipeline {
         let longest = finished
             .iter()
             .map(|(_, r)| r.elapsed)
-            .max()
-            .unwrap_or_default();
+            .fold(longest, Duration::max);
         batch.ideal += longest;
         for (index, result) in finished {
             batch.results[index] = Some(result);
@@ -132,22 +145,33 @@ impl Pipeline {
         index: usize,
         approved: Approved<'_>,
     ) -> ToolResult {
-        let call = &batch.calls[index];
         let start = Instant::now();
-        let timeout = self.registry.definition(approved.tool).timeout();
         // Instant tools skip the timer: they cannot overrun it.
-        let outcome = match self.registry.execute_now(approved.tool, approved.arguments) {
-            Some(done) => Ok(done),
-            None => {
-                tokio::time::timeout(
-                    timeout,
-                    self.registry
-                        .execute(approved.tool, approved.arguments, batch.state),
-                )
-                .await
-            }
-        };
+        if let Some(done) = self.registry.execute_now(approved.tool, approved.arguments) {
+            return self.finish(batch, index, approved, start, Ok(done));
+        }
+        let timeout = self.registry.definition(approved.tool).timeout();
+        let outcome = tokio::time::timeout(
+            timeout,
+            self.registry
+                .execute(approved.tool, approved.arguments, batch.state),
+        )
+        .await;
+        self.finish(batch, index, approved, start, outcome)
+    }
+
+    /// Word a tool's outcome as the result the model gets.
+    fn finish(
+        &self,
+        batch: &InProgress<'_>,
+        index: usize,
+        approved: Approved<'_>,
+        start: Instant,
+        outcome: Result<Result<String, ToolFailure>, tokio::time::error::Elapsed>,
+    ) -> ToolResult {
+        let call = &batch.calls[index];
         let elapsed = start.elapsed();
+        let timeout = self.registry.definition(approved.tool).timeout();
         let (content, error_kind) = match outcome {
             // An empty success still says something: providers mishandle empty results.
             Ok(Ok(output)) if output.is_empty() => (EMPTY_RESULT_PLACEHOLDER.to_owned(), None),

@@ -237,7 +237,9 @@ fn import_needs_answers_for_answered_categories_and_says_so() {
 }
 
 /// The calls a scenario expects, with their example (first acceptable) values.
-fn ground_truth_calls(scenario: &toolgauge::scenario::Scenario) -> Vec<toolgauge::call::ParsedCall> {
+fn ground_truth_calls(
+    scenario: &toolgauge::scenario::Scenario,
+) -> Vec<toolgauge::call::ParsedCall> {
     use toolgauge::call::{ParsedCall, ToolCall};
     scenario
         .expectation
