@@ -227,11 +227,15 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> 
     let mut attempts = Vec::with_capacity(max_attempts as usize);
     let live = model.live();
     let mut conversation = live.map(|_| Conversation::new(model.provider(), &scenario.prompt));
-    let tool_defs: Vec<&ToolDef> = scenario.registry.definitions().collect();
+    let tool_defs: Vec<&ToolDef> = match live {
+        Some(_) => scenario.registry.definitions().collect(),
+        None => Vec::new(),
+    };
 
     for attempt in 1..=max_attempts {
         let asked = Instant::now();
-        let (body, usage) = match (live, &conversation) {
+        // A live reply also comes as JSON, for the conversation.
+        let (body, usage, live_json) = match (live, &conversation) {
             (Some(live), Some(conversation)) => {
                 let position = Position {
                     model: model.name().to_owned(),
@@ -240,7 +244,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> 
                     attempt,
                 };
                 match live.respond(conversation, &tool_defs, position).await {
-                    Ok(reply) => (reply.body, reply.usage),
+                    Ok(reply) => (reply.body, reply.usage, reply.json),
                     Err(LiveError::NotRecorded(message)) => return Err(message),
                     Err(LiveError::Transport(error)) => {
                         // Not the model's failure: the trial ends here and
@@ -267,7 +271,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> 
                 if !reply.latency.is_zero() {
                     tokio::time::sleep(reply.latency).await;
                 }
-                (reply.body, Usage::default())
+                (reply.body, Usage::default(), None)
             }
         };
         let model_time = asked.elapsed();
@@ -333,10 +337,8 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> 
                 record
             }
         };
-        if let Some(conversation) = &mut conversation
-            && let Ok(reply) = serde_json::from_slice::<serde_json::Value>(&body)
-        {
-            conversation.push_turn(&reply, &feedback);
+        if let (Some(conversation), Some(reply)) = (&mut conversation, &live_json) {
+            conversation.push_turn(reply, &feedback);
         }
         let success = record.success;
         attempts.push(record);

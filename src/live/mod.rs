@@ -36,10 +36,12 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
-/// A live reply: the body as the provider sent it.
+/// A live reply: the body as the provider sent it, and as JSON (`None`
+/// when it is not JSON), read once for usage, recording and the conversation.
 #[derive(Debug, Clone)]
 pub struct LiveReply {
     pub body: Vec<u8>,
+    pub json: Option<Value>,
     pub usage: Usage,
 }
 
@@ -153,9 +155,11 @@ impl LiveModel {
                 (exchange.status, body)
             }
         };
+        let json: Option<Value> = serde_json::from_slice(&body).ok();
         if let Some(recorder) = &self.recorder {
-            let response = serde_json::from_slice(&body)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+            let response = json
+                .clone()
+                .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
             // A recording that cannot be written loses data: say so, go on.
             if let Err(e) = recorder.record(
                 &request,
@@ -168,10 +172,11 @@ impl LiveModel {
                 eprintln!("--record: {e}");
             }
         }
-        let usage = serde_json::from_slice::<Value>(&body)
-            .map(|v| usage(self.provider, &v))
+        let usage = json
+            .as_ref()
+            .map(|v| usage(self.provider, v))
             .unwrap_or_default();
-        Ok(LiveReply { body, usage })
+        Ok(LiveReply { body, json, usage })
     }
 }
 

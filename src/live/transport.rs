@@ -88,8 +88,8 @@ impl Transport {
                 self.try_once(request, &body).await
             };
             let retry_after = match outcome {
-                Ok(response) if (200..300).contains(&response.status) => return Ok(response.into()),
-                Ok(response) => {
+                Ok((response, _)) if (200..300).contains(&response.status) => return Ok(response),
+                Ok((response, retry_after)) => {
                     let retry = RETRY_STATUSES.contains(&response.status);
                     if !retry || tries >= self.max_attempts {
                         return Err(TransportError::Status {
@@ -99,7 +99,7 @@ impl Transport {
                             excerpt: excerpt(&response.body),
                         });
                     }
-                    response.retry_after
+                    retry_after
                 }
                 Err(error) => {
                     if !(error.is_timeout() || error.is_connect() || error.is_request())
@@ -133,7 +133,12 @@ impl Transport {
         tokio::time::sleep_until(start).await;
     }
 
-    async fn try_once(&self, request: &ApiRequest, body: &[u8]) -> Result<Attempt, reqwest::Error> {
+    /// One try: the response, and how long it asks us to wait before the next.
+    async fn try_once(
+        &self,
+        request: &ApiRequest,
+        body: &[u8],
+    ) -> Result<(ApiResponse, Option<Duration>), reqwest::Error> {
         let mut builder = self.client.post(&request.url).body(body.to_vec());
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
@@ -146,26 +151,7 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let body = response.bytes().await?.to_vec();
-        Ok(Attempt {
-            status,
-            body,
-            retry_after,
-        })
-    }
-}
-
-struct Attempt {
-    status: u16,
-    body: Vec<u8>,
-    retry_after: Option<Duration>,
-}
-
-impl From<Attempt> for ApiResponse {
-    fn from(a: Attempt) -> Self {
-        ApiResponse {
-            status: a.status,
-            body: a.body,
-        }
+        Ok((ApiResponse { status, body }, retry_after))
     }
 }
 

@@ -158,7 +158,7 @@ pub struct Reply {
 }
 
 impl Model {
-    pub fn new(file: ModelFile) -> Result<Model, String> {
+    pub fn new(mut file: ModelFile) -> Result<Model, String> {
         let p = &file.parameters;
         let probabilities = std::iter::once(p.p_first).chain(p.p_fix.iter().copied());
         if let Some(bad) = probabilities.clone().find(|p| !(0.0..=1.0).contains(p)) {
@@ -184,7 +184,6 @@ impl Model {
             (_, Some(_)) => return Err("\"results\" is only for bfcl-results models".to_owned()),
             (_, None) => None,
         };
-        let mut file = file;
         match (file.kind.live_provider(), &file.api) {
             (Some(provider), Some(api)) => {
                 api.check()?;

@@ -63,7 +63,10 @@ impl Pipeline {
                     }
                     // A write (or any call in serial mode) waits for what came before.
                     self.run_reads(&mut batch).await;
-                    let result = self.execute_one(&batch, index, approved).await;
+                    let result = match self.try_instant(&batch, index, approved) {
+                        Some(result) => result,
+                        None => self.execute_one(&batch, index, approved).await,
+                    };
                     batch.ideal += result.elapsed;
                     batch.results[index] = Some(result);
                 }
@@ -88,18 +91,16 @@ impl Pipeline {
         let mut reads = std::mem::take(&mut batch.reads);
         // Instant tools finish here and now: no future per call.
         let mut longest = Duration::ZERO;
-        reads.retain(|&(index, approved)| {
-            let start = Instant::now();
-            match self.registry.execute_now(approved.tool, approved.arguments) {
-                Some(done) => {
-                    let result = self.finish(batch, index, approved, start, Ok(done));
+        reads.retain(
+            |&(index, approved)| match self.try_instant(batch, index, approved) {
+                Some(result) => {
                     longest = longest.max(result.elapsed);
                     batch.results[index] = Some(result);
                     false
                 }
                 None => true,
-            }
-        });
+            },
+        );
         let finished: Vec<(usize, ToolResult)> = match reads.len() {
             0 => Vec::new(),
             1 => {
@@ -139,6 +140,22 @@ impl Pipeline {
         batch.reads.clear();
     }
 
+    /// Run an instant tool here and now, with no timer (it cannot overrun
+    /// one) and no future; `None` for a tool that must be awaited.
+    fn try_instant(
+        &self,
+        batch: &InProgress<'_>,
+        index: usize,
+        approved: Approved<'_>,
+    ) -> Option<ToolResult> {
+        let start = Instant::now();
+        let done = self
+            .registry
+            .execute_now(approved.tool, approved.arguments)?;
+        Some(self.finish(batch, index, approved, start, Ok(done)))
+    }
+
+    /// Run a tool that must be awaited, under its timeout.
     async fn execute_one(
         &self,
         batch: &InProgress<'_>,
@@ -146,10 +163,6 @@ impl Pipeline {
         approved: Approved<'_>,
     ) -> ToolResult {
         let start = Instant::now();
-        // Instant tools skip the timer: they cannot overrun it.
-        if let Some(done) = self.registry.execute_now(approved.tool, approved.arguments) {
-            return self.finish(batch, index, approved, start, Ok(done));
-        }
         let timeout = self.registry.definition(approved.tool).timeout();
         let outcome = tokio::time::timeout(
             timeout,

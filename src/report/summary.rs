@@ -109,14 +109,14 @@ struct ModelRow {
 /// What a cell's tokens cost at the model's prices (0 without prices).
 fn cost(plan: &RunPlan, m: usize, cell: &CellStats) -> f64 {
     plan.models[m].prices().map_or(0.0, |p| {
-        (p.cost(cell.input_tokens, cell.output_tokens) * 1e6).round() / 1e6
+        round(p.cost(cell.input_tokens, cell.output_tokens))
     })
 }
 
 fn cost_per_success(plan: &RunPlan, m: usize, cell: &CellStats) -> Option<f64> {
     let successes = cell.successes();
     (plan.models[m].prices().is_some() && successes > 0)
-        .then(|| (cost(plan, m, cell) / successes as f64 * 1e6).round() / 1e6)
+        .then(|| round(cost(plan, m, cell) / successes as f64))
 }
 
 /// comparisons.csv: one row per pair of models, paired on scenario and trial.

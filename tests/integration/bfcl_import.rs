@@ -205,13 +205,17 @@ fn import_needs_answers_for_answered_categories_and_says_so() {
         &questions,
     )
     .unwrap();
-    let output = toolgauge(&[
-        "import",
-        "bfcl",
-        questions.to_str().unwrap(),
-        "--out",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
+    let out = dir.path().join("out");
+    let import_into_out = || {
+        toolgauge(&[
+            "import",
+            "bfcl",
+            questions.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let output = import_into_out();
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output)
@@ -221,13 +225,7 @@ fn import_needs_answers_for_answered_categories_and_says_so() {
     );
 
     std::fs::write(&questions, "[{\"id\": \"x\"}]\n").unwrap();
-    let output = toolgauge(&[
-        "import",
-        "bfcl",
-        questions.to_str().unwrap(),
-        "--out",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
+    let output = import_into_out();
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("BFCL_v4_simple_python.json:1:"),
