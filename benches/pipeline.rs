@@ -105,11 +105,7 @@ fn bench(c: &mut Criterion) {
                 let parsed = Provider::Anthropic.parse_response(body).unwrap();
                 let batch = pipeline.run(&parsed.calls).await;
                 wire.clear();
-                serde_json::to_writer(
-                    &mut wire,
-                    &Provider::Anthropic.results_message(&batch.results),
-                )
-                .unwrap();
+                Provider::Anthropic.write_results(&batch.results, &mut wire);
                 if let Some(log) = log.as_deref_mut() {
                     log.record(&parsed.calls, &batch).unwrap();
                 }

@@ -21,6 +21,7 @@ pub mod call;
 pub mod cli;
 pub mod fuzz;
 pub mod harness;
+mod json_writer;
 pub mod live;
 pub mod metrics;
 pub mod model;

@@ -81,7 +81,7 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError(format!("{}: cannot write: {e}", path.display())))?;
     }
 
-    let messages = args.provider.results_message(&batch.results);
+    let messages = args.provider.format_results(&batch.results);
     let text = serde_json::to_string_pretty(&messages).expect("result messages always serialize");
     println!("{text}");
 

@@ -2,6 +2,7 @@
 //! a limit); a `write` waits for everything before it and runs alone.
 //! Results come back in call order, whatever order the calls finish in.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -63,8 +64,8 @@ impl Pipeline {
                     }
                     // A write (or any call in serial mode) waits for what came before.
                     self.run_reads(&mut batch).await;
-                    let result = match self.try_instant(&batch, index, approved) {
-                        Some(result) => result,
+                    let result = match self.try_instant(&batch, index, approved, Instant::now()) {
+                        Some((result, _)) => result,
                         None => self.execute_one(&batch, index, approved).await,
                     };
                     batch.ideal += result.elapsed;
@@ -89,18 +90,21 @@ impl Pipeline {
     /// Run the pending reads together, bounded by the concurrency limit.
     async fn run_reads(&self, batch: &mut InProgress<'_>) {
         let mut reads = std::mem::take(&mut batch.reads);
-        // Instant tools finish here and now: no future per call.
+        // Instant tools finish here and now: no future per call. One
+        // call's end is the next one's start: one clock read per call.
         let mut longest = Duration::ZERO;
-        reads.retain(
-            |&(index, approved)| match self.try_instant(batch, index, approved) {
-                Some(result) => {
+        let mut clock = Instant::now();
+        reads.retain(|&(index, approved)| {
+            match self.try_instant(batch, index, approved, clock) {
+                Some((result, end)) => {
                     longest = longest.max(result.elapsed);
                     batch.results[index] = Some(result);
+                    clock = end;
                     false
                 }
                 None => true,
-            },
-        );
+            }
+        });
         let finished: Vec<(usize, ToolResult)> = match reads.len() {
             0 => Vec::new(),
             1 => {
@@ -141,18 +145,20 @@ impl Pipeline {
     }
 
     /// Run an instant tool here and now, with no timer (it cannot overrun
-    /// one) and no future; `None` for a tool that must be awaited.
+    /// one) and no future; `None` for a tool that must be awaited. Gives
+    /// the result and when it ended.
     fn try_instant(
         &self,
         batch: &InProgress<'_>,
         index: usize,
         approved: Approved<'_>,
-    ) -> Option<ToolResult> {
-        let start = Instant::now();
+        start: Instant,
+    ) -> Option<(ToolResult, Instant)> {
         let done = self
             .registry
             .execute_now(approved.tool, approved.arguments)?;
-        Some(self.finish(batch, index, approved, start, Ok(done)))
+        let end = Instant::now();
+        Some((self.finish(batch, index, approved, start..end, Ok(done)), end))
     }
 
     /// Run a tool that must be awaited, under its timeout.
@@ -170,7 +176,7 @@ impl Pipeline {
                 .execute(approved.tool, approved.arguments, batch.state),
         )
         .await;
-        self.finish(batch, index, approved, start, outcome)
+        self.finish(batch, index, approved, start..Instant::now(), outcome)
     }
 
     /// Word a tool's outcome as the result the model gets.
@@ -179,11 +185,10 @@ impl Pipeline {
         batch: &InProgress<'_>,
         index: usize,
         approved: Approved<'_>,
-        start: Instant,
+        ran: Range<Instant>,
         outcome: Result<Result<String, ToolFailure>, tokio::time::error::Elapsed>,
     ) -> ToolResult {
         let call = &batch.calls[index];
-        let elapsed = start.elapsed();
         let timeout = self.registry.definition(approved.tool).timeout();
         let (content, error_kind) = match outcome {
             // An empty success still says something: providers mishandle empty results.
@@ -206,8 +211,8 @@ impl Pipeline {
             name: call.name().to_owned(),
             content,
             error_kind,
-            started: start - batch.start,
-            elapsed,
+            started: ran.start - batch.start,
+            elapsed: ran.end - ran.start,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::Batch;
 use crate::call::{ParsedCall, ToolResult};
+use crate::json_writer::{write_str, write_u64, write_value};
 
 /// A JSONL session log over any writer (a file, or memory in tests).
 #[derive(Debug)]
@@ -49,8 +50,8 @@ impl<W: Write> SessionLog<W> {
             let result_id = self.take_id();
             let called_at = millis(base_ms + result.started);
             let answered_at = millis(base_ms + result.started + result.elapsed);
-            write_call_entry(&mut self.buffer, call_id, self.last_id, called_at, call)?;
-            write_result_entry(&mut self.buffer, result_id, call_id, answered_at, result)?;
+            write_call_entry(&mut self.buffer, call_id, self.last_id, called_at, call);
+            write_result_entry(&mut self.buffer, result_id, call_id, answered_at, result);
             self.last_id = Some(result_id);
         }
         let written = self
@@ -77,8 +78,8 @@ fn millis(since_epoch: Duration) -> u64 {
 }
 
 // Both entry shapes are fixed: keys are constant bytes, and only values
-// go through serde_json (escaping every key again cost a measurable share
-// of the per-call time).
+// need work (escaping every key again cost a measurable share of the
+// per-call time).
 
 /// `{"id":"e1","parentId":null,"timestamp":..,"type":"tool_call","callId":..,"tool":..,"arguments":..}`
 fn write_call_entry(
@@ -87,7 +88,7 @@ fn write_call_entry(
     parent: Option<u64>,
     timestamp: u64,
     call: &ParsedCall,
-) -> io::Result<()> {
+) {
     out.extend_from_slice(b"{\"id\":");
     write_id(out, id);
     out.extend_from_slice(b",\"parentId\":");
@@ -96,19 +97,18 @@ fn write_call_entry(
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b",\"timestamp\":");
-    out.extend_from_slice(itoa::Buffer::new().format(timestamp).as_bytes());
+    write_u64(out, timestamp);
     out.extend_from_slice(b",\"type\":\"tool_call\",\"callId\":");
-    serde_json::to_writer(&mut *out, call.id())?;
+    write_str(out, call.id());
     out.extend_from_slice(b",\"tool\":");
-    serde_json::to_writer(&mut *out, call.name())?;
+    write_str(out, call.name());
     out.extend_from_slice(b",\"arguments\":");
     match call {
-        ParsedCall::Ok(call) => serde_json::to_writer(&mut *out, &call.arguments)?,
+        ParsedCall::Ok(call) => write_value(out, &call.arguments),
         // A malformed call's arguments exactly as the model sent them.
-        ParsedCall::Malformed(call) => serde_json::to_writer(&mut *out, &call.raw_arguments)?,
+        ParsedCall::Malformed(call) => write_str(out, &call.raw_arguments),
     }
     out.extend_from_slice(b"}\n");
-    Ok(())
 }
 
 /// `{"id":"e2","parentId":"e1","timestamp":..,"type":"tool_result","callId":..,"tool":..,"content":..,"isError":..,"errorKind":..,"elapsedUs":..}`
@@ -118,19 +118,19 @@ fn write_result_entry(
     parent: u64,
     timestamp: u64,
     result: &ToolResult,
-) -> io::Result<()> {
+) {
     out.extend_from_slice(b"{\"id\":");
     write_id(out, id);
     out.extend_from_slice(b",\"parentId\":");
     write_id(out, parent);
     out.extend_from_slice(b",\"timestamp\":");
-    out.extend_from_slice(itoa::Buffer::new().format(timestamp).as_bytes());
+    write_u64(out, timestamp);
     out.extend_from_slice(b",\"type\":\"tool_result\",\"callId\":");
-    serde_json::to_writer(&mut *out, &result.call_id)?;
+    write_str(out, &result.call_id);
     out.extend_from_slice(b",\"tool\":");
-    serde_json::to_writer(&mut *out, &result.name)?;
+    write_str(out, &result.name);
     out.extend_from_slice(b",\"content\":");
-    serde_json::to_writer(&mut *out, &result.content)?;
+    write_str(out, &result.content);
     match result.error_kind {
         Some(kind) => {
             out.extend_from_slice(b",\"isError\":true,\"errorKind\":\"");
@@ -141,18 +141,13 @@ fn write_result_entry(
         None => out.extend_from_slice(b",\"isError\":false,\"errorKind\":null"),
     }
     out.extend_from_slice(b",\"elapsedUs\":");
-    out.extend_from_slice(
-        itoa::Buffer::new()
-            .format(result.elapsed.as_micros() as u64)
-            .as_bytes(),
-    );
+    write_u64(out, result.elapsed.as_micros() as u64);
     out.extend_from_slice(b"}\n");
-    Ok(())
 }
 
 /// Entry ids are `"e1"`, `"e2"`, ... within a log.
 fn write_id(out: &mut Vec<u8>, id: u64) {
     out.extend_from_slice(b"\"e");
-    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    write_u64(out, id);
     out.push(b'"');
 }

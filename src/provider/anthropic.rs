@@ -2,7 +2,7 @@
 //! message of `tool_result` blocks out, tools as `{name, description,
 //! input_schema}`.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -11,6 +11,7 @@ use super::{
     make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
+use crate::json_writer::write_str;
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -83,42 +84,24 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     Ok(response)
 }
 
-#[derive(Serialize)]
-struct UserMessage<'a> {
-    role: &'static str,
-    content: ResultBlocks<'a>,
-}
-
-struct ResultBlocks<'a>(&'a [ToolResult]);
-
-#[derive(Serialize)]
-struct ResultBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    tool_use_id: &'a str,
-    content: &'a str,
-    is_error: bool,
-}
-
-impl Serialize for ResultBlocks<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|result| ResultBlock {
-            kind: "tool_result",
-            tool_use_id: &result.call_id,
-            content: non_empty(&result.content),
-            is_error: result.is_error(),
-        }))
+/// `[{"role":"user","content":[{"type":"tool_result","tool_use_id":..,"content":..,"is_error":..}, ...]}]`
+pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"[{\"role\":\"user\",\"content\":[");
+    for (i, result) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+        write_str(out, &result.call_id);
+        out.extend_from_slice(b",\"content\":");
+        write_str(out, non_empty(&result.content));
+        out.extend_from_slice(if result.is_error() {
+            b",\"is_error\":true}"
+        } else {
+            b",\"is_error\":false}"
+        });
     }
-}
-
-pub(super) fn serialize_results<S: Serializer>(
-    results: &[ToolResult],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(std::iter::once(UserMessage {
-        role: "user",
-        content: ResultBlocks(results),
-    }))
+    out.extend_from_slice(b"]}]");
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

@@ -4,7 +4,7 @@
 //! as `functionDeclarations`.
 
 use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -13,6 +13,7 @@ use super::{
     make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
+use crate::json_writer::write_str;
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -113,62 +114,31 @@ fn model_given_id(id: &str) -> Option<&str> {
     (!id.starts_with(GENERATED_ID_PREFIX)).then_some(id)
 }
 
-#[derive(Serialize)]
-struct UserMessage<'a> {
-    role: &'static str,
-    parts: ResponseParts<'a>,
-}
-
-struct ResponseParts<'a>(&'a [ToolResult]);
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResponsePart<'a> {
-    function_response: FunctionResponse<'a>,
-}
-
-#[derive(Serialize)]
-struct FunctionResponse<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a str>,
-    name: &'a str,
-    response: Response<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Response<'a> {
-    Result(&'a str),
-    Error(&'a str),
-}
-
-impl Serialize for ResponseParts<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|result| {
-            let content = non_empty(&result.content);
-            ResponsePart {
-                function_response: FunctionResponse {
-                    id: model_given_id(&result.call_id),
-                    name: &result.name,
-                    response: if result.is_error() {
-                        Response::Error(content)
-                    } else {
-                        Response::Result(content)
-                    },
-                },
-            }
-        }))
+/// `[{"role":"user","parts":[{"functionResponse":{"id":..,"name":..,"response":{"result"|"error":..}}}, ...]}]`,
+/// the id only where the model gave one.
+pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"[{\"role\":\"user\",\"parts\":[");
+    for (i, result) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"functionResponse\":{");
+        if let Some(id) = model_given_id(&result.call_id) {
+            out.extend_from_slice(b"\"id\":");
+            write_str(out, id);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"name\":");
+        write_str(out, &result.name);
+        out.extend_from_slice(if result.is_error() {
+            b",\"response\":{\"error\":"
+        } else {
+            b",\"response\":{\"result\":"
+        });
+        write_str(out, non_empty(&result.content));
+        out.extend_from_slice(b"}}}");
     }
-}
-
-pub(super) fn serialize_results<S: Serializer>(
-    results: &[ToolResult],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(std::iter::once(UserMessage {
-        role: "user",
-        parts: ResponseParts(results),
-    }))
+    out.extend_from_slice(b"]}]");
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

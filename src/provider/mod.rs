@@ -63,22 +63,21 @@ impl Provider {
         }
     }
 
-    /// Return: tool results as the message(s) this provider expects next,
-    /// borrowed from the results; serialize it to get the wire JSON (a list
-    /// of messages) without building intermediate values.
-    pub fn results_message(self, results: &[ToolResult]) -> ResultMessages<'_> {
-        ResultMessages {
-            provider: self,
-            results,
+    /// Return: append the JSON array of message(s) this provider expects
+    /// next, written straight from the results (no intermediate values).
+    pub fn write_results(self, results: &[ToolResult], out: &mut Vec<u8>) {
+        match self {
+            Provider::OpenAi => openai::write_results(results, out),
+            Provider::Anthropic => anthropic::write_results(results, out),
+            Provider::Gemini => gemini::write_results(results, out),
         }
     }
 
     /// Return, as JSON values: the message(s) this provider expects next.
     pub fn format_results(self, results: &[ToolResult]) -> Vec<Value> {
-        match serde_json::to_value(self.results_message(results)) {
-            Ok(Value::Array(messages)) => messages,
-            _ => unreachable!("result messages serialize to a JSON array"),
-        }
+        let mut wire = Vec::new();
+        self.write_results(results, &mut wire);
+        serde_json::from_slice(&wire).expect("result messages are a JSON array")
     }
 
     /// Tool definitions in this provider's `tools` format.
@@ -144,24 +143,6 @@ pub struct ParsedResponse {
     pub text: String,
     /// Client tool calls in the order sent; server-side tools are left out.
     pub calls: Vec<ParsedCall>,
-}
-
-/// Tool results in one provider's wire format; `Serialize` writes the JSON
-/// array of messages.
-#[derive(Debug, Clone, Copy)]
-pub struct ResultMessages<'a> {
-    provider: Provider,
-    results: &'a [ToolResult],
-}
-
-impl serde::Serialize for ResultMessages<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.provider {
-            Provider::OpenAi => openai::serialize_results(self.results, serializer),
-            Provider::Anthropic => anthropic::serialize_results(self.results, serializer),
-            Provider::Gemini => gemini::serialize_results(self.results, serializer),
-        }
-    }
 }
 
 /// A function as a provider's tools format declares it.

@@ -2,7 +2,7 @@
 //! tool_calls` in, where `arguments` is a JSON *string*; one `role: tool`
 //! message per result out; tools as `{"type": "function", "function": ...}`.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};
@@ -10,6 +10,7 @@ use super::{
     Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call, non_empty,
 };
 use crate::call::{ParsedCall, ToolResult};
+use crate::json_writer::write_str;
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -115,22 +116,20 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-#[derive(Serialize)]
-struct ToolMessage<'a> {
-    role: &'static str,
-    tool_call_id: &'a str,
-    content: &'a str,
-}
-
-pub(super) fn serialize_results<S: Serializer>(
-    results: &[ToolResult],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(results.iter().map(|result| ToolMessage {
-        role: "tool",
-        tool_call_id: &result.call_id,
-        content: non_empty(&result.content),
-    }))
+/// `[{"role":"tool","tool_call_id":..,"content":..}, ...]`
+pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (i, result) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"role\":\"tool\",\"tool_call_id\":");
+        write_str(out, &result.call_id);
+        out.extend_from_slice(b",\"content\":");
+        write_str(out, non_empty(&result.content));
+        out.push(b'}');
+    }
+    out.push(b']');
 }
 
 pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {

@@ -77,13 +77,18 @@ struct RegisteredTool {
 #[derive(Debug)]
 pub struct ToolState {
     executions: Vec<AtomicU32>,
-    /// Draws simulated latencies.
-    rng: Mutex<StdRng>,
+    seed: u64,
+    /// Draws simulated latencies; seeded on the first draw, since most
+    /// batches run no simulated tool and seeding costs more than a call.
+    rng: Mutex<Option<StdRng>>,
 }
 
 impl ToolState {
     fn uniform(&self) -> f64 {
-        self.rng.lock().map_or(0.5, |mut rng| rng.random())
+        self.rng.lock().map_or(0.5, |mut rng| {
+            rng.get_or_insert_with(|| StdRng::seed_from_u64(self.seed))
+                .random()
+        })
     }
 }
 
@@ -200,12 +205,11 @@ impl Registry {
     pub fn new_state_seeded(&self, seed: u64) -> ToolState {
         ToolState {
             executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            seed,
+            rng: Mutex::new(None),
         }
     }
 
-    /// Execute a tool on arguments that passed validation. The caller
-    /// applies the timeout; a simulated hang simply never finishes.
     /// Run a tool that finishes at once and cannot hang (echo, math, a
     /// definition echoing its arguments): no future, no timer. `None` for
     /// every other tool, which goes through `execute`.
@@ -225,6 +229,8 @@ impl Registry {
         }
     }
 
+    /// Execute a tool on arguments that passed validation. The caller
+    /// applies the timeout; a simulated hang simply never finishes.
     pub async fn execute(
         &self,
         id: ToolId,
