@@ -76,9 +76,7 @@ fn is_clean(bytes: &[u8]) -> bool {
     if bytes.len() < 8 {
         return !bytes.iter().any(|&byte| needs_escape(byte));
     }
-    let word_at = |at: usize| {
-        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-    };
+    let word_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     let mut dirty = 0;
     let mut at = 0;
     while at + 8 <= bytes.len() {
@@ -163,7 +161,11 @@ mod tests {
                 for byte in 0..=u8::MAX {
                     let mut bytes = vec![b'a'; len];
                     bytes[place] = byte;
-                    assert_eq!(is_clean(&bytes), !needs_escape(byte), "{byte:#x} at {place} of {len}");
+                    assert_eq!(
+                        is_clean(&bytes),
+                        !needs_escape(byte),
+                        "{byte:#x} at {place} of {len}"
+                    );
                 }
             }
         }

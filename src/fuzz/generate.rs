@@ -8,6 +8,8 @@ use proptest::strategy::{BoxedStrategy, Just, Union};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 
+use crate::tool::required_names;
+
 /// How far past a lower bound generated sizes and numbers go.
 const SPREAD: u64 = 6;
 
@@ -149,16 +151,7 @@ fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
                 .boxed()
         }
         _ => {
-            let required: Vec<String> = s
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let required: Vec<String> = required_names(s).map(str::to_owned).collect();
             let fields: Vec<BoxedStrategy<Option<(String, Value)>>> = s
                 .get("properties")
                 .and_then(Value::as_object)

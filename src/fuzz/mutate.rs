@@ -5,6 +5,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::tool::required_names;
+
 /// The keyword a mutant breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -290,13 +292,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     }
     if let Some(object) = value.as_object() {
         let properties = schema.get("properties").and_then(Value::as_object);
-        for name in schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
+        for name in required_names(schema) {
             if object.contains_key(name) {
                 emit(
                     Mutation::Required,

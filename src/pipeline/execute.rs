@@ -94,8 +94,8 @@ impl Pipeline {
         // call's end is the next one's start: one clock read per call.
         let mut longest = Duration::ZERO;
         let mut clock = Instant::now();
-        reads.retain(|&(index, approved)| {
-            match self.try_instant(batch, index, approved, clock) {
+        reads.retain(
+            |&(index, approved)| match self.try_instant(batch, index, approved, clock) {
                 Some((result, end)) => {
                     longest = longest.max(result.elapsed);
                     batch.results[index] = Some(result);
@@ -103,8 +103,8 @@ impl Pipeline {
                     false
                 }
                 None => true,
-            }
-        });
+            },
+        );
         let finished: Vec<(usize, ToolResult)> = match reads.len() {
             0 => Vec::new(),
             1 => {
@@ -158,7 +158,10 @@ impl Pipeline {
             .registry
             .execute_now(approved.tool, approved.arguments)?;
         let end = Instant::now();
-        Some((self.finish(batch, index, approved, start..end, Ok(done)), end))
+        Some((
+            self.finish(batch, index, approved, start..end, Ok(done)),
+            end,
+        ))
     }
 
     /// Run a tool that must be awaited, under its timeout.

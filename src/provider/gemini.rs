@@ -3,8 +3,8 @@
 //! `functionResponse` parts out (an error goes in `response.error`), tools
 //! as `functionDeclarations`.
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::loose::{LooseStr, present};

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::tool::required_names;
+
 /// Why a turn's calls do not match, in BFCL's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
@@ -90,14 +92,9 @@ impl BfclCall {
                 "{key}: BFCL rules need a list of acceptable values"
             ));
         }
-        let required = schema["required"]
-            .as_array()
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
+        let required = schema
+            .as_object()
+            .map(|schema| required_names(schema).map(str::to_owned).collect())
             .unwrap_or_default();
         let types = schema["properties"]
             .as_object()

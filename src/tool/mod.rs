@@ -51,6 +51,17 @@ fn default_timeout_ms() -> u64 {
     DEFAULT_TIMEOUT_MS
 }
 
+/// The names an object schema's `required` lists (strings only; anything
+/// else there is the definition checker's business).
+pub fn required_names(schema: &serde_json::Map<String, Value>) -> impl Iterator<Item = &str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 impl ToolDef {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
