@@ -30,6 +30,20 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// Append `items` separated by commas, each written by `write_item`.
+pub fn write_separated<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut write_item: impl FnMut(&mut Vec<u8>, T),
+) {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_item(out, item);
+    }
+}
+
 /// Append a JSON value, compact, as `serde_json::to_writer` would.
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
@@ -42,24 +56,16 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
         Value::String(text) => write_str(out, text),
         Value::Array(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
+            write_separated(out, items, write_value);
             out.push(b']');
         }
         Value::Object(members) => {
             out.push(b'{');
-            for (i, (key, member)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
+            write_separated(out, members, |out, (key, member)| {
                 write_str(out, key);
                 out.push(b':');
                 write_value(out, member);
-            }
+            });
             out.push(b'}');
         }
     }

@@ -11,7 +11,7 @@ use super::{
     make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
-use crate::json_writer::write_str;
+use crate::json_writer::{write_separated, write_str};
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -87,10 +87,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
 /// `[{"role":"user","content":[{"type":"tool_result","tool_use_id":..,"content":..,"is_error":..}, ...]}]`
 pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.extend_from_slice(b"[{\"role\":\"user\",\"content\":[");
-    for (i, result) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    write_separated(out, results, |out, result| {
         out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
         write_str(out, &result.call_id);
         out.extend_from_slice(b",\"content\":");
@@ -100,7 +97,7 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
         } else {
             b",\"is_error\":false}"
         });
-    }
+    });
     out.extend_from_slice(b"]}]");
 }
 

@@ -13,7 +13,7 @@ use super::{
     make_call, non_empty, raw_arguments_value,
 };
 use crate::call::{ParsedCall, ToolResult};
-use crate::json_writer::write_str;
+use crate::json_writer::{write_separated, write_str};
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -118,10 +118,7 @@ fn model_given_id(id: &str) -> Option<&str> {
 /// the id only where the model gave one.
 pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.extend_from_slice(b"[{\"role\":\"user\",\"parts\":[");
-    for (i, result) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    write_separated(out, results, |out, result| {
         out.extend_from_slice(b"{\"functionResponse\":{");
         if let Some(id) = model_given_id(&result.call_id) {
             out.extend_from_slice(b"\"id\":");
@@ -137,7 +134,7 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
         });
         write_str(out, non_empty(&result.content));
         out.extend_from_slice(b"}}}");
-    }
+    });
     out.extend_from_slice(b"]}]");
 }
 

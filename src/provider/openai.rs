@@ -10,7 +10,7 @@ use super::{
     Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call, non_empty,
 };
 use crate::call::{ParsedCall, ToolResult};
-use crate::json_writer::write_str;
+use crate::json_writer::{write_separated, write_str};
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -119,16 +119,13 @@ fn content_text(content: Option<&Value>) -> String {
 /// `[{"role":"tool","tool_call_id":..,"content":..}, ...]`
 pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.push(b'[');
-    for (i, result) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    write_separated(out, results, |out, result| {
         out.extend_from_slice(b"{\"role\":\"tool\",\"tool_call_id\":");
         write_str(out, &result.call_id);
         out.extend_from_slice(b",\"content\":");
         write_str(out, non_empty(&result.content));
         out.push(b'}');
-    }
+    });
     out.push(b']');
 }
 
