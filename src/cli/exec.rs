@@ -29,7 +29,7 @@ pub struct ExecArgs {
     /// The directory the file tools are confined to.
     #[arg(long, value_name = "DIR")]
     pub sandbox: Option<PathBuf>,
-    /// Append the JSONL session log to this file (created or truncated).
+    /// Append the JSONL session log to this file (created if need be; a log is never truncated).
     #[arg(long, value_name = "FILE")]
     pub session: Option<PathBuf>,
     /// Run every call alone, one after the other.
@@ -75,8 +75,8 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let batch = runtime.block_on(pipeline.run(&parsed.calls));
 
     if let Some(path) = &args.session {
-        let mut log = SessionLog::create(path)
-            .map_err(|e| CliError(format!("{}: cannot create: {e}", path.display())))?;
+        let mut log = SessionLog::append(path)
+            .map_err(|e| CliError(format!("{}: cannot open: {e}", path.display())))?;
         log.record(&parsed.calls, &batch)
             .map_err(|e| CliError(format!("{}: cannot write: {e}", path.display())))?;
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 
 use super::{CliError, EXIT_FAILED};
 use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
@@ -14,7 +15,7 @@ use crate::model::Model;
 use crate::pipeline::feedback::FeedbackStyle;
 use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{self, Aggregate, Fanout, RunRecord, Thresholds, TrialReader, TrialsCsv};
-use crate::scenario::load_suite;
+use crate::scenario::{Scenario, load_suite};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ClockArg {
@@ -32,34 +33,40 @@ pub enum FeedbackArg {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// A folder of scenario files (read recursively; `models/` and
-    /// `examples/` are skipped), or one scenario file.
-    #[arg(value_name = "SUITE")]
-    pub suite: PathBuf,
+    /// `examples/` are skipped), or one scenario file. With `--resume`,
+    /// the run's own suite.
+    #[arg(value_name = "SUITE", required_unless_present = "resume")]
+    pub suite: Option<PathBuf>,
     /// Model files, or folders of them. Default: the nearest models/ folder
     /// in SUITE or above it.
     #[arg(long = "models", value_name = "PATH")]
     pub models: Vec<PathBuf>,
-    /// Trials per model x scenario.
-    #[arg(long, default_value_t = 20)]
-    pub trials: u32,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Trials running at once.
-    #[arg(long, default_value_t = 64)]
-    pub concurrency: usize,
+    /// Trials per model x scenario [default: 20].
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Seed of every random choice [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Trials running at once [default: 64]. The only setting `--resume`
+    /// lets change: it does not change results.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
     /// `virtual`: simulated latency costs no wall time and timings are
-    /// exact; `real`: wall time.
-    #[arg(long, value_enum, default_value = "virtual")]
-    pub clock: ClockArg,
-    /// How errors are worded for the model.
-    #[arg(long, value_enum, default_value = "pointer-list")]
-    pub feedback: FeedbackArg,
+    /// exact; `real`: wall time [default: virtual].
+    #[arg(long, value_enum)]
+    pub clock: Option<ClockArg>,
+    /// How errors are worded for the model [default: pointer-list].
+    #[arg(long, value_enum)]
+    pub feedback: Option<FeedbackArg>,
     /// Run every call of a turn alone, one after the other.
     #[arg(long)]
     pub serial: bool,
     /// Report folder. Default: reports/<run-id>/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Write into an `--out` folder that already holds a run, replacing it.
+    #[arg(long)]
+    pub force: bool,
     /// Exit 1 when any model x scenario succeeds less often than this.
     #[arg(long, value_name = "RATE")]
     pub min_success: Option<f64>,
@@ -75,38 +82,207 @@ pub struct RunArgs {
     /// Answer live models from a recording in DIR: no network, no keys.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
-    /// Continue a killed run in DIR: trials already in DIR/trials.csv are
-    /// kept, the rest are run; the files come out as from one run.
-    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    /// Continue a killed run in DIR with the configuration in DIR/run.json:
+    /// trials already in DIR/trials.csv are kept, the rest are run; the
+    /// files come out as from one run. A flag that contradicts run.json is
+    /// an error.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "force"])]
     pub resume: Option<PathBuf>,
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
 }
 
-pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
-    let thresholds = Thresholds {
-        min_success: args.min_success.map(check_rate).transpose()?,
-        min_pass_k: args.min_pass_k.as_deref().map(parse_pass_k).transpose()?,
-    };
-    let shard = args
-        .shard
-        .as_deref()
-        .map(Shard::parse)
-        .transpose()
-        .map_err(CliError)?;
-    if args.trials == 0 {
-        return Err(CliError::new("--trials must be at least 1"));
+const DEFAULT_TRIALS: u32 = 20;
+const DEFAULT_SEED: u64 = 1;
+const DEFAULT_CONCURRENCY: usize = 64;
+
+/// The settings of a run, from the command line or, when resuming, from
+/// the run's own run.json.
+struct Settings {
+    suite: PathBuf,
+    trials: u32,
+    seed: u64,
+    concurrency: usize,
+    clock: Clock,
+    feedback: FeedbackStyle,
+    serial: bool,
+    shard: Option<Shard>,
+    thresholds: Thresholds,
+}
+
+impl Settings {
+    /// `live_network`: the run talks to live models, so it needs the real
+    /// clock whatever was asked.
+    fn resolve(
+        args: &RunArgs,
+        recorded: Option<&RunRecord>,
+        live_network: bool,
+    ) -> Result<Settings, CliError> {
+        let min_success = args.min_success.map(check_rate).transpose()?;
+        let min_pass_k = args.min_pass_k.as_deref().map(parse_pass_k).transpose()?;
+        let shard = args
+            .shard
+            .as_deref()
+            .map(Shard::parse)
+            .transpose()
+            .map_err(CliError)?;
+        let clock = args.clock.map(|clock| match clock {
+            ClockArg::Virtual if !live_network => Clock::Virtual,
+            _ => Clock::Real,
+        });
+        let feedback = args.feedback.map(|feedback| match feedback {
+            FeedbackArg::PointerList => FeedbackStyle::PointerList,
+            FeedbackArg::Json => FeedbackStyle::Json,
+            FeedbackArg::Bare => FeedbackStyle::Bare,
+        });
+        let settings = match recorded {
+            None => Settings {
+                suite: args
+                    .suite
+                    .clone()
+                    .expect("clap requires SUITE without --resume"),
+                trials: args.trials.unwrap_or(DEFAULT_TRIALS),
+                seed: args.seed.unwrap_or(DEFAULT_SEED),
+                concurrency: args.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+                clock: clock.unwrap_or(if live_network {
+                    Clock::Real
+                } else {
+                    Clock::Virtual
+                }),
+                feedback: feedback.unwrap_or_default(),
+                serial: args.serial,
+                shard,
+                thresholds: Thresholds {
+                    min_success,
+                    min_pass_k,
+                },
+            },
+            Some(run) => {
+                if let Some(suite) = &args.suite
+                    && !same_path(suite, &run.suite)
+                {
+                    return Err(contradiction("SUITE", suite.display(), run.suite.display()));
+                }
+                Settings {
+                    suite: run.suite.clone(),
+                    trials: recorded_value("--trials", args.trials, run.trials)?,
+                    seed: recorded_value("--seed", args.seed, run.seed)?,
+                    concurrency: args.concurrency.unwrap_or(run.concurrency),
+                    clock: recorded_value("--clock", clock, run.clock)?,
+                    feedback: recorded_value("--feedback", feedback, run.feedback)?,
+                    serial: recorded_value("--serial", args.serial.then_some(true), run.serial)?,
+                    shard: recorded_option(
+                        "--shard",
+                        shard.map(|s| s.to_string()),
+                        run.shard.clone(),
+                    )?
+                    .as_deref()
+                    .map(Shard::parse)
+                    .transpose()
+                    .map_err(|e| CliError(format!("run.json: shard: {e}")))?,
+                    thresholds: Thresholds {
+                        min_success: recorded_option(
+                            "--min-success",
+                            min_success,
+                            run.min_success,
+                        )?,
+                        min_pass_k: recorded_option("--min-pass-k", min_pass_k, run.min_pass_k)?,
+                    },
+                }
+            }
+        };
+        if settings.trials == 0 {
+            return Err(CliError::new("--trials must be at least 1"));
+        }
+        if settings.concurrency == 0 {
+            return Err(CliError::new(
+                "--concurrency must be at least 1 (trials running at once)",
+            ));
+        }
+        if let Some((k, _)) = settings.thresholds.min_pass_k
+            && k > u64::from(settings.trials)
+        {
+            return Err(CliError(format!(
+                "--min-pass-k: K = {k} is more than the {} trial(s) per model x scenario; \
+                 pass^{k} needs at least {k} trials (--trials {k})",
+                settings.trials
+            )));
+        }
+        Ok(settings)
     }
+}
+
+/// A setting given on the command line of `--resume` must agree with the
+/// run's.
+fn recorded_value<T: PartialEq + Serialize>(
+    flag: &str,
+    given: Option<T>,
+    recorded: T,
+) -> Result<T, CliError> {
+    match given {
+        Some(value) if value != recorded => {
+            Err(contradiction(flag, shown(&value), shown(&recorded)))
+        }
+        _ => Ok(recorded),
+    }
+}
+
+fn recorded_option<T: PartialEq + Serialize>(
+    flag: &str,
+    given: Option<T>,
+    recorded: Option<T>,
+) -> Result<Option<T>, CliError> {
+    match (given, recorded) {
+        (Some(value), None) => Err(contradiction(flag, shown(&value), "none")),
+        (Some(value), Some(recorded)) => recorded_value(flag, Some(value), recorded).map(Some),
+        (None, recorded) => Ok(recorded),
+    }
+}
+
+fn contradiction(
+    setting: &str,
+    given: impl std::fmt::Display,
+    recorded: impl std::fmt::Display,
+) -> CliError {
+    CliError(format!(
+        "--resume: {setting} {given} contradicts the run being resumed, which has {recorded} \
+         (run.json); leave {setting} out to continue the run as it was"
+    ))
+}
+
+/// A setting as a person would type it (`real`, `3`, `[3,0.8]`).
+fn shown(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// Two spellings of one path (`scenarios` and `./scenarios/`).
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
+    let recorded = args.resume.as_deref().map(read_recorded_run).transpose()?;
     let out = match (&args.resume, &args.out) {
         (Some(dir), _) => dir.clone(),
         (None, Some(dir)) => dir.clone(),
         (None, None) => PathBuf::from("reports").join(run_id()),
     };
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CliError(format!("{}: cannot create: {e}", out.display())))?;
+    if args.resume.is_none() && !args.force {
+        refuse_to_overwrite(&out)?;
+    }
 
-    let mut models = load_models(args)?;
+    let mut models = match &recorded {
+        Some(run) => recorded_models(args, run)?,
+        None => load_models(&args.models, args.suite.as_deref())?,
+    };
     let live_options = LiveOptions {
         record: args.record.clone(),
         replay: args.replay.clone(),
@@ -126,12 +302,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     // Network I/O needs the real clock: on the paused one, every request
     // timeout would fire at once.
     let live_network = replayer.is_none() && models.iter().any(|m| m.is_live());
-    if live_network && matches!(args.clock, ClockArg::Virtual) && !args.quiet {
+    if live_network && args.clock.is_none_or(|c| matches!(c, ClockArg::Virtual)) && !args.quiet {
         eprintln!("live models: running on the real clock");
     }
+    let settings = Settings::resolve(args, recorded.as_ref(), live_network)?;
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CliError(format!("{}: cannot create: {e}", out.display())))?;
+
     let sandbox_root = tempfile::tempdir()
         .map_err(|e| CliError(format!("cannot create a sandbox folder: {e}")))?;
-    let scenarios = load_suite(&args.suite, sandbox_root.path()).map_err(|errors| {
+    let scenarios = load_suite(&settings.suite, sandbox_root.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
         CliError(format!(
             "{} bad scenario file(s); no trial was run:\n{}",
@@ -139,6 +319,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             lines.join("\n")
         ))
     })?;
+    if let Some(run) = &recorded {
+        check_same_scenarios(run, &scenarios)?;
+    }
 
     for model in &models {
         let missing = model.unanswerable(&scenarios);
@@ -151,51 +334,32 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
+    let thresholds = settings.thresholds.clone();
     let plan = RunPlan {
         scenarios,
         models,
-        trials: args.trials,
-        seed: args.seed,
-        concurrency: args.concurrency,
-        clock: match args.clock {
-            ClockArg::Virtual if !live_network => Clock::Virtual,
-            _ => Clock::Real,
-        },
-        feedback: match args.feedback {
-            FeedbackArg::PointerList => FeedbackStyle::PointerList,
-            FeedbackArg::Json => FeedbackStyle::Json,
-            FeedbackArg::Bare => FeedbackStyle::Bare,
-        },
+        trials: settings.trials,
+        seed: settings.seed,
+        concurrency: settings.concurrency,
+        clock: settings.clock,
+        feedback: settings.feedback,
         exec: ExecOptions {
-            mode: if args.serial {
+            mode: if settings.serial {
                 ExecMode::Serial
             } else {
                 ExecMode::Parallel
             },
             ..ExecOptions::default()
         },
-        shard,
+        shard: settings.shard,
     };
 
     let trials_path = out.join("trials.csv");
-    // Resuming: the earlier rows move aside and are replayed, in job order,
-    // into a new trials.csv, one trial at a time.
-    let earlier = out.join("trials.csv.resumed");
-    if let Some(dir) = &args.resume {
-        if !trials_path.exists() {
-            return Err(CliError(format!(
-                "--resume {}: no trials.csv there",
-                dir.display()
-            )));
-        }
-        let check = TrialReader::open(&plan, &trials_path)
-            .map_err(|e| CliError(format!("--resume: {e}")))?;
-        for trial in check {
-            trial.map_err(|e| CliError(format!("--resume: {e}")))?;
-        }
-        std::fs::rename(&trials_path, &earlier).map_err(|e| CliError(format!("--resume: {e}")))?;
-    }
-    write_run_json(&plan, args, &thresholds, &out)?;
+    let earlier = match args.resume {
+        Some(_) => Some(set_aside_finished_trials(&plan, &out)?),
+        None => None,
+    };
+    write_run_json(&plan, &settings, &out)?;
 
     let io_error = |e: std::io::Error| CliError(format!("{}: {e}", out.display()));
     let mut trials_csv = TrialsCsv::create(&trials_path).map_err(io_error)?;
@@ -207,17 +371,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     };
     {
         let mut sinks = Fanout(vec![&mut trials_csv, &mut aggregate]);
-        let replay: Option<harness::Replay<'_>> = match &args.resume {
-            Some(_) => {
-                let reader = TrialReader::open(&plan, &earlier).map_err(io_error)?;
+        let replay: Option<harness::Replay<'_>> = match &earlier {
+            Some(earlier) => {
+                let reader = TrialReader::open(&plan, earlier).map_err(io_error)?;
                 Some(Box::new(reader.map_while(Result::ok)))
             }
             None => None,
         };
         harness::run(&plan, &mut sinks, replay, progress).map_err(io_error)?;
     }
-    if args.resume.is_some() {
-        std::fs::remove_file(&earlier).map_err(io_error)?;
+    if let Some(earlier) = &earlier {
+        std::fs::remove_file(earlier).map_err(io_error)?;
     }
     let (violations, table) =
         report::write_summaries(&plan, &aggregate, &thresholds, &out).map_err(io_error)?;
@@ -263,19 +427,19 @@ fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
     Ok((k, check_rate(rate)?))
 }
 
-fn load_models(args: &RunArgs) -> Result<Vec<Model>, CliError> {
-    let sources = if args.models.is_empty() {
+fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<Model>, CliError> {
+    let sources = if paths.is_empty() {
         // The nearest `models/` folder: the suite's own, or a parent's
         // (`run scenarios/bfcl` finds scenarios/models).
-        let default = args
-            .suite
+        let default = suite
+            .unwrap_or(Path::new("."))
             .ancestors()
             .map(|dir| dir.join("models"))
             .find(|models| models.is_dir())
             .unwrap_or_else(|| PathBuf::from("scenarios/models"));
         vec![default]
     } else {
-        args.models.clone()
+        paths.to_vec()
     };
     let mut files = Vec::new();
     for source in &sources {
@@ -314,30 +478,157 @@ fn load_models(args: &RunArgs) -> Result<Vec<Model>, CliError> {
     Ok(models)
 }
 
-fn write_run_json(
-    plan: &RunPlan,
-    args: &RunArgs,
-    thresholds: &Thresholds,
-    out: &Path,
-) -> Result<(), CliError> {
+fn write_run_json(plan: &RunPlan, settings: &Settings, out: &Path) -> Result<(), CliError> {
     let record = RunRecord {
         toolgauge: env!("CARGO_PKG_VERSION").to_owned(),
-        suite: args.suite.clone(),
+        suite: settings.suite.clone(),
         trials: plan.trials,
         seed: plan.seed,
         concurrency: plan.concurrency,
         clock: plan.clock,
         feedback: plan.feedback,
-        serial: args.serial,
-        shard: args.shard.clone(),
-        min_success: thresholds.min_success,
-        min_pass_k: thresholds.min_pass_k,
+        serial: settings.serial,
+        shard: settings.shard.map(|s| s.to_string()),
+        min_success: settings.thresholds.min_success,
+        min_pass_k: settings.thresholds.min_pass_k,
         models: plan.models.iter().map(|m| m.file.clone()).collect(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
     };
     record
         .write(out)
         .map_err(|e| CliError(format!("{}: {e}", out.display())))
+}
+
+/// The run being resumed, as its run.json describes it.
+fn read_recorded_run(dir: &Path) -> Result<RunRecord, CliError> {
+    if !dir.join("trials.csv").is_file() && !dir.join("trials.csv.resumed").is_file() {
+        return Err(CliError(format!(
+            "--resume {}: no trials.csv there: is it a run's report folder?",
+            dir.display()
+        )));
+    }
+    RunRecord::read(dir).map_err(|e| {
+        CliError(format!(
+            "--resume {}: cannot read the run's configuration: {e}",
+            dir.display()
+        ))
+    })
+}
+
+/// Resuming: the finished trials move aside to trials.csv.resumed, to be
+/// replayed in job order into a new trials.csv. A resume that was itself
+/// killed left two files; the one with more finished trials is kept (both
+/// hold a prefix of the same job order). Every kept trial must belong to
+/// this run, or it would be silently dropped.
+fn set_aside_finished_trials(plan: &RunPlan, out: &Path) -> Result<PathBuf, CliError> {
+    let current = out.join("trials.csv");
+    let earlier = out.join("trials.csv.resumed");
+    let fail = |e: String| CliError(format!("--resume {}: {e}", out.display()));
+    let count = |path: &Path| -> Result<u64, CliError> {
+        if !path.exists() {
+            return Ok(0);
+        }
+        let mut trials = 0;
+        for trial in TrialReader::open(plan, path).map_err(|e| fail(e.to_string()))? {
+            let trial = trial.map_err(|e| fail(e.to_string()))?;
+            let job = harness::Job {
+                model: trial.model,
+                scenario: trial.scenario,
+                trial: trial.trial,
+            };
+            if !plan.includes(job) {
+                return Err(fail(format!(
+                    "{}: trial {} of {:?} / {:?} is not part of this run ({} trials{})",
+                    path.display(),
+                    trial.trial,
+                    plan.models[trial.model].name(),
+                    plan.scenarios[trial.scenario].name,
+                    plan.trials,
+                    plan.shard
+                        .map(|s| format!(", shard {s}"))
+                        .unwrap_or_default()
+                )));
+            }
+            trials += 1;
+        }
+        Ok(trials)
+    };
+    let (in_current, in_earlier) = (count(&current)?, count(&earlier)?);
+    let rename =
+        |from: &Path, to: &Path| std::fs::rename(from, to).map_err(|e| fail(e.to_string()));
+    if in_current >= in_earlier && current.exists() {
+        rename(&current, &earlier)?;
+    } else if current.exists() {
+        // trials.csv is a shorter prefix than the rows it was replaying.
+        std::fs::remove_file(&current).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(earlier)
+}
+
+/// A folder that already holds a run is not overwritten by accident.
+fn refuse_to_overwrite(out: &Path) -> Result<(), CliError> {
+    let held = ["run.json", "trials.csv"]
+        .into_iter()
+        .find(|file| out.join(file).exists());
+    match held {
+        Some(file) => Err(CliError(format!(
+            "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
+             --force to replace it, or another --out",
+            out.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The models of the run being resumed: its own, or the same ones again.
+fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<Model>, CliError> {
+    if !args.models.is_empty() {
+        let given = load_models(&args.models, None)?;
+        let same = given.len() == run.models.len()
+            && given.iter().zip(&run.models).all(|(m, r)| m.file == *r);
+        if !same {
+            let names = |files: Vec<&str>| files.join(", ");
+            return Err(contradiction(
+                "--models",
+                names(given.iter().map(|m| m.name()).collect()),
+                format!(
+                    "{} (or the same names with other contents)",
+                    names(run.models.iter().map(|m| m.name.as_str()).collect())
+                ),
+            ));
+        }
+        return Ok(given);
+    }
+    run.models
+        .iter()
+        .cloned()
+        .map(|file| {
+            let name = file.name.clone();
+            Model::new(file).map_err(|e| CliError(format!("run.json: model {name:?}: {e}")))
+        })
+        .collect()
+}
+
+/// The suite must still hold the scenarios the run was started with.
+fn check_same_scenarios(run: &RunRecord, scenarios: &[Scenario]) -> Result<(), CliError> {
+    let now: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    if now == run.scenarios.iter().map(String::as_str).collect::<Vec<_>>() {
+        return Ok(());
+    }
+    let added = now
+        .iter()
+        .filter(|n| !run.scenarios.iter().any(|r| r == *n))
+        .count();
+    let removed = run
+        .scenarios
+        .iter()
+        .filter(|r| !now.contains(&r.as_str()))
+        .count();
+    Err(CliError(format!(
+        "--resume: the suite {} has changed since the run started ({added} scenario(s) added, \
+         {removed} removed or renamed); resuming would mix two runs",
+        run.suite.display()
+    )))
 }
 
 /// `run-YYYYMMDD-HHMMSS` in UTC.

@@ -60,8 +60,14 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    fn includes(self, job: u64) -> bool {
+    pub fn includes(self, job: u64) -> bool {
         job % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
     }
 }
 
@@ -104,6 +110,20 @@ impl RunPlan {
             .enumerate()
             .filter(|(index, _)| self.shard.is_none_or(|s| s.includes(*index as u64)))
             .map(|(_, job)| job)
+    }
+
+    /// Is `job` one of this run's (this shard's) jobs?
+    pub fn includes(&self, job: Job) -> bool {
+        if job.model >= self.models.len()
+            || job.scenario >= self.scenarios.len()
+            || job.trial >= self.trials
+        {
+            return false;
+        }
+        let index = (job.model * self.scenarios.len() + job.scenario) as u64
+            * u64::from(self.trials)
+            + u64::from(job.trial);
+        self.shard.is_none_or(|s| s.includes(index))
     }
 
     /// The seed of one trial: independent of scheduling and of other trials.

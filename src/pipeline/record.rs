@@ -27,6 +27,42 @@ impl SessionLog<File> {
     pub fn create(path: &Path) -> io::Result<Self> {
         Ok(Self::new(File::create(path)?))
     }
+
+    /// Open the log file to add to it (creating it if need be). Entry ids
+    /// and the parent chain go on from its last whole line, so ids stay
+    /// unique in the file; a line torn by a kill is closed first.
+    pub fn append(path: &Path) -> io::Result<Self> {
+        let existing = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        if existing.last().is_some_and(|b| *b != b'\n') {
+            file.write_all(b"\n")?;
+        }
+        let mut log = Self::new(file);
+        if let Some(last) = last_entry_id(&existing) {
+            log.next_id = last + 1;
+            log.last_id = Some(last);
+        }
+        Ok(log)
+    }
+}
+
+/// The number of the last whole entry's id (`"e12"` is 12).
+fn last_entry_id(log: &[u8]) -> Option<u64> {
+    let whole = &log[..log.iter().rposition(|b| *b == b'\n')?];
+    let line = whole.rsplit(|b| *b == b'\n').find(|l| !l.is_empty())?;
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        id: &'a str,
+    }
+    let entry: Entry<'_> = serde_json::from_slice(line).ok()?;
+    entry.id.strip_prefix('e')?.parse().ok()
 }
 
 impl<W: Write> SessionLog<W> {

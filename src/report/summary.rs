@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::Aggregate;
@@ -38,24 +39,34 @@ fn opt(x: Option<f64>) -> Option<f64> {
     x.map(round)
 }
 
+/// A rate of a cell, or nothing when no trial was measured.
+fn measured(cell: &CellStats, rate: impl FnOnce(&CellStats) -> f64) -> Option<f64> {
+    (cell.trials > 0).then(|| round(rate(cell)))
+}
+
+/// A latency percentile, or nothing when no attempt was timed.
+fn percentile(histogram: &Histogram<u64>, q: f64) -> Option<f64> {
+    (!histogram.is_empty()).then(|| CellStats::percentile_ms(histogram, q))
+}
+
 /// summary.csv: one row per model x scenario.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct SummaryRow {
     model: String,
     scenario: String,
     trials: u64,
     max_attempts: u32,
-    success_at_1: f64,
-    success_at_2: f64,
-    success_at_3: f64,
+    success_at_1: Option<f64>,
+    success_at_2: Option<f64>,
+    success_at_3: Option<f64>,
     conditional_at_2: Option<f64>,
     conditional_at_3: Option<f64>,
-    final_success: f64,
-    wilson_low: f64,
-    wilson_high: f64,
+    final_success: Option<f64>,
+    wilson_low: Option<f64>,
+    wilson_high: Option<f64>,
     mean_attempts: Option<f64>,
     self_correction_rate: Option<f64>,
-    pass_k_3: f64,
+    pass_k_3: Option<f64>,
     threshold: Option<f64>,
     passed: bool,
     failures_parse: u64,
@@ -77,24 +88,24 @@ struct SummaryRow {
     mean_speedup: Option<f64>,
     mean_ideal_speedup: Option<f64>,
     mean_efficiency: Option<f64>,
-    model_p50_ms: f64,
-    model_p95_ms: f64,
-    model_p99_ms: f64,
-    tool_p50_ms: f64,
-    tool_p95_ms: f64,
-    tool_p99_ms: f64,
+    model_p50_ms: Option<f64>,
+    model_p95_ms: Option<f64>,
+    model_p99_ms: Option<f64>,
+    tool_p50_ms: Option<f64>,
+    tool_p95_ms: Option<f64>,
+    tool_p99_ms: Option<f64>,
 }
 
 /// models.csv: one row per model, over all its scenarios.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct ModelRow {
     model: String,
     scenarios: usize,
     trials: u64,
-    success_at_1: f64,
-    final_success: f64,
-    wilson_low: f64,
-    wilson_high: f64,
+    success_at_1: Option<f64>,
+    final_success: Option<f64>,
+    wilson_low: Option<f64>,
+    wilson_high: Option<f64>,
     self_correction_rate: Option<f64>,
     mean_attempts: Option<f64>,
     mean_speedup: Option<f64>,
@@ -120,14 +131,14 @@ fn cost_per_success(plan: &RunPlan, m: usize, cell: &CellStats) -> Option<f64> {
 }
 
 /// comparisons.csv: one row per pair of models, paired on scenario and trial.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct ComparisonRow {
     model_a: String,
     model_b: String,
     paired_trials: u64,
-    success_a: f64,
-    success_b: f64,
-    difference: f64,
+    success_a: Option<f64>,
+    success_b: Option<f64>,
+    difference: Option<f64>,
     only_a: u64,
     only_b: u64,
     p_value: f64,
@@ -135,7 +146,7 @@ struct ComparisonRow {
 }
 
 /// self_correction.csv: per model and failure kind of the first attempt.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct SelfCorrectionRow {
     model: String,
     failure_kind: String,
@@ -145,7 +156,7 @@ struct SelfCorrectionRow {
 }
 
 /// pass_k.csv: pass^k for k = 1..trials.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct PassKRow {
     model: String,
     scenario: String,
@@ -160,7 +171,6 @@ fn summary_row(
     cell: &CellStats,
     thresholds: &Thresholds,
 ) -> SummaryRow {
-    let (low, high) = cell.wilson();
     let speed = cell.mean_speedup();
     let threshold = threshold_of(plan, s, thresholds);
     let failures = |kind: &str| cell.failures.get(kind).copied().unwrap_or(0);
@@ -169,17 +179,17 @@ fn summary_row(
         scenario: plan.scenarios[s].name.clone(),
         trials: cell.trials,
         max_attempts: cell.max_attempts,
-        success_at_1: round(cell.success_by(1)),
-        success_at_2: round(cell.success_by(2)),
-        success_at_3: round(cell.success_by(3)),
+        success_at_1: measured(cell, |c| c.success_by(1)),
+        success_at_2: measured(cell, |c| c.success_by(2)),
+        success_at_3: measured(cell, |c| c.success_by(3)),
         conditional_at_2: opt(cell.conditional_success(2)),
         conditional_at_3: opt(cell.conditional_success(3)),
-        final_success: round(cell.final_success()),
-        wilson_low: round(low),
-        wilson_high: round(high),
+        final_success: measured(cell, CellStats::final_success),
+        wilson_low: measured(cell, |c| c.wilson().0),
+        wilson_high: measured(cell, |c| c.wilson().1),
         mean_attempts: opt(cell.mean_attempts_to_success()),
         self_correction_rate: opt(cell.self_correction_rate()),
-        pass_k_3: round(pass_hat_k(cell.successes(), cell.trials, 3)),
+        pass_k_3: measured(cell, |c| pass_hat_k(c.successes(), c.trials, 3)),
         threshold,
         passed: violations_of(cell, threshold, thresholds).is_empty(),
         failures_parse: failures("parse"),
@@ -201,12 +211,12 @@ fn summary_row(
         mean_speedup: opt(speed.map(|s| s.0)),
         mean_ideal_speedup: opt(speed.map(|s| s.1)),
         mean_efficiency: opt(speed.map(|s| s.2)),
-        model_p50_ms: CellStats::percentile_ms(&cell.model_ms, 0.50),
-        model_p95_ms: CellStats::percentile_ms(&cell.model_ms, 0.95),
-        model_p99_ms: CellStats::percentile_ms(&cell.model_ms, 0.99),
-        tool_p50_ms: CellStats::percentile_ms(&cell.tool_ms, 0.50),
-        tool_p95_ms: CellStats::percentile_ms(&cell.tool_ms, 0.95),
-        tool_p99_ms: CellStats::percentile_ms(&cell.tool_ms, 0.99),
+        model_p50_ms: percentile(&cell.model_ms, 0.50),
+        model_p95_ms: percentile(&cell.model_ms, 0.95),
+        model_p99_ms: percentile(&cell.model_ms, 0.99),
+        tool_p50_ms: percentile(&cell.tool_ms, 0.50),
+        tool_p95_ms: percentile(&cell.tool_ms, 0.95),
+        tool_p99_ms: percentile(&cell.tool_ms, 0.99),
     }
 }
 
@@ -221,6 +231,14 @@ fn threshold_of(plan: &RunPlan, scenario: usize, thresholds: &Thresholds) -> Opt
 fn violations_of(cell: &CellStats, threshold: Option<f64>, thresholds: &Thresholds) -> Vec<String> {
     let mut found = Vec::new();
     if cell.trials == 0 {
+        // Trials were run but none measured the model: never a pass. (A
+        // cell with no trial at all belongs to another shard.)
+        if cell.transport_errors > 0 {
+            found.push(format!(
+                "not measured: all {} trial(s) ended by a transport error",
+                cell.transport_errors
+            ));
+        }
         return found;
     }
     if let Some(min) = threshold
@@ -237,10 +255,31 @@ fn violations_of(cell: &CellStats, threshold: Option<f64>, thresholds: &Threshol
     found
 }
 
-fn write_csv<T: Serialize>(path: &Path, rows: impl IntoIterator<Item = T>) -> io::Result<()> {
+/// Write rows under their struct's header; a file with no rows still has
+/// its header, so CSV readers see the columns.
+fn write_csv<R: Serialize + Default>(
+    path: &Path,
+    rows: impl IntoIterator<Item = impl std::borrow::Borrow<R>>,
+) -> io::Result<()> {
     let mut writer = csv::Writer::from_path(path).map_err(io::Error::other)?;
+    let mut empty = true;
     for row in rows {
-        writer.serialize(row).map_err(io::Error::other)?;
+        writer.serialize(row.borrow()).map_err(io::Error::other)?;
+        empty = false;
+    }
+    if empty {
+        let mut probe = csv::Writer::from_writer(Vec::new());
+        probe.serialize(R::default()).map_err(io::Error::other)?;
+        let bytes = probe
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let header = bytes
+            .split_inclusive(|b| *b == b'\n')
+            .next()
+            .unwrap_or_default();
+        writer.flush()?;
+        std::fs::write(path, header)?;
+        return Ok(());
     }
     writer.flush()
 }
@@ -280,21 +319,29 @@ pub fn write_summaries(
         }
     }
 
+    let measured_trials: u64 = aggregate.cells.iter().flatten().map(|c| c.trials).sum();
+    if measured_trials == 0 && violations.is_empty() {
+        violations.push(Violation {
+            model: "(every model)".to_owned(),
+            scenario: "(every scenario)".to_owned(),
+            message: "not measured: no trial was run (is this shard empty?)".to_owned(),
+        });
+    }
+
     let model_rows: Vec<ModelRow> = aggregate
         .cells
         .iter()
         .enumerate()
         .map(|(m, cells)| {
             let sum = total(cells);
-            let (low, high) = sum.wilson();
             ModelRow {
                 model: plan.models[m].name().to_owned(),
                 scenarios: cells.len(),
                 trials: sum.trials,
-                success_at_1: round(sum.success_by(1)),
-                final_success: round(sum.final_success()),
-                wilson_low: round(low),
-                wilson_high: round(high),
+                success_at_1: measured(&sum, |c| c.success_by(1)),
+                final_success: measured(&sum, CellStats::final_success),
+                wilson_low: measured(&sum, |c| c.wilson().0),
+                wilson_high: measured(&sum, |c| c.wilson().1),
                 self_correction_rate: opt(sum.self_correction_rate()),
                 mean_attempts: opt(sum.mean_attempts_to_success()),
                 mean_speedup: opt(sum.mean_speedup().map(|s| s.0)),
@@ -323,21 +370,15 @@ pub fn write_summaries(
                 only_a += u64::from(*x == 2 && *y == 1);
                 only_b += u64::from(*x == 1 && *y == 2);
             }
-            let rate = |n: u64| {
-                if paired == 0 {
-                    0.0
-                } else {
-                    n as f64 / paired as f64
-                }
-            };
+            let rate = |n: u64| (paired > 0).then(|| n as f64 / paired as f64);
             let p_value = mcnemar_p_value(only_a, only_b);
             comparisons.push(ComparisonRow {
                 model_a: plan.models[a].name().to_owned(),
                 model_b: plan.models[b].name().to_owned(),
                 paired_trials: paired,
-                success_a: round(rate(ok_a)),
-                success_b: round(rate(ok_b)),
-                difference: round(rate(ok_a) - rate(ok_b)),
+                success_a: opt(rate(ok_a)),
+                success_b: opt(rate(ok_b)),
+                difference: rate(ok_a).zip(rate(ok_b)).map(|(a, b)| round(a - b)),
                 only_a,
                 only_b,
                 p_value: round(p_value),
@@ -384,11 +425,11 @@ pub fn write_summaries(
     );
     let junit = junit(&summary_rows, &violations);
 
-    write_csv(&out.join("summary.csv"), &summary_rows)?;
-    write_csv(&out.join("models.csv"), &model_rows)?;
-    write_csv(&out.join("comparisons.csv"), &comparisons)?;
-    write_csv(&out.join("self_correction.csv"), &correction_rows)?;
-    write_csv(&out.join("pass_k.csv"), pass_k_rows)?;
+    write_csv::<SummaryRow>(&out.join("summary.csv"), &summary_rows)?;
+    write_csv::<ModelRow>(&out.join("models.csv"), &model_rows)?;
+    write_csv::<ComparisonRow>(&out.join("comparisons.csv"), &comparisons)?;
+    write_csv::<SelfCorrectionRow>(&out.join("self_correction.csv"), &correction_rows)?;
+    write_csv::<PassKRow>(&out.join("pass_k.csv"), pass_k_rows)?;
     std::fs::write(out.join("summary.md"), markdown)?;
     std::fs::write(out.join("junit.xml"), junit)?;
     // A big suite's per-scenario table would scroll away: print the models.
@@ -428,12 +469,12 @@ fn key_table(rows: &[SummaryRow]) -> String {
             r.model,
             r.scenario,
             r.trials,
-            percent(r.success_at_1),
-            percent(r.success_at_2),
-            percent(r.success_at_3),
-            percent(r.final_success),
-            percent(r.wilson_low),
-            percent(r.wilson_high),
+            percent_opt(r.success_at_1),
+            percent_opt(r.success_at_2),
+            percent_opt(r.success_at_3),
+            percent_opt(r.final_success),
+            percent_opt(r.wilson_low),
+            percent_opt(r.wilson_high),
             percent_opt(r.self_correction_rate),
             speed
         );
@@ -452,10 +493,10 @@ fn models_table(models: &[ModelRow]) -> String {
             "| {} | {} | {} | {} [{}, {}] | {} | {} |",
             m.model,
             m.trials,
-            percent(m.success_at_1),
-            percent(m.final_success),
-            percent(m.wilson_low),
-            percent(m.wilson_high),
+            percent_opt(m.success_at_1),
+            percent_opt(m.final_success),
+            percent_opt(m.wilson_low),
+            percent_opt(m.wilson_high),
             percent_opt(m.self_correction_rate),
             m.mean_attempts
                 .map_or("-".to_owned(), |a| format!("{a:.2}"))
@@ -494,12 +535,13 @@ fn markdown(
         for c in comparisons {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {:+.1} pp | {} | {} | {:.4} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.4} | {} |",
                 c.model_a,
                 c.model_b,
-                percent(c.success_a),
-                percent(c.success_b),
-                100.0 * c.difference,
+                percent_opt(c.success_a),
+                percent_opt(c.success_b),
+                c.difference
+                    .map_or("-".to_owned(), |d| format!("{:+.1} pp", 100.0 * d)),
                 c.only_a,
                 c.only_b,
                 c.p_value,
@@ -583,7 +625,7 @@ fn junit(rows: &[SummaryRow], violations: &[Violation]) -> String {
                     xml,
                     "<failure message=\"{}\">final success {} over {} trials</failure>",
                     xml_escape(&messages.join("; ")),
-                    percent(case.final_success),
+                    percent_opt(case.final_success),
                     case.trials
                 );
             }

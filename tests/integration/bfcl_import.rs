@@ -169,6 +169,7 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
             "1",
             "--out",
             out.to_str().unwrap(),
+            "--force",
             "--quiet",
         ])
     };

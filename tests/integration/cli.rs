@@ -105,6 +105,41 @@ fn exec_prints_provider_messages_and_writes_the_session() {
 }
 
 #[test]
+fn exec_session_appends_to_an_existing_log_with_ids_that_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let exec = || {
+        toolgauge(&[
+            "exec",
+            "--provider",
+            "anthropic",
+            "--builtin",
+            "echo,math",
+            "--tools",
+            "scenarios/examples/tools.json",
+            "--session",
+            session.to_str().unwrap(),
+            "scenarios/examples/anthropic.json",
+        ])
+    };
+    assert_eq!(exec().status.code(), Some(0));
+    let first = std::fs::read_to_string(&session).unwrap();
+    assert_eq!(exec().status.code(), Some(0));
+    let log = std::fs::read_to_string(&session).unwrap();
+    assert!(log.starts_with(&first), "the first run's entries were lost");
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 16);
+    let ids: std::collections::BTreeSet<&str> =
+        entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 16, "ids repeat: {log}");
+    // The second run's first call follows the first run's last result.
+    assert_eq!(entries[8]["parentId"], entries[7]["id"]);
+}
+
+#[test]
 fn exec_formats_results_for_each_provider() {
     let openai = toolgauge(&[
         "exec",

@@ -435,7 +435,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
         let model = model_file(dir.path(), "openai", &server.uri(), json!({}));
         let out = dir.path().join(format!("status{status}"));
         let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_unmeasured_run_fails(&out, &output);
         assert_eq!(
             server.received_requests().await.unwrap().len(),
             1,
@@ -473,7 +473,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
     );
     let out = dir.path().join("stalled");
     let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_unmeasured_run_fails(&out, &output);
     assert_eq!(&rows(&out)[0][6], "transport_error");
     assert_eq!(
         stalled.received_requests().await.unwrap().len(),
@@ -494,14 +494,41 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
         json!({"max_attempts": 3}),
     );
     let out = dir.path().join("refused");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = toolgauge(
+        run_args(&suite, &model, &out, &["--min-success", "0.5"]),
+        Some(KEY),
+    )
+    .await;
+    assert_unmeasured_run_fails(&out, &output);
     assert_eq!(&rows(&out)[0][6], "transport_error");
     assert!(
         stderr(&output).contains("(after 3 tries)"),
         "{}",
         stderr(&output)
     );
+}
+
+/// A run whose every trial was a transport error measured nothing: it
+/// fails (exit 1, a JUnit failure) and shows no rates, threshold or not.
+fn assert_unmeasured_run_fails(out: &Path, output: &std::process::Output) {
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(output));
+    assert!(
+        stderr(output).contains("not measured: all 1 trial(s) ended by a transport error"),
+        "{}",
+        stderr(output)
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("failures=\"1\"") && junit.contains("<failure"),
+        "{junit}"
+    );
+    let mut summary = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let headers = summary.headers().unwrap().clone();
+    let row = summary.records().next().unwrap().unwrap();
+    let column = |name: &str| &row[headers.iter().position(|h| h == name).unwrap()];
+    assert_eq!(column("final_success"), "");
+    assert_eq!(column("success_at_1"), "");
+    assert_eq!(column("passed"), "false");
 }
 
 #[tokio::test]

@@ -87,7 +87,8 @@ fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
     let trials = read(&full, "trials.csv");
     // Half the bytes: the last line is torn, as a kill would leave it.
     std::fs::write(killed.join("trials.csv"), &trials[..trials.len() / 2]).unwrap();
-    let resumed = run_into(&killed, &["--resume", killed.to_str().unwrap()]);
+    std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
+    let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
     assert_eq!(
         resumed.status.code(),
         Some(0),
@@ -250,4 +251,156 @@ fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() 
     );
     assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $present or $absent"), "{stderr}");
     assert!(!out.join("trials.csv").exists());
+}
+
+/// A killed run of `trials` trials of one scenario on every model: its
+/// run.json and the first `keep` of every 10 rows' bytes of trials.csv.
+fn killed_run(dir: &Path, trials: &str, seed: &str) -> (PathBuf, PathBuf) {
+    let full = dir.join("full");
+    let output = toolgauge(&[
+        "run",
+        "scenarios/starter/math_add.json",
+        "--models",
+        "scenarios/models",
+        "--trials",
+        trials,
+        "--seed",
+        seed,
+        "--quiet",
+        "--out",
+        full.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let killed = dir.join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    let rows = read(&full, "trials.csv");
+    std::fs::write(killed.join("trials.csv"), &rows[..rows.len() * 9 / 10]).unwrap();
+    std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
+    (full, killed)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn resume_without_trials_keeps_the_trials_beyond_the_default_count() {
+    let dir = tempfile::tempdir().unwrap();
+    // More trials than the default 20: the resume must not fall back to 20.
+    let (full, killed) = killed_run(dir.path(), "30", "5");
+    let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_same_files(&full, &killed);
+}
+
+#[test]
+fn resume_refuses_flags_that_contradict_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, killed) = killed_run(dir.path(), "30", "5");
+    let before = read(&killed, "trials.csv");
+    for (flags, names) in [
+        (&["--seed", "6"][..], ["--seed 6", "5"]),
+        (&["--trials", "20"][..], ["--trials 20", "30"]),
+        (
+            &["--feedback", "json"][..],
+            ["--feedback json", "pointer-list"],
+        ),
+        (&["--serial"][..], ["--serial true", "false"]),
+        (&["--min-success", "0.5"][..], ["--min-success 0.5", "none"]),
+        (
+            &["scenarios/starter"][..],
+            ["SUITE scenarios/starter", "math_add.json"],
+        ),
+    ] {
+        let mut args = vec!["run", "--resume", killed.to_str().unwrap(), "--quiet"];
+        args.extend_from_slice(flags);
+        let output = toolgauge(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {message}");
+        for name in names {
+            assert!(
+                message.contains(name),
+                "{flags:?}: {name:?} not in {message}"
+            );
+        }
+        assert_eq!(message.lines().count(), 1, "{message}");
+        // Nothing was touched.
+        assert_eq!(read(&killed, "trials.csv"), before);
+    }
+    // Settings that agree with the run, and the concurrency, are fine.
+    let output = toolgauge(&[
+        "run",
+        "--resume",
+        killed.to_str().unwrap(),
+        "--quiet",
+        "--seed",
+        "5",
+        "--trials",
+        "30",
+        "--concurrency",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_resume_killed_before_it_replayed_everything_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (full, killed) = killed_run(dir.path(), "30", "5");
+    // The first resume was killed early: its new trials.csv holds fewer
+    // trials than the set-aside rows it was replaying.
+    std::fs::rename(killed.join("trials.csv"), killed.join("trials.csv.resumed")).unwrap();
+    let rows = read(&full, "trials.csv");
+    std::fs::write(killed.join("trials.csv"), &rows[..rows.len() / 5]).unwrap();
+    let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_same_files(&full, &killed);
+    assert!(!killed.join("trials.csv.resumed").exists());
+}
+
+#[test]
+fn out_refuses_a_folder_that_holds_a_run_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    assert_eq!(run_into(&out, &[]).status.code(), Some(0));
+    let before = read(&out, "trials.csv");
+    let again = run_into(&out, &["--seed", "12"]);
+    assert_eq!(again.status.code(), Some(2));
+    let message = stderr(&again);
+    assert!(
+        message.contains("already holds a run") && message.contains("--resume"),
+        "{message}"
+    );
+    assert!(message.contains("--force"), "{message}");
+    assert_eq!(read(&out, "trials.csv"), before);
+    let forced = run_into(&out, &["--seed", "12", "--force"]);
+    assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
+    assert_ne!(read(&out, "trials.csv"), before);
+}
+
+#[test]
+fn summary_files_without_rows_still_have_their_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("one");
+    // One model (no pair to compare) that never fails a first attempt.
+    let output = toolgauge(&[
+        "run",
+        "scenarios/starter/math_add.json",
+        "--models",
+        "scenarios/models/reference.json",
+        "--trials",
+        "3",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        read(&out, "comparisons.csv"),
+        "model_a,model_b,paired_trials,success_a,success_b,difference,only_a,only_b,p_value,significant\n"
+    );
+    assert_eq!(
+        read(&out, "self_correction.csv"),
+        "model,failure_kind,first_attempt_failures,fixed,fix_rate\n"
+    );
 }
