@@ -382,12 +382,13 @@ fn out_refuses_a_folder_that_holds_a_run_unless_forced() {
 fn summary_files_without_rows_still_have_their_header() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("one");
-    // One model (no pair to compare) that never fails a first attempt.
+    // One model (no pair to compare) that follows its script: the
+    // scenario's correct call, first time.
     let output = toolgauge(&[
         "run",
         "scenarios/starter/math_add.json",
         "--models",
-        "scenarios/models/reference.json",
+        "scenarios/models/scripted.json",
         "--trials",
         "3",
         "--quiet",
