@@ -19,6 +19,7 @@
 pub mod bfcl;
 pub mod call;
 pub mod cli;
+pub mod excerpt;
 pub mod fuzz;
 pub mod harness;
 mod json_writer;

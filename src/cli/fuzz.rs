@@ -55,6 +55,11 @@ enum Validator {
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
+    if args.cases == 0 {
+        return Err(CliError::new(
+            "--cases must be at least 1 (instances per tool and operator)",
+        ));
+    }
     let validator = match args.validator.as_str() {
         "builtin" => Validator::Builtin,
         other => match ExternalValidator::parse(other, Duration::from_millis(args.case_timeout_ms))

@@ -50,11 +50,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             }
         }
         ReportCommand::Compare { baseline, current } => {
-            let changes = report::compare(baseline, current).map_err(CliError)?;
+            let comparison = report::compare(baseline, current).map_err(CliError)?;
+            let changes = &comparison.changes;
             println!("| model | scenario | baseline | current | change | significant |");
             println!("|---|---|---:|---:|---:|---|");
             let mut drops = 0;
-            for c in &changes {
+            for c in changes {
                 let flag = match c.significant_drop {
                     Some(true) => {
                         drops += 1;
@@ -70,6 +71,17 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                     100.0 * c.baseline,
                     100.0 * c.current,
                     100.0 * (c.current - c.baseline)
+                );
+            }
+            eprintln!(
+                "compared {} model x scenario cell(s); {} only in the baseline, {} only in the current run",
+                changes.len(),
+                comparison.only_baseline,
+                comparison.only_current
+            );
+            if comparison.only_baseline + comparison.only_current > changes.len() {
+                eprintln!(
+                    "note: most cells are in one run only: were both runs of the same suite and models?"
                 );
             }
             if drops > 0 {

@@ -35,6 +35,9 @@ pub enum ExternalError {
         program: String,
         source: std::io::Error,
     },
+    /// `sh` could not run the program: 127 not found, 126 not executable.
+    #[error("cannot run {program:?}: {}", if *code == 127 { "no such program (the shell's exit code 127)" } else { "not executable (the shell's exit code 126)" })]
+    NotRunnable { program: String, code: i32 },
     #[error("{what} did not answer within {} ms on {instance}", timeout.as_millis())]
     Hung {
         what: String,
@@ -98,7 +101,8 @@ impl ExternalValidator {
                             ExternalError::Hung {
                                 what: url.clone(),
                                 timeout: *timeout,
-                                instance: instance.to_string(),
+                                instance: crate::excerpt::excerpt(&instance.to_string())
+                                    .into_owned(),
                             }
                         } else {
                             ExternalError::Http {
@@ -138,6 +142,14 @@ fn run_command(
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait()? {
+            // The shell's own codes for a program it could not run: a
+            // verdict of "invalid" here would be a false kill.
+            Some(status) if matches!(status.code(), Some(126 | 127)) => {
+                return Err(ExternalError::NotRunnable {
+                    program: program.to_owned(),
+                    code: status.code().unwrap_or_default(),
+                });
+            }
             Some(status) => return Ok(status.success()),
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
@@ -145,7 +157,7 @@ fn run_command(
                 return Err(ExternalError::Hung {
                     what: program.to_owned(),
                     timeout,
-                    instance: instance.to_string(),
+                    instance: crate::excerpt::excerpt(&instance.to_string()).into_owned(),
                 });
             }
             // Polling a child process: there is no async runtime here.

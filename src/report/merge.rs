@@ -179,9 +179,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
 struct SummaryLine {
     model: String,
     scenario: String,
-    final_success: f64,
-    wilson_low: f64,
-    wilson_high: f64,
+    final_success: Option<f64>,
+    wilson_low: Option<f64>,
+    wilson_high: Option<f64>,
 }
 
 /// One model x scenario in both runs.
@@ -200,36 +200,92 @@ fn read_summary(dir: &Path) -> Result<Vec<SummaryLine>, String> {
     let path = dir.join("summary.csv");
     let mut reader =
         csv::Reader::from_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    reader
+    let lines = reader
         .deserialize()
         .collect::<Result<Vec<SummaryLine>, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| format!("{}: not a toolgauge summary: {e}", path.display()))?;
+    if lines.is_empty() {
+        return Err(format!(
+            "{}: no model x scenario rows: is it a run's summary.csv?",
+            path.display()
+        ));
+    }
+    Ok(lines)
 }
 
-/// Compare two runs' summaries, per model x scenario present in both.
-pub fn compare(baseline: &Path, current: &Path) -> Result<Vec<Change>, String> {
+/// What `compare` found: the changes of the cells in both runs, and how
+/// many cells only one run has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub changes: Vec<Change>,
+    pub only_baseline: usize,
+    pub only_current: usize,
+}
+
+/// Compare two runs' summaries, per model x scenario measured in both. No
+/// cell in common is an error: nothing was compared.
+pub fn compare(baseline: &Path, current: &Path) -> Result<Comparison, String> {
     let before = read_summary(baseline)?;
     let after = read_summary(current)?;
-    Ok(after
-        .iter()
-        .filter_map(|now| {
-            let then = before
-                .iter()
-                .find(|b| b.model == now.model && b.scenario == now.scenario)?;
-            let significant_drop = if now.wilson_high < then.wilson_low {
-                Some(true)
-            } else if now.wilson_low > then.wilson_high {
-                Some(false)
-            } else {
-                None
-            };
-            Some(Change {
-                model: now.model.clone(),
-                scenario: now.scenario.clone(),
-                baseline: then.final_success,
-                current: now.final_success,
-                significant_drop,
-            })
-        })
-        .collect())
+    let key = |l: &SummaryLine| (l.model.clone(), l.scenario.clone());
+    let before_by_cell: std::collections::HashMap<_, &SummaryLine> =
+        before.iter().map(|l| (key(l), l)).collect();
+    let mut changes = Vec::new();
+    let mut unmeasured = 0;
+    for now in &after {
+        let Some(then) = before_by_cell.get(&key(now)) else {
+            continue;
+        };
+        // A cell with no measured trial has no rate to compare.
+        let (
+            Some(baseline_rate),
+            Some(current_rate),
+            Some(then_low),
+            Some(then_high),
+            Some(now_low),
+            Some(now_high),
+        ) = (
+            then.final_success,
+            now.final_success,
+            then.wilson_low,
+            then.wilson_high,
+            now.wilson_low,
+            now.wilson_high,
+        )
+        else {
+            unmeasured += 1;
+            continue;
+        };
+        let significant_drop = if now_high < then_low {
+            Some(true)
+        } else if now_low > then_high {
+            Some(false)
+        } else {
+            None
+        };
+        changes.push(Change {
+            model: now.model.clone(),
+            scenario: now.scenario.clone(),
+            baseline: baseline_rate,
+            current: current_rate,
+            significant_drop,
+        });
+    }
+    let common = changes.len() + unmeasured;
+    if changes.is_empty() {
+        return Err(format!(
+            "nothing to compare: {} and {} have no measured model x scenario in common \
+             (the baseline has {} cell(s), the current run {}, {common} shared, \
+             {unmeasured} of those not measured)",
+            baseline.display(),
+            current.display(),
+            before.len(),
+            after.len()
+        ));
+    }
+    Ok(Comparison {
+        changes,
+        only_baseline: before.len() - common,
+        only_current: after.len() - common,
+    })
 }

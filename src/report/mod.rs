@@ -14,7 +14,7 @@ use std::io;
 use crate::harness::{RunPlan, TrialSink};
 use crate::metrics::{CellStats, TrialRecord};
 
-pub use merge::{Change, RunRecord, compare, merge};
+pub use merge::{Change, Comparison, RunRecord, compare, merge};
 pub use summary::{Thresholds, Violation, write_summaries};
 pub use trials::{TrialReader, TrialRow, TrialsCsv};
 

@@ -414,3 +414,46 @@ async fn fuzz_posts_each_instance_to_an_http_validator_and_finds_its_holes() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn fuzz_with_a_missing_or_non_executable_validator_program_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = write_temp(dir.path(), "validate.sh", "exit 0\n");
+    let missing = dir.path().join("no-such-validator");
+    for program in [missing.to_str().unwrap(), not_executable.to_str().unwrap()] {
+        let output = toolgauge(&[
+            "fuzz",
+            "--tools",
+            "scenarios/examples/tools.json",
+            "--cases",
+            "5",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--validator",
+            &format!("cmd:{program}"),
+        ]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{program}: {message}");
+        assert!(
+            message.contains(program) && message.contains("cannot run"),
+            "{message}"
+        );
+        assert!(
+            !dir.path().join("fuzz.csv").exists(),
+            "a kill rate was written"
+        );
+    }
+}
+
+#[test]
+fn fuzz_with_zero_cases_exits_2() {
+    let output = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "0",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--cases must be at least 1"));
+}

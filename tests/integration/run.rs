@@ -405,3 +405,68 @@ fn summary_files_without_rows_still_have_their_header() {
         "model,failure_kind,first_attempt_failures,fixed,fix_rate\n"
     );
 }
+
+#[test]
+fn compare_says_what_it_compared_and_exits_2_when_nothing_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = |name: &str, scenario: &str| {
+        let out = dir.path().join(name);
+        let output = toolgauge(&[
+            "run",
+            &format!("scenarios/starter/{scenario}.json"),
+            "--trials",
+            "3",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        out
+    };
+    let (math, echo) = (one("math", "math_add"), one("echo", "echo_simple"));
+    let compare = |a: &Path, b: &Path| {
+        toolgauge(&[
+            "report",
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ])
+    };
+
+    let same = compare(&math, &math);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(
+        stderr(&same).contains(
+            "compared 4 model x scenario cell(s); 0 only in the baseline, 0 only in the current run"
+        ),
+        "{}",
+        stderr(&same)
+    );
+
+    let disjoint = compare(&math, &echo);
+    assert_eq!(disjoint.status.code(), Some(2));
+    assert!(
+        stderr(&disjoint).contains("nothing to compare"),
+        "{}",
+        stderr(&disjoint)
+    );
+
+    let garbage = dir.path().join("garbage");
+    std::fs::create_dir(&garbage).unwrap();
+    std::fs::write(garbage.join("summary.csv"), "this is not a summary\n").unwrap();
+    let output = compare(&garbage, &math);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("no model x scenario rows"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(garbage.join("summary.csv"), "a,b\n1,2\n").unwrap();
+    let output = compare(&garbage, &math);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("not a toolgauge summary"),
+        "{}",
+        stderr(&output)
+    );
+}
