@@ -24,6 +24,9 @@ struct InProgress<'c> {
     reads: Vec<(usize, Approved<'c>)>,
     /// The makespan with unbounded concurrency and no overhead, so far.
     ideal: Duration,
+    /// Serial mode: the longest read since the last write. Ideally those
+    /// reads overlap, whatever the mode ran them as.
+    read_group: Duration,
 }
 
 impl Pipeline {
@@ -43,6 +46,7 @@ impl Pipeline {
             results: vec![None; calls.len()],
             reads: Vec::new(),
             ideal: Duration::ZERO,
+            read_group: Duration::ZERO,
         };
         for (index, call) in calls.iter().enumerate() {
             match validate(&self.registry, call) {
@@ -68,12 +72,17 @@ impl Pipeline {
                         Some((result, _)) => result,
                         None => self.execute_one(&batch, index, approved).await,
                     };
-                    batch.ideal += result.elapsed;
+                    if effect == Effect::Read {
+                        batch.read_group = batch.read_group.max(result.elapsed);
+                    } else {
+                        batch.ideal += std::mem::take(&mut batch.read_group) + result.elapsed;
+                    }
                     batch.results[index] = Some(result);
                 }
             }
         }
         self.run_reads(&mut batch).await;
+        batch.ideal += batch.read_group;
 
         Batch {
             makespan: batch.start.elapsed(),

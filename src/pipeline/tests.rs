@@ -64,6 +64,21 @@ async fn three_reads_run_together_and_serial_mode_runs_them_in_turn() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_ideal_makespan_is_a_property_of_the_calls_not_of_the_mode() {
+    // Two reads, a write, a read: ideally 100 + 100 + 100 ms.
+    let calls = vec![
+        call("r1", "fetch", json!({})),
+        call("r2", "fetch", json!({})),
+        call("w", "save", json!({})),
+        call("r3", "fetch", json!({})),
+    ];
+    for mode in [ExecMode::Parallel, ExecMode::Serial] {
+        let batch = pipeline(reads_and_write(), mode).run(&calls).await;
+        assert_eq!(batch.ideal_makespan, Duration::from_millis(300), "{mode:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_write_in_the_middle_is_a_barrier() {
     let calls = vec![
         call("r1", "fetch", json!({})),

@@ -67,7 +67,7 @@ impl Implementation {
             Implementation::Echo => Ok(str_arg(args, "message").to_owned()),
             Implementation::Math => math(args),
             Implementation::Sleep => {
-                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                let ms = args.get("ms").and_then(whole_number).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(format!("slept {ms} ms"))
             }
@@ -227,9 +227,32 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
     })
 }
 
+/// A JSON number as JSON Schema's `integer` reads it: `5`, `5.0` and
+/// `1e2` are all whole numbers (serde_json keeps the last two as floats).
+fn whole_number(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        let x = value.as_f64()?;
+        (x.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&x)).then_some(x as u64)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn sleep_reads_whole_numbers_as_json_schema_does() {
+        for (ms, expected) in [(json!(5), 5), (json!(5.0), 5), (json!(1e2), 100)] {
+            let args = json!({"ms": ms});
+            let started = tokio::time::Instant::now();
+            let text = Implementation::Sleep
+                .run(args.as_object().unwrap(), None)
+                .await
+                .unwrap();
+            assert_eq!(text, format!("slept {expected} ms"));
+            assert_eq!(started.elapsed(), Duration::from_millis(expected));
+        }
+    }
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
