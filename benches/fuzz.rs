@@ -18,7 +18,7 @@ const CASES: usize = 100;
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/starter");
     let sandbox = tempfile::tempdir().unwrap();
-    let scenarios = load_suite(&root, sandbox.path()).unwrap();
+    let scenarios = load_suite(&root, sandbox.path()).unwrap().scenarios;
     // Every distinct tool of the suite, once.
     let mut tools = Vec::new();
     for scenario in &scenarios {

@@ -311,7 +311,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
 
     let sandbox_root = tempfile::tempdir()
         .map_err(|e| CliError(format!("cannot create a sandbox folder: {e}")))?;
-    let scenarios = load_suite(&settings.suite, sandbox_root.path()).map_err(|errors| {
+    let suite = load_suite(&settings.suite, sandbox_root.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
         CliError(format!(
             "{} bad scenario file(s); no trial was run:\n{}",
@@ -319,6 +319,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             lines.join("\n")
         ))
     })?;
+    for skipped in &suite.skipped {
+        eprintln!("warning: {skipped}");
+    }
+    let scenarios = suite.scenarios;
     if let Some(run) = &recorded {
         check_same_scenarios(run, &scenarios)?;
     }

@@ -72,13 +72,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
         }
     }
     let sandbox = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let scenarios = load_suite(&record.suite, sandbox.path()).map_err(|errors| {
-        errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+    let scenarios = load_suite(&record.suite, sandbox.path())
+        .map_err(|errors| {
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })?
+        .scenarios;
     let models = record
         .models
         .iter()

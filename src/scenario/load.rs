@@ -50,22 +50,36 @@ fn schema_validator() -> &'static Validator {
     })
 }
 
+/// A loaded suite, and the paths under it that were passed over.
+#[derive(Debug)]
+pub struct Suite {
+    pub scenarios: Vec<Scenario>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// A path in a suite folder that is not read, and why: a symlink loop, a
+/// FIFO or device named `*.json`, an unreadable entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: skipped: {why}", path.display())]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: String,
+}
+
 /// Every scenario file under `dir` (recursively, sorted by path, skipping
 /// `models/`, `examples/` and `*.schema.json`), loaded. All bad files are
 /// reported, not just the first.
-pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Vec<Scenario>, Vec<LoadError>> {
-    let mut files = Vec::new();
-    if dir.is_file() {
-        files.push(dir.to_owned());
+pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Suite, Vec<LoadError>> {
+    let (files, skipped) = if dir.is_file() {
+        (vec![dir.to_owned()], Vec::new())
     } else {
-        collect(dir, &mut files).map_err(|e| {
+        suite_files(dir).map_err(|message| {
             vec![LoadError::Suite {
                 path: dir.to_owned(),
-                message: format!("cannot read the folder: {e}"),
+                message,
             }]
-        })?;
-    }
-    files.sort();
+        })?
+    };
     if files.is_empty() {
         return Err(vec![LoadError::Suite {
             path: dir.to_owned(),
@@ -94,28 +108,63 @@ pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Vec<Scenario>, Vec<
         }
     }
     if errors.is_empty() {
-        Ok(scenarios)
+        Ok(Suite { scenarios, skipped })
     } else {
         Err(errors)
     }
 }
 
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if path.is_dir() {
-            if !NOT_SCENARIO_DIRS.contains(&name) {
-                collect(&path, files)?;
+/// The scenario files under `dir`, sorted by path. Links are followed,
+/// and a link back to a folder above it is a loop, skipped; only regular
+/// files are read (a FIFO would block the run forever).
+fn suite_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), String> {
+    if !dir.is_dir() {
+        return Err("no such file or folder".to_owned());
+    }
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| {
+            entry.depth() == 0
+                || !entry.file_type().is_dir()
+                || !entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| NOT_SCENARIO_DIRS.contains(&name))
+        });
+    for entry in walk {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                let path = error.path().unwrap_or(dir).to_owned();
+                let why = match error.loop_ancestor() {
+                    Some(ancestor) => format!("a link loop back to {}", ancestor.display()),
+                    None => error
+                        .io_error()
+                        .map_or_else(|| error.to_string(), ToString::to_string),
+                };
+                skipped.push(Skipped { path, why });
+                continue;
             }
-        } else if name.ends_with(".json") && !name.ends_with(".schema.json") {
-            files.push(path);
+        };
+        let name = entry.file_name().to_str().unwrap_or_default();
+        if !name.ends_with(".json") || name.ends_with(".schema.json") {
+            continue;
+        }
+        let kind = entry.file_type();
+        if kind.is_file() {
+            files.push(entry.into_path());
+        } else if !kind.is_dir() {
+            skipped.push(Skipped {
+                path: entry.into_path(),
+                why: "not a regular file (a FIFO, socket or device)".to_owned(),
+            });
         }
     }
-    Ok(())
+    Ok((files, skipped))
 }
 
 /// Load one scenario file. A scenario with file tools gets a sandbox
@@ -350,6 +399,52 @@ mod tests {
         );
         assert!(message("{\"name\": \"x\", \"tools\": [\"mth\"], \"prompt\": \"p\", \"expect\": {\"no_call\": true}}")
             .starts_with("s.json:1:25: /tools/0: unknown built-in tool \"mth\""));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_loop_or_a_fifo_in_a_suite_is_skipped_and_named_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("suite");
+        std::fs::create_dir_all(suite.join("nested")).unwrap();
+        std::fs::write(
+            suite.join("nested/good.json"),
+            r#"{"name": "good", "tools": ["math"], "prompt": "p", "expect": {"no_call": true}}"#,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&suite, suite.join("nested/loop")).unwrap();
+        let fifo = suite.join("pipe.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+
+        // The bug was a hang: load on a thread and give up on it if it does.
+        let (done, result) = std::sync::mpsc::channel();
+        let sandboxes = dir.path().join("sandboxes");
+        let root = suite.clone();
+        std::thread::spawn(move || done.send(load_suite(&root, &sandboxes).map_err(|e| e.len())));
+        let loaded = result
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("loading the suite hung")
+            .expect("the good scenario loads");
+        let names: Vec<&str> = loaded.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["good"]);
+        let skipped: Vec<String> = loaded.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s.contains("nested/loop") && s.contains("link loop")),
+            "{skipped:?}"
+        );
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s.contains("pipe.json") && s.contains("not a regular file")),
+            "{skipped:?}"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::tool::{Registry, ToolDef};
 
 pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
-pub use load::{LoadError, SCENARIO_SCHEMA, load_scenario, load_suite};
+pub use load::{LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite};
 
 /// The default number of attempts a model gets.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;

@@ -288,16 +288,18 @@ fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bfcl");
     let sandbox = tempfile::tempdir().unwrap();
-    let scenarios = load_suite(&root, sandbox.path()).unwrap_or_else(|errors| {
-        panic!(
-            "{}",
-            errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    });
+    let scenarios = load_suite(&root, sandbox.path())
+        .unwrap_or_else(|errors| {
+            panic!(
+                "{}",
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        })
+        .scenarios;
     assert_eq!(scenarios.len(), 1000);
     // Known issues (`id#call`) of the shipped categories.
     let known: Vec<String> = std::fs::read_to_string(
@@ -357,7 +359,7 @@ fn java_and_javascript_values_are_source_text_strings_that_match_and_validate() 
     let dir = tempfile::tempdir().unwrap();
     import("simple_java", &dir.path().join("java"));
     import("simple_javascript", &dir.path().join("js"));
-    let scenarios = load_suite(dir.path(), dir.path()).unwrap();
+    let scenarios = load_suite(dir.path(), dir.path()).unwrap().scenarios;
     assert_eq!(scenarios.len(), 150);
     for scenario in &scenarios {
         for def in scenario.registry.definitions() {
@@ -439,8 +441,8 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
         total,
         400 + 100 + 50 + 200 + 200 + 200 + 240 + 258 + 1053 + 16 + 24 + 884 + 16
     );
-    let scenarios =
-        toolgauge::scenario::load_suite(dir.path(), dir.path()).unwrap_or_else(|errors| {
+    let scenarios = toolgauge::scenario::load_suite(dir.path(), dir.path())
+        .unwrap_or_else(|errors| {
             panic!(
                 "{}",
                 errors
@@ -450,6 +452,7 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
                     .collect::<Vec<_>>()
                     .join("\n")
             )
-        });
+        })
+        .scenarios;
     assert_eq!(scenarios.len(), total);
 }
