@@ -1,24 +1,109 @@
 //! Short excerpts of values for messages: an error names the bad value,
 //! but never echoes a huge one whole (a 50 MB string would bury the
-//! message).
+//! message, and the terminal).
 
 use std::borrow::Cow;
+
+use jsonschema::ValidationError;
 
 /// Values up to this many characters are shown whole.
 pub const MAX_CHARS: usize = 80;
 
+/// How much of a longer value is shown.
+const SHOWN_CHARS: usize = 60;
+
 /// `text` itself when short; otherwise its first characters and its
-/// length: `"aaaa…" (52428800 bytes)`. Cut on a character boundary.
+/// length: `aaaa… (52428800 bytes)`. Cut on a character boundary.
 pub fn excerpt(text: &str) -> Cow<'_, str> {
-    match text.char_indices().nth(MAX_CHARS) {
-        None => Cow::Borrowed(text),
-        Some((_, _)) => {
-            let cut = text
-                .char_indices()
-                .nth(MAX_CHARS - 20)
-                .map_or(text.len(), |(at, _)| at);
-            Cow::Owned(format!("{}… ({} bytes)", &text[..cut], text.len()))
+    if text.char_indices().nth(MAX_CHARS).is_none() {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(format!(
+        "{}… ({} bytes)",
+        prefix(text, SHOWN_CHARS),
+        text.len()
+    ))
+}
+
+fn prefix(text: &str, chars: usize) -> &str {
+    let cut = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(at, _)| at);
+    &text[..cut]
+}
+
+/// `message` with every long quoted value in it ("…", `…` or '…') cut to
+/// a short prefix and its length. Messages from serde and other crates
+/// quote the bad value whole; this is the one place that shortens them.
+pub fn cut_quoted(message: &str) -> Cow<'_, str> {
+    if message.len() <= MAX_CHARS {
+        return Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(256);
+    let mut rest = message;
+    let mut changed = false;
+    while let Some(open) = rest.find(['"', '`', '\'']) {
+        let quote = rest.as_bytes()[open] as char;
+        let body = &rest[open + 1..];
+        let Some(close) = closing_quote(body, quote) else {
+            break;
+        };
+        let inner = &body[..close];
+        out.push_str(&rest[..=open]);
+        if inner.char_indices().nth(MAX_CHARS).is_some() {
+            out.push_str(prefix(inner, SHOWN_CHARS));
+            out.push('…');
+            out.push(quote);
+            out.push_str(&format!(" ({} bytes)", inner.len()));
+            changed = true;
+        } else {
+            out.push_str(inner);
+            out.push(quote);
         }
+        rest = &body[close + 1..];
+    }
+    if !changed {
+        return Cow::Borrowed(message);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The end of a quoted value: the next `quote` not escaped by a backslash.
+fn closing_quote(body: &str, quote: char) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in body.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            c if c == quote && !escaped => return Some(at),
+            _ => escaped = false,
+        }
+    }
+    None
+}
+
+/// A JSON value as text, cut like a quoted value: a string keeps its
+/// quotes (`"vvv…" (5000000 bytes)`), anything else is its JSON text cut.
+pub fn json_excerpt(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) if text.char_indices().nth(MAX_CHARS).is_some() => {
+            format!("\"{}…\" ({} bytes)", prefix(text, SHOWN_CHARS), text.len())
+        }
+        other => excerpt(&other.to_string()).into_owned(),
+    }
+}
+
+/// jsonschema's own message for an error, with the instance it starts
+/// with (`{…whole tool…} is not valid under any of …`) cut to an excerpt.
+pub fn schema_error_message(error: &ValidationError<'_>) -> String {
+    let message = error.to_string();
+    let instance = error.instance().to_string();
+    match message.strip_prefix(&instance) {
+        Some(rest) if instance.len() > MAX_CHARS => {
+            format!("{}{}", json_excerpt(error.instance()), cut_quoted(rest))
+        }
+        _ => cut_quoted(&message).into_owned(),
     }
 }
 
@@ -39,5 +124,35 @@ mod tests {
         let shown = excerpt(&long);
         assert!(shown.chars().count() < MAX_CHARS + 20, "{shown}");
         assert!(shown.ends_with("… (2000000 bytes)"), "{shown}");
+    }
+
+    #[test]
+    fn long_quoted_values_in_a_message_are_cut_and_the_rest_kept() {
+        let big = "a".repeat(10_000);
+        let message = format!("invalid type: string \"{big}\", expected u64 at `x`");
+        let cut = cut_quoted(&message);
+        assert_eq!(
+            cut,
+            format!(
+                "invalid type: string \"{}…\" (10000 bytes), expected u64 at `x`",
+                "a".repeat(SHOWN_CHARS)
+            )
+        );
+        let escaped = format!("bad value \"{}\\\"{big}\" here", "b".repeat(3));
+        let cut = cut_quoted(&escaped);
+        assert!(cut.ends_with("(10005 bytes) here"), "{cut}");
+        assert_eq!(cut_quoted("short \"value\""), "short \"value\"");
+    }
+
+    #[test]
+    fn schema_messages_show_an_excerpt_of_the_instance() {
+        let schema = serde_json::json!({"anyOf": [{"type": "string"}, {"type": "integer"}]});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let instance = serde_json::json!({"big": "x".repeat(100_000)});
+        let error = validator.iter_errors(&instance).next().unwrap();
+        let message = schema_error_message(&error);
+        assert!(message.len() < 300, "{message}");
+        assert!(message.contains("bytes)"), "{message}");
+        assert!(message.contains("anyOf"), "{message}");
     }
 }

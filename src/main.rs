@@ -17,7 +17,9 @@ fn main() -> ExitCode {
     match toolgauge::cli::run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
+            // The last guard: no message echoes a huge value whole.
+            let message = error.to_string();
+            eprintln!("error: {}", toolgauge::excerpt::cut_quoted(&message));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -101,8 +101,7 @@ impl ExternalValidator {
                             ExternalError::Hung {
                                 what: url.clone(),
                                 timeout: *timeout,
-                                instance: crate::excerpt::excerpt(&instance.to_string())
-                                    .into_owned(),
+                                instance: crate::excerpt::json_excerpt(instance),
                             }
                         } else {
                             ExternalError::Http {
@@ -157,7 +156,7 @@ fn run_command(
                 return Err(ExternalError::Hung {
                     what: program.to_owned(),
                     timeout,
-                    instance: crate::excerpt::excerpt(&instance.to_string()).into_owned(),
+                    instance: crate::excerpt::json_excerpt(instance),
                 });
             }
             // Polling a child process: there is no async runtime here.

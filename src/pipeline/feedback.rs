@@ -92,7 +92,10 @@ fn describe(error: &ValidationError<'_>, out: &mut String) {
                 names.join(", ")
             )
         }
-        _ => write!(out, "{error}"),
+        _ => {
+            out.push_str(&crate::excerpt::schema_error_message(error));
+            Ok(())
+        }
     };
 }
 

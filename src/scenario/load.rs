@@ -16,7 +16,10 @@ use super::matcher::ArgumentMatchers;
 use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
 use crate::pipeline::feedback;
 use crate::source::{self, FileError};
-use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource, builtin_definition};
+use crate::tool::{
+    BUILTIN_NAMES, Registry, RegistryError, Sandbox, ToolDef, ToolEnv, ToolSource,
+    builtin_definition,
+};
 
 /// The published JSON Schema of scenario files.
 pub const SCENARIO_SCHEMA: &str = include_str!("../../scenarios/scenario.schema.json");
@@ -187,10 +190,22 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         }
     };
 
+    // An inline tool is one branch of an `anyOf` in the scenario schema,
+    // whose error would only say "not valid under any of the schemas".
+    // Read it the way `check-tools` does, for the precise pointer.
+    if let Some(tools) = value.get("tools").and_then(Value::as_array) {
+        for (i, tool) in tools.iter().enumerate() {
+            if tool.is_object()
+                && let Err((pointer, message)) = source::from_value::<ToolDef>(tool.clone())
+            {
+                return Err(invalid(format!("/tools/{i}{pointer}"), message));
+            }
+        }
+    }
     if let Some(error) = schema_validator().iter_errors(&value).next() {
         return Err(invalid(
             error.instance_path().to_string(),
-            error.to_string(),
+            crate::excerpt::schema_error_message(&error),
         ));
     }
     let file: ScenarioFile =
@@ -228,8 +243,28 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
             ToolEntry::Defined(def) => Ok(ToolSource::Defined((**def).clone())),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let registry =
-        Registry::new(sources, env).map_err(|e| invalid("/tools".into(), e.to_string()))?;
+    let registry = Registry::new(sources, env).map_err(|error| match error {
+        // The first problem, at its place in this file.
+        RegistryError::Definitions(ref problems) if !problems.is_empty() => {
+            let problem = &problems[0];
+            let index = file
+                .tools
+                .iter()
+                .position(|t| match t {
+                    ToolEntry::Defined(def) => def.name == problem.tool,
+                    ToolEntry::Builtin(name) => *name == problem.tool,
+                })
+                .or_else(|| problem.tool.strip_prefix('#').and_then(|i| i.parse().ok()));
+            match index {
+                Some(i) => invalid(
+                    format!("/tools/{i}{}", problem.pointer),
+                    problem.message.clone(),
+                ),
+                None => invalid("/tools".into(), error.to_string()),
+            }
+        }
+        other => invalid("/tools".into(), other.to_string()),
+    })?;
 
     let expectation = if file.expect.no_call {
         Expectation::NoCall
@@ -399,6 +434,35 @@ mod tests {
         );
         assert!(message("{\"name\": \"x\", \"tools\": [\"mth\"], \"prompt\": \"p\", \"expect\": {\"no_call\": true}}")
             .starts_with("s.json:1:25: /tools/0: unknown built-in tool \"mth\""));
+    }
+
+    #[test]
+    fn a_mistake_inside_an_inline_tool_has_its_precise_pointer() {
+        let tool = |extra: &str| {
+            format!(
+                r#"{{"name": "x", "prompt": "p", "expect": {{"no_call": true}},
+"tools": ["math", {{"name": "t", "description": "d", "parameters": {{"type": "object"}}{extra}}}]}}"#
+            )
+        };
+        assert_eq!(
+            message(&tool(r#", "effect": "wirte""#)),
+            "s.json:2:97: /tools/1/effect: unknown variant `wirte`, expected `read` or `write`"
+        );
+        assert_eq!(
+            message(&tool(r#", "timeout_ms": "100""#)),
+            "s.json:2:101: /tools/1/timeout_ms: invalid type: string \"100\", expected u64"
+        );
+        assert!(
+            message(&tool(r#", "simulat": {}"#))
+                .starts_with("s.json:2:98: /tools/1/simulat: unknown field `simulat`"),
+        );
+        // A check of check-tools (not of the shape) names its place too.
+        let bad_name = r#"{"name": "x", "prompt": "p", "expect": {"no_call": true},
+"tools": ["math", {"name": "t 1", "description": "d", "parameters": {"type": "object"}}]}"#;
+        assert_eq!(
+            message(bad_name),
+            "s.json:2:28: /tools/1/name: name \"t 1\" contains ' '; use only letters, digits, _ and -"
+        );
     }
 
     #[cfg(unix)]

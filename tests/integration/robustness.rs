@@ -179,3 +179,49 @@ fn hostile_shapes_are_errors_not_panics() {
         assert!(toolgauge::scenario::load_scenario(&path, dir.path()).is_err());
     }
 }
+
+/// A bad value of megabytes is named by an excerpt and its length, never
+/// echoed whole (a 50 MB scenario once put 52 MB on stderr).
+#[test]
+fn messages_never_echo_a_huge_bad_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "v".repeat(5_000_000);
+    let cases = [
+        // A wrong type inside an inline tool (serde quotes the value).
+        format!(
+            r#"{{"name": "x", "prompt": "p", "expect": {{"no_call": true}},
+"tools": [{{"name": "t", "description": "d", "parameters": {{"type": "object"}}, "timeout_ms": "{huge}"}}]}}"#
+        ),
+        // A scenario field of the wrong type (the schema quotes it).
+        format!(
+            r#"{{"name": "x", "prompt": "p", "expect": {{"no_call": true}}, "tools": [], "max_retries": "{huge}"}}"#
+        ),
+        // A built-in that does not exist.
+        format!(
+            r#"{{"name": "x", "prompt": "p", "expect": {{"no_call": true}}, "tools": ["{huge}"]}}"#
+        ),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("s{i}.json"));
+        std::fs::write(&path, text).unwrap();
+        let output = crate::toolgauge(&[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            dir.path().join(format!("out{i}")).to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "case {i}: {}",
+            &stderr[..stderr.len().min(500)]
+        );
+        assert!(
+            stderr.len() < 1_000,
+            "case {i}: {} bytes on stderr",
+            stderr.len()
+        );
+        assert!(stderr.contains("(5000000 bytes)"), "case {i}: {stderr}");
+    }
+}
