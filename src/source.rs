@@ -62,8 +62,25 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, FileError> {
     parse_json(path, &bytes)
 }
 
-/// Deserialize JSON bytes that came from `path` (used in messages).
+/// Deserialize JSON bytes that came from `path` (used in messages). A
+/// byte order mark and a key given twice in one object are errors: JSON
+/// parsers differ on both, and a duplicate silently drops a value.
 pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, FileError> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Err(FileError::Syntax {
+            path: path.to_owned(),
+            line: 1,
+            column: 1,
+            message: "the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 \
+                      without a BOM"
+                .to_owned(),
+        });
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize::<_, UniqueKeys>(&mut deserializer).map_err(|error| {
+        let pointer = pointer_of(error.path());
+        located(path, pointer, &error.into_inner())
+    })?;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let pointer = pointer_of(error.path());
@@ -123,6 +140,76 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
     pointer
 }
 
+/// Walks a JSON document and fails on the first object that has a key
+/// twice, at that key's value (so the error has its pointer and place).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                return map.next_value_seed(Duplicate(key)).map(|_| UniqueKeys);
+            }
+            map.next_value::<UniqueKeys>()?;
+            seen.insert(key);
+        }
+        Ok(UniqueKeys)
+    }
+}
+
+/// The value of a key seen before: an error, raised where the value is.
+struct Duplicate(String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Duplicate {
+    type Value = UniqueKeys;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, _: D) -> Result<UniqueKeys, D::Error> {
+        Err(serde::de::Error::custom(format!(
+            "the key {:?} is given twice in this object; keep one",
+            self.0
+        )))
+    }
+}
+
 /// serde_json appends " at line L column C"; we print the position ourselves.
 fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
@@ -168,6 +255,31 @@ mod tests {
             message.starts_with("d.json:1:33: /items/1/cuont: unknown field `cuont`"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named_as_such() {
+        let error = parse_json::<Value>(Path::new("b.json"), b"\xEF\xBB\xBF{}").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "b.json:1:1: not valid JSON: the file starts with a UTF-8 byte order mark (BOM); \
+             save it as UTF-8 without a BOM"
+        );
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_at_its_second_value() {
+        let text = b"{\"items\": [{\"count\": 1,\n \"count\": 2}]}";
+        let error = parse_json::<Value>(Path::new("d.json"), text).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "d.json:2:10: /items/0/count: the key \"count\" is given twice in this object"
+            ),
+            "{message}"
+        );
+        // The same key in two objects is fine.
+        parse_json::<Value>(Path::new("ok.json"), b"[{\"a\": 1}, {\"a\": 2}]").unwrap();
     }
 
     #[test]

@@ -30,6 +30,13 @@ pub enum ImportError {
     Bfcl(#[from] BfclError),
     #[error("{id}: {message}")]
     Entry { id: String, message: String },
+    #[error(
+        "{}: BFCL category {category:?} is not supported: import takes the single-turn \
+         categories ({})",
+        path.display(),
+        super::SINGLE_TURN_CATEGORIES.join(", ")
+    )]
+    UnsupportedCategory { path: PathBuf, category: String },
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -55,6 +62,12 @@ pub fn import(
     answers: Option<&Path>,
     out: &Path,
 ) -> Result<Imported, ImportError> {
+    if let Some(category) = unsupported_category(questions) {
+        return Err(ImportError::UnsupportedCategory {
+            path: questions.to_owned(),
+            category,
+        });
+    }
     let entries: Vec<Entry> = read_jsonl(questions)?;
     let answers: BTreeMap<String, AnswerEntry> = match answers {
         Some(path) => read_jsonl::<AnswerEntry>(path)?
@@ -78,6 +91,40 @@ pub fn import(
         *imported.by_category.entry(category.to_owned()).or_default() += 1;
     }
     Ok(imported)
+}
+
+/// The category of a question file that import does not take, by the
+/// file's BFCL name (`BFCL_v4_multi_turn_base.json`) or else by its first
+/// entry's id; such files do not have the single-turn shape, so without
+/// this their first line would fail with a puzzling parse error.
+fn unsupported_category(questions: &Path) -> Option<String> {
+    let stem = questions.file_stem()?.to_str()?;
+    let by_name = stem.strip_prefix("BFCL_v").and_then(|rest| {
+        let (version, category) = rest.split_once('_')?;
+        version
+            .chars()
+            .all(|c| c.is_ascii_digit())
+            .then_some(category)
+    });
+    if let Some(category) = by_name {
+        return (!super::SINGLE_TURN_CATEGORIES.contains(&category)).then(|| category.to_owned());
+    }
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let text = std::fs::read_to_string(questions).ok()?;
+    let first: Id = serde_json::from_str(text.lines().find(|l| !l.trim().is_empty())?).ok()?;
+    if category_of(&first.id).is_some() {
+        return None;
+    }
+    // `multi_turn_base_0` and `memory_0-customer-0` name `multi_turn_base` and `memory`.
+    let end = first
+        .id
+        .match_indices('_')
+        .find(|(at, _)| first.id[at + 1..].starts_with(|c: char| c.is_ascii_digit()))
+        .map_or(first.id.len(), |(at, _)| at);
+    Some(first.id[..end].to_owned())
 }
 
 /// One entry as a scenario file (JSON).

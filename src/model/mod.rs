@@ -159,20 +159,36 @@ pub struct Reply {
 
 impl Model {
     pub fn new(mut file: ModelFile) -> Result<Model, String> {
+        // Range errors name the field, as a JSON pointer into the file.
         let p = &file.parameters;
-        let probabilities = std::iter::once(p.p_first).chain(p.p_fix.iter().copied());
-        if let Some(bad) = probabilities.clone().find(|p| !(0.0..=1.0).contains(p)) {
-            return Err(format!("probability {bad} is outside 0..=1"));
+        let probabilities = std::iter::once(("/parameters/p_first".to_owned(), p.p_first)).chain(
+            p.p_fix
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (format!("/parameters/p_fix/{i}"), *x)),
+        );
+        for (pointer, probability) in probabilities {
+            if !(0.0..=1.0).contains(&probability) {
+                return Err(format!("{pointer}: {probability} is outside 0..=1"));
+            }
         }
         let weights: Vec<(Operator, f64)> = Operator::ALL
             .iter()
             .map(|op| (*op, p.operators.get(op).copied().unwrap_or(1.0)))
             .collect();
-        if weights.iter().any(|(_, w)| *w < 0.0 || !w.is_finite()) {
-            return Err("operator weights must be finite and >= 0".to_owned());
+        if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
+            return Err(format!(
+                "/parameters/operators/{}: weight {weight} must be finite and >= 0",
+                serde_json::to_value(op).map_or_else(
+                    |_| format!("{op:?}"),
+                    |v| v.as_str().unwrap_or_default().to_owned()
+                )
+            ));
         }
         if weights.iter().all(|(_, w)| *w == 0.0) {
-            return Err("at least one operator needs a weight above 0".to_owned());
+            return Err(
+                "/parameters/operators: at least one operator needs a weight above 0".to_owned(),
+            );
         }
         let bfcl_results = match (file.kind, &file.results) {
             (ModelKind::BfclResults, Some(path)) => Some(Arc::new(BfclResults::load(path)?)),
@@ -457,4 +473,35 @@ fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>)
         })
         .collect();
     (turn.text.clone(), calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(parameters: serde_json::Value) -> Result<Model, String> {
+        let file: ModelFile = serde_json::from_value(serde_json::json!({
+            "name": "m", "kind": "stochastic", "parameters": parameters
+        }))
+        .unwrap();
+        Model::new(file)
+    }
+
+    #[test]
+    fn range_errors_in_model_files_name_the_field() {
+        let error = |p| model(p).err().unwrap();
+        assert_eq!(
+            error(serde_json::json!({"p_fix": [0.5, 1.5]})),
+            "/parameters/p_fix/1: 1.5 is outside 0..=1"
+        );
+        assert_eq!(
+            error(serde_json::json!({"p_first": -0.1})),
+            "/parameters/p_first: -0.1 is outside 0..=1"
+        );
+        assert_eq!(
+            error(serde_json::json!({"operators": {"wrong_type": -1.0}})),
+            "/parameters/operators/wrong_type: weight -1 must be finite and >= 0"
+        );
+        assert!(model(serde_json::json!({"p_fix": [0.0, 1.0]})).is_ok());
+    }
 }

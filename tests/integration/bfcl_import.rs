@@ -456,3 +456,40 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
         .scenarios;
     assert_eq!(scenarios.len(), total);
 }
+
+#[test]
+fn import_of_a_category_it_does_not_take_says_so_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for category in [
+        "multi_turn_base",
+        "memory",
+        "web_search",
+        "format_sensitivity",
+    ] {
+        let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
+        // Renamed, the entries' ids still tell (format_sensitivity has none).
+        let renamed = dir.path().join(format!("{category}-questions.json"));
+        std::fs::copy(&questions, &renamed).unwrap();
+        let mut files = vec![questions];
+        if category != "format_sensitivity" {
+            files.push(renamed);
+        }
+        for file in files {
+            let output = toolgauge(&[
+                "import",
+                "bfcl",
+                file.to_str().unwrap(),
+                "--out",
+                dir.path().join("out").to_str().unwrap(),
+            ]);
+            assert_eq!(output.status.code(), Some(2));
+            let message = stderr(&output);
+            assert!(
+                message.contains(&format!("BFCL category {category:?} is not supported")),
+                "{}: {message}",
+                file.display()
+            );
+        }
+    }
+    assert!(!dir.path().join("out").exists());
+}
