@@ -4,7 +4,8 @@
 //!
 //! Exit codes: 0 all is well; 1 a check found problems; 2 bad input or
 //! usage (a file that cannot be read, is not JSON, or is not what it
-//! should be).
+//! should be); 130 a run stopped by Ctrl-C (its finished trials kept for
+//! `--resume`).
 
 mod bench_report;
 mod check_tools;
@@ -29,6 +30,8 @@ pub use run::RunArgs;
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// 128 + SIGINT, as shells report a command stopped by Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Measure how LLM agents call tools.
 #[derive(Debug, Parser)]

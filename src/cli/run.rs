@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::{CliError, EXIT_FAILED};
-use crate::harness::{self, Clock, ProgressMode, RunPlan, Shard};
+use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::harness::{self, Clock, ProgressMode, RunError, RunPlan, Shard};
 use crate::live::LiveOptions;
 use crate::live::recording::Replayer;
 use crate::model::Model;
@@ -382,7 +382,26 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             }
             None => None,
         };
-        harness::run(&plan, &mut sinks, replay, progress).map_err(io_error)?;
+        let ctrl_c = async {
+            // Without a handler (no signal support here) a run just goes on.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        match harness::run_until(&plan, &mut sinks, replay, progress, ctrl_c) {
+            Ok(()) => {}
+            Err(RunError::Interrupted { finished, total }) => {
+                eprintln!(
+                    "interrupted: {finished} of {total} trial(s) are in {}; \
+                     continue with: toolgauge run --resume {}",
+                    trials_path.display(),
+                    out.display()
+                );
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            Err(RunError::Io(e)) => return Err(io_error(e)),
+            Err(RunError::Trial(message)) => return Err(CliError(message)),
+        }
     }
     if let Some(earlier) = &earlier {
         std::fs::remove_file(earlier).map_err(io_error)?;

@@ -178,16 +178,45 @@ pub trait TrialSink {
 /// order, as an earlier run wrote them.
 pub type Replay<'a> = Box<dyn Iterator<Item = TrialRecord> + 'a>;
 
+/// Why a run stopped before its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A fault that stops the run (a replayed request the recording does
+    /// not hold).
+    #[error("{0}")]
+    Trial(String),
+    /// Stopped on request (Ctrl-C): every finished trial was handed to the
+    /// sink first.
+    #[error("interrupted after {finished} of {total} trial(s)")]
+    Interrupted { finished: u64, total: u64 },
+}
+
 /// Run every job, feeding finished trials to `sink` in job order.
 pub fn run(
     plan: &RunPlan,
     sink: &mut dyn TrialSink,
+    replay: Option<Replay<'_>>,
+    progress: ProgressMode,
+) -> Result<(), RunError> {
+    run_until(plan, sink, replay, progress, std::future::pending())
+}
+
+/// [`run`], stopping early when `stop` completes (e.g. on Ctrl-C): the
+/// trials finished by then are all in the sink, in job order, so a
+/// `--resume` loses nothing.
+pub fn run_until(
+    plan: &RunPlan,
+    sink: &mut dyn TrialSink,
     mut replay: Option<Replay<'_>>,
     progress: ProgressMode,
-) -> std::io::Result<()> {
+    stop: impl Future<Output = ()>,
+) -> Result<(), RunError> {
     let runtime = match plan.clock {
+        // I/O for the Ctrl-C signal; the clock stays paused.
         Clock::Virtual => tokio::runtime::Builder::new_current_thread()
-            .enable_time()
+            .enable_all()
             .start_paused(true)
             .build()?,
         // I/O for live models' HTTP.
@@ -198,6 +227,7 @@ pub fn run(
     let total = plan.jobs().count() as u64;
     let bar = progress::Progress::new(progress, plan, total);
     let mut pending_replay = replay.as_mut().and_then(|r| r.next());
+    let mut done = 0;
     runtime.block_on(async {
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
@@ -220,12 +250,24 @@ pub fn run(
             }
         });
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
-        while let Some(record) = finished.next().await {
-            let record = record.map_err(std::io::Error::other)?;
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let record = tokio::select! {
+                // A stop wins over a trial that is ready too: deterministic.
+                biased;
+                () = &mut stop => {
+                    return Err(RunError::Interrupted { finished: done, total });
+                }
+                next = finished.next() => match next {
+                    Some(record) => record.map_err(RunError::Trial)?,
+                    None => break,
+                },
+            };
             sink.trial(plan, &record)?;
+            done += 1;
             bar.trial(record.model, record.success());
         }
-        Ok::<(), std::io::Error>(())
+        Ok::<(), RunError>(())
     })?;
     bar.finish();
     Ok(())

@@ -18,6 +18,10 @@ pub enum ProgressMode {
 }
 
 pub(super) struct Progress {
+    /// The whole run, with the ETA; then one bar per model.
+    overall: Option<ProgressBar>,
+    started: Instant,
+    done: AtomicU64,
     bars: Vec<ProgressBar>,
     successes: Vec<AtomicU64>,
     plain: Option<Mutex<PlainState>>,
@@ -37,6 +41,9 @@ impl Progress {
     pub(super) fn new(mode: ProgressMode, plan: &RunPlan, total: u64) -> Progress {
         let names: Vec<String> = plan.models.iter().map(|m| m.name().to_owned()).collect();
         let mut progress = Progress {
+            overall: None,
+            started: Instant::now(),
+            done: AtomicU64::new(0),
             bars: Vec::new(),
             successes: names.iter().map(|_| AtomicU64::new(0)).collect(),
             plain: None,
@@ -70,6 +77,14 @@ impl Progress {
     }
 
     pub(super) fn trial(&self, model: usize, success: bool) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(overall) = &self.overall {
+            overall.inc(1);
+            // Formatting costs more than a trial: refresh now and then.
+            if done % 256 == 1 || done == self.total {
+                overall.set_message(eta_text(self.started.elapsed(), done, self.total));
+            }
+        }
         if let Some(bar) = self.bars.get(model) {
             bar.inc(1);
             let done = bar.position().max(1);
@@ -87,18 +102,58 @@ impl Progress {
             if state.last.elapsed() >= PLAIN_EVERY {
                 state.last = Instant::now();
                 eprintln!(
-                    "progress: {}/{} trials, success {:.1}%",
+                    "progress: {}/{} trials, success {:.1}%, {}",
                     state.done,
                     self.total,
-                    100.0 * state.successes as f64 / state.done as f64
+                    100.0 * state.successes as f64 / state.done as f64,
+                    eta_text(self.started.elapsed(), state.done, self.total)
                 );
             }
         }
     }
 
     pub(super) fn finish(&self) {
+        if let Some(overall) = &self.overall {
+            overall.finish();
+        }
         for bar in &self.bars {
             bar.finish();
         }
+    }
+}
+
+/// The time left at the whole run's rate so far: `elapsed` for `done` of
+/// `total` trials.
+fn eta(elapsed: Duration, done: u64, total: u64) -> Option<Duration> {
+    (done > 0).then(|| elapsed.mul_f64(total.saturating_sub(done) as f64 / done as f64))
+}
+
+fn eta_text(elapsed: Duration, done: u64, total: u64) -> String {
+    match eta(elapsed, done, total) {
+        Some(left) if left.as_secs() >= 60 => {
+            format!("ETA {}m{:02}s", left.as_secs() / 60, left.as_secs() % 60)
+        }
+        Some(left) => format!("ETA {}s", left.as_secs()),
+        None => "ETA -".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_eta_is_the_time_left_at_the_whole_runs_rate() {
+        // A quarter done in 1 s: 3 s left, whatever the models' own bars say.
+        assert_eq!(
+            eta(Duration::from_secs(1), 250, 1000),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            eta(Duration::from_secs(4), 1000, 1000),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(eta(Duration::from_secs(1), 0, 1000), None);
+        assert_eq!(eta_text(Duration::from_secs(10), 1, 10), "ETA 1m30s");
     }
 }

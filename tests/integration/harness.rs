@@ -152,3 +152,57 @@ fn parallel_turns_measure_speedup_against_the_ideal() {
     let p50 = toolgauge::metrics::CellStats::percentile_ms(&aggregate.cells[0][0].tool_ms, 0.5);
     assert!((p50 - 120.0).abs() < 0.2, "{p50}"); // histogram precision
 }
+
+/// Hands trials to `Collect` and raises a stop request after `stop_after`.
+struct StopAfter {
+    collect: Collect,
+    stop_after: usize,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl toolgauge::harness::TrialSink for StopAfter {
+    fn trial(
+        &mut self,
+        plan: &RunPlan,
+        record: &toolgauge::metrics::TrialRecord,
+    ) -> std::io::Result<()> {
+        self.collect.trial(plan, record)?;
+        if self.collect.0.len() == self.stop_after
+            && let Some(stop) = self.stop.take()
+        {
+            let _ = stop.send(());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let plan = plan(
+        &["parallel_mixed_5", "runtime_recovery"],
+        "careless",
+        50,
+        FeedbackStyle::PointerList,
+        sandbox.path(),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let mut sink = StopAfter {
+        collect: Collect(Vec::new()),
+        stop_after: 37,
+        stop: Some(stop),
+    };
+    let outcome = harness::run_until(&plan, &mut sink, None, ProgressMode::Quiet, async {
+        let _ = stopped.await;
+    });
+    match outcome {
+        Err(harness::RunError::Interrupted { finished, total }) => {
+            assert_eq!((finished, total), (37, 100));
+        }
+        other => panic!("not interrupted: {other:?}"),
+    }
+    // The first 37 jobs, whole and in order: what --resume builds on.
+    let mut full = Collect(Vec::new());
+    harness::run(&plan, &mut full, None, ProgressMode::Quiet).unwrap();
+    assert_eq!(sink.collect.0, full.0[..37]);
+}
