@@ -4,14 +4,14 @@
 //! percentiles, and McNemar's test for paired model comparisons. Nothing
 //! here knows about HTTP or files.
 
+mod latency;
 mod stats;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-
-pub use stats::{mcnemar_p_value, pass_hat_k, wilson_interval};
+pub use latency::Latencies;
+pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
 
 /// The outcome of one attempt (one model turn).
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +54,8 @@ impl TrialRecord {
     }
 }
 
-/// Running measures of one model x scenario cell; constant memory.
+/// Running measures of one model x scenario cell: memory that follows
+/// what it holds (a few hundred bytes for one trial).
 #[derive(Debug, Clone)]
 pub struct CellStats {
     pub trials: u64,
@@ -69,8 +70,8 @@ pub struct CellStats {
     pub sum_speedup: f64,
     pub sum_ideal_speedup: f64,
     pub sum_efficiency: f64,
-    pub model_ms: Histogram<u64>,
-    pub tool_ms: Histogram<u64>,
+    pub model_ms: Latencies,
+    pub tool_ms: Latencies,
     /// Trials ended by a failed request (not counted in `trials`).
     pub transport_errors: u64,
     /// Tokens over every attempt, transport-error trials included.
@@ -80,8 +81,6 @@ pub struct CellStats {
 
 impl CellStats {
     pub fn new(max_attempts: u32) -> Self {
-        // Microseconds up to an hour, 3 significant digits.
-        let histogram = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
         CellStats {
             trials: 0,
             max_attempts,
@@ -92,8 +91,8 @@ impl CellStats {
             sum_speedup: 0.0,
             sum_ideal_speedup: 0.0,
             sum_efficiency: 0.0,
-            model_ms: histogram(),
-            tool_ms: histogram(),
+            model_ms: Latencies::default(),
+            tool_ms: Latencies::default(),
             transport_errors: 0,
             input_tokens: 0,
             output_tokens: 0,
@@ -123,9 +122,8 @@ impl CellStats {
             for kind in &attempt.failures {
                 *self.failures.entry(kind).or_default() += 1;
             }
-            let micros = |d: Duration| (d.as_micros() as u64).clamp(1, 3_600_000_000);
-            let _ = self.model_ms.record(micros(attempt.model_time));
-            let _ = self.tool_ms.record(micros(attempt.tool_time));
+            self.model_ms.record(attempt.model_time);
+            self.tool_ms.record(attempt.tool_time);
             if attempt.calls >= 2 && !attempt.tool_time.is_zero() {
                 let serial = attempt.serial_time.as_secs_f64();
                 let parallel = attempt.tool_time.as_secs_f64();
@@ -206,15 +204,6 @@ impl CellStats {
         })
     }
 
-    /// A latency percentile in milliseconds.
-    pub fn percentile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
-        if histogram.is_empty() {
-            0.0
-        } else {
-            histogram.value_at_quantile(q) as f64 / 1000.0
-        }
-    }
-
     /// Merge another cell's measures into this one (shards, model totals).
     pub fn merge(&mut self, other: &CellStats) {
         self.trials += other.trials;
@@ -240,8 +229,8 @@ impl CellStats {
         self.sum_speedup += other.sum_speedup;
         self.sum_ideal_speedup += other.sum_ideal_speedup;
         self.sum_efficiency += other.sum_efficiency;
-        let _ = self.model_ms.add(&other.model_ms);
-        let _ = self.tool_ms.add(&other.tool_ms);
+        self.model_ms.merge(&other.model_ms);
+        self.tool_ms.merge(&other.tool_ms);
     }
 }
 
@@ -316,7 +305,7 @@ mod tests {
                 "{measured} != {expected}"
             );
         }
-        let p50 = CellStats::percentile_ms(&cell.tool_ms, 0.5);
+        let p50 = cell.tool_ms.percentile_ms(0.5).unwrap();
         assert!((p50 - 100.0).abs() < 0.1, "{p50}"); // 3 significant digits
     }
 }

@@ -31,6 +31,55 @@ pub fn pass_hat_k(c: u64, n: u64, k: u64) -> f64 {
     })
 }
 
+/// The k values a pass^k curve is reported at for `n` trials: 1 to 10,
+/// then a 1-2-5 ladder (20, 50, 100, 200, ...) up to `n`, then `n`, plus
+/// any `extra` k (a `--min-pass-k` threshold) up to `n`. Sorted, unique.
+pub fn pass_k_ladder(n: u64, extra: Option<u64>) -> Vec<u64> {
+    let mut ks: Vec<u64> = (1..=n.min(10)).collect();
+    let mut decade = 10u64;
+    'ladder: loop {
+        for step in [2, 5, 10] {
+            let k = decade.saturating_mul(step);
+            if k > n {
+                break 'ladder;
+            }
+            ks.push(k);
+        }
+        decade = decade.saturating_mul(10);
+    }
+    ks.push(n);
+    ks.extend(extra.filter(|k| (1..=n).contains(k)));
+    ks.sort_unstable();
+    ks.dedup();
+    ks
+}
+
+/// pass^k at each of `ks` (ascending), in one pass over k: each value is
+/// the previous one times (c-k+1)/(n-k+1), so the whole curve costs
+/// O(largest k), not O(k) per point.
+pub fn pass_hat_k_curve(c: u64, n: u64, ks: &[u64]) -> Vec<(u64, f64)> {
+    let mut curve = Vec::with_capacity(ks.len());
+    let mut value = 1.0;
+    let mut reached = 0;
+    for &k in ks {
+        if k > n {
+            curve.push((k, 0.0));
+            continue;
+        }
+        while reached < k {
+            // C(c,k)/C(n,k) = prod_{i<k} (c-i)/(n-i); zero once i reaches c.
+            value = if reached < c {
+                value * (c - reached) as f64 / (n - reached) as f64
+            } else {
+                0.0
+            };
+            reached += 1;
+        }
+        curve.push((k, value));
+    }
+    curve
+}
+
 /// Two-sided exact McNemar test on the discordant pairs: `b` trials where
 /// only the first model succeeded, `c` where only the second did.
 pub fn mcnemar_p_value(b: u64, c: u64) -> f64 {
@@ -77,6 +126,37 @@ mod tests {
         assert!((pass_hat_k(8, 10, 2) - 56.0 / 90.0).abs() < 1e-12);
         assert_eq!(pass_hat_k(1, 10, 2), 0.0);
         assert!((pass_hat_k(5, 10, 1) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_pass_k_ladder_is_short_and_ends_at_the_trial_count() {
+        assert_eq!(pass_k_ladder(3, None), [1, 2, 3]);
+        assert_eq!(
+            pass_k_ladder(100, Some(37)),
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 37, 50, 100]
+        );
+        let long = pass_k_ladder(1_000_000, None);
+        assert_eq!(long.len(), 10 + 15 + 1 - 1, "{long:?}");
+        assert_eq!(long.last(), Some(&1_000_000));
+        assert_eq!(
+            pass_k_ladder(35, Some(50)),
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 35]
+        );
+    }
+
+    #[test]
+    fn the_pass_k_curve_matches_the_estimator_at_every_k() {
+        for (c, n) in [(0, 5), (3, 5), (5, 5), (730, 1000), (9_999, 10_000)] {
+            let ks: Vec<u64> = (1..=n).collect();
+            for (k, value) in pass_hat_k_curve(c, n, &ks) {
+                let direct = pass_hat_k(c, n, k);
+                assert!(
+                    (value - direct).abs() < 1e-12,
+                    "c={c} n={n} k={k}: {value} vs {direct}"
+                );
+            }
+        }
+        assert_eq!(pass_hat_k_curve(2, 3, &[4]), [(4, 0.0)]);
     }
 
     #[test]

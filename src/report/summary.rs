@@ -5,13 +5,12 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::Aggregate;
 use super::trials::FAILURE_KINDS;
 use crate::harness::RunPlan;
-use crate::metrics::{CellStats, mcnemar_p_value, pass_hat_k};
+use crate::metrics::{CellStats, mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder};
 
 /// Significance level for comparisons.
 const ALPHA: f64 = 0.05;
@@ -42,11 +41,6 @@ fn opt(x: Option<f64>) -> Option<f64> {
 /// A rate of a cell, or nothing when no trial was measured.
 fn measured(cell: &CellStats, rate: impl FnOnce(&CellStats) -> f64) -> Option<f64> {
     (cell.trials > 0).then(|| round(rate(cell)))
-}
-
-/// A latency percentile, or nothing when no attempt was timed.
-fn percentile(histogram: &Histogram<u64>, q: f64) -> Option<f64> {
-    (!histogram.is_empty()).then(|| CellStats::percentile_ms(histogram, q))
 }
 
 /// summary.csv: one row per model x scenario.
@@ -155,7 +149,7 @@ struct SelfCorrectionRow {
     fix_rate: f64,
 }
 
-/// pass_k.csv: pass^k for k = 1..trials.
+/// pass_k.csv: pass^k at the k values of [`pass_k_ladder`].
 #[derive(Debug, Default, Serialize)]
 struct PassKRow {
     model: String,
@@ -211,12 +205,12 @@ fn summary_row(
         mean_speedup: opt(speed.map(|s| s.0)),
         mean_ideal_speedup: opt(speed.map(|s| s.1)),
         mean_efficiency: opt(speed.map(|s| s.2)),
-        model_p50_ms: percentile(&cell.model_ms, 0.50),
-        model_p95_ms: percentile(&cell.model_ms, 0.95),
-        model_p99_ms: percentile(&cell.model_ms, 0.99),
-        tool_p50_ms: percentile(&cell.tool_ms, 0.50),
-        tool_p95_ms: percentile(&cell.tool_ms, 0.95),
-        tool_p99_ms: percentile(&cell.tool_ms, 0.99),
+        model_p50_ms: cell.model_ms.percentile_ms(0.50),
+        model_p95_ms: cell.model_ms.percentile_ms(0.95),
+        model_p99_ms: cell.model_ms.percentile_ms(0.99),
+        tool_p50_ms: cell.tool_ms.percentile_ms(0.50),
+        tool_p95_ms: cell.tool_ms.percentile_ms(0.95),
+        tool_p99_ms: cell.tool_ms.percentile_ms(0.99),
     }
 }
 
@@ -403,14 +397,18 @@ pub fn write_summaries(
         }
     }
 
+    let extra_k = thresholds.min_pass_k.map(|(k, _)| k);
     let pass_k_rows = aggregate.cells.iter().enumerate().flat_map(|(m, cells)| {
         cells.iter().enumerate().flat_map(move |(s, cell)| {
-            (1..=cell.trials).map(move |k| PassKRow {
-                model: plan.models[m].name().to_owned(),
-                scenario: plan.scenarios[s].name.clone(),
-                k,
-                pass_k: round(pass_hat_k(cell.successes(), cell.trials, k)),
-            })
+            let ks = pass_k_ladder(cell.trials, extra_k);
+            pass_hat_k_curve(cell.successes(), cell.trials, &ks)
+                .into_iter()
+                .map(move |(k, pass_k)| PassKRow {
+                    model: plan.models[m].name().to_owned(),
+                    scenario: plan.scenarios[s].name.clone(),
+                    k,
+                    pass_k: round(pass_k),
+                })
         })
     });
 

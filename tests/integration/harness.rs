@@ -149,7 +149,7 @@ fn parallel_turns_measure_speedup_against_the_ideal() {
             && (ideal - 1.0).abs() < 1e-9
             && (efficiency - 1.0).abs() < 1e-9
     );
-    let p50 = toolgauge::metrics::CellStats::percentile_ms(&aggregate.cells[0][0].tool_ms, 0.5);
+    let p50 = aggregate.cells[0][0].tool_ms.percentile_ms(0.5).unwrap();
     assert!((p50 - 120.0).abs() < 0.2, "{p50}"); // histogram precision
 }
 
