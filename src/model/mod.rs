@@ -332,8 +332,8 @@ impl Model {
                     .unwrap_or_default(),
             ),
         };
-        let body = serde_json::to_vec(&self.provider().format_response(&text, &calls))
-            .expect("a response value serializes");
+        let mut body = Vec::with_capacity(256);
+        self.provider().write_response(&text, &calls, &mut body);
         Reply { body, latency }
     }
 

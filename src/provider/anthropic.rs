@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::loose::{LooseStr, present};
 use super::{
     Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
-    make_call, non_empty, raw_arguments_value,
+    make_call, non_empty, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult};
 use crate::json_writer::{write_separated, write_str};
@@ -136,35 +136,38 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
-    let mut content = Vec::with_capacity(calls.len() + 1);
+/// A message as the API sends it, written straight into `out`.
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+    out.extend_from_slice(
+        b"{\"id\":\"msg_toolgauge\",\"type\":\"message\",\"role\":\"assistant\",\
+          \"model\":\"toolgauge-mock\",\"content\":[",
+    );
     if !text.is_empty() {
-        content.push(json!({"type": "text", "text": text}));
-    }
-    for call in calls {
-        let mut block = json!({"type": "tool_use", "id": call.id()});
-        if !call.name().is_empty() {
-            block["name"] = json!(call.name());
+        out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+        write_str(out, text);
+        out.push(b'}');
+        if !calls.is_empty() {
+            out.push(b',');
         }
-        block["input"] = match call {
-            ParsedCall::Ok(call) => call.arguments.clone(),
-            ParsedCall::Malformed(call) => raw_arguments_value(&call.raw_arguments),
-        };
-        content.push(block);
     }
-    let stop_reason = if calls.is_empty() {
-        "end_turn"
+    write_separated(out, calls, |out, call| {
+        out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+        write_str(out, call.id());
+        if !call.name().is_empty() {
+            out.extend_from_slice(b",\"name\":");
+            write_str(out, call.name());
+        }
+        out.extend_from_slice(b",\"input\":");
+        write_arguments(call, out);
+        out.push(b'}');
+    });
+    out.extend_from_slice(b"],\"stop_reason\":");
+    out.extend_from_slice(if calls.is_empty() {
+        b"\"end_turn\""
     } else {
-        "tool_use"
-    };
-    json!({
-        "id": "msg_toolgauge",
-        "type": "message",
-        "role": "assistant",
-        "model": "toolgauge-mock",
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": null,
-        "usage": {"input_tokens": 0, "output_tokens": 0},
-    })
+        b"\"tool_use\""
+    });
+    out.extend_from_slice(
+        b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}",
+    );
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::loose::{LooseStr, present};
 use super::{
     Arguments, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
-    make_call, non_empty, raw_arguments_value,
+    make_call, non_empty, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult};
 use crate::json_writer::{write_separated, write_str};
@@ -187,32 +187,37 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
     Ok(specs)
 }
 
-pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
-    let mut parts = Vec::with_capacity(calls.len() + 1);
+/// A generateContent response as the API sends it, written straight into
+/// `out`.
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[");
     if !text.is_empty() {
-        parts.push(json!({"text": text}));
+        out.extend_from_slice(b"{\"text\":");
+        write_str(out, text);
+        out.push(b'}');
+        if !calls.is_empty() {
+            out.push(b',');
+        }
     }
-    for call in calls {
-        let mut function_call = json!({});
+    write_separated(out, calls, |out, call| {
+        out.extend_from_slice(b"{\"functionCall\":{");
         if let Some(id) = model_given_id(call.id()) {
-            function_call["id"] = json!(id);
+            out.extend_from_slice(b"\"id\":");
+            write_str(out, id);
+            out.push(b',');
         }
         if !call.name().is_empty() {
-            function_call["name"] = json!(call.name());
+            out.extend_from_slice(b"\"name\":");
+            write_str(out, call.name());
+            out.push(b',');
         }
-        function_call["args"] = match call {
-            ParsedCall::Ok(call) => call.arguments.clone(),
-            ParsedCall::Malformed(call) => raw_arguments_value(&call.raw_arguments),
-        };
-        parts.push(json!({"functionCall": function_call}));
-    }
-    json!({
-        "candidates": [{
-            "content": {"role": "model", "parts": parts},
-            "finishReason": "STOP",
-            "index": 0,
-        }],
-        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
-        "modelVersion": "toolgauge-mock",
-    })
+        out.extend_from_slice(b"\"args\":");
+        write_arguments(call, out);
+        out.extend_from_slice(b"}}");
+    });
+    out.extend_from_slice(
+        b"]},\"finishReason\":\"STOP\",\"index\":0}],\
+          \"usageMetadata\":{\"promptTokenCount\":0,\"candidatesTokenCount\":0,\"totalTokenCount\":0},\
+          \"modelVersion\":\"toolgauge-mock\"}",
+    );
 }

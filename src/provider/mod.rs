@@ -107,10 +107,18 @@ impl Provider {
     /// send it. Mock models speak through this, so Parse runs on every turn.
     /// A malformed call is written as it would arrive (broken arguments).
     pub fn format_response(self, text: &str, calls: &[ParsedCall]) -> Value {
+        let mut body = Vec::new();
+        self.write_response(text, calls, &mut body);
+        serde_json::from_slice(&body).expect("a written response is JSON")
+    }
+
+    /// The body a model of this wire format would send for `text` and
+    /// `calls`, written straight into `out` (the mock models' replies).
+    pub fn write_response(self, text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
         match self {
-            Provider::OpenAi => openai::format_response(text, calls),
-            Provider::Anthropic => anthropic::format_response(text, calls),
-            Provider::Gemini => gemini::format_response(text, calls),
+            Provider::OpenAi => openai::write_response(text, calls, out),
+            Provider::Anthropic => anthropic::write_response(text, calls, out),
+            Provider::Gemini => gemini::write_response(text, calls, out),
         }
     }
 }
@@ -328,6 +336,17 @@ pub(crate) fn json_type_name(value: &Value) -> &'static str {
 /// The arguments of a malformed call as they would arrive on the wire.
 fn raw_arguments_value(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// A call's arguments as an object member (Anthropic `input`, Gemini
+/// `args`): a malformed call's raw text as JSON if it is, else a string.
+fn write_arguments(call: &ParsedCall, out: &mut Vec<u8>) {
+    match call {
+        ParsedCall::Ok(call) => crate::json_writer::write_value(out, &call.arguments),
+        ParsedCall::Malformed(call) => {
+            crate::json_writer::write_value(out, &raw_arguments_value(&call.raw_arguments));
+        }
+    }
 }
 
 /// The `message` of a provider's error object, or the object itself.

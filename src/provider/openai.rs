@@ -10,7 +10,7 @@ use super::{
     Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call, non_empty,
 };
 use crate::call::{ParsedCall, ToolResult};
-use crate::json_writer::{write_separated, write_str};
+use crate::json_writer::{write_separated, write_str, write_value};
 use crate::tool::ToolDef;
 
 #[derive(Deserialize)]
@@ -174,39 +174,54 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
         .collect()
 }
 
-pub(super) fn format_response(text: &str, calls: &[ParsedCall]) -> Value {
-    let tool_calls: Vec<Value> = calls
-        .iter()
-        .map(|call| {
-            let arguments = match call {
-                ParsedCall::Ok(call) => call.arguments.to_string(),
-                ParsedCall::Malformed(call) => call.raw_arguments.clone(),
-            };
-            let mut function = json!({"arguments": arguments});
-            if !call.name().is_empty() {
-                function["name"] = json!(call.name());
-            }
-            json!({"id": call.id(), "type": "function", "function": function})
-        })
-        .collect();
-    let mut message = json!({
-        "role": "assistant",
-        "content": if text.is_empty() { Value::Null } else { json!(text) },
-    });
-    if !tool_calls.is_empty() {
-        message["tool_calls"] = Value::Array(tool_calls);
-    }
-    let finish_reason = if calls.is_empty() {
-        "stop"
+/// A chat completion as the API sends it, written straight into `out`.
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+    out.extend_from_slice(
+        b"{\"id\":\"chatcmpl-toolgauge\",\"object\":\"chat.completion\",\"created\":0,\
+          \"model\":\"toolgauge-mock\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\
+          \"content\":",
+    );
+    if text.is_empty() {
+        out.extend_from_slice(b"null");
     } else {
-        "tool_calls"
-    };
-    json!({
-        "id": "chatcmpl-toolgauge",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "toolgauge-mock",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    })
+        write_str(out, text);
+    }
+    if !calls.is_empty() {
+        out.extend_from_slice(b",\"tool_calls\":[");
+        let mut arguments = Vec::new();
+        write_separated(out, calls, |out, call| {
+            out.extend_from_slice(b"{\"id\":");
+            write_str(out, call.id());
+            out.extend_from_slice(b",\"type\":\"function\",\"function\":{");
+            if !call.name().is_empty() {
+                out.extend_from_slice(b"\"name\":");
+                write_str(out, call.name());
+                out.push(b',');
+            }
+            // The arguments are JSON text inside a string.
+            out.extend_from_slice(b"\"arguments\":");
+            match call {
+                ParsedCall::Ok(call) => {
+                    arguments.clear();
+                    write_value(&mut arguments, &call.arguments);
+                    write_str(
+                        out,
+                        std::str::from_utf8(&arguments).expect("JSON text is UTF-8"),
+                    );
+                }
+                ParsedCall::Malformed(call) => write_str(out, &call.raw_arguments),
+            }
+            out.extend_from_slice(b"}}");
+        });
+        out.push(b']');
+    }
+    out.extend_from_slice(b"},\"finish_reason\":");
+    out.extend_from_slice(if calls.is_empty() {
+        b"\"stop\""
+    } else {
+        b"\"tool_calls\""
+    });
+    out.extend_from_slice(
+        b"}],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}",
+    );
 }

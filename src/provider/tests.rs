@@ -278,10 +278,19 @@ fn responses_round_trip_through_every_format() {
         }),
     ];
     for provider in Provider::ALL {
-        let formatted = provider.format_response("some text", &calls);
-        let parsed = provider.parse_response(&body(formatted)).unwrap();
-        assert_eq!(parsed.text, "some text", "{provider}");
-        assert_eq!(parsed.calls, calls, "{provider}");
+        // Text and calls, calls alone, text alone, nothing.
+        for (text, calls) in [
+            ("some text", &calls[..]),
+            ("", &calls[..]),
+            ("only \"text\"\n", &[][..]),
+            ("", &[][..]),
+        ] {
+            let mut written = Vec::new();
+            provider.write_response(text, calls, &mut written);
+            let parsed = provider.parse_response(&written).unwrap();
+            assert_eq!(parsed.text, text, "{provider}");
+            assert_eq!(parsed.calls, calls, "{provider}");
+        }
     }
 }
 
