@@ -37,78 +37,139 @@ pub fn error_line(error: &ValidationError<'_>) -> String {
     text
 }
 
-/// One error, in the short style of Ajv that agent developers know.
-fn describe(error: &ValidationError<'_>, out: &mut String) {
-    let _ = match error.kind() {
-        ValidationErrorKind::Type { kind } => {
+/// One schema error, as the words a model reads say it. The general
+/// validator's errors and the quick check's are both worded here.
+#[derive(Debug, Clone, Copy)]
+pub enum Violation<'a> {
+    /// Allowed types as bits, in jsonschema's order: null, boolean,
+    /// integer, number, string, array, object.
+    Type(u8),
+    Required(&'a Value),
+    Enum(&'a Value),
+    Const(&'a Value),
+    Minimum(&'a Value),
+    Maximum(&'a Value),
+    ExclusiveMinimum(&'a Value),
+    ExclusiveMaximum(&'a Value),
+    MinLength(u64),
+    MaxLength(u64),
+    MinItems(u64),
+    MaxItems(u64),
+    /// The unexpected property names.
+    AdditionalProperties(&'a [&'a str]),
+}
+
+/// The names of type bits, lowest bit first.
+const TYPE_NAMES: [&str; 7] = [
+    "null", "boolean", "integer", "number", "string", "array", "object",
+];
+
+/// Append one violation, in the short style of Ajv that agent developers
+/// know.
+pub fn word(violation: Violation<'_>, out: &mut String) {
+    let _ = match violation {
+        Violation::Type(bits) => {
             out.push_str("must be ");
-            match kind {
-                TypeKind::Single(ty) => out.push_str(type_name(*ty)),
-                TypeKind::Multiple(types) => {
-                    let names: Vec<&str> = types.iter().map(type_name).collect();
-                    out.push_str(&names.join(" or "));
+            let mut first = true;
+            for (bit, name) in TYPE_NAMES.iter().enumerate() {
+                if bits & (1 << bit) != 0 {
+                    if !first {
+                        out.push_str(" or ");
+                    }
+                    out.push_str(name);
+                    first = false;
                 }
             }
             Ok(())
         }
-        ValidationErrorKind::Required { property } => {
+        Violation::Required(property) => {
             out.push_str("must have required property ");
             write_quoted(property, out)
         }
-        ValidationErrorKind::Enum { options } => {
+        Violation::Enum(options) => {
             out.push_str("must be one of ");
             write_list(options, out)
         }
-        ValidationErrorKind::Constant { expected_value } => {
-            write!(out, "must be equal to {expected_value}")
-        }
-        ValidationErrorKind::Minimum { limit } => write!(out, "must be >= {limit}"),
-        ValidationErrorKind::Maximum { limit } => write!(out, "must be <= {limit}"),
-        ValidationErrorKind::ExclusiveMinimum { limit } => write!(out, "must be > {limit}"),
-        ValidationErrorKind::ExclusiveMaximum { limit } => write!(out, "must be < {limit}"),
-        ValidationErrorKind::MultipleOf { multiple_of } => {
-            write!(out, "must be a multiple of {multiple_of}")
-        }
-        ValidationErrorKind::MinLength { limit } => {
-            write!(out, "must NOT have fewer than {limit} characters")
-        }
-        ValidationErrorKind::MaxLength { limit } => {
-            write!(out, "must NOT have more than {limit} characters")
-        }
-        ValidationErrorKind::MinItems { limit } => {
-            write!(out, "must NOT have fewer than {limit} items")
-        }
-        ValidationErrorKind::MaxItems { limit } => {
-            write!(out, "must NOT have more than {limit} items")
-        }
-        ValidationErrorKind::UniqueItems => write!(out, "must NOT have duplicate items"),
-        ValidationErrorKind::Pattern { pattern } => write!(out, "must match pattern {pattern:?}"),
-        ValidationErrorKind::Format { format } => write!(out, "must match format {format:?}"),
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|n| format!("'{n}'")).collect();
-            write!(
-                out,
-                "must NOT have additional properties: {}",
-                names.join(", ")
-            )
-        }
-        _ => {
-            out.push_str(&crate::excerpt::schema_error_message(error));
+        Violation::Const(expected) => write!(out, "must be equal to {expected}"),
+        Violation::Minimum(limit) => write!(out, "must be >= {limit}"),
+        Violation::Maximum(limit) => write!(out, "must be <= {limit}"),
+        Violation::ExclusiveMinimum(limit) => write!(out, "must be > {limit}"),
+        Violation::ExclusiveMaximum(limit) => write!(out, "must be < {limit}"),
+        Violation::MinLength(limit) => write!(out, "must NOT have fewer than {limit} characters"),
+        Violation::MaxLength(limit) => write!(out, "must NOT have more than {limit} characters"),
+        Violation::MinItems(limit) => write!(out, "must NOT have fewer than {limit} items"),
+        Violation::MaxItems(limit) => write!(out, "must NOT have more than {limit} items"),
+        Violation::AdditionalProperties(names) => {
+            out.push_str("must NOT have additional properties: ");
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "'{name}'");
+            }
             Ok(())
         }
     };
 }
 
-fn type_name(ty: JsonType) -> &'static str {
-    match ty {
-        JsonType::Array => "array",
+/// One error of the general validator.
+fn describe(error: &ValidationError<'_>, out: &mut String) {
+    let violation = match error.kind() {
+        ValidationErrorKind::Type { kind } => Violation::Type(match kind {
+            TypeKind::Single(ty) => type_bit(*ty),
+            TypeKind::Multiple(types) => types.iter().fold(0, |bits, ty| bits | type_bit(ty)),
+        }),
+        ValidationErrorKind::Required { property } => Violation::Required(property),
+        ValidationErrorKind::Enum { options } => Violation::Enum(options),
+        ValidationErrorKind::Constant { expected_value } => Violation::Const(expected_value),
+        ValidationErrorKind::Minimum { limit } => Violation::Minimum(limit),
+        ValidationErrorKind::Maximum { limit } => Violation::Maximum(limit),
+        ValidationErrorKind::ExclusiveMinimum { limit } => Violation::ExclusiveMinimum(limit),
+        ValidationErrorKind::ExclusiveMaximum { limit } => Violation::ExclusiveMaximum(limit),
+        ValidationErrorKind::MinLength { limit } => Violation::MinLength(*limit),
+        ValidationErrorKind::MaxLength { limit } => Violation::MaxLength(*limit),
+        ValidationErrorKind::MinItems { limit } => Violation::MinItems(*limit),
+        ValidationErrorKind::MaxItems { limit } => Violation::MaxItems(*limit),
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let names: Vec<&str> = unexpected.iter().map(String::as_str).collect();
+            return word(Violation::AdditionalProperties(&names), out);
+        }
+        // Kinds worded once, in their own way.
+        ValidationErrorKind::MultipleOf { multiple_of } => {
+            let _ = write!(out, "must be a multiple of {multiple_of}");
+            return;
+        }
+        ValidationErrorKind::UniqueItems => {
+            out.push_str("must NOT have duplicate items");
+            return;
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            let _ = write!(out, "must match pattern {pattern:?}");
+            return;
+        }
+        ValidationErrorKind::Format { format } => {
+            let _ = write!(out, "must match format {format:?}");
+            return;
+        }
+        _ => {
+            out.push_str(&crate::excerpt::schema_error_message(error));
+            return;
+        }
+    };
+    word(violation, out);
+}
+
+fn type_bit(ty: JsonType) -> u8 {
+    let name = match ty {
+        JsonType::Null => "null",
         JsonType::Boolean => "boolean",
         JsonType::Integer => "integer",
-        JsonType::Null => "null",
         JsonType::Number => "number",
-        JsonType::Object => "object",
         JsonType::String => "string",
-    }
+        JsonType::Array => "array",
+        JsonType::Object => "object",
+    };
+    1 << TYPE_NAMES.iter().position(|n| *n == name).unwrap_or(0)
 }
 
 // Both write into the message rather than building strings to join:

@@ -4,6 +4,7 @@
 
 mod builtin;
 mod check;
+pub mod quick;
 mod registry;
 mod sandbox;
 

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
 use super::check::{DefinitionProblem, check_definitions, draft_of};
+use super::quick::QuickSchema;
 use super::{FailureKind, Sandbox, Simulate, ToolDef, ToolFailure, ToolFailureKind};
 
 /// Where a registered tool comes from.
@@ -69,6 +70,8 @@ enum Behaviour {
 struct RegisteredTool {
     def: ToolDef,
     validator: Validator,
+    /// The quick check, when the schema is in its subset.
+    quick: Option<QuickSchema>,
     behaviour: Behaviour,
 }
 
@@ -144,11 +147,12 @@ impl Registry {
         let mut tools = Vec::with_capacity(defs.len());
         let mut by_name = FxHashMap::default();
         for (index, (def, behaviour)) in defs.into_iter().zip(behaviours).enumerate() {
-            let validator = compile(&def)?;
+            let (validator, quick) = compile(&def)?;
             by_name.insert(def.name.clone().into_boxed_str(), ToolId(index));
             tools.push(RegisteredTool {
                 def,
                 validator,
+                quick,
                 behaviour,
             });
         }
@@ -178,6 +182,21 @@ impl Registry {
 
     pub fn validator(&self, id: ToolId) -> &Validator {
         &self.tools[id.0].validator
+    }
+
+    /// Do `arguments` fit the tool's schema? The quick check answers when
+    /// the schema is in its subset, the compiled validator otherwise.
+    pub fn is_valid(&self, id: ToolId, arguments: &Value) -> bool {
+        let tool = &self.tools[id.0];
+        match &tool.quick {
+            Some(quick) => quick.is_valid(arguments),
+            None => tool.validator.is_valid(arguments),
+        }
+    }
+
+    /// The tool's quick check, when its schema is in the quick subset.
+    pub fn quick(&self, id: ToolId) -> Option<&QuickSchema> {
+        self.tools[id.0].quick.as_ref()
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDef> {
@@ -298,7 +317,7 @@ pub fn schema_options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions
         .should_validate_formats(true)
 }
 
-fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
+fn compile(def: &ToolDef) -> Result<(Validator, Option<QuickSchema>), RegistryError> {
     let problem = |message: String| {
         RegistryError::Definitions(vec![DefinitionProblem {
             tool: def.name.clone(),
@@ -307,9 +326,10 @@ fn compile(def: &ToolDef) -> Result<Validator, RegistryError> {
         }])
     };
     let draft = draft_of(&def.parameters).map_err(problem)?;
-    schema_options(draft)
+    let validator = schema_options(draft)
         .build(&def.parameters)
-        .map_err(|e| problem(format!("cannot compile the schema: {e}")))
+        .map_err(|e| problem(format!("cannot compile the schema: {e}")))?;
+    Ok((validator, QuickSchema::compile(&def.parameters, draft)))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use toolgauge::bfcl::answer::ground_truth_calls;
 use toolgauge::bfcl::dialect::{Values, to_tool};
 use toolgauge::bfcl::{AnswerEntry, Entry, Language, SINGLE_TURN_CATEGORIES, read_jsonl};
 use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::pipeline::feedback::validation_failed;
 use toolgauge::pipeline::validate;
 use toolgauge::scenario::bfcl_rules::first_acceptable;
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
@@ -119,10 +120,16 @@ fn every_ground_truth_answer_validates_except_the_known_issues() {
     assert!(known.len() <= 60, "{} known issues", known.len());
 }
 
+fn sorted_lines(message: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = message.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
 #[test]
 fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
     let mut seen = BTreeSet::new();
-    let (mut tools, mut mutants, mut valid) = (0, 0u64, 0u64);
+    let (mut tools, mut mutants, mut valid, mut quick) = (0, 0u64, 0u64, 0);
     for category in SINGLE_TURN_CATEGORIES {
         for entry in questions(category) {
             let registry = registry(&entry);
@@ -133,13 +140,34 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                 tools += 1;
                 let id = registry.lookup(&def.name).unwrap();
                 let reference = registry.validator(id);
+                quick += usize::from(registry.quick(id).is_some());
                 let mut accepts = |instance: &Value| {
                     let call = ParsedCall::Ok(ToolCall {
                         id: "f".into(),
                         name: def.name.clone(),
                         arguments: instance.clone(),
                     });
-                    validate(&registry, &call).is_ok()
+                    let outcome = validate(&registry, &call);
+                    // The quick check and jsonschema agree on every
+                    // instance, and on what is wrong with it.
+                    assert_eq!(
+                        outcome.is_ok(),
+                        reference.is_valid(instance),
+                        "{}: {}: {instance}",
+                        entry.id,
+                        def.name
+                    );
+                    if let Err(rejection) = &outcome {
+                        let general = validation_failed(reference.iter_errors(instance));
+                        assert_eq!(
+                            sorted_lines(&rejection.message),
+                            sorted_lines(&general),
+                            "{}: {}: {instance}",
+                            entry.id,
+                            def.name
+                        );
+                    }
+                    outcome.is_ok()
                 };
                 let report =
                     toolgauge::fuzz::fuzz_schema(&def.parameters, reference, 6, 7, &mut accepts);
@@ -154,7 +182,12 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
             }
         }
     }
+    eprintln!("quick check: {quick} of {tools} BFCL schemas");
     assert!(tools > 3000, "{tools} distinct schemas");
+    assert!(
+        quick * 2 > tools,
+        "the quick check covers {quick} of {tools} schemas"
+    );
     assert!(
         valid as usize >= tools,
         "{valid} valid instances for {tools} schemas"

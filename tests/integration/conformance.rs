@@ -109,3 +109,66 @@ fn the_validation_layer_passes_the_json_schema_test_suite() {
         "listed failures that now pass (remove them):\n{fixed:#?}"
     );
 }
+
+/// The quick check gives the suite's answer on every test whose schema
+/// it takes (and leaves the rest to the general validator).
+#[test]
+fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
+    use toolgauge::pipeline::feedback::{VALIDATION_HEADING, validation_failed};
+    use toolgauge::tool::quick::QuickSchema;
+
+    let suite = crate::corpora().join("json-schema-test-suite");
+    let (mut taken, mut cases, mut wrong) = (0, 0, Vec::new());
+    for (folder, draft) in [
+        ("draft7", Draft::Draft7),
+        ("draft2020-12", Draft::Draft202012),
+    ] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(suite.join("tests").join(folder))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        files.sort();
+        for file in files {
+            let groups: Vec<Value> =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            for group in groups {
+                let Some(quick) = QuickSchema::compile(&group["schema"], draft) else {
+                    continue;
+                };
+                let general = toolgauge::tool::schema_options(draft)
+                    .build(&group["schema"])
+                    .unwrap();
+                taken += 1;
+                for test in group["tests"].as_array().unwrap() {
+                    cases += 1;
+                    let data = &test["data"];
+                    // The same error lines as the general validator's, worded.
+                    let mut quick_errors = String::from(VALIDATION_HEADING);
+                    quick.write_errors(data, &mut quick_errors);
+                    let general_errors = validation_failed(general.iter_errors(data));
+                    let sorted = |text: &str| {
+                        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                        lines.sort();
+                        lines
+                    };
+                    assert_eq!(sorted(&quick_errors), sorted(&general_errors), "{data}");
+                    if quick.is_valid(data) != test["valid"].as_bool().unwrap() {
+                        wrong.push(format!(
+                            "{folder}/{} | {} | {}",
+                            file.file_name().unwrap().to_string_lossy(),
+                            group["description"],
+                            test["description"]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("quick check: {taken} groups, {cases} tests");
+    assert!(
+        taken > 100 && cases > 400,
+        "{taken} groups, {cases} tests taken"
+    );
+    assert!(wrong.is_empty(), "the quick check disagrees:\n{wrong:#?}");
+}

@@ -1,0 +1,572 @@
+//! A quick yes/no check for the tool schemas most agents use: `type`,
+//! `properties`, `required`, `additionalProperties`, `enum`, `const`,
+//! numeric bounds, string lengths and `items`, plus annotations. Such a
+//! schema compiles to a small tree that answers "valid?" in a fraction of
+//! the general validator's time; a schema with any other keyword does not
+//! compile, and the general validator alone decides. The answers are the
+//! same as jsonschema's, and so are the errors of an invalid instance
+//! (the same pointer and message lines, in an order of its own): tested
+//! against jsonschema on every BFCL schema and the JSON Schema Test Suite.
+
+use std::cmp::Ordering;
+
+use jsonschema::Draft;
+use serde_json::{Map, Number, Value};
+
+use crate::pipeline::feedback::{Violation, word};
+
+/// Keywords that only annotate: they never change validity.
+const ANNOTATIONS: [&str; 8] = [
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// A compiled schema of the supported subset.
+#[derive(Debug, Clone)]
+pub struct QuickSchema {
+    root: Node,
+}
+
+/// JSON types as bits; `integer` is its own bit, and `number` covers it.
+mod types {
+    pub const NULL: u8 = 1;
+    pub const BOOLEAN: u8 = 2;
+    pub const INTEGER: u8 = 4;
+    pub const NUMBER: u8 = 8;
+    pub const STRING: u8 = 16;
+    pub const ARRAY: u8 = 32;
+    pub const OBJECT: u8 = 64;
+}
+
+#[derive(Debug, Clone, Default)]
+struct Node {
+    /// Allowed types; `None` allows any.
+    types: Option<u8>,
+    /// The `enum` array as written (for the message), and its values.
+    enumeration: Option<Value>,
+    constant: Option<Value>,
+    /// Numeric bounds as written (numbers).
+    minimum: Option<Value>,
+    maximum: Option<Value>,
+    exclusive_minimum: Option<Value>,
+    exclusive_maximum: Option<Value>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    items: Option<Box<Node>>,
+    properties: Vec<Property>,
+    /// `required`, as written (strings).
+    required: Vec<Value>,
+    /// How many distinct properties are required.
+    required_properties: usize,
+    /// Whether a required name has no entry in `properties`.
+    required_elsewhere: bool,
+    additional: Additional,
+}
+
+#[derive(Debug, Clone)]
+struct Property {
+    name: String,
+    schema: Node,
+    required: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+enum Additional {
+    #[default]
+    Allowed,
+    Forbidden,
+    Schema(Box<Node>),
+}
+
+impl QuickSchema {
+    /// The quick form of `schema` under `draft`, or `None` when the schema
+    /// uses anything outside the supported subset (or an older draft,
+    /// whose numbers and bounds read differently).
+    pub fn compile(schema: &Value, draft: Draft) -> Option<QuickSchema> {
+        if !matches!(
+            draft,
+            Draft::Draft6 | Draft::Draft7 | Draft::Draft201909 | Draft::Draft202012
+        ) {
+            return None;
+        }
+        let root = match schema {
+            Value::Object(object) => {
+                let mut object = object.clone();
+                object.remove("$schema");
+                compile_object(&object)?
+            }
+            other => compile(other)?,
+        };
+        Some(QuickSchema { root })
+    }
+
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.root.is_valid(instance)
+    }
+
+    /// Append a `- /pointer: message` line (after a newline) for each
+    /// error of `instance`, worded as `feedback` words jsonschema's.
+    pub fn write_errors(&self, instance: &Value, out: &mut String) {
+        let mut path = String::new();
+        self.root.write_errors(instance, &mut path, out);
+    }
+}
+
+fn compile(schema: &Value) -> Option<Node> {
+    match schema {
+        Value::Bool(true) => Some(Node::default()),
+        Value::Object(object) => compile_object(object),
+        // `false` and anything else: the general validator.
+        _ => None,
+    }
+}
+
+fn compile_object(schema: &Map<String, Value>) -> Option<Node> {
+    let mut node = Node::default();
+    for (keyword, value) in schema {
+        match keyword.as_str() {
+            "type" => node.types = Some(type_set(value)?),
+            "enum" if value.is_array() => node.enumeration = Some(value.clone()),
+            "const" => node.constant = Some(value.clone()),
+            "minimum" => node.minimum = Some(number(value)?),
+            "maximum" => node.maximum = Some(number(value)?),
+            "exclusiveMinimum" => node.exclusive_minimum = Some(number(value)?),
+            "exclusiveMaximum" => node.exclusive_maximum = Some(number(value)?),
+            "minLength" => node.min_length = Some(count(value)?),
+            "maxLength" => node.max_length = Some(count(value)?),
+            "minItems" => node.min_items = Some(count(value)?),
+            "maxItems" => node.max_items = Some(count(value)?),
+            // The one-schema-for-every-item form only (not a tuple).
+            "items" if value.is_object() || value.is_boolean() => {
+                node.items = Some(Box::new(compile(value)?));
+            }
+            "properties" => {
+                node.properties = value
+                    .as_object()?
+                    .iter()
+                    .map(|(name, schema)| {
+                        Some(Property {
+                            name: name.clone(),
+                            schema: compile(schema)?,
+                            required: false,
+                        })
+                    })
+                    .collect::<Option<_>>()?;
+            }
+            "required" => {
+                let names = value.as_array()?;
+                if !names.iter().all(Value::is_string) {
+                    return None;
+                }
+                node.required = names.clone();
+            }
+            "additionalProperties" => {
+                node.additional = match value {
+                    Value::Bool(true) => Additional::Allowed,
+                    Value::Bool(false) => Additional::Forbidden,
+                    other => Additional::Schema(Box::new(compile(other)?)),
+                };
+            }
+            annotation if ANNOTATIONS.contains(&annotation) => {}
+            _ => return None,
+        }
+    }
+    for name in node.required.iter().filter_map(Value::as_str) {
+        match node.properties.iter_mut().find(|p| p.name == name) {
+            Some(property) if !property.required => {
+                property.required = true;
+                node.required_properties += 1;
+            }
+            Some(_) => {}
+            None => node.required_elsewhere = true,
+        }
+    }
+    Some(node)
+}
+
+fn type_set(value: &Value) -> Option<u8> {
+    let bit = |name: &Value| match name.as_str()? {
+        "null" => Some(types::NULL),
+        "boolean" => Some(types::BOOLEAN),
+        "integer" => Some(types::INTEGER),
+        "number" => Some(types::NUMBER),
+        "string" => Some(types::STRING),
+        "array" => Some(types::ARRAY),
+        "object" => Some(types::OBJECT),
+        _ => None,
+    };
+    match value {
+        Value::Array(names) if !names.is_empty() => {
+            names.iter().try_fold(0, |set, name| Some(set | bit(name)?))
+        }
+        Value::String(_) => bit(value),
+        _ => None,
+    }
+}
+
+fn number(value: &Value) -> Option<Value> {
+    value.is_number().then(|| value.clone())
+}
+
+/// A non-negative whole count (`minLength: 2`, `maxItems: 3.0`).
+fn count(value: &Value) -> Option<u64> {
+    let n = value.as_number()?;
+    n.as_u64().or_else(|| {
+        let x = n.as_f64()?;
+        (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
+    })
+}
+
+impl Node {
+    fn is_valid(&self, instance: &Value) -> bool {
+        if let Some(allowed) = self.types
+            && !type_allowed(allowed, instance)
+        {
+            return false;
+        }
+        if !self.enum_and_const_hold(instance) {
+            return false;
+        }
+        match instance {
+            Value::Number(n) => self.number_violation(n).is_none(),
+            Value::String(text) => self.length_violation(text).is_none(),
+            Value::Array(items) => {
+                self.items_count_violation(items).is_none()
+                    && self
+                        .items
+                        .as_ref()
+                        .is_none_or(|schema| items.iter().all(|item| schema.is_valid(item)))
+            }
+            Value::Object(members) => self.object_is_valid(members),
+            Value::Null | Value::Bool(_) => true,
+        }
+    }
+
+    fn enum_and_const_hold(&self, instance: &Value) -> bool {
+        self.enumeration.as_ref().is_none_or(|options| {
+            options
+                .as_array()
+                .is_some_and(|options| options.iter().any(|option| equal(option, instance)))
+        }) && self
+            .constant
+            .as_ref()
+            .is_none_or(|constant| equal(constant, instance))
+    }
+
+    /// The first numeric bound `n` breaks.
+    fn number_violation(&self, n: &Number) -> Option<Violation<'_>> {
+        self.number_violations(n).next()
+    }
+
+    /// Every numeric bound `n` breaks, in the order jsonschema checks them.
+    fn number_violations(&self, n: &Number) -> impl Iterator<Item = Violation<'_>> {
+        let n = n.clone();
+        let bounds = [
+            (&self.minimum, Ordering::is_ge as fn(Ordering) -> bool),
+            (&self.maximum, Ordering::is_le),
+            (&self.exclusive_minimum, Ordering::is_gt),
+            (&self.exclusive_maximum, Ordering::is_lt),
+        ];
+        bounds
+            .into_iter()
+            .enumerate()
+            .filter_map(move |(which, (limit, allowed))| {
+                let limit = limit.as_ref()?;
+                let holds = limit
+                    .as_number()
+                    .and_then(|limit| compare(&n, limit))
+                    .is_some_and(allowed);
+                (!holds).then_some(match which {
+                    0 => Violation::Minimum(limit),
+                    1 => Violation::Maximum(limit),
+                    2 => Violation::ExclusiveMinimum(limit),
+                    _ => Violation::ExclusiveMaximum(limit),
+                })
+            })
+    }
+
+    fn length_violation(&self, text: &str) -> Option<Violation<'_>> {
+        self.length_violations(text).next()
+    }
+
+    fn length_violations(&self, text: &str) -> impl Iterator<Item = Violation<'_>> {
+        // Lengths count characters (code points), not bytes; count only
+        // when a bound asks.
+        let length = (self.min_length.is_some() || self.max_length.is_some())
+            .then(|| text.chars().count() as u64);
+        let short = self
+            .min_length
+            .filter(|min| length.is_some_and(|l| l < *min))
+            .map(Violation::MinLength);
+        let long = self
+            .max_length
+            .filter(|max| length.is_some_and(|l| l > *max))
+            .map(Violation::MaxLength);
+        short.into_iter().chain(long)
+    }
+
+    fn items_count_violation(&self, items: &[Value]) -> Option<Violation<'_>> {
+        self.items_count_violations(items).next()
+    }
+
+    fn items_count_violations(&self, items: &[Value]) -> impl Iterator<Item = Violation<'_>> {
+        let length = items.len() as u64;
+        let few = self
+            .min_items
+            .filter(|min| length < *min)
+            .map(Violation::MinItems);
+        let many = self
+            .max_items
+            .filter(|max| length > *max)
+            .map(Violation::MaxItems);
+        few.into_iter().chain(many)
+    }
+
+    /// One pass over the instance's members, each looked up among the
+    /// (few) declared properties; required ones are counted on the way.
+    fn object_is_valid(&self, members: &Map<String, Value>) -> bool {
+        let mut required_seen = 0;
+        for (key, member) in members {
+            match self.property(key) {
+                Some(property) => {
+                    if !property.schema.is_valid(member) {
+                        return false;
+                    }
+                    required_seen += usize::from(property.required);
+                }
+                None => match &self.additional {
+                    Additional::Allowed => {}
+                    Additional::Forbidden => return false,
+                    Additional::Schema(schema) => {
+                        if !schema.is_valid(member) {
+                            return false;
+                        }
+                    }
+                },
+            }
+        }
+        required_seen == self.required_properties
+            && (!self.required_elsewhere
+                || self
+                    .required
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .all(|name| members.contains_key(name)))
+    }
+
+    fn property(&self, name: &str) -> Option<&Property> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+
+    fn write_errors(&self, instance: &Value, path: &mut String, out: &mut String) {
+        if let Some(allowed) = self.types
+            && !type_allowed(allowed, instance)
+        {
+            line(path, Violation::Type(allowed), out);
+        }
+        if let Some(options) = &self.enumeration
+            && !options
+                .as_array()
+                .is_some_and(|options| options.iter().any(|option| equal(option, instance)))
+        {
+            line(path, Violation::Enum(options), out);
+        }
+        if let Some(constant) = &self.constant
+            && !equal(constant, instance)
+        {
+            line(path, Violation::Const(constant), out);
+        }
+        match instance {
+            Value::Number(n) => {
+                for violation in self.number_violations(n) {
+                    line(path, violation, out);
+                }
+            }
+            Value::String(text) => {
+                for violation in self.length_violations(text) {
+                    line(path, violation, out);
+                }
+            }
+            Value::Array(items) => {
+                for violation in self.items_count_violations(items) {
+                    line(path, violation, out);
+                }
+                if let Some(schema) = &self.items {
+                    for (index, item) in items.iter().enumerate() {
+                        let end = path.len();
+                        path.push('/');
+                        path.push_str(itoa::Buffer::new().format(index));
+                        schema.write_errors(item, path, out);
+                        path.truncate(end);
+                    }
+                }
+            }
+            Value::Object(members) => self.write_object_errors(members, path, out),
+            Value::Null | Value::Bool(_) => {}
+        }
+    }
+
+    fn write_object_errors(
+        &self,
+        members: &Map<String, Value>,
+        path: &mut String,
+        out: &mut String,
+    ) {
+        for name in &self.required {
+            if !name.as_str().is_some_and(|name| members.contains_key(name)) {
+                line(path, Violation::Required(name), out);
+            }
+        }
+        let mut unexpected = Vec::new();
+        for (key, member) in members {
+            let schema = match (self.property(key), &self.additional) {
+                (Some(property), _) => &property.schema,
+                (None, Additional::Schema(schema)) => schema,
+                (None, Additional::Allowed) => continue,
+                (None, Additional::Forbidden) => {
+                    unexpected.push(key.as_str());
+                    continue;
+                }
+            };
+            let end = path.len();
+            path.push('/');
+            push_escaped(path, key);
+            schema.write_errors(member, path, out);
+            path.truncate(end);
+        }
+        if !unexpected.is_empty() {
+            line(path, Violation::AdditionalProperties(&unexpected), out);
+        }
+    }
+}
+
+/// `\n- /pointer: message`, as `feedback::validation_failed` writes it.
+fn line(path: &str, violation: Violation<'_>, out: &mut String) {
+    out.push_str("\n- ");
+    out.push_str(if path.is_empty() { "/" } else { path });
+    out.push_str(": ");
+    word(violation, out);
+}
+
+/// A key as a JSON pointer segment (RFC 6901).
+fn push_escaped(path: &mut String, key: &str) {
+    if key.contains(['~', '/']) {
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        path.push_str(key);
+    }
+}
+
+fn type_allowed(allowed: u8, instance: &Value) -> bool {
+    let bits = match instance {
+        Value::Null => types::NULL,
+        Value::Bool(_) => types::BOOLEAN,
+        // A whole number is an integer, whatever its spelling (1, 1.0).
+        Value::Number(n) if is_integer(n) => types::INTEGER | types::NUMBER,
+        Value::Number(_) => types::NUMBER,
+        Value::String(_) => types::STRING,
+        Value::Array(_) => types::ARRAY,
+        Value::Object(_) => types::OBJECT,
+    };
+    allowed & bits != 0
+}
+
+fn is_integer(n: &Number) -> bool {
+    n.is_u64() || n.is_i64() || n.as_f64().is_some_and(|x| x.fract() == 0.0)
+}
+
+/// Numbers compare by value, exactly for integers of either sign.
+fn compare(a: &Number, b: &Number) -> Option<Ordering> {
+    let whole = |n: &Number| {
+        n.as_u64()
+            .map(i128::from)
+            .or_else(|| n.as_i64().map(i128::from))
+    };
+    match (whole(a), whole(b)) {
+        (Some(a), Some(b)) => Some(a.cmp(&b)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// JSON equality, where numbers are equal by value (1 and 1.0).
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => compare(x, y) == Some(Ordering::Equal),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| equal(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, value)| y.get(key).is_some_and(|other| equal(value, other)))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn quick(schema: Value) -> QuickSchema {
+        QuickSchema::compile(&schema, Draft::Draft202012).expect("in the subset")
+    }
+
+    #[test]
+    fn the_workload_schemas_compile_and_decide() {
+        let math = quick(json!({
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "enum": ["add", "multiply"]},
+                "a": {"type": "number"}, "b": {"type": "number"}
+            },
+            "required": ["operation", "a", "b"]
+        }));
+        assert!(math.is_valid(&json!({"operation": "add", "a": 1, "b": 2.5})));
+        assert!(!math.is_valid(&json!({"operation": "pow", "a": 1, "b": 2})));
+        assert!(!math.is_valid(&json!({"operation": "add", "a": "1", "b": 2})));
+        assert!(!math.is_valid(&json!({"operation": "add", "a": 1})));
+    }
+
+    #[test]
+    fn numbers_read_as_json_schema_reads_them() {
+        let schema = quick(json!({"type": "integer", "minimum": 1, "exclusiveMaximum": 10}));
+        assert!(schema.is_valid(&json!(1.0)));
+        assert!(!schema.is_valid(&json!(1.5)));
+        assert!(!schema.is_valid(&json!(10)));
+        assert!(!schema.is_valid(&json!(0)));
+        let exact = quick(json!({"maximum": u64::MAX - 1}));
+        assert!(!exact.is_valid(&json!(u64::MAX)));
+        assert!(quick(json!({"enum": [1]})).is_valid(&json!(1.0)));
+        assert!(quick(json!({"const": {"a": [1]}})).is_valid(&json!({"a": [1.0]})));
+    }
+
+    #[test]
+    fn anything_outside_the_subset_is_left_to_the_general_validator() {
+        for schema in [
+            json!({"type": "string", "pattern": "^a"}),
+            json!({"type": "string", "format": "date"}),
+            json!({"anyOf": [{"type": "string"}]}),
+            json!({"$ref": "#/$defs/x", "$defs": {"x": {}}}),
+            json!({"properties": {"a": false}}),
+            json!({"items": [{"type": "string"}]}),
+            json!({"type": "strnig"}),
+            json!({"x-custom": 1}),
+        ] {
+            assert!(
+                QuickSchema::compile(&schema, Draft::Draft202012).is_none(),
+                "{schema}"
+            );
+        }
+        assert!(QuickSchema::compile(&json!({"type": "object"}), Draft::Draft4).is_none());
+    }
+}
