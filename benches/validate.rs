@@ -142,6 +142,19 @@ fn bench(c: &mut Criterion) {
         group.bench_function("small_hot/raw_is_valid", |b| {
             b.iter(|| hot_args.iter().filter(|(v, args)| v.is_valid(args)).count())
         });
+        // The decision alone (lookup by name, then valid or not): Ajv's h1.
+        group.bench_function("small_hot/toolgauge_is_valid", |b| {
+            b.iter(|| {
+                hot.iter()
+                    .filter(|c| match c {
+                        ParsedCall::Ok(call) => registry
+                            .lookup(&call.name)
+                            .is_some_and(|tool| registry.is_valid(tool, &call.arguments)),
+                        ParsedCall::Malformed(_) => false,
+                    })
+                    .count()
+            })
+        });
         group.bench_function("small_hot/toolgauge", |b| {
             b.iter(|| {
                 hot.iter()

@@ -24,7 +24,8 @@ pub struct Rejection {
 
 /// Check one call. The cheap boolean check runs first; errors are only
 /// collected and worded for a call that fails it: by the quick check where
-/// the tool's schema is in its subset, else by the general validator.
+/// the tool's schema is in its subset (cheap enough to run twice), else in
+/// one pass of the general validator.
 pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approved<'c>, Rejection> {
     let call = match call {
         ParsedCall::Ok(call) => call,
@@ -41,20 +42,27 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
             message: feedback::unknown_tool(&call.name, registry.names()),
         });
     };
-    if registry.is_valid(tool, &call.arguments) {
-        return Ok(Approved {
-            tool,
-            arguments: &call.arguments,
-        });
-    }
+    let approved = Approved {
+        tool,
+        arguments: &call.arguments,
+    };
     let message = match registry.quick(tool) {
         Some(quick) => {
+            if quick.is_valid(&call.arguments) {
+                return Ok(approved);
+            }
             let mut message = String::with_capacity(96);
             message.push_str(feedback::VALIDATION_HEADING);
             quick.write_errors(&call.arguments, &mut message);
             message
         }
-        None => feedback::validation_failed(registry.validator(tool).iter_errors(&call.arguments)),
+        None => {
+            let validator = registry.validator(tool);
+            if validator.is_valid(&call.arguments) {
+                return Ok(approved);
+            }
+            feedback::validation_failed(validator.iter_errors(&call.arguments))
+        }
     };
     Err(Rejection {
         kind: ErrorKind::Validation,

@@ -71,11 +71,13 @@ pub struct NodeRow {
 
 /// Which anchor row a bench compares with, by the anchor's code in
 /// parentheses; our time is taken per element (per call).
-const ANCHORS: [(&str, &str); 5] = [
+const ANCHORS: [(&str, &str); 6] = [
     ("pipeline/full_3_calls_recorded", "(b2)"),
     ("pipeline_parse/anthropic_anchor_response", "(c)"),
     // Lookup + validate, errors worded for the invalid ones: Ajv's h2.
     ("validate/small_hot/toolgauge", "(h2)"),
+    // Lookup + the decision alone, every call: Ajv's h1.
+    ("validate/small_hot/toolgauge_is_valid", "(h1)"),
     ("validate/small_hot/raw_is_valid", "(h1)"),
     ("validate/small_hot_valid/toolgauge", "(h1)"),
 ];

@@ -66,6 +66,12 @@ struct Node {
     required: Vec<Value>,
     /// How many distinct properties are required.
     required_properties: usize,
+    /// The `enum` when every option is a string: compared as strings.
+    string_options: Option<Vec<String>>,
+    /// Whether any numeric bound is set (most numbers have none).
+    number_bounds: bool,
+    /// Whether a length bound is set (most strings have none).
+    length_bounds: bool,
     /// Whether a required name has no entry in `properties`.
     required_elsewhere: bool,
     additional: Additional,
@@ -115,8 +121,7 @@ impl QuickSchema {
     /// Append a `- /pointer: message` line (after a newline) for each
     /// error of `instance`, worded as `feedback` words jsonschema's.
     pub fn write_errors(&self, instance: &Value, out: &mut String) {
-        let mut path = String::new();
-        self.root.write_errors(instance, &mut path, out);
+        self.root.write_errors(instance, None, out);
     }
 }
 
@@ -179,6 +184,18 @@ fn compile_object(schema: &Map<String, Value>) -> Option<Node> {
             _ => return None,
         }
     }
+    node.number_bounds = node.minimum.is_some()
+        || node.maximum.is_some()
+        || node.exclusive_minimum.is_some()
+        || node.exclusive_maximum.is_some();
+    node.length_bounds = node.min_length.is_some() || node.max_length.is_some();
+    node.string_options = node.enumeration.as_ref().and_then(|options| {
+        options
+            .as_array()?
+            .iter()
+            .map(|option| option.as_str().map(str::to_owned))
+            .collect()
+    });
     for name in node.required.iter().filter_map(Value::as_str) {
         match node.properties.iter_mut().find(|p| p.name == name) {
             Some(property) if !property.required => {
@@ -236,8 +253,8 @@ impl Node {
             return false;
         }
         match instance {
-            Value::Number(n) => self.number_violation(n).is_none(),
-            Value::String(text) => self.length_violation(text).is_none(),
+            Value::Number(n) => !self.number_bounds || self.number_violation(n).is_none(),
+            Value::String(text) => !self.length_bounds || self.length_violation(text).is_none(),
             Value::Array(items) => {
                 self.items_count_violation(items).is_none()
                     && self
@@ -251,14 +268,24 @@ impl Node {
     }
 
     fn enum_and_const_hold(&self, instance: &Value) -> bool {
+        self.enum_holds(instance)
+            && self
+                .constant
+                .as_ref()
+                .is_none_or(|constant| equal(constant, instance))
+    }
+
+    fn enum_holds(&self, instance: &Value) -> bool {
+        if let Some(options) = &self.string_options {
+            return instance
+                .as_str()
+                .is_some_and(|text| options.iter().any(|option| option == text));
+        }
         self.enumeration.as_ref().is_none_or(|options| {
             options
                 .as_array()
                 .is_some_and(|options| options.iter().any(|option| equal(option, instance)))
-        }) && self
-            .constant
-            .as_ref()
-            .is_none_or(|constant| equal(constant, instance))
+        })
     }
 
     /// The first numeric bound `n` breaks.
@@ -366,16 +393,14 @@ impl Node {
         self.properties.iter().find(|p| p.name == name)
     }
 
-    fn write_errors(&self, instance: &Value, path: &mut String, out: &mut String) {
+    fn write_errors(&self, instance: &Value, path: Path<'_>, out: &mut String) {
         if let Some(allowed) = self.types
             && !type_allowed(allowed, instance)
         {
             line(path, Violation::Type(allowed), out);
         }
         if let Some(options) = &self.enumeration
-            && !options
-                .as_array()
-                .is_some_and(|options| options.iter().any(|option| equal(option, instance)))
+            && !self.enum_holds(instance)
         {
             line(path, Violation::Enum(options), out);
         }
@@ -385,7 +410,7 @@ impl Node {
             line(path, Violation::Const(constant), out);
         }
         match instance {
-            Value::Number(n) => {
+            Value::Number(n) if self.number_bounds => {
                 for violation in self.number_violations(n) {
                     line(path, violation, out);
                 }
@@ -401,34 +426,28 @@ impl Node {
                 }
                 if let Some(schema) = &self.items {
                     for (index, item) in items.iter().enumerate() {
-                        let end = path.len();
-                        path.push('/');
-                        path.push_str(itoa::Buffer::new().format(index));
-                        schema.write_errors(item, path, out);
-                        path.truncate(end);
+                        let here = Segment {
+                            parent: path,
+                            step: Step::Index(index),
+                        };
+                        schema.write_errors(item, Some(&here), out);
                     }
                 }
             }
             Value::Object(members) => self.write_object_errors(members, path, out),
-            Value::Null | Value::Bool(_) => {}
+            Value::Number(_) | Value::Null | Value::Bool(_) => {}
         }
     }
 
-    fn write_object_errors(
-        &self,
-        members: &Map<String, Value>,
-        path: &mut String,
-        out: &mut String,
-    ) {
-        for name in &self.required {
-            if !name.as_str().is_some_and(|name| members.contains_key(name)) {
-                line(path, Violation::Required(name), out);
-            }
-        }
+    fn write_object_errors(&self, members: &Map<String, Value>, path: Path<'_>, out: &mut String) {
+        let mut required_seen = 0;
         let mut unexpected = Vec::new();
         for (key, member) in members {
             let schema = match (self.property(key), &self.additional) {
-                (Some(property), _) => &property.schema,
+                (Some(property), _) => {
+                    required_seen += usize::from(property.required);
+                    &property.schema
+                }
                 (None, Additional::Schema(schema)) => schema,
                 (None, Additional::Allowed) => continue,
                 (None, Additional::Forbidden) => {
@@ -436,11 +455,19 @@ impl Node {
                     continue;
                 }
             };
-            let end = path.len();
-            path.push('/');
-            push_escaped(path, key);
-            schema.write_errors(member, path, out);
-            path.truncate(end);
+            let here = Segment {
+                parent: path,
+                step: Step::Key(key),
+            };
+            schema.write_errors(member, Some(&here), out);
+        }
+        // Look names up only when the count says one is missing.
+        if required_seen != self.required_properties || self.required_elsewhere {
+            for name in &self.required {
+                if !name.as_str().is_some_and(|name| members.contains_key(name)) {
+                    line(path, Violation::Required(name), out);
+                }
+            }
         }
         if !unexpected.is_empty() {
             line(path, Violation::AdditionalProperties(&unexpected), out);
@@ -448,35 +475,61 @@ impl Node {
     }
 }
 
+/// Where an error is: a chain of steps on the stack, written out as a
+/// JSON pointer only when an error needs it (valid parts cost nothing).
+type Path<'a> = Option<&'a Segment<'a>>;
+
+struct Segment<'a> {
+    parent: Path<'a>,
+    step: Step<'a>,
+}
+
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
 /// `\n- /pointer: message`, as `feedback::validation_failed` writes it.
-fn line(path: &str, violation: Violation<'_>, out: &mut String) {
+fn line(path: Path<'_>, violation: Violation<'_>, out: &mut String) {
     out.push_str("\n- ");
-    out.push_str(if path.is_empty() { "/" } else { path });
+    match path {
+        None => out.push('/'),
+        Some(segment) => write_pointer(segment, out),
+    }
     out.push_str(": ");
     word(violation, out);
 }
 
-/// A key as a JSON pointer segment (RFC 6901).
-fn push_escaped(path: &mut String, key: &str) {
-    if key.contains(['~', '/']) {
-        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-    } else {
-        path.push_str(key);
+fn write_pointer(segment: &Segment<'_>, out: &mut String) {
+    if let Some(parent) = segment.parent {
+        write_pointer(parent, out);
+    }
+    out.push('/');
+    match segment.step {
+        // A key as a JSON pointer segment (RFC 6901).
+        Step::Key(key) if key.contains(['~', '/']) => {
+            out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        }
+        Step::Key(key) => out.push_str(key),
+        Step::Index(index) => out.push_str(itoa::Buffer::new().format(index)),
     }
 }
 
 fn type_allowed(allowed: u8, instance: &Value) -> bool {
-    let bits = match instance {
+    let bit = match instance {
         Value::Null => types::NULL,
         Value::Bool(_) => types::BOOLEAN,
-        // A whole number is an integer, whatever its spelling (1, 1.0).
-        Value::Number(n) if is_integer(n) => types::INTEGER | types::NUMBER,
-        Value::Number(_) => types::NUMBER,
+        // A whole number is an integer, whatever its spelling (1, 1.0);
+        // worth asking only when `number` does not already allow it.
+        Value::Number(n) => {
+            return allowed & types::NUMBER != 0
+                || (allowed & types::INTEGER != 0 && is_integer(n));
+        }
         Value::String(_) => types::STRING,
         Value::Array(_) => types::ARRAY,
         Value::Object(_) => types::OBJECT,
     };
-    allowed & bits != 0
+    allowed & bit != 0
 }
 
 fn is_integer(n: &Number) -> bool {
