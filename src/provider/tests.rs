@@ -265,7 +265,7 @@ fn tool_definitions_round_trip_through_every_format() {
 
 #[test]
 fn responses_round_trip_through_every_format() {
-    let calls = vec![
+    let calls = [
         ParsedCall::Ok(ToolCall {
             id: "call_a".into(),
             name: "echo".into(),
