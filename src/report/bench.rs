@@ -180,7 +180,15 @@ pub fn write(rows: &[BenchRow], machine: &str, out: &Path) -> Result<(), String>
                 .map_or("-".to_owned(), |x| format!("{x:.2}x"))
         );
     }
-    std::fs::write(out.join("bench.md"), md).map_err(|e| e.to_string())
+    // Sections below the table (`## ...`: the scaling figures of
+    // scripts/scale.sh, notes) are written by hand and kept.
+    let path = out.join("bench.md");
+    if let Ok(old) = std::fs::read_to_string(&path)
+        && let Some(at) = old.find("\n## ")
+    {
+        md.push_str(&old[at..]);
+    }
+    std::fs::write(path, md).map_err(|e| e.to_string())
 }
 
 fn format_ns(ns: f64) -> String {
@@ -229,8 +237,18 @@ mod tests {
         let rows = rows(&measured, Some(&node));
         assert_eq!(rows[0].throughput, Some(333333.333));
         assert_eq!(rows[0].ratio_to_anchor, Some(5.0));
+        std::fs::write(
+            dir.path().join("bench.md"),
+            "# old\n\n| stale row |\n\n## Scaling\n\nkept\n",
+        )
+        .unwrap();
         write(&rows, "test machine", dir.path()).unwrap();
         let md = std::fs::read_to_string(dir.path().join("bench.md")).unwrap();
         assert!(md.contains("| pipeline/full_3_calls_recorded | 9.00 µs | 3.00 µs | 333333 | (b2) full pipeline serial, buffered WriteStream | 15.00 µs | 5.00x |"), "{md}");
+        // Hand-written sections below the table survive; the old table does not.
+        assert!(
+            md.ends_with("\n## Scaling\n\nkept\n") && !md.contains("stale"),
+            "{md}"
+        );
     }
 }

@@ -470,3 +470,37 @@ fn compare_says_what_it_compared_and_exits_2_when_nothing_was() {
         stderr(&output)
     );
 }
+
+#[test]
+fn run_flags_out_of_range_are_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (flags, says) in [
+        (&["--trials", "0"][..], "--trials must be at least 1"),
+        (
+            &["--concurrency", "0"][..],
+            "--concurrency must be at least 1",
+        ),
+        // The default 20 trials cannot give pass^30.
+        (
+            &["--min-pass-k", "30:0.5"][..],
+            "K = 30 is more than the 20 trial(s)",
+        ),
+        (&["--min-success", "1.5"][..], "must be between 0 and 1"),
+    ] {
+        let mut args = vec![
+            "run",
+            "scenarios/starter",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let output = toolgauge(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {message}");
+        assert!(message.contains(says), "{flags:?}: {message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert!(!out.join("trials.csv").exists(), "{flags:?} ran trials");
+    }
+}
