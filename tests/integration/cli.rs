@@ -67,11 +67,9 @@ fn check_tools_exits_2_with_file_line_and_column_on_broken_json() {
     assert!(stderr(&output).contains("expected a JSON array of tool definitions"));
 }
 
-#[test]
-fn exec_prints_provider_messages_and_writes_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("session.jsonl");
-    let output = toolgauge(&[
+/// `exec` on the example Anthropic response, logging to `session`.
+fn exec_example(session: &Path) -> Output {
+    toolgauge(&[
         "exec",
         "--provider",
         "anthropic",
@@ -82,7 +80,14 @@ fn exec_prints_provider_messages_and_writes_the_session() {
         "--session",
         session.to_str().unwrap(),
         "scenarios/examples/anthropic.json",
-    ]);
+    ])
+}
+
+#[test]
+fn exec_prints_provider_messages_and_writes_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let output = exec_example(&session);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let messages: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let blocks = messages[0]["content"].as_array().unwrap();
@@ -108,20 +113,7 @@ fn exec_prints_provider_messages_and_writes_the_session() {
 fn exec_session_appends_to_an_existing_log_with_ids_that_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("session.jsonl");
-    let exec = || {
-        toolgauge(&[
-            "exec",
-            "--provider",
-            "anthropic",
-            "--builtin",
-            "echo,math",
-            "--tools",
-            "scenarios/examples/tools.json",
-            "--session",
-            session.to_str().unwrap(),
-            "scenarios/examples/anthropic.json",
-        ])
-    };
+    let exec = || exec_example(&session);
     assert_eq!(exec().status.code(), Some(0));
     let first = std::fs::read_to_string(&session).unwrap();
     assert_eq!(exec().status.code(), Some(0));

@@ -27,15 +27,20 @@ impl jsonschema::Retrieve for Remotes {
     }
 }
 
-fn failures(suite: &Path, folder: &str, draft: Draft) -> (usize, Vec<String>) {
+/// The test files of one draft's folder, sorted.
+fn suite_files(suite: &Path, folder: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(suite.join("tests").join(folder))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
+    files
+}
+
+fn failures(suite: &Path, folder: &str, draft: Draft) -> (usize, Vec<String>) {
     let (mut cases, mut failed) = (0, Vec::new());
-    for file in files {
+    for file in suite_files(suite, folder) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let groups: Vec<Value> = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         for group in groups {
@@ -123,13 +128,7 @@ fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
         ("draft7", Draft::Draft7),
         ("draft2020-12", Draft::Draft202012),
     ] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(suite.join("tests").join(folder))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        files.sort();
-        for file in files {
+        for file in suite_files(&suite, folder) {
             let groups: Vec<Value> =
                 serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
             for group in groups {

@@ -257,26 +257,33 @@ fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() 
 /// run.json and the first `keep` of every 10 rows' bytes of trials.csv.
 fn killed_run(dir: &Path, trials: &str, seed: &str) -> (PathBuf, PathBuf) {
     let full = dir.join("full");
-    let output = toolgauge(&[
-        "run",
-        "scenarios/starter/math_add.json",
-        "--models",
-        "scenarios/models",
-        "--trials",
-        trials,
-        "--seed",
-        seed,
-        "--quiet",
-        "--out",
-        full.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    run_ok(
+        &[
+            "scenarios/starter/math_add.json",
+            "--models",
+            "scenarios/models",
+            "--trials",
+            trials,
+            "--seed",
+            seed,
+        ],
+        &full,
+    );
     let killed = dir.join("killed");
     std::fs::create_dir(&killed).unwrap();
     let rows = read(&full, "trials.csv");
     std::fs::write(killed.join("trials.csv"), &rows[..rows.len() * 9 / 10]).unwrap();
     std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
     (full, killed)
+}
+
+/// `run ARGS --quiet --out OUT`, which must succeed.
+fn run_ok(args: &[&str], out: &Path) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--quiet", "--out", out.to_str().unwrap()]);
+    let output = toolgauge(&all);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 fn stderr(output: &Output) -> String {
@@ -384,18 +391,16 @@ fn summary_files_without_rows_still_have_their_header() {
     let out = dir.path().join("one");
     // One model (no pair to compare) that follows its script: the
     // scenario's correct call, first time.
-    let output = toolgauge(&[
-        "run",
-        "scenarios/starter/math_add.json",
-        "--models",
-        "scenarios/models/scripted.json",
-        "--trials",
-        "3",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    run_ok(
+        &[
+            "scenarios/starter/math_add.json",
+            "--models",
+            "scenarios/models/scripted.json",
+            "--trials",
+            "3",
+        ],
+        &out,
+    );
     assert_eq!(
         read(&out, "comparisons.csv"),
         "model_a,model_b,paired_trials,success_a,success_b,difference,only_a,only_b,p_value,significant\n"
@@ -411,16 +416,8 @@ fn compare_says_what_it_compared_and_exits_2_when_nothing_was() {
     let dir = tempfile::tempdir().unwrap();
     let one = |name: &str, scenario: &str| {
         let out = dir.path().join(name);
-        let output = toolgauge(&[
-            "run",
-            &format!("scenarios/starter/{scenario}.json"),
-            "--trials",
-            "3",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let suite = format!("scenarios/starter/{scenario}.json");
+        run_ok(&[&suite, "--trials", "3"], &out);
         out
     };
     let (math, echo) = (one("math", "math_add"), one("echo", "echo_simple"));
