@@ -11,9 +11,13 @@
 use std::cmp::Ordering;
 
 use jsonschema::Draft;
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Number, Value};
 
 use crate::pipeline::feedback::{Violation, word};
+
+/// Up to this many properties a linear scan beats hashing the name.
+const LINEAR_PROPERTIES: usize = 8;
 
 /// Keywords that only annotate: they never change validity.
 const ANNOTATIONS: [&str; 8] = [
@@ -62,6 +66,8 @@ struct Node {
     max_items: Option<u64>,
     items: Option<Box<Node>>,
     properties: Vec<Property>,
+    /// Positions in `properties` by name, when there are many of them.
+    by_name: Option<FxHashMap<String, usize>>,
     /// `required`, as written (strings).
     required: Vec<Value>,
     /// How many distinct properties are required.
@@ -189,6 +195,15 @@ fn compile_object(schema: &Map<String, Value>) -> Option<Node> {
         || node.exclusive_minimum.is_some()
         || node.exclusive_maximum.is_some();
     node.length_bounds = node.min_length.is_some() || node.max_length.is_some();
+    if node.properties.len() > LINEAR_PROPERTIES {
+        node.by_name = Some(
+            node.properties
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.name.clone(), i))
+                .collect(),
+        );
+    }
     node.string_options = node.enumeration.as_ref().and_then(|options| {
         options
             .as_array()?
@@ -390,7 +405,10 @@ impl Node {
     }
 
     fn property(&self, name: &str) -> Option<&Property> {
-        self.properties.iter().find(|p| p.name == name)
+        match &self.by_name {
+            Some(index) => index.get(name).map(|&i| &self.properties[i]),
+            None => self.properties.iter().find(|p| p.name == name),
+        }
     }
 
     fn write_errors(&self, instance: &Value, path: Path<'_>, out: &mut String) {
@@ -601,6 +619,29 @@ mod tests {
         assert!(!exact.is_valid(&json!(u64::MAX)));
         assert!(quick(json!({"enum": [1]})).is_valid(&json!(1.0)));
         assert!(quick(json!({"const": {"a": [1]}})).is_valid(&json!({"a": [1.0]})));
+    }
+
+    #[test]
+    fn objects_with_many_properties_are_checked_through_the_name_index() {
+        let properties: Map<String, Value> = (0..20)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let schema = quick(json!({
+            "type": "object", "properties": properties,
+            "required": ["p3", "p17"], "additionalProperties": false
+        }));
+        assert!(schema.root.by_name.is_some());
+        assert!(schema.is_valid(&json!({"p3": 1, "p17": 2, "p9": 3})));
+        assert!(!schema.is_valid(&json!({"p3": 1, "p17": "x"})));
+        assert!(!schema.is_valid(&json!({"p3": 1})));
+        assert!(!schema.is_valid(&json!({"p3": 1, "p17": 2, "p20": 0})));
+        let mut errors = String::new();
+        schema.write_errors(&json!({"p3": "x", "p99": 0}), &mut errors);
+        assert_eq!(
+            errors,
+            "\n- /p3: must be integer\n- /: must have required property 'p17'\
+             \n- /: must NOT have additional properties: 'p99'"
+        );
     }
 
     #[test]
