@@ -516,6 +516,7 @@ fn write_run_json(plan: &RunPlan, settings: &Settings, out: &Path) -> Result<(),
         min_pass_k: settings.thresholds.min_pass_k,
         models: plan.models.iter().map(|m| m.file.clone()).collect(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+        suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),
     };
     record
         .write(out)
@@ -636,7 +637,16 @@ fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<Model>, CliErr
 fn check_same_scenarios(run: &RunRecord, scenarios: &[Scenario]) -> Result<(), CliError> {
     let now: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     if now == run.scenarios.iter().map(String::as_str).collect::<Vec<_>>() {
-        return Ok(());
+        return match &run.suite_digest {
+            Some(digest) if *digest != crate::scenario::suite_digest(scenarios) => {
+                Err(CliError(format!(
+                    "--resume: the scenario files under {} have been edited since the run \
+                     started; resuming would mix two runs",
+                    run.suite.display()
+                )))
+            }
+            _ => Ok(()),
+        };
     }
     let added = now
         .iter()

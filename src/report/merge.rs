@@ -32,6 +32,10 @@ pub struct RunRecord {
     pub min_pass_k: Option<(u64, f64)>,
     pub models: Vec<ModelFile>,
     pub scenarios: Vec<String>,
+    /// A fingerprint of the scenario files (`scenario::suite_digest`):
+    /// resuming or merging over a suite edited since is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_digest: Option<String>,
 }
 
 impl RunRecord {
@@ -81,6 +85,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
                 .join("\n")
         })?
         .scenarios;
+    if let Some(digest) = &record.suite_digest
+        && *digest != crate::scenario::suite_digest(&scenarios)
+    {
+        return Err(format!(
+            "the scenario files under {} have changed since the shards were run; \
+             merging would mix two suites",
+            record.suite.display()
+        ));
+    }
     let models = record
         .models
         .iter()

@@ -363,6 +363,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         min_success: file.min_success,
         script: file.script,
         sandbox: sandbox_dir,
+        digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })
 }
 

@@ -501,3 +501,38 @@ fn run_flags_out_of_range_are_exit_2_with_one_line() {
         assert!(!out.join("trials.csv").exists(), "{flags:?} ran trials");
     }
 }
+
+#[test]
+fn resume_refuses_a_suite_edited_since_the_run_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    let scenario = suite.join("math_add.json");
+    std::fs::copy("scenarios/starter/math_add.json", &scenario).unwrap();
+    let out = dir.path().join("run");
+    let suite_arg = suite.to_str().unwrap();
+    run_ok(
+        &[suite_arg, "--models", "scenarios/models", "--trials", "5"],
+        &out,
+    );
+    let rows = read(&out, "trials.csv");
+    std::fs::write(out.join("trials.csv"), &rows[..rows.len() / 2]).unwrap();
+    // Same names, other content: the run would mix two suites.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        &scenario,
+        text.replacen("\"prompt\": \"", "\"prompt\": \"Please: ", 1),
+    )
+    .unwrap();
+    let output = toolgauge(&["run", "--resume", out.to_str().unwrap(), "--quiet"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("have been edited since the run started"),
+        "{}",
+        stderr(&output)
+    );
+    // Put back, the run resumes.
+    std::fs::write(&scenario, text).unwrap();
+    let output = toolgauge(&["run", "--resume", out.to_str().unwrap(), "--quiet"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
