@@ -23,6 +23,9 @@ pub enum ReportCommand {
         dirs: Vec<PathBuf>,
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Write into an `--out` folder that already holds a run, replacing it.
+        #[arg(long)]
+        force: bool,
     },
     /// Print the change in success per model x scenario; exit 1 on a
     /// significant drop (95% intervals that do not overlap).
@@ -36,7 +39,14 @@ pub enum ReportCommand {
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     match &args.command {
-        ReportCommand::Merge { dirs, out } => {
+        ReportCommand::Merge { dirs, out, force } => {
+            if let Some(file) = report::held_run(out).filter(|_| !force) {
+                return Err(CliError(format!(
+                    "--out {}: already holds a run ({file}); use --force to replace it, \
+                     or another --out",
+                    out.display()
+                )));
+            }
             let (violations, table) = report::merge(dirs, out).map_err(CliError)?;
             println!("{table}");
             eprintln!("merged {} shard(s) into {}", dirs.len(), out.display());

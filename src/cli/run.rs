@@ -591,10 +591,7 @@ fn set_aside_finished_trials(plan: &RunPlan, out: &Path) -> Result<PathBuf, CliE
 
 /// A folder that already holds a run is not overwritten by accident.
 fn refuse_to_overwrite(out: &Path) -> Result<(), CliError> {
-    let held = ["run.json", "trials.csv"]
-        .into_iter()
-        .find(|file| out.join(file).exists());
-    match held {
+    match report::held_run(out) {
         Some(file) => Err(CliError(format!(
             "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
              --force to replace it, or another --out",

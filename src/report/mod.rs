@@ -18,6 +18,14 @@ pub use merge::{Change, Comparison, RunRecord, compare, merge};
 pub use summary::{Thresholds, Violation, write_summaries};
 pub use trials::{TrialReader, TrialRow, TrialsCsv};
 
+/// The file that shows `dir` already holds a run's reports, if any: a
+/// command writing reports there must not replace them by accident.
+pub fn held_run(dir: &std::path::Path) -> Option<&'static str> {
+    ["run.json", "trials.csv"]
+        .into_iter()
+        .find(|file| dir.join(file).exists())
+}
+
 /// Accumulates the measures of a run as trials stream past: constant
 /// memory per model x scenario, plus one byte per job for paired
 /// comparisons.

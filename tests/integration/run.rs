@@ -124,6 +124,11 @@ fn merged_shards_equal_one_run() {
     );
     assert_same_files(&full, &merged);
 
+    // A folder that holds a run is not replaced without --force.
+    let again = toolgauge(&args);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a run"));
+
     // A missing shard is refused.
     let output = toolgauge(&[
         "report",
@@ -131,6 +136,7 @@ fn merged_shards_equal_one_run() {
         shards[0].to_str().unwrap(),
         "--out",
         merged.to_str().unwrap(),
+        "--force",
     ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is a shard missing"));
