@@ -56,10 +56,16 @@ impl Progress {
         if std::io::stderr().is_terminal() {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let per_model = total / progress.names.len().max(1) as u64;
-            let style =
-                ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} {msg} ETA {eta}")
-                    .expect("a valid template")
-                    .progress_chars("=> ");
+            // Models run one after the other: a model's own rate says
+            // nothing of the time left, so only the whole run has an ETA.
+            let style = ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> ");
+            let overall = multi.add(ProgressBar::new(total));
+            overall.set_style(style.clone());
+            overall.set_prefix("all");
+            overall.set_message(eta_text(Duration::ZERO, 0, total));
+            progress.overall = Some(overall);
             for name in &progress.names {
                 let bar = multi.add(ProgressBar::new(per_model));
                 bar.set_style(style.clone());
