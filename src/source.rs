@@ -113,8 +113,9 @@ fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError
     }
 }
 
-/// Deserialize an in-memory value; the error is (JSON pointer, message).
-pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, (String, String)> {
+/// Deserialize an in-memory value (borrowed: a caller may still need it
+/// to word an error); the error is (JSON pointer, message).
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let pointer = pointer_of(error.path());
         (pointer, error.into_inner().to_string())

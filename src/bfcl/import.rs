@@ -113,8 +113,12 @@ fn unsupported_category(questions: &Path) -> Option<String> {
     struct Id {
         id: String,
     }
-    let text = std::fs::read_to_string(questions).ok()?;
-    let first: Id = serde_json::from_str(text.lines().find(|l| !l.trim().is_empty())?).ok()?;
+    // The first entry is enough: read no further than its line.
+    let file = std::io::BufReader::new(std::fs::File::open(questions).ok()?);
+    let line = std::io::BufRead::lines(file)
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty())?;
+    let first: Id = serde_json::from_str(&line).ok()?;
     if category_of(&first.id).is_some() {
         return None;
     }

@@ -15,7 +15,7 @@ use crate::model::Model;
 use crate::pipeline::feedback::FeedbackStyle;
 use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{self, Aggregate, Fanout, RunRecord, Thresholds, TrialReader, TrialsCsv};
-use crate::scenario::{Scenario, load_suite};
+use crate::scenario::load_suite;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ClockArg {
@@ -324,7 +324,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     }
     let scenarios = suite.scenarios;
     if let Some(run) = &recorded {
-        check_same_scenarios(run, &scenarios)?;
+        run.check_suite(&scenarios)
+            .map_err(|e| CliError(format!("--resume: {e}; resuming would mix two runs")))?;
     }
 
     for model in &models {
@@ -628,37 +629,6 @@ fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<Model>, CliErr
             Model::new(file).map_err(|e| CliError(format!("run.json: model {name:?}: {e}")))
         })
         .collect()
-}
-
-/// The suite must still hold the scenarios the run was started with.
-fn check_same_scenarios(run: &RunRecord, scenarios: &[Scenario]) -> Result<(), CliError> {
-    let now: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
-    if now == run.scenarios.iter().map(String::as_str).collect::<Vec<_>>() {
-        return match &run.suite_digest {
-            Some(digest) if *digest != crate::scenario::suite_digest(scenarios) => {
-                Err(CliError(format!(
-                    "--resume: the scenario files under {} have been edited since the run \
-                     started; resuming would mix two runs",
-                    run.suite.display()
-                )))
-            }
-            _ => Ok(()),
-        };
-    }
-    let added = now
-        .iter()
-        .filter(|n| !run.scenarios.iter().any(|r| r == *n))
-        .count();
-    let removed = run
-        .scenarios
-        .iter()
-        .filter(|r| !now.contains(&r.as_str()))
-        .count();
-    Err(CliError(format!(
-        "--resume: the suite {} has changed since the run started ({added} scenario(s) added, \
-         {removed} removed or renamed); resuming would mix two runs",
-        run.suite.display()
-    )))
 }
 
 /// `run-YYYYMMDD-HHMMSS` in UTC.

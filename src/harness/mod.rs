@@ -60,7 +60,7 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    pub fn includes(self, job: u64) -> bool {
+    fn includes(self, job: u64) -> bool {
         job % u64::from(self.count) == u64::from(self.index - 1)
     }
 }
@@ -107,23 +107,25 @@ impl RunPlan {
                     })
                 })
             })
-            .enumerate()
-            .filter(|(index, _)| self.shard.is_none_or(|s| s.includes(*index as u64)))
-            .map(|(_, job)| job)
+            .filter(|job| self.in_shard(*job))
     }
 
     /// Is `job` one of this run's (this shard's) jobs?
     pub fn includes(&self, job: Job) -> bool {
-        if job.model >= self.models.len()
-            || job.scenario >= self.scenarios.len()
-            || job.trial >= self.trials
-        {
-            return false;
-        }
-        let index = (job.model * self.scenarios.len() + job.scenario) as u64
-            * u64::from(self.trials)
-            + u64::from(job.trial);
-        self.shard.is_none_or(|s| s.includes(index))
+        job.model < self.models.len()
+            && job.scenario < self.scenarios.len()
+            && job.trial < self.trials
+            && self.in_shard(job)
+    }
+
+    /// Shards take every N-th job of the report order.
+    fn in_shard(&self, job: Job) -> bool {
+        self.shard.is_none_or(|shard| {
+            let index = (job.model * self.scenarios.len() + job.scenario) as u64
+                * u64::from(self.trials)
+                + u64::from(job.trial);
+            shard.includes(index)
+        })
     }
 
     /// The seed of one trial: independent of scheduling and of other trials.

@@ -42,13 +42,6 @@ impl Latencies {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        match self {
-            Latencies::Few(samples) => samples.is_empty(),
-            Latencies::Many(histogram) => histogram.is_empty(),
-        }
-    }
-
     /// The `q` quantile in milliseconds; `None` without samples.
     pub fn percentile_ms(&self, q: f64) -> Option<f64> {
         let micros = match self {

@@ -12,7 +12,7 @@ use crate::harness::{Clock, RunPlan, TrialSink};
 use crate::model::{Model, ModelFile};
 use crate::pipeline::feedback::FeedbackStyle;
 use crate::pipeline::{ExecMode, ExecOptions};
-use crate::scenario::load_suite;
+use crate::scenario::{Scenario, load_suite};
 use crate::source;
 
 /// run.json: the exact configuration of a run, so that it can be repeated
@@ -46,6 +46,31 @@ impl RunRecord {
 
     pub fn read(dir: &Path) -> Result<RunRecord, String> {
         source::read_json(&dir.join("run.json")).map_err(|e| e.to_string())
+    }
+
+    /// Does `scenarios` (the suite as loaded now) still hold what the run
+    /// was started with: the same names in order, and the same files? A
+    /// changed suite would mix two runs. `Err` says what changed.
+    pub fn check_suite(&self, scenarios: &[Scenario]) -> Result<(), String> {
+        let now: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+        if now != self.scenarios {
+            let then: std::collections::HashSet<&str> =
+                self.scenarios.iter().map(String::as_str).collect();
+            let added = now.iter().filter(|n| !then.contains(*n)).count();
+            let removed = then.len() - (now.len() - added);
+            return Err(format!(
+                "the suite {} has changed since the run started ({added} scenario(s) added, \
+                 {removed} removed or renamed)",
+                self.suite.display()
+            ));
+        }
+        match &self.suite_digest {
+            Some(digest) if *digest != crate::scenario::suite_digest(scenarios) => Err(format!(
+                "the scenario files under {} have been edited since the run started",
+                self.suite.display()
+            )),
+            _ => Ok(()),
+        }
     }
 
     pub fn thresholds(&self) -> Thresholds {
@@ -85,15 +110,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Vec<Violation>, String), S
                 .join("\n")
         })?
         .scenarios;
-    if let Some(digest) = &record.suite_digest
-        && *digest != crate::scenario::suite_digest(&scenarios)
-    {
-        return Err(format!(
-            "the scenario files under {} have changed since the shards were run; \
-             merging would mix two suites",
-            record.suite.display()
-        ));
-    }
+    record
+        .check_suite(&scenarios)
+        .map_err(|e| format!("{e}; merging would mix two suites"))?;
     let models = record
         .models
         .iter()
@@ -199,6 +218,14 @@ struct SummaryLine {
     wilson_high: Option<f64>,
 }
 
+impl SummaryLine {
+    /// (final success, Wilson low, Wilson high), when the cell measured
+    /// anything.
+    fn measured(&self) -> Option<(f64, f64, f64)> {
+        Some((self.final_success?, self.wilson_low?, self.wilson_high?))
+    }
+}
+
 /// One model x scenario in both runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
@@ -252,21 +279,8 @@ pub fn compare(baseline: &Path, current: &Path) -> Result<Comparison, String> {
             continue;
         };
         // A cell with no measured trial has no rate to compare.
-        let (
-            Some(baseline_rate),
-            Some(current_rate),
-            Some(then_low),
-            Some(then_high),
-            Some(now_low),
-            Some(now_high),
-        ) = (
-            then.final_success,
-            now.final_success,
-            then.wilson_low,
-            then.wilson_high,
-            now.wilson_low,
-            now.wilson_high,
-        )
+        let (Some((baseline_rate, then_low, then_high)), Some((current_rate, now_low, now_high))) =
+            (then.measured(), now.measured())
         else {
             unmeasured += 1;
             continue;

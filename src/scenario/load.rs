@@ -190,26 +190,24 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         }
     };
 
-    // An inline tool is one branch of an `anyOf` in the scenario schema,
-    // whose error would only say "not valid under any of the schemas".
-    // Read it the way `check-tools` does, for the precise pointer.
-    if let Some(tools) = value.get("tools").and_then(Value::as_array) {
-        for (i, tool) in tools.iter().enumerate() {
-            if tool.is_object()
-                && let Err((pointer, message)) = source::from_value::<ToolDef>(tool.clone())
-            {
-                return Err(invalid(format!("/tools/{i}{pointer}"), message));
-            }
-        }
-    }
+    // An inline tool is one branch of an `anyOf` (an untagged enum), whose
+    // error only says "not valid under any of the schemas": when the error
+    // is a whole tool, read it the way `check-tools` does, for the precise
+    // pointer and message.
+    let tool_error = |pointer: &str| {
+        let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
+        let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
+        let (inner, message) = source::from_value::<ToolDef>(tool).err()?;
+        Some(invalid(format!("/tools/{i}{inner}"), message))
+    };
     if let Some(error) = schema_validator().iter_errors(&value).next() {
-        return Err(invalid(
-            error.instance_path().to_string(),
-            crate::excerpt::schema_error_message(&error),
-        ));
+        let pointer = error.instance_path().to_string();
+        return Err(tool_error(&pointer)
+            .unwrap_or_else(|| invalid(pointer, crate::excerpt::schema_error_message(&error))));
     }
-    let file: ScenarioFile =
-        source::from_value(value).map_err(|(pointer, message)| invalid(pointer, message))?;
+    let file: ScenarioFile = source::from_value(&value).map_err(|(pointer, message)| {
+        tool_error(&pointer).unwrap_or_else(|| invalid(pointer, message))
+    })?;
 
     let needs_sandbox = !file.files.is_empty()
         || file.tools.iter().any(|t| {

@@ -61,7 +61,7 @@ pub fn check_definitions_file(
             .and_then(Value::as_str)
             .filter(|name| !name.is_empty())
             .map_or_else(|| format!("#{index}"), str::to_owned);
-        match source::from_value::<ToolDef>(item) {
+        match source::from_value::<ToolDef>(&item) {
             Ok(def) => defs.push(def),
             Err((pointer, message)) => problems.push(DefinitionProblem {
                 tool: label,

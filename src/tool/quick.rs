@@ -110,11 +110,8 @@ impl QuickSchema {
             return None;
         }
         let root = match schema {
-            Value::Object(object) => {
-                let mut object = object.clone();
-                object.remove("$schema");
-                compile_object(&object)?
-            }
+            // `$schema` names the draft, at the root only.
+            Value::Object(object) => compile_object(object, true)?,
             other => compile(other)?,
         };
         Some(QuickSchema { root })
@@ -134,13 +131,13 @@ impl QuickSchema {
 fn compile(schema: &Value) -> Option<Node> {
     match schema {
         Value::Bool(true) => Some(Node::default()),
-        Value::Object(object) => compile_object(object),
+        Value::Object(object) => compile_object(object, false),
         // `false` and anything else: the general validator.
         _ => None,
     }
 }
 
-fn compile_object(schema: &Map<String, Value>) -> Option<Node> {
+fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
     let mut node = Node::default();
     for (keyword, value) in schema {
         match keyword.as_str() {
@@ -186,6 +183,7 @@ fn compile_object(schema: &Map<String, Value>) -> Option<Node> {
                     other => Additional::Schema(Box::new(compile(other)?)),
                 };
             }
+            "$schema" if root => {}
             annotation if ANNOTATIONS.contains(&annotation) => {}
             _ => return None,
         }
@@ -268,10 +266,12 @@ impl Node {
             return false;
         }
         match instance {
-            Value::Number(n) => !self.number_bounds || self.number_violation(n).is_none(),
-            Value::String(text) => !self.length_bounds || self.length_violation(text).is_none(),
+            Value::Number(n) => !self.number_bounds || self.number_violations(n).next().is_none(),
+            Value::String(text) => {
+                !self.length_bounds || self.length_violations(text).next().is_none()
+            }
             Value::Array(items) => {
-                self.items_count_violation(items).is_none()
+                self.items_count_violations(items).next().is_none()
                     && self
                         .items
                         .as_ref()
@@ -303,11 +303,6 @@ impl Node {
         })
     }
 
-    /// The first numeric bound `n` breaks.
-    fn number_violation(&self, n: &Number) -> Option<Violation<'_>> {
-        self.number_violations(n).next()
-    }
-
     /// Every numeric bound `n` breaks, in the order jsonschema checks them.
     fn number_violations(&self, n: &Number) -> impl Iterator<Item = Violation<'_>> {
         let n = n.clone();
@@ -335,10 +330,6 @@ impl Node {
             })
     }
 
-    fn length_violation(&self, text: &str) -> Option<Violation<'_>> {
-        self.length_violations(text).next()
-    }
-
     fn length_violations(&self, text: &str) -> impl Iterator<Item = Violation<'_>> {
         // Lengths count characters (code points), not bytes; count only
         // when a bound asks.
@@ -353,10 +344,6 @@ impl Node {
             .filter(|max| length.is_some_and(|l| l > *max))
             .map(Violation::MaxLength);
         short.into_iter().chain(long)
-    }
-
-    fn items_count_violation(&self, items: &[Value]) -> Option<Violation<'_>> {
-        self.items_count_violations(items).next()
     }
 
     fn items_count_violations(&self, items: &[Value]) -> impl Iterator<Item = Violation<'_>> {
