@@ -7,10 +7,9 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
 use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
-use toolgauge::model::Model;
+use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::ExecOptions;
-use toolgauge::pipeline::feedback::FeedbackStyle;
-use toolgauge::report::Aggregate;
+use toolgauge::report::{Reporter, Reporters, SessionFile, Thresholds};
 use toolgauge::scenario::load_suite;
 
 // As in the binary.
@@ -27,7 +26,10 @@ fn bench(c: &mut Criterion) {
         .scenarios;
     let models = ["reference", "careless", "attentive"]
         .iter()
-        .map(|m| Model::load(&root.join(format!("models/{m}.json"))).unwrap())
+        .map(|m| {
+            let file = ModelFile::load(&root.join(format!("models/{m}.json"))).unwrap();
+            toolgauge::model::build(&file, &LiveOptions::default(), None).unwrap()
+        })
         .collect();
     let plan = RunPlan {
         scenarios,
@@ -36,19 +38,35 @@ fn bench(c: &mut Criterion) {
         seed: 1,
         concurrency: 64,
         clock: Clock::Virtual,
-        feedback: FeedbackStyle::PointerList,
         exec: ExecOptions::default(),
         shard: None,
+        session_log: true,
     };
+    let info = plan.info(Thresholds::default());
+    let dir = tempfile::tempdir().unwrap();
     let trials = plan.jobs().count() as u64;
     let mut group = c.benchmark_group("suite");
     group.throughput(Throughput::Elements(trials));
     group.sample_size(20);
+    // As `run` does by default: every turn recorded, session.jsonl written.
     group.bench_function("starter_x3_models", |b| {
         b.iter(|| {
-            let mut aggregate = Aggregate::new(&plan);
-            harness::run(&plan, &mut aggregate, None, ProgressMode::Quiet).unwrap();
-            black_box(aggregate.cells[0][0].trials)
+            let mut session = SessionFile::open(&dir.path().join("session.jsonl"), false).unwrap();
+            let mut reporters = Reporters::new(&info, vec![&mut session as &mut dyn Reporter]);
+            harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+            black_box(reporters.stats().cells[0][0].trials)
+        })
+    });
+    // `run --no-session`: nothing recorded.
+    let unrecorded = RunPlan {
+        session_log: false,
+        ..plan
+    };
+    group.bench_function("starter_x3_models_no_session", |b| {
+        b.iter(|| {
+            let mut reporters = Reporters::new(&info, Vec::new());
+            harness::run(&unrecorded, &mut reporters, None, ProgressMode::Quiet).unwrap();
+            black_box(reporters.stats().cells[0][0].trials)
         })
     });
     group.finish();

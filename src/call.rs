@@ -119,3 +119,153 @@ impl ToolResult {
         self.error_kind.is_some()
     }
 }
+
+/// Why an attempt failed: a call's error, a reply that could not be read,
+/// calls that did not match what was expected, or a request that never got
+/// an answer. The names are the failure columns of every report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    Parse,
+    UnknownTool,
+    Validation,
+    Runtime,
+    Timeout,
+    Sandbox,
+    /// The reply was not a response of the model's wire format.
+    BadResponse,
+    /// A call was made where none was wanted.
+    UnexpectedCall,
+    /// Fewer calls than wanted.
+    MissingCall,
+    /// The calls do not match what was wanted.
+    WrongCall,
+    /// The request failed after its retries: not the model's failure, and
+    /// the trial is counted apart.
+    TransportError,
+}
+
+impl Failure {
+    /// Every kind, in report order.
+    pub const ALL: [Failure; 11] = [
+        Failure::Parse,
+        Failure::UnknownTool,
+        Failure::Validation,
+        Failure::Runtime,
+        Failure::Timeout,
+        Failure::Sandbox,
+        Failure::BadResponse,
+        Failure::UnexpectedCall,
+        Failure::MissingCall,
+        Failure::WrongCall,
+        Failure::TransportError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::Parse => "parse",
+            Failure::UnknownTool => "unknown_tool",
+            Failure::Validation => "validation",
+            Failure::Runtime => "runtime",
+            Failure::Timeout => "timeout",
+            Failure::Sandbox => "sandbox",
+            Failure::BadResponse => "bad_response",
+            Failure::UnexpectedCall => "unexpected_call",
+            Failure::MissingCall => "missing_call",
+            Failure::WrongCall => "wrong_call",
+            Failure::TransportError => "transport_error",
+        }
+    }
+
+    /// The kind named `text` in a report.
+    pub fn parse(text: &str) -> Option<Failure> {
+        Failure::ALL.into_iter().find(|f| f.as_str() == text)
+    }
+
+    /// Its column in summary.csv, `failures_<name>`; a transport error has
+    /// its own `transport_errors` column (it counts trials, not attempts).
+    pub fn column(self) -> Option<&'static str> {
+        Some(match self {
+            Failure::Parse => "failures_parse",
+            Failure::UnknownTool => "failures_unknown_tool",
+            Failure::Validation => "failures_validation",
+            Failure::Runtime => "failures_runtime",
+            Failure::Timeout => "failures_timeout",
+            Failure::Sandbox => "failures_sandbox",
+            Failure::BadResponse => "failures_bad_response",
+            Failure::UnexpectedCall => "failures_unexpected_call",
+            Failure::MissingCall => "failures_missing_call",
+            Failure::WrongCall => "failures_wrong_call",
+            Failure::TransportError => return None,
+        })
+    }
+}
+
+impl From<ErrorKind> for Failure {
+    fn from(kind: ErrorKind) -> Failure {
+        match kind {
+            ErrorKind::Parse => Failure::Parse,
+            ErrorKind::UnknownTool => Failure::UnknownTool,
+            ErrorKind::Validation => Failure::Validation,
+            ErrorKind::Runtime => Failure::Runtime,
+            ErrorKind::Timeout => Failure::Timeout,
+            ErrorKind::Sandbox => Failure::Sandbox,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tokens a reply used, from its usage block (zero for mock models).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// US dollars per million input and output tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl Prices {
+    pub fn cost(&self, usage: Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input_per_mtok
+            + usage.output_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// A function as a provider's tools format declares it: what a model is
+/// told of a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_names_are_the_report_names_and_read_back() {
+        for failure in Failure::ALL {
+            let json = serde_json::to_value(failure).unwrap();
+            assert_eq!(json, failure.as_str());
+            assert_eq!(Failure::parse(failure.as_str()), Some(failure));
+        }
+        for kind in ErrorKind::ALL {
+            assert_eq!(Failure::from(kind).as_str(), kind.as_str());
+        }
+        assert_eq!(Failure::parse("wrong"), None);
+    }
+}

@@ -2,7 +2,7 @@
 //! and (optionally) Record.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -54,8 +54,8 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args)?);
     let body = std::fs::read(&args.response)
         .map_err(|e| CliError(format!("{}: cannot read: {e}", args.response.display())))?;
-    let parsed = args
-        .provider
+    // Checked before anything runs: a body that is not a response is bad input.
+    args.provider
         .parse_response(&body)
         .map_err(|e| CliError(format!("{}: {e}", args.response.display())))?;
     let options = ExecOptions {
@@ -66,22 +66,32 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
         },
         max_concurrency: args.max_concurrency,
         output_limit: args.output_limit,
+        ..ExecOptions::default()
     };
     let pipeline = Pipeline::new(registry, options);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))?;
-    let batch = runtime.block_on(pipeline.run(&parsed.calls));
+    let mut log = match &args.session {
+        Some(path) => Some(
+            SessionLog::append(path)
+                .map_err(|e| CliError(format!("{}: cannot open: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let state = pipeline.registry().new_state();
+    let turn = runtime
+        .block_on(pipeline.turn(args.provider, &body, &state, log.as_mut()))
+        .map_err(|e| {
+            let path = args.session.as_deref().unwrap_or(Path::new("session log"));
+            CliError(format!("{}: cannot write: {e}", path.display()))
+        })?;
+    let batch = &turn.batch;
 
-    if let Some(path) = &args.session {
-        let mut log = SessionLog::append(path)
-            .map_err(|e| CliError(format!("{}: cannot open: {e}", path.display())))?;
-        log.record(&parsed.calls, &batch)
-            .map_err(|e| CliError(format!("{}: cannot write: {e}", path.display())))?;
-    }
-
-    let messages = args.provider.format_results(&batch.results);
+    // What Return produced, pretty-printed for a person.
+    let messages: serde_json::Value =
+        serde_json::from_slice(&turn.returned).expect("Return writes a JSON array");
     let text = serde_json::to_string_pretty(&messages).expect("result messages always serialize");
     println!("{text}");
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_FAILED};
+use crate::harness::merge::{Merged, merge};
 use crate::report;
 
 #[derive(Debug, Args)]
@@ -47,7 +48,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                     out.display()
                 )));
             }
-            let (violations, table) = report::merge(dirs, out).map_err(CliError)?;
+            let Merged { violations, table } = merge(dirs, out).map_err(CliError::new)?;
             println!("{table}");
             eprintln!("merged {} shard(s) into {}", dirs.len(), out.display());
             if violations.is_empty() {
@@ -60,7 +61,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             }
         }
         ReportCommand::Compare { baseline, current } => {
-            let comparison = report::compare(baseline, current).map_err(CliError)?;
+            let comparison = report::compare(baseline, current).map_err(CliError::new)?;
             let changes = &comparison.changes;
             println!("| model | scenario | baseline | current | change | significant |");
             println!("|---|---|---:|---:|---:|---|");

@@ -8,13 +8,11 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
+use crate::harness::record::RunRecord;
 use crate::harness::{self, Clock, ProgressMode, RunError, RunPlan, Shard};
-use crate::live::LiveOptions;
-use crate::live::recording::Replayer;
-use crate::model::Model;
-use crate::pipeline::feedback::FeedbackStyle;
-use crate::pipeline::{ExecMode, ExecOptions};
-use crate::report::{self, Aggregate, Fanout, RunRecord, Thresholds, TrialReader, TrialsCsv};
+use crate::model::{self, LiveOptions, ModelFile, Replayer};
+use crate::pipeline::{ExecMode, ExecOptions, FeedbackStyle};
+use crate::report::{self, Reporters, RunFiles, RunInfo, Thresholds, TrialReader};
 use crate::scenario::load_suite;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -88,6 +86,10 @@ pub struct RunArgs {
     /// an error.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "force"])]
     pub resume: Option<PathBuf>,
+    /// Do not write session.jsonl (every call and result of every trial):
+    /// for pure throughput runs.
+    #[arg(long)]
+    pub no_session: bool,
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
@@ -126,7 +128,7 @@ impl Settings {
             .as_deref()
             .map(Shard::parse)
             .transpose()
-            .map_err(CliError)?;
+            .map_err(CliError::new)?;
         let clock = args.clock.map(|clock| match clock {
             ClockArg::Virtual if !live_network => Clock::Virtual,
             _ => Clock::Real,
@@ -279,7 +281,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         refuse_to_overwrite(&out)?;
     }
 
-    let mut models = match &recorded {
+    let files = match &recorded {
         Some(run) => recorded_models(args, run)?,
         None => load_models(&args.models, args.suite.as_deref())?,
     };
@@ -294,14 +296,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         .transpose()
         .map_err(|e| CliError(format!("--replay: {e}")))?
         .map(std::sync::Arc::new);
-    for model in &mut models {
-        model
-            .connect(&live_options, replayer.clone())
-            .map_err(CliError)?;
-    }
+    let models = files
+        .iter()
+        .map(|file| model::build(file, &live_options, replayer.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::new)?;
     // Network I/O needs the real clock: on the paused one, every request
     // timeout would fire at once.
-    let live_network = replayer.is_none() && models.iter().any(|m| m.is_live());
+    let live_network = replayer.is_none() && files.iter().any(ModelFile::is_live);
     if live_network && args.clock.is_none_or(|c| matches!(c, ClockArg::Virtual)) && !args.quiet {
         eprintln!("live models: running on the real clock");
     }
@@ -339,7 +341,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
-    let thresholds = settings.thresholds.clone();
     let plan = RunPlan {
         scenarios,
         models,
@@ -347,38 +348,40 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         seed: settings.seed,
         concurrency: settings.concurrency,
         clock: settings.clock,
-        feedback: settings.feedback,
         exec: ExecOptions {
             mode: if settings.serial {
                 ExecMode::Serial
             } else {
                 ExecMode::Parallel
             },
+            feedback: settings.feedback,
             ..ExecOptions::default()
         },
         shard: settings.shard,
+        session_log: !args.no_session,
     };
+    let info = plan.info(settings.thresholds.clone());
 
     let trials_path = out.join("trials.csv");
     let earlier = match args.resume {
-        Some(_) => Some(set_aside_finished_trials(&plan, &out)?),
+        Some(_) => Some(set_aside_finished_trials(&plan, &info, &out)?),
         None => None,
     };
-    write_run_json(&plan, &settings, &out)?;
+    write_run_json(&plan, &files, &settings, &out)?;
 
     let io_error = |e: std::io::Error| CliError(format!("{}: {e}", out.display()));
-    let mut trials_csv = TrialsCsv::create(&trials_path).map_err(io_error)?;
-    let mut aggregate = Aggregate::new(&plan);
+    let session = (!args.no_session).then_some(args.resume.is_some());
+    let mut run_files = RunFiles::create(&out, session).map_err(io_error)?;
     let progress = if args.quiet {
         ProgressMode::Quiet
     } else {
         ProgressMode::Auto
     };
-    {
-        let mut sinks = Fanout(vec![&mut trials_csv, &mut aggregate]);
+    let table = {
+        let mut reporters = Reporters::new(&info, run_files.reporters());
         let replay: Option<harness::Replay<'_>> = match &earlier {
             Some(earlier) => {
-                let reader = TrialReader::open(&plan, earlier).map_err(io_error)?;
+                let reader = TrialReader::open(&info, earlier).map_err(io_error)?;
                 Some(Box::new(reader.map_while(Result::ok)))
             }
             None => None,
@@ -389,7 +392,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
                 std::future::pending::<()>().await;
             }
         };
-        match harness::run_until(&plan, &mut sinks, replay, progress, ctrl_c) {
+        match harness::run_until(&plan, &mut reporters, replay, progress, ctrl_c) {
             Ok(()) => {}
             Err(RunError::Interrupted { finished, total }) => {
                 eprintln!(
@@ -401,14 +404,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
             Err(RunError::Io(e)) => return Err(io_error(e)),
-            Err(RunError::Trial(message)) => return Err(CliError(message)),
+            Err(error @ RunError::NotRecorded(_)) => return Err(CliError::new(error)),
         }
-    }
+        report::terminal_table(&info, reporters.stats())
+    };
     if let Some(earlier) = &earlier {
         std::fs::remove_file(earlier).map_err(io_error)?;
     }
-    let (violations, table) =
-        report::write_summaries(&plan, &aggregate, &thresholds, &out).map_err(io_error)?;
+    let violations = std::mem::take(&mut run_files.gate.violations);
     if !args.quiet {
         println!("{table}");
         eprintln!("reports written to {}", out.display());
@@ -451,7 +454,7 @@ fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
     Ok((k, check_rate(rate)?))
 }
 
-fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<Model>, CliError> {
+fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>, CliError> {
     let sources = if paths.is_empty() {
         // The nearest `models/` folder: the suite's own, or a parent's
         // (`run scenarios/bfcl` finds scenarios/models).
@@ -487,14 +490,14 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<Model>, Cl
     if files.is_empty() {
         return Err(CliError::new("no model files found (use --models PATH)"));
     }
-    let mut models: Vec<Model> = Vec::new();
+    let mut models: Vec<ModelFile> = Vec::new();
     for file in files {
-        let model = Model::load(&file).map_err(CliError::new)?;
-        if models.iter().any(|m| m.name() == model.name()) {
+        let model = ModelFile::load(&file).map_err(CliError::new)?;
+        if models.iter().any(|m| m.name == model.name) {
             return Err(CliError(format!(
                 "{}: model name {:?} is used twice",
                 file.display(),
-                model.name()
+                model.name
             )));
         }
         models.push(model);
@@ -502,7 +505,12 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<Model>, Cl
     Ok(models)
 }
 
-fn write_run_json(plan: &RunPlan, settings: &Settings, out: &Path) -> Result<(), CliError> {
+fn write_run_json(
+    plan: &RunPlan,
+    models: &[ModelFile],
+    settings: &Settings,
+    out: &Path,
+) -> Result<(), CliError> {
     let record = RunRecord {
         toolgauge: env!("CARGO_PKG_VERSION").to_owned(),
         suite: settings.suite.clone(),
@@ -510,12 +518,12 @@ fn write_run_json(plan: &RunPlan, settings: &Settings, out: &Path) -> Result<(),
         seed: plan.seed,
         concurrency: plan.concurrency,
         clock: plan.clock,
-        feedback: plan.feedback,
+        feedback: plan.exec.feedback,
         serial: settings.serial,
         shard: settings.shard.map(|s| s.to_string()),
         min_success: settings.thresholds.min_success,
         min_pass_k: settings.thresholds.min_pass_k,
-        models: plan.models.iter().map(|m| m.file.clone()).collect(),
+        models: models.to_vec(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),
     };
@@ -545,7 +553,11 @@ fn read_recorded_run(dir: &Path) -> Result<RunRecord, CliError> {
 /// killed left two files; the one with more finished trials is kept (both
 /// hold a prefix of the same job order). Every kept trial must belong to
 /// this run, or it would be silently dropped.
-fn set_aside_finished_trials(plan: &RunPlan, out: &Path) -> Result<PathBuf, CliError> {
+fn set_aside_finished_trials(
+    plan: &RunPlan,
+    info: &RunInfo,
+    out: &Path,
+) -> Result<PathBuf, CliError> {
     let current = out.join("trials.csv");
     let earlier = out.join("trials.csv.resumed");
     let fail = |e: String| CliError(format!("--resume {}: {e}", out.display()));
@@ -554,7 +566,7 @@ fn set_aside_finished_trials(plan: &RunPlan, out: &Path) -> Result<PathBuf, CliE
             return Ok(0);
         }
         let mut trials = 0;
-        for trial in TrialReader::open(plan, path).map_err(|e| fail(e.to_string()))? {
+        for trial in TrialReader::open(info, path).map_err(|e| fail(e.to_string()))? {
             let trial = trial.map_err(|e| fail(e.to_string()))?;
             let job = harness::Job {
                 model: trial.model,
@@ -603,16 +615,15 @@ fn refuse_to_overwrite(out: &Path) -> Result<(), CliError> {
 }
 
 /// The models of the run being resumed: its own, or the same ones again.
-fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<Model>, CliError> {
+fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<ModelFile>, CliError> {
     if !args.models.is_empty() {
         let given = load_models(&args.models, None)?;
-        let same = given.len() == run.models.len()
-            && given.iter().zip(&run.models).all(|(m, r)| m.file == *r);
+        let same = given == run.models;
         if !same {
             let names = |files: Vec<&str>| files.join(", ");
             return Err(contradiction(
                 "--models",
-                names(given.iter().map(|m| m.name()).collect()),
+                names(given.iter().map(|m| m.name.as_str()).collect()),
                 format!(
                     "{} (or the same names with other contents)",
                     names(run.models.iter().map(|m| m.name.as_str()).collect())
@@ -621,14 +632,11 @@ fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<Model>, CliErr
         }
         return Ok(given);
     }
-    run.models
-        .iter()
-        .cloned()
-        .map(|file| {
-            let name = file.name.clone();
-            Model::new(file).map_err(|e| CliError(format!("run.json: model {name:?}: {e}")))
-        })
-        .collect()
+    for file in &run.models {
+        file.check()
+            .map_err(|e| CliError(format!("run.json: model {:?}: {e}", file.name)))?;
+    }
+    Ok(run.models.clone())
 }
 
 /// `run-YYYYMMDD-HHMMSS` in UTC.

@@ -106,7 +106,7 @@ impl ExternalValidator {
                         } else {
                             ExternalError::Http {
                                 url: url.clone(),
-                                message: crate::live::transport::error_chain(&e),
+                                message: crate::transport::error_chain(&e),
                             }
                         }
                     })?;

@@ -1,29 +1,31 @@
 //! The runner: models x scenarios x trials, the self-correction loop,
-//! the virtual or real clock, concurrency and sharding. Finished trials go
-//! to reporters in a fixed order (model, scenario, trial) whatever order
-//! they finish in, so seeded runs write identical files.
+//! the virtual or real clock, concurrency and sharding. Each turn of a
+//! trial goes through the pipeline whole ([`Pipeline::turn`]); finished
+//! trials go to the reporters as events in a fixed order (model, scenario,
+//! trial) whatever order they finish in, so seeded runs write identical
+//! files. `merge` replays shards' trials through the same reporters;
+//! `record` is run.json.
 
+pub mod merge;
 mod progress;
+pub mod record;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
-use crate::call::ToolResult;
-use crate::live::recording::Position;
-use crate::live::{Conversation, LiveError, Usage};
-use crate::metrics::{AttemptRecord, CellStats, TrialRecord};
-use crate::model::Model;
-use crate::pipeline::feedback::{FeedbackStyle, restyle};
-use crate::pipeline::{ExecOptions, Pipeline};
-use crate::scenario::{Scenario, Verdict};
-use crate::tool::ToolDef;
+use crate::call::{Failure, Usage};
+use crate::metrics::{AttemptRecord, TrialRecord};
+use crate::model::{Model, ReplyError, TrialStart};
+use crate::pipeline::{Coordinates, ExecOptions, Pipeline, SessionLog};
+use crate::report::{
+    FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
+};
+use crate::scenario::Scenario;
 
 pub use progress::ProgressMode;
-
-/// The failure kind of a trial whose request failed after its retries.
-pub const TRANSPORT_ERROR: &str = "transport_error";
 
 /// Which clock latencies run on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,18 +46,24 @@ pub struct Shard {
 }
 
 impl Shard {
-    pub fn parse(text: &str) -> Result<Shard, String> {
-        let (k, n) = text.split_once('/').ok_or("--shard takes K/N, e.g. 1/4")?;
+    pub fn parse(text: &str) -> Result<Shard, ShardError> {
+        let bad = |problem: String| ShardError {
+            given: text.to_owned(),
+            problem,
+        };
+        let (k, n) = text
+            .split_once('/')
+            .ok_or_else(|| bad("use K/N, e.g. 1/4".to_owned()))?;
         let index: u32 = k
             .trim()
             .parse()
-            .map_err(|_| format!("bad shard index {k:?}"))?;
+            .map_err(|_| bad(format!("bad shard index {k:?}")))?;
         let count: u32 = n
             .trim()
             .parse()
-            .map_err(|_| format!("bad shard count {n:?}"))?;
+            .map_err(|_| bad(format!("bad shard count {n:?}")))?;
         if count == 0 || index == 0 || index > count {
-            return Err(format!("--shard {text}: K must be between 1 and N"));
+            return Err(bad("K must be between 1 and N".to_owned()));
         }
         Ok(Shard { index, count })
     }
@@ -71,18 +79,28 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// A `--shard` that is not K/N with 1 <= K <= N.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--shard {given}: {problem}")]
+pub struct ShardError {
+    pub given: String,
+    pub problem: String,
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug)]
 pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
-    pub models: Vec<Model>,
+    pub models: Vec<Arc<dyn Model>>,
     pub trials: u32,
     pub seed: u64,
     pub concurrency: usize,
     pub clock: Clock,
-    pub feedback: FeedbackStyle,
+    /// How calls run and how their errors are worded.
     pub exec: ExecOptions,
     pub shard: Option<Shard>,
+    /// Record every turn of every trial (session.jsonl).
+    pub session_log: bool,
 }
 
 /// A job: one trial of one model on one scenario.
@@ -151,14 +169,45 @@ impl RunPlan {
             .map_or(allowed, |m| m.min(allowed))
     }
 
-    pub fn cell_stats(&self) -> Vec<Vec<CellStats>> {
-        (0..self.models.len())
-            .map(|m| {
-                (0..self.scenarios.len())
-                    .map(|s| CellStats::new(self.max_attempts(m, s)))
-                    .collect()
-            })
-            .collect()
+    /// What reporters know of this run.
+    pub fn info(&self, thresholds: Thresholds) -> RunInfo {
+        RunInfo {
+            models: self
+                .models
+                .iter()
+                .map(|m| ModelInfo {
+                    name: m.name().to_owned(),
+                    prices: m.prices(),
+                    max_attempts: m.max_attempts(),
+                })
+                .collect(),
+            scenarios: scenario_infos(&self.scenarios),
+            trials: self.trials,
+            seed: self.seed,
+            feedback: file_name(&self.exec.feedback),
+            clock: file_name(&self.clock),
+            thresholds,
+        }
+    }
+}
+
+/// What reporters know of each scenario.
+pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
+    scenarios
+        .iter()
+        .map(|s| ScenarioInfo {
+            name: s.name.clone(),
+            max_attempts: s.max_retries,
+            min_success: s.min_success,
+        })
+        .collect()
+}
+
+/// The name a setting has in files (`pointer-list`, `virtual`).
+fn file_name(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
     }
 }
 
@@ -169,13 +218,6 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Receives finished trials in report order.
-pub trait TrialSink {
-    /// Called once per trial, in job order. A replayed trial (from
-    /// `--resume`) comes through here too.
-    fn trial(&mut self, plan: &RunPlan, record: &TrialRecord) -> std::io::Result<()>;
-}
-
 /// Where already-finished trials come from when resuming: records in job
 /// order, as an earlier run wrote them.
 pub type Replay<'a> = Box<dyn Iterator<Item = TrialRecord> + 'a>;
@@ -183,34 +225,35 @@ pub type Replay<'a> = Box<dyn Iterator<Item = TrialRecord> + 'a>;
 /// Why a run stopped before its end.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// A reporter could not write.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    /// A fault that stops the run (a replayed request the recording does
-    /// not hold).
+    /// A replayed request the recording does not hold: the run stops.
     #[error("{0}")]
-    Trial(String),
+    NotRecorded(String),
     /// Stopped on request (Ctrl-C): every finished trial was handed to the
-    /// sink first.
+    /// reporters first.
     #[error("interrupted after {finished} of {total} trial(s)")]
     Interrupted { finished: u64, total: u64 },
 }
 
-/// Run every job, feeding finished trials to `sink` in job order.
+/// Run every job, sending each finished trial to the reporters in job
+/// order, then the run's end.
 pub fn run(
     plan: &RunPlan,
-    sink: &mut dyn TrialSink,
+    reporters: &mut Reporters<'_>,
     replay: Option<Replay<'_>>,
     progress: ProgressMode,
 ) -> Result<(), RunError> {
-    run_until(plan, sink, replay, progress, std::future::pending())
+    run_until(plan, reporters, replay, progress, std::future::pending())
 }
 
 /// [`run`], stopping early when `stop` completes (e.g. on Ctrl-C): the
-/// trials finished by then are all in the sink, in job order, so a
-/// `--resume` loses nothing.
+/// trials finished by then are all with the reporters, in job order, so a
+/// `--resume` loses nothing. The run's end is not sent then.
 pub fn run_until(
     plan: &RunPlan,
-    sink: &mut dyn TrialSink,
+    reporters: &mut Reporters<'_>,
     mut replay: Option<Replay<'_>>,
     progress: ProgressMode,
     stop: impl Future<Output = ()>,
@@ -230,6 +273,7 @@ pub fn run_until(
     let bar = progress::Progress::new(progress, plan, total);
     let mut pending_replay = replay.as_mut().and_then(|r| r.next());
     let mut done = 0;
+    reporters.send(RunEvent::Started)?;
     runtime.block_on(async {
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
@@ -246,7 +290,7 @@ pub fn run_until(
             };
             async move {
                 match replayed {
-                    Some(record) => Ok(record),
+                    Some(record) => Ok((record, Vec::new())),
                     None => run_trial(plan, job).await,
                 }
             }
@@ -254,166 +298,124 @@ pub fn run_until(
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
         loop {
-            let record = tokio::select! {
+            let (record, session) = tokio::select! {
                 // A stop wins over a trial that is ready too: deterministic.
                 biased;
                 () = &mut stop => {
                     return Err(RunError::Interrupted { finished: done, total });
                 }
                 next = finished.next() => match next {
-                    Some(record) => record.map_err(RunError::Trial)?,
+                    Some(trial) => trial?,
                     None => break,
                 },
             };
-            sink.trial(plan, &record)?;
+            reporters.send(RunEvent::TrialFinished(FinishedTrial {
+                record: &record,
+                session: &session,
+            }))?;
             done += 1;
             bar.trial(record.model, record.success());
         }
         Ok::<(), RunError>(())
     })?;
     bar.finish();
+    reporters.send(RunEvent::Finished)?;
     Ok(())
 }
 
-/// One trial: ask, parse, validate, execute, return, until success or out
-/// of attempts. `Err` is a fault that stops the run (a replayed request
-/// the recording does not hold).
-pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<TrialRecord, String> {
+/// One trial: the model replies, the pipeline runs the turn, the model
+/// gets what Return produced, until success or out of attempts. Gives the
+/// record and what Record logged. `Err` is a fault that stops the run.
+pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
-    let model = &plan.models[job.model];
-    let mut model_trial = model.start_trial(plan.trial_seed(job));
+    let model = &*plan.models[job.model];
+    let seed = plan.trial_seed(job);
+    let mut model_trial = model.start_trial(TrialStart {
+        scenario,
+        trial: job.trial,
+        seed,
+    });
     let tools = scenario
         .registry
-        .new_state_seeded(splitmix(plan.trial_seed(job) ^ 0x746f_6f6c));
+        .new_state_seeded(splitmix(seed ^ 0x746f_6f6c));
     let pipeline = Pipeline::new(scenario.registry.clone(), plan.exec);
-    let mut feedback: Vec<ToolResult> = Vec::new();
+    let mut log = plan.session_log.then(|| SessionLog::new(Vec::new()));
     let max_attempts = plan.max_attempts(job.model, job.scenario);
     let mut attempts = Vec::with_capacity(max_attempts as usize);
-    let live = model.live();
-    let mut conversation = live.map(|_| Conversation::new(model.provider(), &scenario.prompt));
-    let tool_defs: Vec<&ToolDef> = match live {
-        Some(_) => scenario.registry.definitions().collect(),
-        None => Vec::new(),
-    };
+    let mut returned: Option<Vec<u8>> = None;
 
     for attempt in 1..=max_attempts {
         let asked = Instant::now();
-        // A live reply also comes as JSON, for the conversation.
-        let (body, usage, live_json) = match (live, &conversation) {
-            (Some(live), Some(conversation)) => {
-                let position = Position {
-                    model: model.name().to_owned(),
-                    scenario: scenario.name.clone(),
-                    trial: job.trial,
-                    attempt,
-                };
-                match live.respond(conversation, &tool_defs, position).await {
-                    Ok(reply) => (reply.body, reply.usage, reply.json),
-                    Err(LiveError::NotRecorded(message)) => return Err(message),
-                    Err(LiveError::Transport(error)) => {
-                        // Not the model's failure: the trial ends here and
-                        // is counted apart; the run goes on.
-                        eprintln!("{} / {}: {error}", model.name(), scenario.name);
-                        attempts.push(AttemptRecord {
-                            attempt,
-                            success: false,
-                            failures: vec![TRANSPORT_ERROR],
-                            reason: None,
-                            calls: 0,
-                            model_time: asked.elapsed(),
-                            tool_time: Duration::ZERO,
-                            serial_time: Duration::ZERO,
-                            ideal_time: Duration::ZERO,
-                            usage: Usage::default(),
-                        });
-                        break;
-                    }
-                }
-            }
-            _ => {
-                let reply = model.respond(&mut model_trial, scenario, attempt, &feedback);
-                if !reply.latency.is_zero() {
-                    tokio::time::sleep(reply.latency).await;
-                }
-                (reply.body, Usage::default(), None)
-            }
-        };
-        let model_time = asked.elapsed();
-        let record = match model.provider().parse_response(&body) {
-            Err(_) => {
-                feedback.clear();
-                AttemptRecord {
+        let reply = match model_trial.reply(attempt, returned.as_deref()).await {
+            Ok(reply) => reply,
+            Err(ReplyError::NotRecorded(message)) => return Err(RunError::NotRecorded(message)),
+            Err(ReplyError::Transport(error)) => {
+                // Not the model's failure: the trial ends here and is
+                // counted apart; the run goes on.
+                eprintln!("{} / {}: {error}", model.name(), scenario.name);
+                attempts.push(AttemptRecord {
                     attempt,
                     success: false,
-                    failures: vec!["bad_response"],
+                    failures: vec![Failure::TransportError],
                     reason: None,
                     calls: 0,
-                    model_time,
+                    model_time: asked.elapsed(),
                     tool_time: Duration::ZERO,
                     serial_time: Duration::ZERO,
                     ideal_time: Duration::ZERO,
-                    usage,
-                }
-            }
-            Ok(parsed) => {
-                let batch = pipeline.run_with(&parsed.calls, &tools).await;
-                let mut failures: Vec<&'static str> = batch
-                    .results
-                    .iter()
-                    .filter_map(|r| r.error_kind.map(|k| k.as_str()))
-                    .collect();
-                if failures.is_empty() {
-                    let verdict = scenario.expectation.verdict(&parsed.calls);
-                    if verdict != Verdict::Match {
-                        failures.push(verdict.as_str());
-                    }
-                }
-                // Under BFCL rules a failed attempt also says why in BFCL's
-                // words, whichever stage caught it.
-                let reason = if failures.is_empty() {
-                    None
-                } else {
-                    scenario
-                        .expectation
-                        .reason(&parsed.calls)
-                        .map(|r| r.as_str())
-                };
-                let record = AttemptRecord {
-                    attempt,
-                    success: failures.is_empty(),
-                    failures,
-                    reason,
-                    calls: parsed.calls.len() as u32,
-                    model_time,
-                    tool_time: batch.makespan,
-                    serial_time: batch.serial_makespan(),
-                    ideal_time: batch.ideal_makespan,
-                    usage,
-                };
-                feedback = batch
-                    .results
-                    .into_iter()
-                    .map(|mut result| {
-                        result.content = restyle(&result.content, result.error_kind, plan.feedback);
-                        result
-                    })
-                    .collect();
-                record
+                    usage: Usage::default(),
+                });
+                break;
             }
         };
-        if let (Some(conversation), Some(reply)) = (&mut conversation, &live_json) {
-            conversation.push_turn(reply, &feedback);
+        let model_time = asked.elapsed();
+        if let Some(log) = &mut log {
+            log.set_coordinates(Coordinates {
+                model: model.name(),
+                scenario: &scenario.name,
+                trial: job.trial,
+                attempt,
+            });
         }
-        let success = record.success;
-        attempts.push(record);
+        let turn = pipeline
+            .turn(model.provider(), &reply.body, &tools, log.as_mut())
+            .await?;
+        let mut failures = turn.failures();
+        if turn.parsed.is_ok() && failures.is_empty() {
+            failures.extend(scenario.expectation.verdict(turn.calls()).failure());
+        }
+        // Under BFCL rules a failed attempt also says why in BFCL's words,
+        // whichever stage caught it.
+        let reason = match (&turn.parsed, failures.is_empty()) {
+            (Ok(parsed), false) => scenario
+                .expectation
+                .reason(&parsed.calls)
+                .map(|r| r.as_str().to_owned()),
+            _ => None,
+        };
+        let success = failures.is_empty();
+        attempts.push(AttemptRecord {
+            attempt,
+            success,
+            failures,
+            reason,
+            calls: turn.calls().len() as u32,
+            model_time,
+            tool_time: turn.batch.makespan,
+            serial_time: turn.batch.serial_makespan(),
+            ideal_time: turn.batch.ideal_makespan,
+            usage: reply.usage,
+        });
+        returned = Some(turn.returned);
         if success {
             break;
         }
     }
-    Ok(TrialRecord {
+    let record = TrialRecord {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
         attempts,
-    })
+    };
+    Ok((record, log.map(SessionLog::into_inner).unwrap_or_default()))
 }

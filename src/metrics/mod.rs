@@ -1,15 +1,19 @@
 //! Measures computed from plain trial records: success after each attempt,
 //! conditional success, Wilson intervals, pass^k, self-correction (overall
-//! and per error kind), parallel speedup and efficiency, latency
-//! percentiles, and McNemar's test for paired model comparisons. Nothing
-//! here knows about HTTP or files.
+//! and per failure kind), parallel speedup and efficiency, latency
+//! percentiles, and paired model comparisons with McNemar's test. Nothing
+//! here knows about models, HTTP or files.
 
+mod aggregate;
 mod latency;
 mod stats;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::call::{Failure, Usage};
+
+pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
 
@@ -18,10 +22,10 @@ pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wi
 pub struct AttemptRecord {
     pub attempt: u32,
     pub success: bool,
-    /// Every failure of the attempt by kind (`validation`, `wrong_call`, ...).
-    pub failures: Vec<&'static str>,
+    /// Every failure of the attempt, one per failed call.
+    pub failures: Vec<Failure>,
     /// Why the calls did not match, in BFCL's words (BFCL-rules scenarios).
-    pub reason: Option<&'static str>,
+    pub reason: Option<String>,
     pub calls: u32,
     pub model_time: Duration,
     /// The batch's makespan as scheduled.
@@ -31,7 +35,7 @@ pub struct AttemptRecord {
     /// The best makespan possible given the write barriers.
     pub ideal_time: Duration,
     /// Tokens of the model's reply (live models; zero for mocks).
-    pub usage: crate::live::Usage,
+    pub usage: Usage,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.
@@ -63,9 +67,9 @@ pub struct CellStats {
     /// `first_success[k]`: trials whose first success was attempt k+1.
     pub first_success: Vec<u64>,
     /// Failures of every attempt, by kind.
-    pub failures: BTreeMap<&'static str, u64>,
+    pub failures: BTreeMap<Failure, u64>,
     /// Trials whose first attempt failed with a kind, and how many of those were fixed.
-    pub first_failed_by_kind: BTreeMap<&'static str, (u64, u64)>,
+    pub first_failed_by_kind: BTreeMap<Failure, (u64, u64)>,
     pub parallel_turns: u64,
     pub sum_speedup: f64,
     pub sum_ideal_speedup: f64,
@@ -77,6 +81,9 @@ pub struct CellStats {
     /// Tokens over every attempt, transport-error trials included.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Model and tool time over every attempt (what a CI report shows as
+    /// the time a test took).
+    pub busy: Duration,
 }
 
 impl CellStats {
@@ -96,6 +103,7 @@ impl CellStats {
             transport_errors: 0,
             input_tokens: 0,
             output_tokens: 0,
+            busy: Duration::ZERO,
         }
     }
 
@@ -103,12 +111,13 @@ impl CellStats {
         for attempt in &trial.attempts {
             self.input_tokens += attempt.usage.input_tokens;
             self.output_tokens += attempt.usage.output_tokens;
+            self.busy += attempt.model_time + attempt.tool_time;
         }
         // A request that failed says nothing about the model.
         if trial
             .attempts
             .iter()
-            .any(|a| a.failures.contains(&crate::harness::TRANSPORT_ERROR))
+            .any(|a| a.failures.contains(&Failure::TransportError))
         {
             self.transport_errors += 1;
             return;
@@ -120,7 +129,7 @@ impl CellStats {
         }
         for attempt in &trial.attempts {
             for kind in &attempt.failures {
-                *self.failures.entry(kind).or_default() += 1;
+                *self.failures.entry(*kind).or_default() += 1;
             }
             self.model_ms.record(attempt.model_time);
             self.tool_ms.record(attempt.tool_time);
@@ -210,6 +219,7 @@ impl CellStats {
         self.transport_errors += other.transport_errors;
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.busy += other.busy;
         if other.first_success.len() > self.first_success.len() {
             self.first_success.resize(other.first_success.len(), 0);
             self.max_attempts = other.max_attempts;
@@ -218,10 +228,10 @@ impl CellStats {
             self.first_success[i] += n;
         }
         for (kind, n) in &other.failures {
-            *self.failures.entry(kind).or_default() += n;
+            *self.failures.entry(*kind).or_default() += n;
         }
         for (kind, (failed, fixed)) in &other.first_failed_by_kind {
-            let entry = self.first_failed_by_kind.entry(kind).or_default();
+            let entry = self.first_failed_by_kind.entry(*kind).or_default();
             entry.0 += failed;
             entry.1 += fixed;
         }
@@ -246,7 +256,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
 mod tests {
     use super::*;
 
-    fn attempt(n: u32, success: bool, failures: &[&'static str]) -> AttemptRecord {
+    fn attempt(n: u32, success: bool, failures: &[Failure]) -> AttemptRecord {
         AttemptRecord {
             attempt: n,
             success,
@@ -275,17 +285,17 @@ mod tests {
         let mut cell = CellStats::new(3);
         cell.add(&trial(vec![attempt(1, true, &[])]));
         cell.add(&trial(vec![
-            attempt(1, false, &["validation"]),
+            attempt(1, false, &[Failure::Validation]),
             attempt(2, true, &[]),
         ]));
         cell.add(&trial(vec![
-            attempt(1, false, &["unknown_tool"]),
-            attempt(2, false, &["validation"]),
-            attempt(3, false, &["validation"]),
+            attempt(1, false, &[Failure::UnknownTool]),
+            attempt(2, false, &[Failure::Validation]),
+            attempt(3, false, &[Failure::Validation]),
         ]));
         cell.add(&trial(vec![
-            attempt(1, false, &["validation", "validation"]),
-            attempt(2, false, &["validation"]),
+            attempt(1, false, &[Failure::Validation, Failure::Validation]),
+            attempt(2, false, &[Failure::Validation]),
             attempt(3, true, &[]),
         ]));
         assert_eq!(cell.success_by(1), 0.25);
@@ -295,9 +305,9 @@ mod tests {
         assert_eq!(cell.conditional_success(3), Some(0.5));
         assert_eq!(cell.self_correction_rate(), Some(2.0 / 3.0));
         assert_eq!(cell.mean_attempts_to_success(), Some(2.0));
-        assert_eq!(cell.first_failed_by_kind["validation"], (2, 2));
-        assert_eq!(cell.first_failed_by_kind["unknown_tool"], (1, 0));
-        assert_eq!(cell.failures["validation"], 6);
+        assert_eq!(cell.first_failed_by_kind[&Failure::Validation], (2, 2));
+        assert_eq!(cell.first_failed_by_kind[&Failure::UnknownTool], (1, 0));
+        assert_eq!(cell.failures[&Failure::Validation], 6);
         let (speedup, ideal, efficiency) = cell.mean_speedup().unwrap();
         for (measured, expected) in [(speedup, 3.0), (ideal, 3.0), (efficiency, 1.0)] {
             assert!(

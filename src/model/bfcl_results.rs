@@ -9,7 +9,10 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
+use super::{Model, ModelError, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::provider::Provider;
+use crate::scenario::Scenario;
 
 /// Recorded results by entry id.
 #[derive(Debug, Default)]
@@ -17,28 +20,36 @@ pub struct BfclResults(FxHashMap<String, Value>);
 
 impl BfclResults {
     /// Read a result file; `Err` names the line at fault.
-    pub fn load(path: &Path) -> Result<BfclResults, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<BfclResults, ModelError> {
+        let fail = |line: usize, problem: String| ModelError::Results {
+            path: path.to_owned(),
+            line,
+            problem,
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            ModelError::File(crate::source::FileError::Read {
+                path: path.to_owned(),
+                source,
+            })
+        })?;
         let mut results = FxHashMap::default();
         for (i, line) in text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let here = || format!("{}:{}", path.display(), i + 1);
             let entry: Value = serde_json::from_str(line).map_err(|e| {
-                format!(
-                    "{}:{}: {e} (result files are JSON Lines)",
-                    here(),
-                    e.column()
+                fail(
+                    i + 1,
+                    format!("{}: {e} (result files are JSON Lines)", e.column()),
                 )
             })?;
             let id = entry["id"]
                 .as_str()
-                .ok_or_else(|| format!("{}: an entry needs a string \"id\"", here()))?;
+                .ok_or_else(|| fail(i + 1, "an entry needs a string \"id\"".to_owned()))?;
             let result = entry
                 .get("result")
-                .ok_or_else(|| format!("{}: entry {id:?} has no \"result\"", here()))?;
+                .ok_or_else(|| fail(i + 1, format!("entry {id:?} has no \"result\"")))?;
             results.insert(id.to_owned(), result.clone());
         }
         Ok(BfclResults(results))
@@ -51,6 +62,71 @@ impl BfclResults {
     /// The calls recorded for entry `id` (none when it is not recorded).
     pub fn calls(&self, id: &str) -> Vec<ParsedCall> {
         self.0.get(id).map(result_calls).unwrap_or_default()
+    }
+}
+
+/// A model that answers each entry with its recorded result, once.
+#[derive(Debug)]
+pub struct BfclReplay {
+    name: String,
+    provider: Provider,
+    results: BfclResults,
+}
+
+impl BfclReplay {
+    pub fn new(name: &str, provider: Provider, results: BfclResults) -> BfclReplay {
+        BfclReplay {
+            name: name.to_owned(),
+            provider,
+            results,
+        }
+    }
+}
+
+impl Model for BfclReplay {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// A published run has one answer per entry.
+    fn max_attempts(&self) -> Option<u32> {
+        Some(1)
+    }
+
+    fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {
+        scenarios
+            .iter()
+            .map(|s| s.name.as_str())
+            .filter(|name| !self.results.contains(name))
+            .collect()
+    }
+
+    fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
+        Box::new(ReplayTrial {
+            model: self,
+            entry: &start.scenario.name,
+        })
+    }
+}
+
+struct ReplayTrial<'a> {
+    model: &'a BfclReplay,
+    entry: &'a str,
+}
+
+impl ModelTrial for ReplayTrial<'_> {
+    fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
+        let calls = self.model.results.calls(self.entry);
+        let mut body = Vec::with_capacity(256);
+        self.model.provider.write_response("", &calls, &mut body);
+        Box::pin(std::future::ready(Ok(Reply {
+            body,
+            usage: Default::default(),
+        })))
     }
 }
 

@@ -1,33 +1,37 @@
-//! The behaviours under evaluation: `scripted` (plays a scenario's script),
-//! `stochastic` (right with configured probabilities, wrong through error
-//! operators) and `feedback-aware` (like stochastic, but it can only fix
-//! what the feedback names). Mock models answer in a provider's wire
-//! format so that Parse runs on every turn, and are deterministic from
-//! their seed. `bfcl-results` replays a published BFCL run.
+//! The models under evaluation, behind one [`Model`] trait: mocks
+//! (`mock`: scripted, stochastic, feedback-aware), live models over HTTP
+//! (`live`) and the replay of a published BFCL run (`bfcl_results`). A
+//! model starts one [`ModelTrial`] per trial, which owns that trial's side
+//! of the conversation: it is asked for a reply, given what Return
+//! produced for its last calls. Replies come as the provider's response
+//! bytes, so Parse runs on every turn. The harness never knows which kind
+//! it drives.
 
 mod bfcl_results;
+pub mod live;
+mod mock;
 pub mod operators;
+pub mod recording;
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::call::{MalformedCall, ParsedCall, ToolCall, ToolResult};
-use crate::provider::Provider;
-use crate::scenario::{Expectation, Scenario};
+use crate::call::{Prices, Usage};
+use crate::provider::{ApiSettings, Provider};
+use crate::scenario::Scenario;
 use crate::source::{self, FileError};
+use crate::transport::TransportError;
 
 pub use bfcl_results::BfclResults;
-
-use crate::live::recording::Replayer;
-use crate::live::{ApiSettings, LiveModel, LiveOptions, Prices};
+pub use live::{LiveModel, LiveOptions};
 pub use operators::Operator;
+pub use recording::{Position, Replayer};
 
 /// A model file (`scenarios/models/*.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,48 +123,141 @@ impl Default for Parameters {
     }
 }
 
-/// A model that cannot be used.
+/// A model file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error(transparent)]
     File(#[from] FileError),
-    #[error("{}: {message}", path.display())]
+    /// A field of the file, by JSON pointer.
+    #[error("{}{pointer}: {problem}", file_prefix(path))]
     Invalid {
-        path: std::path::PathBuf,
-        message: String,
+        path: Option<PathBuf>,
+        pointer: String,
+        problem: String,
     },
+    /// A line of a `bfcl-results` result file.
+    #[error("{}:{line}: {problem}", path.display())]
+    Results {
+        path: PathBuf,
+        line: usize,
+        problem: String,
+    },
+    /// A live model that cannot be made ready (key, client, recording).
+    #[error("model {name:?}: {problem}")]
+    Connect { name: String, problem: String },
+}
+
+fn file_prefix(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
+}
+
+impl ModelError {
+    fn invalid(pointer: impl Into<String>, problem: impl Into<String>) -> ModelError {
+        ModelError::Invalid {
+            path: None,
+            pointer: pointer.into(),
+            problem: problem.into(),
+        }
+    }
+
+    fn in_file(self, file: &Path) -> ModelError {
+        match self {
+            ModelError::Invalid {
+                path: None,
+                pointer,
+                problem,
+            } => ModelError::Invalid {
+                path: Some(file.to_owned()),
+                pointer,
+                problem,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Why a model gave no reply.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    /// The request failed after its retries: the trial is a transport
+    /// error, not a model failure, and the run goes on.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// Replay asked for a request the recording does not hold: the run stops.
+    #[error("{0}")]
+    NotRecorded(String),
+}
+
+/// One model turn: the body as the provider sent it, and the tokens it used.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    pub body: Vec<u8>,
+    pub usage: Usage,
+}
+
+/// A reply to come.
+pub type ReplyFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, ReplyError>> + Send + 'a>>;
+
+/// Which trial a model is asked to play.
+#[derive(Debug, Clone, Copy)]
+pub struct TrialStart<'a> {
+    pub scenario: &'a Scenario,
+    pub trial: u32,
+    /// Every random choice of the trial comes from this seed.
+    pub seed: u64,
 }
 
 /// A model ready to answer.
-#[derive(Debug, Clone)]
-pub struct Model {
-    pub file: ModelFile,
-    weights: Vec<(Operator, f64)>,
-    bfcl_results: Option<Arc<BfclResults>>,
-    /// Set by `connect` for live kinds.
-    live: Option<Arc<LiveModel>>,
+pub trait Model: Send + Sync + fmt::Debug {
+    fn name(&self) -> &str;
+
+    /// The wire format of its replies.
+    fn provider(&self) -> Provider;
+
+    /// At most this many attempts per trial (`None`: the scenario decides).
+    fn max_attempts(&self) -> Option<u32> {
+        None
+    }
+
+    /// US dollars per million input and output tokens, if known.
+    fn prices(&self) -> Option<Prices> {
+        None
+    }
+
+    /// The scenarios this model cannot answer (a result file without their
+    /// entry).
+    fn unanswerable<'s>(&self, _scenarios: &'s [Scenario]) -> Vec<&'s str> {
+        Vec::new()
+    }
+
+    /// Start one trial: its own conversation, its own random sequence.
+    fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a>;
 }
 
-/// What a model keeps between the attempts of one trial.
-#[derive(Debug)]
-pub struct ModelTrial {
-    rng: StdRng,
-    /// The clue of the last wrong turn (see `operators::Mutation`).
-    last_clue: Option<Option<String>>,
+/// One trial of one model: asked for each turn in order.
+pub trait ModelTrial: Send {
+    /// The reply for `attempt` (1-based). `returned` is what Return
+    /// produced for the previous turn's calls (the provider's message
+    /// array, as bytes); `None` on the first turn.
+    fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s>;
 }
 
-/// One model turn: the body as the provider would send it, and how long
-/// the model took.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub body: Vec<u8>,
-    pub latency: Duration,
-}
+impl ModelFile {
+    /// Read a model file; a `results` path is relative to it.
+    pub fn load(path: &Path) -> Result<ModelFile, ModelError> {
+        let mut file: ModelFile = source::read_json(path)?;
+        if let (Some(results), Some(dir)) = (&file.results, path.parent()) {
+            file.results = Some(dir.join(results));
+        }
+        file.check().map_err(|e| e.in_file(path))?;
+        Ok(file)
+    }
 
-impl Model {
-    pub fn new(mut file: ModelFile) -> Result<Model, String> {
-        // Range errors name the field, as a JSON pointer into the file.
-        let p = &file.parameters;
+    /// Problems a person must fix, by JSON pointer into the file.
+    pub fn check(&self) -> Result<(), ModelError> {
+        let p = &self.parameters;
         let probabilities = std::iter::once(("/parameters/p_first".to_owned(), p.p_first)).chain(
             p.p_fix
                 .iter()
@@ -169,327 +266,88 @@ impl Model {
         );
         for (pointer, probability) in probabilities {
             if !(0.0..=1.0).contains(&probability) {
-                return Err(format!("{pointer}: {probability} is outside 0..=1"));
+                return Err(ModelError::invalid(
+                    pointer,
+                    format!("{probability} is outside 0..=1"),
+                ));
             }
         }
-        let weights: Vec<(Operator, f64)> = Operator::ALL
-            .iter()
-            .map(|op| (*op, p.operators.get(op).copied().unwrap_or(1.0)))
-            .collect();
-        if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
-            return Err(format!(
-                "/parameters/operators/{}: weight {weight} must be finite and >= 0",
-                serde_json::to_value(op).map_or_else(
-                    |_| format!("{op:?}"),
-                    |v| v.as_str().unwrap_or_default().to_owned()
-                )
-            ));
-        }
-        if weights.iter().all(|(_, w)| *w == 0.0) {
-            return Err(
-                "/parameters/operators: at least one operator needs a weight above 0".to_owned(),
-            );
-        }
-        let bfcl_results = match (file.kind, &file.results) {
-            (ModelKind::BfclResults, Some(path)) => Some(Arc::new(BfclResults::load(path)?)),
+        mock::weights(p)?;
+        match (self.kind, &self.results) {
             (ModelKind::BfclResults, None) => {
-                return Err(
-                    "a bfcl-results model needs \"results\": the BFCL result file".to_owned(),
-                );
+                return Err(ModelError::invalid(
+                    "/results",
+                    "a bfcl-results model needs \"results\": the BFCL result file",
+                ));
             }
-            (_, Some(_)) => return Err("\"results\" is only for bfcl-results models".to_owned()),
-            (_, None) => None,
-        };
-        match (file.kind.live_provider(), &file.api) {
-            (Some(provider), Some(api)) => {
-                api.check()?;
-                // The wire format is the kind's.
-                file.provider = provider;
+            (ModelKind::BfclResults, Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(ModelError::invalid(
+                    "/results",
+                    "\"results\" is only for bfcl-results models",
+                ));
             }
-            (Some(_), None) => {
-                return Err("a live model needs an \"api\" block (at least \"model\")".to_owned());
-            }
-            (None, Some(_)) => {
-                return Err(
-                    "\"api\" is only for live models (kind openai, anthropic or gemini)".to_owned(),
-                );
-            }
-            (None, None) => {}
         }
-        Ok(Model {
-            file,
-            weights,
-            bfcl_results,
-            live: None,
-        })
-    }
-
-    /// Make a live model ready to answer (key from the environment, HTTP
-    /// client, recording); nothing to do for the others.
-    pub fn connect(
-        &mut self,
-        options: &LiveOptions,
-        replayer: Option<Arc<Replayer>>,
-    ) -> Result<(), String> {
-        let (Some(provider), Some(api)) = (self.file.kind.live_provider(), &self.file.api) else {
-            return Ok(());
-        };
-        let live = LiveModel::connect(&self.file.name, provider, api, options, replayer)?;
-        self.live = Some(Arc::new(live));
-        Ok(())
-    }
-
-    /// The live model behind this one, once connected.
-    pub fn live(&self) -> Option<&LiveModel> {
-        self.live.as_deref()
+        match (self.kind.live_provider(), &self.api) {
+            (Some(_), Some(api)) => api
+                .check()
+                .map_err(|e| ModelError::invalid(e.pointer, e.problem)),
+            (Some(_), None) => Err(ModelError::invalid(
+                "/api",
+                "a live model needs an \"api\" block (at least \"model\")",
+            )),
+            (None, Some(_)) => Err(ModelError::invalid(
+                "/api",
+                "\"api\" is only for live models (kind openai, anthropic or gemini)",
+            )),
+            (None, None) => Ok(()),
+        }
     }
 
     pub fn is_live(&self) -> bool {
-        self.file.kind.live_provider().is_some()
-    }
-
-    /// US dollars per million input and output tokens, if known.
-    pub fn prices(&self) -> Option<Prices> {
-        self.file.api.as_ref().and_then(|a| a.prices)
-    }
-
-    /// Read a model file; a `results` path is relative to it.
-    pub fn load(path: &Path) -> Result<Model, ModelError> {
-        let mut file: ModelFile = source::read_json(path)?;
-        if let (Some(results), Some(dir)) = (&file.results, path.parent()) {
-            file.results = Some(dir.join(results));
-        }
-        Model::new(file).map_err(|message| ModelError::Invalid {
-            path: path.to_owned(),
-            message,
-        })
-    }
-
-    /// At most this many attempts per trial (`None`: the scenario decides).
-    /// A replayed run has one answer per entry.
-    pub fn max_attempts(&self) -> Option<u32> {
-        (self.file.kind == ModelKind::BfclResults).then_some(1)
-    }
-
-    /// The scenarios this model cannot answer (a result file without
-    /// their entry); empty for mocks.
-    pub fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {
-        match &self.bfcl_results {
-            Some(results) => scenarios
-                .iter()
-                .map(|s| s.name.as_str())
-                .filter(|name| !results.contains(name))
-                .collect(),
-            None => Vec::new(),
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.file.name
-    }
-
-    pub fn provider(&self) -> Provider {
-        self.file.provider
-    }
-
-    pub fn start_trial(&self, seed: u64) -> ModelTrial {
-        ModelTrial {
-            rng: StdRng::seed_from_u64(seed),
-            last_clue: None,
-        }
-    }
-
-    /// The model's turn `attempt` (1-based). `feedback` is what the
-    /// previous turn's calls got back, as the model sees it.
-    pub fn respond(
-        &self,
-        trial: &mut ModelTrial,
-        scenario: &Scenario,
-        attempt: u32,
-        feedback: &[ToolResult],
-    ) -> Reply {
-        let p = &self.file.parameters;
-        let jitter = if p.jitter_ms > 0 {
-            trial.rng.random_range(0..=p.jitter_ms)
-        } else {
-            0
-        };
-        let latency = Duration::from_millis(p.latency_ms + jitter);
-        let (text, calls) = match self.file.kind {
-            ModelKind::Scripted => scripted_turn(scenario, attempt),
-            ModelKind::Stochastic | ModelKind::FeedbackAware => {
-                self.stochastic_turn(trial, scenario, attempt, feedback)
-            }
-            // Live models answer through `live()`; asked here, they say nothing.
-            ModelKind::OpenAi | ModelKind::Anthropic | ModelKind::Gemini => {
-                (String::new(), Vec::new())
-            }
-            ModelKind::BfclResults => (
-                String::new(),
-                self.bfcl_results
-                    .as_ref()
-                    .map(|r| r.calls(&scenario.name))
-                    .unwrap_or_default(),
-            ),
-        };
-        let mut body = Vec::with_capacity(256);
-        self.provider().write_response(&text, &calls, &mut body);
-        Reply { body, latency }
-    }
-
-    fn stochastic_turn(
-        &self,
-        trial: &mut ModelTrial,
-        scenario: &Scenario,
-        attempt: u32,
-        feedback: &[ToolResult],
-    ) -> (String, Vec<ParsedCall>) {
-        let p = &self.file.parameters;
-        let mut chance = if attempt <= 1 {
-            p.p_first
-        } else {
-            let i = (attempt as usize - 2).min(p.p_fix.len().saturating_sub(1));
-            p.p_fix.get(i).copied().unwrap_or(p.p_first)
-        };
-        if self.file.kind == ModelKind::FeedbackAware
-            && let Some(clue) = &trial.last_clue
-        {
-            let named = clue
-                .as_deref()
-                .is_some_and(|clue| feedback.iter().any(|r| r.content.contains(clue)));
-            if !named {
-                chance = 0.0;
-            }
-        }
-        let correct = correct_calls(scenario, attempt);
-        // Always draw, so that a run's random sequence does not depend on p.
-        let roll: f64 = trial.rng.random();
-        if roll < chance {
-            trial.last_clue = None;
-            return (
-                String::new(),
-                correct.into_iter().map(ParsedCall::Ok).collect(),
-            );
-        }
-        let registry = &scenario.registry;
-        let mut candidates = self.weights.clone();
-        while !candidates.is_empty() {
-            let total: f64 = candidates.iter().map(|(_, w)| w).sum();
-            if total <= 0.0 {
-                break;
-            }
-            let mut pick = trial.rng.random_range(0.0..total);
-            let index = candidates
-                .iter()
-                .position(|(_, w)| {
-                    pick -= w;
-                    pick < 0.0
-                })
-                .unwrap_or(candidates.len() - 1);
-            let (operator, _) = candidates.swap_remove(index);
-            if let Some(mutation) = operators::apply(operator, &correct, registry, &mut trial.rng) {
-                trial.last_clue = Some(mutation.clue);
-                return (String::new(), mutation.calls);
-            }
-        }
-        // No operator applies: the model is right after all.
-        trial.last_clue = None;
-        (
-            String::new(),
-            correct.into_iter().map(ParsedCall::Ok).collect(),
-        )
+        self.kind.live_provider().is_some()
     }
 }
 
-/// The calls a correct model makes on `attempt`.
-fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
-    if let Expectation::AnyCall = scenario.expectation {
-        return any_call(scenario, attempt).into_iter().collect();
+/// Make a model ready to answer: a mock at once, a BFCL replay with its
+/// result file read, a live model with its key, client and recording.
+pub fn build(
+    file: &ModelFile,
+    options: &LiveOptions,
+    replayer: Option<Arc<Replayer>>,
+) -> Result<Arc<dyn Model>, ModelError> {
+    file.check()?;
+    if let (Some(provider), Some(api)) = (file.kind.live_provider(), &file.api) {
+        let live = LiveModel::connect(&file.name, provider, api, options, replayer)?;
+        return Ok(Arc::new(live));
     }
-    scenario
-        .expectation
-        .expected_calls()
-        .iter()
-        .enumerate()
-        .map(|(i, expected)| ToolCall {
-            id: format!("call_{attempt}_{i}"),
-            name: expected.name.clone(),
-            arguments: Value::Object(expected.arguments.example()),
-        })
-        .collect()
-}
-
-/// Where any call is right: the first tool, with generated valid arguments.
-fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
-    let registry = &scenario.registry;
-    let def = registry.definitions().next()?;
-    let validator = registry.validator(registry.lookup(&def.name)?);
-    let arguments =
-        crate::fuzz::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
-    Some(ToolCall {
-        id: format!("call_{attempt}_0"),
-        name: def.name.clone(),
-        arguments,
-    })
-}
-
-/// The scenario's script for `attempt` (the last turn repeats); without a
-/// script, the correct calls.
-fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>) {
-    let Some(script) = scenario.script.as_ref().filter(|s| !s.is_empty()) else {
-        return (
-            String::new(),
-            correct_calls(scenario, attempt)
-                .into_iter()
-                .map(ParsedCall::Ok)
-                .collect(),
-        );
-    };
-    let turn = &script[(attempt as usize - 1).min(script.len() - 1)];
-    let calls = turn
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let id = call
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("call_{attempt}_{i}"));
-            match (&call.raw_arguments, &call.arguments) {
-                (Some(raw), _) => ParsedCall::Malformed(MalformedCall {
-                    id,
-                    name: call.name.clone(),
-                    raw_arguments: raw.clone(),
-                    problem: String::new(),
-                }),
-                (None, arguments) => ParsedCall::Ok(ToolCall {
-                    id,
-                    name: call.name.clone(),
-                    arguments: arguments
-                        .clone()
-                        .unwrap_or_else(|| Value::Object(Default::default())),
-                }),
-            }
-        })
-        .collect();
-    (turn.text.clone(), calls)
+    if file.kind == ModelKind::BfclResults {
+        let path = file.results.as_deref().expect("checked: results is set");
+        let results = BfclResults::load(path)?;
+        return Ok(Arc::new(bfcl_results::BfclReplay::new(
+            &file.name,
+            file.provider,
+            results,
+        )));
+    }
+    Ok(Arc::new(mock::MockModel::new(file)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn model(parameters: serde_json::Value) -> Result<Model, String> {
+    fn check(parameters: serde_json::Value) -> Result<(), String> {
         let file: ModelFile = serde_json::from_value(serde_json::json!({
             "name": "m", "kind": "stochastic", "parameters": parameters
         }))
         .unwrap();
-        Model::new(file)
+        file.check().map_err(|e| e.to_string())
     }
 
     #[test]
     fn range_errors_in_model_files_name_the_field() {
-        let error = |p| model(p).err().unwrap();
+        let error = |p| check(p).err().unwrap();
         assert_eq!(
             error(serde_json::json!({"p_fix": [0.5, 1.5]})),
             "/parameters/p_fix/1: 1.5 is outside 0..=1"
@@ -502,6 +360,6 @@ mod tests {
             error(serde_json::json!({"operators": {"wrong_type": -1.0}})),
             "/parameters/operators/wrong_type: weight -1 must be finite and >= 0"
         );
-        assert!(model(serde_json::json!({"p_fix": [0.0, 1.0]})).is_ok());
+        assert!(check(serde_json::json!({"p_fix": [0.0, 1.0]})).is_ok());
     }
 }

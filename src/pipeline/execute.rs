@@ -9,6 +9,7 @@ use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
+use super::feedback::word_error;
 use super::validate::{Approved, validate};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
@@ -51,10 +52,16 @@ impl Pipeline {
         for (index, call) in calls.iter().enumerate() {
             match validate(&self.registry, call) {
                 Err(rejection) => {
+                    let content = word_error(
+                        self.options.feedback,
+                        rejection.kind,
+                        &rejection.message,
+                        &rejection.details,
+                    );
                     batch.results[index] = Some(ToolResult {
                         call_id: call.id().to_owned(),
                         name: call.name().to_owned(),
-                        content: rejection.message,
+                        content,
                         error_kind: Some(rejection.kind),
                         started: batch.start.elapsed(),
                         elapsed: Duration::ZERO,
@@ -208,15 +215,23 @@ impl Pipeline {
             Ok(Ok(output)) => (truncate(output, self.options.output_limit), None),
             Ok(Err(failure)) => {
                 let kind = error_kind_of(&failure);
-                (format!("Error: {}", failure.message), Some(kind))
+                let message = format!("Error: {}", failure.message);
+                (
+                    word_error(self.options.feedback, kind, &message, &[]),
+                    Some(kind),
+                )
             }
-            Err(_) => (
-                format!(
+            Err(_) => {
+                let message = format!(
                     "Error: timed out after {} ms (hint: the tool may be slow or stuck; try again or with a smaller request)",
                     timeout.as_millis()
-                ),
-                Some(ErrorKind::Timeout),
-            ),
+                );
+                let kind = ErrorKind::Timeout;
+                (
+                    word_error(self.options.feedback, kind, &message, &[]),
+                    Some(kind),
+                )
+            }
         };
         ToolResult {
             call_id: call.id().to_owned(),

@@ -1,11 +1,13 @@
-//! The stages after Parse: Validate (`validate`), Execute (`execute`, the
+//! The pipeline: one model reply through Parse, Validate, Execute, Return
+//! and Record (`turn`). Validate (`validate`), Execute (`execute`, the
 //! scheduler), the wording of errors for the model (`feedback`) and Record
-//! (`record`, the JSONL session log). Return is the provider's
-//! `format_results`.
+//! (`record`, the JSONL session log) live here; Parse and Return are the
+//! provider's wire format.
 
 mod execute;
 pub mod feedback;
 mod record;
+mod turn;
 mod validate;
 
 use std::sync::Arc;
@@ -15,7 +17,9 @@ use crate::call::ToolResult;
 use crate::tool::Registry;
 
 pub use execute::truncate;
-pub use record::SessionLog;
+pub use feedback::FeedbackStyle;
+pub use record::{Coordinates, SessionLog};
+pub use turn::Turn;
 pub use validate::{Approved, Rejection, validate};
 
 /// Default bound on reads running at once.
@@ -38,6 +42,8 @@ pub struct ExecOptions {
     pub mode: ExecMode,
     pub max_concurrency: usize,
     pub output_limit: usize,
+    /// How errors are worded for the model.
+    pub feedback: FeedbackStyle,
 }
 
 impl Default for ExecOptions {
@@ -46,6 +52,7 @@ impl Default for ExecOptions {
             mode: ExecMode::Parallel,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            feedback: FeedbackStyle::PointerList,
         }
     }
 }

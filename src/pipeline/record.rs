@@ -1,5 +1,7 @@
 //! Record: the JSONL session log. Per call, a `tool_call` entry and then a
-//! `tool_result` entry whose `parentId` is the call entry's id. A batch is
+//! `tool_result` entry whose `parentId` is the call entry's id. In a run,
+//! every entry also carries its coordinates (`model`, `scenario`, `trial`,
+//! `attempt`), and ids count within one trial. A batch is
 //! serialized into memory first and written with one `write_all` and a
 //! flush, so lines are whole even when calls ran in parallel and a process
 //! killed between batches leaves only whole lines.
@@ -20,6 +22,17 @@ pub struct SessionLog<W: Write = File> {
     buffer: Vec<u8>,
     next_id: u64,
     last_id: Option<u64>,
+    /// The coordinates members written at the start of every entry.
+    context: Vec<u8>,
+}
+
+/// Where in a run the entries come from.
+#[derive(Debug, Clone, Copy)]
+pub struct Coordinates<'a> {
+    pub model: &'a str,
+    pub scenario: &'a str,
+    pub trial: u32,
+    pub attempt: u32,
 }
 
 impl SessionLog<File> {
@@ -72,7 +85,28 @@ impl<W: Write> SessionLog<W> {
             buffer: Vec::with_capacity(4096),
             next_id: 1,
             last_id: None,
+            context: Vec::new(),
         }
+    }
+
+    /// Put these coordinates on every entry from now on.
+    pub fn set_coordinates(&mut self, at: Coordinates<'_>) {
+        let out = &mut self.context;
+        out.clear();
+        out.extend_from_slice(b"\"model\":");
+        write_str(out, at.model);
+        out.extend_from_slice(b",\"scenario\":");
+        write_str(out, at.scenario);
+        out.extend_from_slice(b",\"trial\":");
+        write_u64(out, u64::from(at.trial));
+        out.extend_from_slice(b",\"attempt\":");
+        write_u64(out, u64::from(at.attempt));
+        out.push(b',');
+    }
+
+    /// The writer, to take what was logged (a trial's log in memory).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
     }
 
     /// Append the entries of one batch and flush them.
@@ -86,8 +120,23 @@ impl<W: Write> SessionLog<W> {
             let result_id = self.take_id();
             let called_at = millis(base_ms + result.started);
             let answered_at = millis(base_ms + result.started + result.elapsed);
-            write_call_entry(&mut self.buffer, call_id, self.last_id, called_at, call);
-            write_result_entry(&mut self.buffer, result_id, call_id, answered_at, result);
+            let context = &self.context;
+            write_call_entry(
+                &mut self.buffer,
+                context,
+                call_id,
+                self.last_id,
+                called_at,
+                call,
+            );
+            write_result_entry(
+                &mut self.buffer,
+                context,
+                result_id,
+                call_id,
+                answered_at,
+                result,
+            );
             self.last_id = Some(result_id);
         }
         let written = self
@@ -120,12 +169,15 @@ fn millis(since_epoch: Duration) -> u64 {
 /// `{"id":"e1","parentId":null,"timestamp":..,"type":"tool_call","callId":..,"tool":..,"arguments":..}`
 fn write_call_entry(
     out: &mut Vec<u8>,
+    context: &[u8],
     id: u64,
     parent: Option<u64>,
     timestamp: u64,
     call: &ParsedCall,
 ) {
-    out.extend_from_slice(b"{\"id\":");
+    out.push(b'{');
+    out.extend_from_slice(context);
+    out.extend_from_slice(b"\"id\":");
     write_id(out, id);
     out.extend_from_slice(b",\"parentId\":");
     match parent {
@@ -150,12 +202,15 @@ fn write_call_entry(
 /// `{"id":"e2","parentId":"e1","timestamp":..,"type":"tool_result","callId":..,"tool":..,"content":..,"isError":..,"errorKind":..,"elapsedUs":..}`
 fn write_result_entry(
     out: &mut Vec<u8>,
+    context: &[u8],
     id: u64,
     parent: u64,
     timestamp: u64,
     result: &ToolResult,
 ) {
-    out.extend_from_slice(b"{\"id\":");
+    out.push(b'{');
+    out.extend_from_slice(context);
+    out.extend_from_slice(b"\"id\":");
     write_id(out, id);
     out.extend_from_slice(b",\"parentId\":");
     write_id(out, parent);

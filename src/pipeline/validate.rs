@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::feedback;
 use crate::call::{ErrorKind, ParsedCall};
-use crate::tool::{Registry, ToolId};
+use crate::tool::{ArgumentError, Registry, ToolId, schema_errors};
 
 /// A call that may run: the tool and its (valid) arguments.
 #[derive(Debug, Clone, Copy)]
@@ -15,11 +15,14 @@ pub struct Approved<'c> {
     pub arguments: &'c Value,
 }
 
-/// Why a call may not run, worded for the model.
+/// Why a call may not run: what happened, and for arguments that break
+/// the schema, every violation as a `(pointer, message)` pair. Worded for
+/// the model once, in the run's feedback style.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     pub kind: ErrorKind,
     pub message: String,
+    pub details: Vec<ArgumentError>,
 }
 
 /// Check one call. The cheap boolean check runs first; errors are only
@@ -33,6 +36,7 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
             return Err(Rejection {
                 kind: ErrorKind::Parse,
                 message: feedback::malformed(call),
+                details: Vec::new(),
             });
         }
     };
@@ -40,33 +44,32 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
         return Err(Rejection {
             kind: ErrorKind::UnknownTool,
             message: feedback::unknown_tool(&call.name, registry.names()),
+            details: Vec::new(),
         });
     };
     let approved = Approved {
         tool,
         arguments: &call.arguments,
     };
-    let message = match registry.quick(tool) {
+    let details = match registry.quick(tool) {
         Some(quick) => {
             if quick.is_valid(&call.arguments) {
                 return Ok(approved);
             }
-            let mut message = String::with_capacity(96);
-            message.push_str(feedback::VALIDATION_HEADING);
-            quick.write_errors(&call.arguments, &mut message);
-            message
+            quick.errors(&call.arguments)
         }
         None => {
             let validator = registry.validator(tool);
             if validator.is_valid(&call.arguments) {
                 return Ok(approved);
             }
-            feedback::validation_failed(validator.iter_errors(&call.arguments))
+            schema_errors(validator.iter_errors(&call.arguments))
         }
     };
     Err(Rejection {
         kind: ErrorKind::Validation,
-        message,
+        message: feedback::VALIDATION_HEADING.to_owned(),
+        details,
     })
 }
 
@@ -103,14 +106,15 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(invalid.kind, ErrorKind::Validation);
-        let mut lines: Vec<&str> = invalid.message.lines().skip(1).collect();
+        assert_eq!(invalid.message, "Validation failed:");
+        let mut lines: Vec<String> = invalid.details.iter().map(ToString::to_string).collect();
         lines.sort();
         assert_eq!(
             lines,
             [
-                "- /: must have required property 'b'",
-                "- /a: must be number",
-                "- /operation: must be one of \"add\", \"subtract\", \"multiply\", \"divide\"",
+                "/: must have required property 'b'",
+                "/a: must be number",
+                "/operation: must be one of \"add\", \"subtract\", \"multiply\", \"divide\"",
             ]
         );
 

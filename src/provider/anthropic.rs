@@ -3,16 +3,17 @@
 //! input_schema}`.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::loose::{LooseStr, present};
+use super::settings::ToolChoice;
 use super::{
-    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
-    make_call, non_empty, write_arguments,
+    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError,
+    api_error_message, count, make_call, non_empty, write_arguments,
 };
-use crate::call::{ParsedCall, ToolResult};
+use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str};
-use crate::tool::ToolDef;
+use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
 struct Body<'a> {
@@ -101,14 +102,14 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.extend_from_slice(b"]}]");
 }
 
-pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
     tools
         .iter()
-        .map(|def| {
+        .map(|spec| {
             json!({
-                "name": def.name,
-                "description": def.description,
-                "input_schema": def.parameters,
+                "name": spec.name,
+                "description": spec.description,
+                "input_schema": spec.parameters,
             })
         })
         .collect()
@@ -170,4 +171,85 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
     out.extend_from_slice(
         b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}",
     );
+}
+
+pub(super) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+
+/// The API version every request names.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// A message of one text block.
+pub(super) fn text_message(role: &str, text: &str) -> Value {
+    json!({"role": role, "content": [{"type": "text", "text": text}]})
+}
+
+/// The model's own message in its reply, to send back next turn.
+pub(super) fn reply_message(reply: &Value) -> Value {
+    json!({"role": "assistant", "content": reply["content"].clone()})
+}
+
+/// Cached input tokens count as input.
+pub(super) fn usage(reply: &Value) -> Usage {
+    let block = &reply["usage"];
+    Usage {
+        input_tokens: count(&block["input_tokens"])
+            + count(&block["cache_read_input_tokens"])
+            + count(&block["cache_creation_input_tokens"]),
+        output_tokens: count(&block["output_tokens"]),
+    }
+}
+
+/// `POST {base}/messages` with `x-api-key` and `anthropic-version`.
+pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
+    let settings = ask.settings;
+    let mut headers = vec![("content-type", "application/json".to_owned())];
+    if let Some(key) = ask.key {
+        headers.push(("x-api-key", key.to_owned()));
+    }
+    headers.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
+    let mut body = Map::new();
+    body.insert("model".into(), json!(settings.model));
+    // Required by the Messages API.
+    body.insert(
+        "max_tokens".into(),
+        json!(settings.max_tokens.unwrap_or(1024)),
+    );
+    if !ask.conversation.system.is_empty() {
+        body.insert("system".into(), json!(ask.conversation.system.join("\n\n")));
+    }
+    body.insert("messages".into(), json!(ask.conversation.messages));
+    if !ask.tools.is_empty() {
+        body.insert("tools".into(), format_tools(ask.tools));
+        let mut choice = json!({"type": match settings.tool_choice {
+            Some(ToolChoice::Required) => "any",
+            Some(ToolChoice::None) => "none",
+            _ => "auto",
+        }});
+        if settings.parallel_tool_calls == Some(false) {
+            choice["disable_parallel_tool_use"] = json!(true);
+        }
+        if settings.tool_choice.is_some() || settings.parallel_tool_calls.is_some() {
+            body.insert("tool_choice".into(), choice);
+        }
+    }
+    if let Some(t) = settings.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    ApiRequest {
+        url: format!("{}/messages", ask.base_url(DEFAULT_BASE_URL)),
+        headers,
+        body: Value::Object(body),
+    }
+}
+
+/// The inverse of Return: the content of each `tool_result` block.
+pub(super) fn result_texts(returned: &Value) -> Vec<String> {
+    returned
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|message| message["content"].as_array())
+        .flatten()
+        .filter_map(|block| block["content"].as_str().map(str::to_owned))
+        .collect()
 }

@@ -5,16 +5,17 @@
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::loose::{LooseStr, present};
+use super::settings::ToolChoice;
 use super::{
-    Arguments, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
-    make_call, non_empty, write_arguments,
+    Arguments, Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider,
+    ResponseError, count, make_call, non_empty, write_arguments,
 };
-use crate::call::{ParsedCall, ToolResult};
+use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str};
-use crate::tool::ToolDef;
+use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -138,14 +139,14 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.extend_from_slice(b"]}]");
 }
 
-pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
     let declarations: Vec<Value> = tools
         .iter()
-        .map(|def| {
+        .map(|spec| {
             json!({
-                "name": def.name,
-                "description": def.description,
-                "parametersJsonSchema": def.parameters,
+                "name": spec.name,
+                "description": spec.description,
+                "parametersJsonSchema": spec.parameters,
             })
         })
         .collect();
@@ -220,4 +221,97 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
           \"usageMetadata\":{\"promptTokenCount\":0,\"candidatesTokenCount\":0,\"totalTokenCount\":0},\
           \"modelVersion\":\"toolgauge-mock\"}",
     );
+}
+
+pub(super) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// A message of one text part; Gemini's roles are `user` and `model`.
+pub(super) fn text_message(role: &str, text: &str) -> Value {
+    let role = if role == "assistant" { "model" } else { "user" };
+    json!({"role": role, "parts": [{"text": text}]})
+}
+
+/// The model's own message in its reply, to send back next turn.
+pub(super) fn reply_message(reply: &Value) -> Value {
+    reply["candidates"][0]["content"].clone()
+}
+
+/// Thinking tokens count as output.
+pub(super) fn usage(reply: &Value) -> Usage {
+    let block = &reply["usageMetadata"];
+    Usage {
+        input_tokens: count(&block["promptTokenCount"]),
+        output_tokens: count(&block["candidatesTokenCount"]) + count(&block["thoughtsTokenCount"]),
+    }
+}
+
+/// `POST {base}/models/{model}:generateContent` with `x-goog-api-key`.
+pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
+    let settings = ask.settings;
+    let mut headers = vec![("content-type", "application/json".to_owned())];
+    if let Some(key) = ask.key {
+        headers.push(("x-goog-api-key", key.to_owned()));
+    }
+    let mut body = Map::new();
+    body.insert("contents".into(), json!(ask.conversation.messages));
+    if !ask.conversation.system.is_empty() {
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": ask.conversation.system.join("\n\n")}]}),
+        );
+    }
+    if !ask.tools.is_empty() {
+        body.insert("tools".into(), format_tools(ask.tools));
+        if let Some(choice) = settings.tool_choice {
+            let mode = match choice {
+                ToolChoice::Auto => "AUTO",
+                ToolChoice::Required => "ANY",
+                ToolChoice::None => "NONE",
+            };
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": mode}}),
+            );
+        }
+    }
+    let mut generation = Map::new();
+    if let Some(t) = settings.temperature {
+        generation.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = settings.max_tokens {
+        generation.insert("maxOutputTokens".into(), json!(n));
+    }
+    if let Some(seed) = settings.seed {
+        generation.insert("seed".into(), json!(seed));
+    }
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
+    ApiRequest {
+        url: format!(
+            "{}/models/{}:generateContent",
+            ask.base_url(DEFAULT_BASE_URL),
+            settings.model
+        ),
+        headers,
+        body: Value::Object(body),
+    }
+}
+
+/// The inverse of Return: the result or error of each `functionResponse`.
+pub(super) fn result_texts(returned: &Value) -> Vec<String> {
+    returned
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|message| message["parts"].as_array())
+        .flatten()
+        .filter_map(|part| {
+            let response = &part["functionResponse"]["response"];
+            response["result"]
+                .as_str()
+                .or_else(|| response["error"].as_str())
+                .map(str::to_owned)
+        })
+        .collect()
 }

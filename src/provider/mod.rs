@@ -1,20 +1,29 @@
 //! Wire formats of OpenAI Chat Completions, Anthropic Messages and Gemini
-//! generateContent: tool definitions out, responses in (Parse), tool results
-//! out (Return). Each provider lives in its own file; this module holds what
-//! they share. Nothing here knows about scheduling or tools' behaviour.
+//! generateContent. Each provider's format is whole in its own file: Parse
+//! (responses in), Return (tool results out), tool definitions, the shape
+//! of its conversation, its request and its usage block. This module holds
+//! what they share and dispatches on [`Provider`]. Nothing here knows about
+//! scheduling, tools' behaviour or how requests travel.
 
 mod anthropic;
+pub mod conversation;
 mod gemini;
 mod loose;
 mod openai;
+pub mod settings;
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::call::{ParsedCall, ToolCall, ToolResult};
-use crate::tool::ToolDef;
+pub use crate::call::FunctionSpec;
+use crate::call::{ParsedCall, ToolCall, ToolResult, Usage};
+use crate::transport::ApiRequest;
+
+pub use anthropic::ANTHROPIC_VERSION;
+pub use conversation::Conversation;
+pub use settings::{ApiSettings, SettingsError, ToolChoice};
 
 /// Ids we make up for calls that came without one start with this, so that
 /// they are never sent back to a provider as if it had chosen them.
@@ -73,6 +82,19 @@ impl Provider {
         }
     }
 
+    /// The inverse of Return: the text of each result in a returned message
+    /// array (what a model reads of its calls' outcomes).
+    pub fn result_texts(self, returned: &[u8]) -> Vec<String> {
+        let Ok(value) = serde_json::from_slice::<Value>(returned) else {
+            return Vec::new();
+        };
+        match self {
+            Provider::OpenAi => openai::result_texts(&value),
+            Provider::Anthropic => anthropic::result_texts(&value),
+            Provider::Gemini => gemini::result_texts(&value),
+        }
+    }
+
     /// Return, as JSON values: the message(s) this provider expects next.
     pub fn format_results(self, results: &[ToolResult]) -> Vec<Value> {
         let mut wire = Vec::new();
@@ -81,12 +103,11 @@ impl Provider {
     }
 
     /// Tool definitions in this provider's `tools` format.
-    pub fn format_tools<'a>(self, tools: impl IntoIterator<Item = &'a ToolDef>) -> Value {
-        let tools: Vec<&ToolDef> = tools.into_iter().collect();
+    pub fn format_tools(self, tools: &[FunctionSpec]) -> Value {
         match self {
-            Provider::OpenAi => openai::format_tools(&tools),
-            Provider::Anthropic => anthropic::format_tools(&tools),
-            Provider::Gemini => gemini::format_tools(&tools),
+            Provider::OpenAi => openai::format_tools(tools),
+            Provider::Anthropic => anthropic::format_tools(tools),
+            Provider::Gemini => gemini::format_tools(tools),
         }
     }
 
@@ -101,6 +122,51 @@ impl Provider {
             provider: self,
             reason,
         })
+    }
+
+    /// A request for the model's next turn.
+    pub fn request(self, ask: &Ask<'_>) -> ApiRequest {
+        match self {
+            Provider::OpenAi => openai::request(ask),
+            Provider::Anthropic => anthropic::request(ask),
+            Provider::Gemini => gemini::request(ask),
+        }
+    }
+
+    /// The public endpoint, when the model file names none.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi => openai::DEFAULT_BASE_URL,
+            Provider::Anthropic => anthropic::DEFAULT_BASE_URL,
+            Provider::Gemini => gemini::DEFAULT_BASE_URL,
+        }
+    }
+
+    /// Input and output tokens from a reply's usage block.
+    pub fn usage(self, reply: &Value) -> Usage {
+        match self {
+            Provider::OpenAi => openai::usage(reply),
+            Provider::Anthropic => anthropic::usage(reply),
+            Provider::Gemini => gemini::usage(reply),
+        }
+    }
+
+    /// A message of plain text from `role` (`user`, `assistant`).
+    pub fn text_message(self, role: &str, text: &str) -> Value {
+        match self {
+            Provider::OpenAi => openai::text_message(role, text),
+            Provider::Anthropic => anthropic::text_message(role, text),
+            Provider::Gemini => gemini::text_message(role, text),
+        }
+    }
+
+    /// The model's own message in a reply, as it goes back next turn.
+    pub fn reply_message(self, reply: &Value) -> Value {
+        match self {
+            Provider::OpenAi => openai::reply_message(reply),
+            Provider::Anthropic => anthropic::reply_message(reply),
+            Provider::Gemini => gemini::reply_message(reply),
+        }
     }
 
     /// A response body holding `text` and `calls`, as this provider would
@@ -144,6 +210,32 @@ impl FromStr for Provider {
     }
 }
 
+/// What a request asks: the model's settings, its key (absent when
+/// replaying or for a local server), the conversation so far and the tools.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub settings: &'a ApiSettings,
+    pub key: Option<&'a str>,
+    pub conversation: &'a Conversation,
+    pub tools: &'a [FunctionSpec],
+}
+
+impl Ask<'_> {
+    /// The model file's endpoint, or the provider's public one.
+    fn base_url<'b>(&'b self, default: &'b str) -> &'b str {
+        self.settings
+            .base_url
+            .as_deref()
+            .unwrap_or(default)
+            .trim_end_matches('/')
+    }
+}
+
+/// A token count from a usage block (0 when absent).
+fn count(value: &Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}
+
 /// What a model said in one response.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParsedResponse {
@@ -151,24 +243,6 @@ pub struct ParsedResponse {
     pub text: String,
     /// Client tool calls in the order sent; server-side tools are left out.
     pub calls: Vec<ParsedCall>,
-}
-
-/// A function as a provider's tools format declares it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FunctionSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
-}
-
-impl From<&ToolDef> for FunctionSpec {
-    fn from(def: &ToolDef) -> Self {
-        FunctionSpec {
-            name: def.name.clone(),
-            description: def.description.clone(),
-            parameters: def.parameters.clone(),
-        }
-    }
 }
 
 /// A body that is not a usable response at all. Problems with a single call

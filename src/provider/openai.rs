@@ -3,15 +3,17 @@
 //! message per result out; tools as `{"type": "function", "function": ...}`.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::loose::{LooseStr, present};
+use super::settings::ToolChoice;
 use super::{
-    Arguments, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call, non_empty,
+    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, count,
+    make_call, non_empty,
 };
-use crate::call::{ParsedCall, ToolResult};
+use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_value};
-use crate::tool::ToolDef;
+use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
 struct Body<'a> {
@@ -129,16 +131,16 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.push(b']');
 }
 
-pub(super) fn format_tools(tools: &[&ToolDef]) -> Value {
+pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
     tools
         .iter()
-        .map(|def| {
+        .map(|spec| {
             json!({
                 "type": "function",
                 "function": {
-                    "name": def.name,
-                    "description": def.description,
-                    "parameters": def.parameters,
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": spec.parameters,
                 },
             })
         })
@@ -224,4 +226,73 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
     out.extend_from_slice(
         b"}],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}",
     );
+}
+
+pub(super) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A message of plain text (system text stays among the messages).
+pub(super) fn text_message(role: &str, text: &str) -> Value {
+    json!({"role": role, "content": text})
+}
+
+/// The model's own message in its reply, to send back next turn.
+pub(super) fn reply_message(reply: &Value) -> Value {
+    reply["choices"][0]["message"].clone()
+}
+
+pub(super) fn usage(reply: &Value) -> Usage {
+    Usage {
+        input_tokens: count(&reply["usage"]["prompt_tokens"]),
+        output_tokens: count(&reply["usage"]["completion_tokens"]),
+    }
+}
+
+/// `POST {base}/chat/completions`, the key as a bearer token.
+pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
+    let settings = ask.settings;
+    let mut headers = vec![("content-type", "application/json".to_owned())];
+    if let Some(key) = ask.key {
+        headers.push(("authorization", format!("Bearer {key}")));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(settings.model));
+    body.insert("messages".into(), json!(ask.conversation.messages));
+    if !ask.tools.is_empty() {
+        body.insert("tools".into(), format_tools(ask.tools));
+        if let Some(choice) = settings.tool_choice {
+            let name = match choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            };
+            body.insert("tool_choice".into(), json!(name));
+        }
+        if let Some(parallel) = settings.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), json!(parallel));
+        }
+    }
+    if let Some(t) = settings.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = settings.max_tokens {
+        body.insert("max_tokens".into(), json!(n));
+    }
+    if let Some(seed) = settings.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    ApiRequest {
+        url: format!("{}/chat/completions", ask.base_url(DEFAULT_BASE_URL)),
+        headers,
+        body: Value::Object(body),
+    }
+}
+
+/// The inverse of Return: the content of each result message.
+pub(super) fn result_texts(returned: &Value) -> Vec<String> {
+    returned
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|message| message["content"].as_str().map(str::to_owned))
+        .collect()
 }

@@ -245,21 +245,21 @@ fn tool_definitions_round_trip_through_every_format() {
         .iter()
         .map(|n| builtin_definition(n).unwrap())
         .collect();
-    let expected: Vec<FunctionSpec> = defs.iter().map(FunctionSpec::from).collect();
+    let expected: Vec<FunctionSpec> = defs.iter().map(|d| d.spec()).collect();
     for provider in Provider::ALL {
-        let formatted = provider.format_tools(&defs);
+        let formatted = provider.format_tools(&expected);
         assert_eq!(
             provider.parse_tools(&formatted).unwrap(),
             expected,
             "{provider}"
         );
     }
-    let openai = Provider::OpenAi.format_tools(&defs[..1]);
+    let openai = Provider::OpenAi.format_tools(&expected[..1]);
     assert_eq!(openai[0]["type"], "function");
     assert_eq!(openai[0]["function"]["name"], "echo");
-    let anthropic = Provider::Anthropic.format_tools(&defs[..1]);
+    let anthropic = Provider::Anthropic.format_tools(&expected[..1]);
     assert_eq!(anthropic[0]["input_schema"]["type"], "object");
-    let gemini = Provider::Gemini.format_tools(&defs[..1]);
+    let gemini = Provider::Gemini.format_tools(&expected[..1]);
     assert_eq!(gemini[0]["functionDeclarations"][0]["name"], "echo");
 }
 
@@ -311,4 +311,21 @@ fn malformed_calls_stay_malformed_through_a_format_round_trip() {
             "{provider}"
         );
     }
+}
+
+#[test]
+fn result_texts_read_back_what_return_wrote_in_every_format() {
+    for provider in Provider::ALL {
+        let mut wire = Vec::new();
+        provider.write_results(&results(), &mut wire);
+        assert_eq!(
+            provider.result_texts(&wire),
+            [
+                EMPTY_RESULT_PLACEHOLDER,
+                "Validation failed:\n- /a: must be number"
+            ],
+            "{provider}"
+        );
+    }
+    assert!(Provider::OpenAi.result_texts(b"[]").is_empty());
 }

@@ -1,73 +1,299 @@
-//! Reports: trials.csv as trials finish (`trials`), then the summaries a
-//! finished run writes (`summary`: summary.csv, models.csv,
-//! comparisons.csv, self_correction.csv, pass_k.csv, summary.md,
-//! junit.xml). CSV rows are serde structs: the struct is the column
-//! contract, documented in reports/README.md.
+//! Reports, fed plain records and events: a [`RunEvent`] goes to every
+//! [`Reporter`] through one fan-out ([`Reporters`]), which also keeps the
+//! run's measures ([`Aggregate`]). Each file has its reporter: trials.csv
+//! (`trials`), session.jsonl (`session`), the summary CSVs (`summary`),
+//! summary.md (`markdown`), junit.xml (`junit`), and the threshold gate
+//! for CI ([`Gate`]). `compare` reads two runs' summaries. CSV rows are
+//! serde structs: the struct is the column contract, documented in
+//! reports/README.md. Nothing here knows how trials are run.
 
 pub mod bench;
-mod merge;
+mod compare;
+mod junit;
+mod markdown;
+mod session;
 mod summary;
 pub mod trials;
 
 use std::io;
+use std::path::Path;
 
-use crate::harness::{RunPlan, TrialSink};
-use crate::metrics::{CellStats, TrialRecord};
+use crate::call::Prices;
+use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
 
-pub use merge::{Change, Comparison, RunRecord, compare, merge};
-pub use summary::{Thresholds, Violation, write_summaries};
+pub use compare::{Change, CompareError, Comparison, compare};
+pub use junit::JUnitXml;
+pub use markdown::{Markdown, terminal_table};
+pub use session::SessionFile;
+pub use summary::SummaryCsvs;
 pub use trials::{TrialReader, TrialRow, TrialsCsv};
 
 /// The file that shows `dir` already holds a run's reports, if any: a
 /// command writing reports there must not replace them by accident.
-pub fn held_run(dir: &std::path::Path) -> Option<&'static str> {
+pub fn held_run(dir: &Path) -> Option<&'static str> {
     ["run.json", "trials.csv"]
         .into_iter()
         .find(|file| dir.join(file).exists())
 }
 
-/// Accumulates the measures of a run as trials stream past: constant
-/// memory per model x scenario, plus one byte per job for paired
-/// comparisons.
-pub struct Aggregate {
-    pub cells: Vec<Vec<CellStats>>,
-    /// `outcomes[model][scenario * trials + trial]`: 0 not run, 1 failed, 2 succeeded.
-    pub outcomes: Vec<Vec<u8>>,
-    trials: u32,
+/// What reporters know of a run: names, limits and thresholds, as plain
+/// values.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    pub models: Vec<ModelInfo>,
+    pub scenarios: Vec<ScenarioInfo>,
+    pub trials: u32,
+    pub seed: u64,
+    /// The feedback style and clock, as named in files (`pointer-list`, `virtual`).
+    pub feedback: String,
+    pub clock: String,
+    pub thresholds: Thresholds,
 }
 
-impl Aggregate {
-    pub fn new(plan: &RunPlan) -> Self {
-        let jobs_per_model = plan.scenarios.len() * plan.trials as usize;
-        Aggregate {
-            cells: plan.cell_stats(),
-            outcomes: vec![vec![0; jobs_per_model]; plan.models.len()],
-            trials: plan.trials,
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    pub name: String,
+    pub prices: Option<Prices>,
+    /// At most this many attempts per trial, whatever the scenario allows.
+    pub max_attempts: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub max_attempts: u32,
+    /// The scenario's own success threshold.
+    pub min_success: Option<f64>,
+}
+
+impl RunInfo {
+    /// How many attempts a trial of `model` on `scenario` gets.
+    pub fn max_attempts(&self, model: usize, scenario: usize) -> u32 {
+        let allowed = self.scenarios[scenario].max_attempts;
+        self.models[model]
+            .max_attempts
+            .map_or(allowed, |m| m.min(allowed))
+    }
+
+    /// Empty measures for every cell of the run.
+    pub fn aggregate(&self) -> Aggregate {
+        let limits: Vec<Vec<u32>> = (0..self.models.len())
+            .map(|m| {
+                (0..self.scenarios.len())
+                    .map(|s| self.max_attempts(m, s))
+                    .collect()
+            })
+            .collect();
+        Aggregate::new(&limits, self.trials)
+    }
+
+    /// The stricter of the run's and the scenario's success threshold.
+    pub fn threshold(&self, scenario: usize) -> Option<f64> {
+        match (
+            self.thresholds.min_success,
+            self.scenarios[scenario].min_success,
+        ) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         }
     }
-
-    pub fn add(&mut self, record: &TrialRecord) {
-        self.cells[record.model][record.scenario].add(record);
-        let slot = record.scenario * self.trials as usize + record.trial as usize;
-        self.outcomes[record.model][slot] = 1 + u8::from(record.success());
-    }
 }
 
-impl TrialSink for Aggregate {
-    fn trial(&mut self, _plan: &RunPlan, record: &TrialRecord) -> io::Result<()> {
-        self.add(record);
+/// CI thresholds: on final success, and on pass^k.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Thresholds {
+    pub min_success: Option<f64>,
+    pub min_pass_k: Option<(u64, f64)>,
+}
+
+/// A model x scenario under its threshold, or not measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub model: String,
+    pub scenario: String,
+    pub message: String,
+}
+
+/// Why a cell fails the run, if it does.
+pub fn cell_violations(info: &RunInfo, scenario: usize, cell: &CellStats) -> Vec<String> {
+    let mut found = Vec::new();
+    if cell.trials == 0 {
+        // Trials were run but none measured the model: never a pass. (A
+        // cell with no trial at all belongs to another shard.)
+        if cell.transport_errors > 0 {
+            found.push(format!(
+                "not measured: all {} trial(s) ended by a transport error",
+                cell.transport_errors
+            ));
+        }
+        return found;
+    }
+    if let Some(min) = info.threshold(scenario)
+        && cell.final_success() < min
+    {
+        found.push(format!("success {:.3} < {min}", cell.final_success()));
+    }
+    if let Some((k, min)) = info.thresholds.min_pass_k {
+        let value = pass_hat_k(cell.successes(), cell.trials, k);
+        if value < min {
+            found.push(format!("pass^{k} {value:.3} < {min}"));
+        }
+    }
+    found
+}
+
+/// Every violation of the run, in model x scenario order; a run that
+/// measured nothing at all is one.
+pub fn violations(info: &RunInfo, stats: &Aggregate) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (m, cells) in stats.cells.iter().enumerate() {
+        for (s, cell) in cells.iter().enumerate() {
+            for message in cell_violations(info, s, cell) {
+                found.push(Violation {
+                    model: info.models[m].name.clone(),
+                    scenario: info.scenarios[s].name.clone(),
+                    message,
+                });
+            }
+        }
+    }
+    if stats.measured_trials() == 0 && found.is_empty() {
+        found.push(Violation {
+            model: "(every model)".to_owned(),
+            scenario: "(every scenario)".to_owned(),
+            message: "not measured: no trial was run (is this shard empty?)".to_owned(),
+        });
+    }
+    found
+}
+
+/// A finished trial: its record, and what Record logged for it (empty when
+/// replayed from an earlier run, or when the log is off).
+#[derive(Debug, Clone, Copy)]
+pub struct FinishedTrial<'a> {
+    pub record: &'a TrialRecord,
+    pub session: &'a [u8],
+}
+
+/// What happens in a run, in order: it starts, trials finish in job order
+/// (replayed ones too), it finishes.
+#[derive(Debug, Clone, Copy)]
+pub enum RunEvent<'a> {
+    Started,
+    TrialFinished(FinishedTrial<'a>),
+    Finished,
+}
+
+/// Hears a run's events. Every hook does nothing unless a reporter needs it.
+pub trait Reporter {
+    fn run_started(&mut self, _info: &RunInfo) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn trial_finished(&mut self, _info: &RunInfo, _trial: FinishedTrial<'_>) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// `stats`: the measures of every trial the run holds.
+    fn run_finished(&mut self, _info: &RunInfo, _stats: &Aggregate) -> io::Result<()> {
         Ok(())
     }
 }
 
-/// Feeds every trial to each sink in turn.
-pub struct Fanout<'a>(pub Vec<&'a mut dyn TrialSink>);
+/// The fan-out: each event to every reporter, in order, with the run's
+/// measures kept on the way.
+pub struct Reporters<'a> {
+    info: &'a RunInfo,
+    stats: Aggregate,
+    reporters: Vec<&'a mut dyn Reporter>,
+}
 
-impl TrialSink for Fanout<'_> {
-    fn trial(&mut self, plan: &RunPlan, record: &TrialRecord) -> io::Result<()> {
-        for sink in &mut self.0 {
-            sink.trial(plan, record)?;
+impl<'a> Reporters<'a> {
+    pub fn new(info: &'a RunInfo, reporters: Vec<&'a mut dyn Reporter>) -> Self {
+        Reporters {
+            info,
+            stats: info.aggregate(),
+            reporters,
+        }
+    }
+
+    pub fn send(&mut self, event: RunEvent<'_>) -> io::Result<()> {
+        if let RunEvent::TrialFinished(trial) = event {
+            self.stats.add(trial.record);
+        }
+        for reporter in &mut self.reporters {
+            match event {
+                RunEvent::Started => reporter.run_started(self.info)?,
+                RunEvent::TrialFinished(trial) => reporter.trial_finished(self.info, trial)?,
+                RunEvent::Finished => reporter.run_finished(self.info, &self.stats)?,
+            }
         }
         Ok(())
+    }
+
+    /// The measures so far.
+    pub fn stats(&self) -> &Aggregate {
+        &self.stats
+    }
+}
+
+/// The threshold check for CI: the violations of a finished run.
+#[derive(Debug, Default)]
+pub struct Gate {
+    pub violations: Vec<Violation>,
+}
+
+impl Reporter for Gate {
+    fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
+        self.violations = violations(info, stats);
+        Ok(())
+    }
+}
+
+/// Round a rate for files: six decimals are plenty, and stable in text.
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The files of a run's report folder, each with its reporter: what `run`
+/// and `report merge` both write.
+pub struct RunFiles {
+    pub trials: TrialsCsv,
+    pub session: Option<SessionFile>,
+    pub summaries: SummaryCsvs,
+    pub markdown: Markdown,
+    pub junit: JUnitXml,
+    pub gate: Gate,
+}
+
+impl RunFiles {
+    /// Create the files in `out`. `session`: keep session.jsonl, adding to
+    /// an earlier part of the run (`append`) or starting it.
+    pub fn create(out: &Path, session: Option<bool>) -> io::Result<RunFiles> {
+        Ok(RunFiles {
+            trials: TrialsCsv::create(&out.join("trials.csv"))?,
+            session: session
+                .map(|append| SessionFile::open(&out.join("session.jsonl"), append))
+                .transpose()?,
+            summaries: SummaryCsvs::new(out),
+            markdown: Markdown::new(&out.join("summary.md")),
+            junit: JUnitXml::new(&out.join("junit.xml")),
+            gate: Gate::default(),
+        })
+    }
+
+    /// Every reporter, in the order they hear events.
+    pub fn reporters(&mut self) -> Vec<&mut dyn Reporter> {
+        let mut reporters: Vec<&mut dyn Reporter> = vec![&mut self.trials];
+        if let Some(session) = &mut self.session {
+            reporters.push(session);
+        }
+        reporters.extend([
+            &mut self.summaries as &mut dyn Reporter,
+            &mut self.markdown,
+            &mut self.junit,
+            &mut self.gate,
+        ]);
+        reporters
     }
 }

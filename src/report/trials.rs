@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::call::ErrorKind;
-use crate::harness::{RunPlan, TrialSink};
+use super::{FinishedTrial, Reporter, RunInfo};
+use crate::call::{Failure, Usage};
 use crate::metrics::{AttemptRecord, TrialRecord};
-use crate::scenario::bfcl_rules::Reason;
 
 /// The column contract of trials.csv.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,30 +39,6 @@ pub struct TrialRow {
     pub cost_usd: f64,
 }
 
-/// Every failure kind that can appear in reports.
-pub const FAILURE_KINDS: [&str; 11] = [
-    "parse",
-    "unknown_tool",
-    "validation",
-    "runtime",
-    "timeout",
-    "sandbox",
-    "bad_response",
-    "unexpected_call",
-    "missing_call",
-    "wrong_call",
-    crate::harness::TRANSPORT_ERROR,
-];
-
-fn static_kind(text: &str) -> Option<&'static str> {
-    debug_assert!(
-        ErrorKind::ALL
-            .iter()
-            .all(|k| FAILURE_KINDS.contains(&k.as_str()))
-    );
-    FAILURE_KINDS.iter().copied().find(|k| *k == text)
-}
-
 fn millis(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
@@ -72,21 +47,21 @@ fn duration(ms: f64) -> std::time::Duration {
     std::time::Duration::from_secs_f64((ms / 1e3).max(0.0))
 }
 
-pub fn rows(plan: &RunPlan, record: &TrialRecord) -> impl Iterator<Item = TrialRow> {
-    let model = plan.models[record.model].name().to_owned();
-    let prices = plan.models[record.model].prices();
-    let scenario = plan.scenarios[record.scenario].name.clone();
+pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item = TrialRow> + 'r {
+    let model = info.models[record.model].name.clone();
+    let prices = info.models[record.model].prices;
+    let scenario = info.scenarios[record.scenario].name.clone();
     let trial_success = record.success();
     let trial = record.trial;
-    record.attempts.clone().into_iter().map(move |a| TrialRow {
+    record.attempts.iter().map(move |a| TrialRow {
         model: model.clone(),
         scenario: scenario.clone(),
         trial,
         attempt: a.attempt,
         attempt_success: a.success,
         trial_success,
-        failures: a.failures.join(";"),
-        reason: a.reason.unwrap_or_default().to_owned(),
+        failures: failure_list(&a.failures),
+        reason: a.reason.clone().unwrap_or_default(),
         calls: a.calls,
         model_ms: millis(a.model_time),
         tool_ms: millis(a.tool_time),
@@ -94,10 +69,20 @@ pub fn rows(plan: &RunPlan, record: &TrialRecord) -> impl Iterator<Item = TrialR
         ideal_ms: millis(a.ideal_time),
         input_tokens: a.usage.input_tokens,
         output_tokens: a.usage.output_tokens,
-        cost_usd: prices.map_or(0.0, |p| {
-            round_cost(p.cost(a.usage.input_tokens, a.usage.output_tokens))
-        }),
+        cost_usd: prices.map_or(0.0, |p| round_cost(p.cost(a.usage))),
     })
+}
+
+/// `validation;validation;wrong_call`.
+fn failure_list(failures: &[Failure]) -> String {
+    let mut text = String::new();
+    for (i, failure) in failures.iter().enumerate() {
+        if i > 0 {
+            text.push(';');
+        }
+        text.push_str(failure.as_str());
+    }
+    text
 }
 
 /// Dollars to a millionth of a cent: enough, and stable in text.
@@ -119,9 +104,9 @@ impl TrialsCsv {
     }
 }
 
-impl TrialSink for TrialsCsv {
-    fn trial(&mut self, plan: &RunPlan, record: &TrialRecord) -> io::Result<()> {
-        for row in rows(plan, record) {
+impl Reporter for TrialsCsv {
+    fn trial_finished(&mut self, info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
+        for row in rows(info, trial.record) {
             self.writer.serialize(row).map_err(io::Error::other)?;
         }
         self.writer.flush()
@@ -129,23 +114,23 @@ impl TrialSink for TrialsCsv {
 }
 
 /// Reads the complete trials of a trials.csv back one at a time, in file
-/// order, with model and scenario indices looked up in a plan: constant
+/// order, with model and scenario indices looked up in the run's info: constant
 /// memory, whatever the run's size. A line cut by a kill is not read, and
 /// a trial whose rows end early is skipped.
 pub struct TrialReader<'p> {
-    plan: &'p RunPlan,
+    info: &'p RunInfo,
     path: PathBuf,
     rows: csv::DeserializeRecordsIntoIter<io::Take<File>, TrialRow>,
     pending: Option<TrialRecord>,
 }
 
 impl<'p> TrialReader<'p> {
-    pub fn open(plan: &'p RunPlan, path: &Path) -> io::Result<Self> {
+    pub fn open(info: &'p RunInfo, path: &Path) -> io::Result<Self> {
         let mut file = File::open(path)?;
         let whole = whole_lines_length(&mut file)?;
         file.seek(SeekFrom::Start(0))?;
         Ok(TrialReader {
-            plan,
+            info,
             path: path.to_owned(),
             rows: csv::Reader::from_reader(file.take(whole)).into_deserialize(),
             pending: None,
@@ -155,20 +140,20 @@ impl<'p> TrialReader<'p> {
     /// A trial is complete when it succeeded or used every attempt.
     fn complete(&self, record: &TrialRecord) -> bool {
         record.success()
-            || record.attempts.len() as u32 >= self.plan.max_attempts(record.model, record.scenario)
+            || record.attempts.len() as u32 >= self.info.max_attempts(record.model, record.scenario)
     }
 
     fn convert(&self, row: TrialRow) -> io::Result<(usize, usize, u32, AttemptRecord)> {
-        let plan = self.plan;
+        let info = self.info;
         let unknown = |what: &str, name: &str| {
             io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
         };
-        let model = plan
+        let model = info
             .models
             .iter()
-            .position(|m| m.name() == row.model)
+            .position(|m| m.name == row.model)
             .ok_or_else(|| unknown("model", &row.model))?;
-        let scenario = plan
+        let scenario = info
             .scenarios
             .iter()
             .position(|s| s.name == row.scenario)
@@ -177,16 +162,9 @@ impl<'p> TrialReader<'p> {
             .failures
             .split(';')
             .filter(|f| !f.is_empty())
-            .map(|f| static_kind(f).ok_or_else(|| unknown("failure kind", f)))
+            .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
-        let reason = match row.reason.as_str() {
-            "" => None,
-            text => Some(
-                Reason::parse(text)
-                    .map(Reason::as_str)
-                    .ok_or_else(|| unknown("reason", text))?,
-            ),
-        };
+        let reason = (!row.reason.is_empty()).then_some(row.reason);
         let attempt = AttemptRecord {
             attempt: row.attempt,
             success: row.attempt_success,
@@ -197,7 +175,7 @@ impl<'p> TrialReader<'p> {
             tool_time: duration(row.tool_ms),
             serial_time: duration(row.serial_ms),
             ideal_time: duration(row.ideal_ms),
-            usage: crate::live::Usage {
+            usage: Usage {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
             },

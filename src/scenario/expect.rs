@@ -74,7 +74,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The failure kind a mismatch is counted as.
+    /// The failure a mismatch is counted as (`None` for a match).
+    pub fn failure(self) -> Option<crate::call::Failure> {
+        use crate::call::Failure;
+        match self {
+            Verdict::Match => None,
+            Verdict::UnexpectedCall => Some(Failure::UnexpectedCall),
+            Verdict::MissingCall => Some(Failure::MissingCall),
+            Verdict::WrongCall => Some(Failure::WrongCall),
+        }
+    }
+
+    /// The name of a verdict in messages.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Match => "match",

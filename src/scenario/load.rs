@@ -14,7 +14,6 @@ use super::expect::{Expectation, ExpectedCall, Rules};
 use super::locate::locate;
 use super::matcher::ArgumentMatchers;
 use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
-use crate::pipeline::feedback;
 use crate::source::{self, FileError};
 use crate::tool::{
     BUILTIN_NAMES, Registry, RegistryError, Sandbox, ToolDef, ToolEnv, ToolSource,
@@ -316,7 +315,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                     format!("{here}/arguments"),
                     format!(
                         "the correct call must pass its tool's schema, but {}",
-                        feedback::error_line(&error)
+                        crate::tool::argument_error(&error)
                     ),
                 ));
             }

@@ -7,6 +7,7 @@ mod check;
 pub mod quick;
 mod registry;
 mod sandbox;
+pub mod wording;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +21,7 @@ pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
 };
 pub use sandbox::Sandbox;
+pub use wording::{ArgumentError, argument_error, schema_errors};
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -46,6 +48,17 @@ pub struct ToolDef {
     /// For tools with no implementation: what to pretend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulate: Option<Simulate>,
+}
+
+impl ToolDef {
+    /// What a model is told of this tool.
+    pub fn spec(&self) -> crate::call::FunctionSpec {
+        crate::call::FunctionSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+        }
+    }
 }
 
 fn default_timeout_ms() -> u64 {

@@ -14,7 +14,7 @@ use jsonschema::Draft;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Number, Value};
 
-use crate::pipeline::feedback::{Violation, word};
+use super::wording::{ArgumentError, Violation, word};
 
 /// Up to this many properties a linear scan beats hashing the name.
 const LINEAR_PROPERTIES: usize = 8;
@@ -121,10 +121,12 @@ impl QuickSchema {
         self.root.is_valid(instance)
     }
 
-    /// Append a `- /pointer: message` line (after a newline) for each
-    /// error of `instance`, worded as `feedback` words jsonschema's.
-    pub fn write_errors(&self, instance: &Value, out: &mut String) {
-        self.root.write_errors(instance, None, out);
+    /// Every error of `instance` as a `(pointer, message)` pair, worded
+    /// as the general validator's are.
+    pub fn errors(&self, instance: &Value) -> Vec<ArgumentError> {
+        let mut out = Vec::new();
+        self.root.write_errors(instance, None, &mut out);
+        out
     }
 }
 
@@ -398,7 +400,7 @@ impl Node {
         }
     }
 
-    fn write_errors(&self, instance: &Value, path: Path<'_>, out: &mut String) {
+    fn write_errors(&self, instance: &Value, path: Path<'_>, out: &mut Vec<ArgumentError>) {
         if let Some(allowed) = self.types
             && !type_allowed(allowed, instance)
         {
@@ -444,7 +446,12 @@ impl Node {
         }
     }
 
-    fn write_object_errors(&self, members: &Map<String, Value>, path: Path<'_>, out: &mut String) {
+    fn write_object_errors(
+        &self,
+        members: &Map<String, Value>,
+        path: Path<'_>,
+        out: &mut Vec<ArgumentError>,
+    ) {
         let mut required_seen = 0;
         let mut unexpected = Vec::new();
         for (key, member) in members {
@@ -494,15 +501,16 @@ enum Step<'a> {
     Index(usize),
 }
 
-/// `\n- /pointer: message`, as `feedback::validation_failed` writes it.
-fn line(path: Path<'_>, violation: Violation<'_>, out: &mut String) {
-    out.push_str("\n- ");
+/// One error, its pointer written out only now.
+fn line(path: Path<'_>, violation: Violation<'_>, out: &mut Vec<ArgumentError>) {
+    let mut pointer = String::new();
     match path {
-        None => out.push('/'),
-        Some(segment) => write_pointer(segment, out),
+        None => pointer.push('/'),
+        Some(segment) => write_pointer(segment, &mut pointer),
     }
-    out.push_str(": ");
-    word(violation, out);
+    let mut message = String::new();
+    word(violation, &mut message);
+    out.push(ArgumentError { pointer, message });
 }
 
 fn write_pointer(segment: &Segment<'_>, out: &mut String) {
@@ -622,12 +630,18 @@ mod tests {
         assert!(!schema.is_valid(&json!({"p3": 1, "p17": "x"})));
         assert!(!schema.is_valid(&json!({"p3": 1})));
         assert!(!schema.is_valid(&json!({"p3": 1, "p17": 2, "p20": 0})));
-        let mut errors = String::new();
-        schema.write_errors(&json!({"p3": "x", "p99": 0}), &mut errors);
+        let errors: Vec<String> = schema
+            .errors(&json!({"p3": "x", "p99": 0}))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             errors,
-            "\n- /p3: must be integer\n- /: must have required property 'p17'\
-             \n- /: must NOT have additional properties: 'p99'"
+            [
+                "/p3: must be integer",
+                "/: must have required property 'p17'",
+                "/: must NOT have additional properties: 'p99'"
+            ]
         );
     }
 

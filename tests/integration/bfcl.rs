@@ -12,7 +12,6 @@ use toolgauge::bfcl::answer::ground_truth_calls;
 use toolgauge::bfcl::dialect::{Values, to_tool};
 use toolgauge::bfcl::{AnswerEntry, Entry, Language, SINGLE_TURN_CATEGORIES, read_jsonl};
 use toolgauge::call::{ParsedCall, ToolCall};
-use toolgauge::pipeline::feedback::validation_failed;
 use toolgauge::pipeline::validate;
 use toolgauge::scenario::bfcl_rules::first_acceptable;
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
@@ -120,8 +119,8 @@ fn every_ground_truth_answer_validates_except_the_known_issues() {
     assert!(known.len() <= 60, "{} known issues", known.len());
 }
 
-fn sorted_lines(message: &str) -> Vec<&str> {
-    let mut lines: Vec<&str> = message.lines().collect();
+fn sorted_lines(errors: &[toolgauge::tool::ArgumentError]) -> Vec<String> {
+    let mut lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
     lines.sort_unstable();
     lines
 }
@@ -158,9 +157,10 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                         def.name
                     );
                     if let Err(rejection) = &outcome {
-                        let general = validation_failed(reference.iter_errors(instance));
+                        let general =
+                            toolgauge::tool::schema_errors(reference.iter_errors(instance));
                         assert_eq!(
-                            sorted_lines(&rejection.message),
+                            sorted_lines(&rejection.details),
                             sorted_lines(&general),
                             "{}: {}: {instance}",
                             entry.id,

@@ -119,8 +119,8 @@ fn the_validation_layer_passes_the_json_schema_test_suite() {
 /// it takes (and leaves the rest to the general validator).
 #[test]
 fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
-    use toolgauge::pipeline::feedback::{VALIDATION_HEADING, validation_failed};
     use toolgauge::tool::quick::QuickSchema;
+    use toolgauge::tool::schema_errors;
 
     let suite = crate::corpora().join("json-schema-test-suite");
     let (mut taken, mut cases, mut wrong) = (0, 0, Vec::new());
@@ -143,15 +143,17 @@ fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
                     cases += 1;
                     let data = &test["data"];
                     // The same error lines as the general validator's, worded.
-                    let mut quick_errors = String::from(VALIDATION_HEADING);
-                    quick.write_errors(data, &mut quick_errors);
-                    let general_errors = validation_failed(general.iter_errors(data));
-                    let sorted = |text: &str| {
-                        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                    let sorted = |errors: Vec<toolgauge::tool::ArgumentError>| {
+                        let mut lines: Vec<String> =
+                            errors.iter().map(ToString::to_string).collect();
                         lines.sort();
                         lines
                     };
-                    assert_eq!(sorted(&quick_errors), sorted(&general_errors), "{data}");
+                    assert_eq!(
+                        sorted(quick.errors(data)),
+                        sorted(schema_errors(general.iter_errors(data))),
+                        "{data}"
+                    );
                     if quick.is_valid(data) != test["valid"].as_bool().unwrap() {
                         wrong.push(format!(
                             "{folder}/{} | {} | {}",

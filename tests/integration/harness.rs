@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
-use toolgauge::model::Model;
-use toolgauge::pipeline::ExecOptions;
-use toolgauge::pipeline::feedback::FeedbackStyle;
-use toolgauge::report::Aggregate;
+use toolgauge::metrics::{Aggregate, TrialRecord};
+use toolgauge::model::{LiveOptions, ModelFile};
+use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
+use toolgauge::report::{FinishedTrial, Reporter, Reporters, RunInfo, Thresholds};
 use toolgauge::scenario::load_scenario;
 
 fn plan(
@@ -23,21 +23,37 @@ fn plan(
             .iter()
             .map(|s| load_scenario(&root.join(format!("starter/{s}.json")), sandbox).unwrap())
             .collect(),
-        models: vec![Model::load(&root.join(format!("models/{model}.json"))).unwrap()],
+        models: vec![
+            toolgauge::model::build(
+                &ModelFile::load(&root.join(format!("models/{model}.json"))).unwrap(),
+                &LiveOptions::default(),
+                None,
+            )
+            .unwrap(),
+        ],
         trials,
         seed: 7,
         concurrency: 256,
         clock: Clock::Virtual,
-        feedback,
-        exec: ExecOptions::default(),
+        exec: ExecOptions {
+            feedback,
+            ..ExecOptions::default()
+        },
         shard: None,
+        session_log: false,
     }
 }
 
+/// Run the plan into `reporter`; the run's measures.
+fn run(plan: &RunPlan, reporter: &mut dyn Reporter) -> Aggregate {
+    let info = plan.info(Thresholds::default());
+    let mut reporters = Reporters::new(&info, vec![reporter]);
+    harness::run(plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+    reporters.stats().clone()
+}
+
 fn aggregate(plan: &RunPlan) -> Aggregate {
-    let mut aggregate = Aggregate::new(plan);
-    harness::run(plan, &mut aggregate, None, ProgressMode::Quiet).unwrap();
-    aggregate
+    run(plan, &mut Collect(Vec::new()))
 }
 
 #[test]
@@ -104,7 +120,7 @@ fn the_same_seed_gives_the_same_trials_whatever_the_concurrency() {
         );
         plan.concurrency = concurrency;
         let mut sink = Collect(Vec::new());
-        harness::run(&plan, &mut sink, None, ProgressMode::Quiet).unwrap();
+        run(&plan, &mut sink);
         sink.0
     };
     let one = records(1);
@@ -112,15 +128,11 @@ fn the_same_seed_gives_the_same_trials_whatever_the_concurrency() {
     assert_eq!(one, records(64));
 }
 
-struct Collect(Vec<toolgauge::metrics::TrialRecord>);
+struct Collect(Vec<TrialRecord>);
 
-impl toolgauge::harness::TrialSink for Collect {
-    fn trial(
-        &mut self,
-        _: &RunPlan,
-        record: &toolgauge::metrics::TrialRecord,
-    ) -> std::io::Result<()> {
-        self.0.push(record.clone());
+impl Reporter for Collect {
+    fn trial_finished(&mut self, _: &RunInfo, trial: FinishedTrial<'_>) -> std::io::Result<()> {
+        self.0.push(trial.record.clone());
         Ok(())
     }
 }
@@ -160,13 +172,9 @@ struct StopAfter {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-impl toolgauge::harness::TrialSink for StopAfter {
-    fn trial(
-        &mut self,
-        plan: &RunPlan,
-        record: &toolgauge::metrics::TrialRecord,
-    ) -> std::io::Result<()> {
-        self.collect.trial(plan, record)?;
+impl Reporter for StopAfter {
+    fn trial_finished(&mut self, info: &RunInfo, trial: FinishedTrial<'_>) -> std::io::Result<()> {
+        self.collect.trial_finished(info, trial)?;
         if self.collect.0.len() == self.stop_after
             && let Some(stop) = self.stop.take()
         {
@@ -192,9 +200,12 @@ fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
         stop_after: 37,
         stop: Some(stop),
     };
-    let outcome = harness::run_until(&plan, &mut sink, None, ProgressMode::Quiet, async {
+    let info = plan.info(Thresholds::default());
+    let mut reporters = Reporters::new(&info, vec![&mut sink]);
+    let outcome = harness::run_until(&plan, &mut reporters, None, ProgressMode::Quiet, async {
         let _ = stopped.await;
     });
+    drop(reporters);
     match outcome {
         Err(harness::RunError::Interrupted { finished, total }) => {
             assert_eq!((finished, total), (37, 100));
@@ -203,6 +214,6 @@ fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
     }
     // The first 37 jobs, whole and in order: what --resume builds on.
     let mut full = Collect(Vec::new());
-    harness::run(&plan, &mut full, None, ProgressMode::Quiet).unwrap();
+    run(&plan, &mut full);
     assert_eq!(sink.collect.0, full.0[..37]);
 }

@@ -552,7 +552,7 @@ async fn a_missing_key_variable_stops_the_run_before_it_starts() {
 fn the_example_live_model_files_load() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/examples/live-models");
     for name in ["openai", "anthropic", "gemini", "local"] {
-        let model = toolgauge::model::Model::load(&dir.join(format!("{name}.json")))
+        let model = toolgauge::model::ModelFile::load(&dir.join(format!("{name}.json")))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(model.is_live(), "{name}");
     }

@@ -54,4 +54,15 @@ fn every_report_format_matches_its_snapshot() {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
         insta::assert_snapshot!(file, text);
     }
+    // The session log: every entry, with the wall-clock timestamps out.
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    let entries: Vec<String> = log
+        .lines()
+        .map(|line| {
+            let mut entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            entry["timestamp"] = serde_json::json!("[timestamp]");
+            entry.to_string()
+        })
+        .collect();
+    insta::assert_snapshot!("session.jsonl", entries.join("\n"));
 }

@@ -1,6 +1,11 @@
 //! A live model's `api` block: which endpoint, which key, which options.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
+
+use crate::call::Prices;
+use crate::transport::TransportSettings;
 
 /// How a live model is reached and asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,20 +59,6 @@ pub enum ToolChoice {
     None,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Prices {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-}
-
-impl Prices {
-    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
-            / 1e6
-    }
-}
-
 fn default_timeout_ms() -> u64 {
     60_000
 }
@@ -81,28 +72,55 @@ fn default_concurrency() -> usize {
     8
 }
 
+/// A setting of the `api` block a person must fix before a run: the JSON
+/// pointer of the field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{pointer}: {problem}")]
+pub struct SettingsError {
+    pub pointer: &'static str,
+    pub problem: String,
+}
+
 impl ApiSettings {
     /// Problems a person must fix before a run.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingsError> {
+        let fail = |pointer, problem: &str| {
+            Err(SettingsError {
+                pointer,
+                problem: problem.to_owned(),
+            })
+        };
         if self.model.trim().is_empty() {
-            return Err("api.model is empty".to_owned());
+            return fail("/api/model", "is empty");
         }
         if self.max_attempts == 0 {
-            return Err("api.max_attempts must be at least 1".to_owned());
+            return fail("/api/max_attempts", "must be at least 1");
         }
         if self.concurrency == 0 {
-            return Err("api.concurrency must be at least 1".to_owned());
+            return fail("/api/concurrency", "must be at least 1");
         }
         if self.requests_per_minute == Some(0) {
-            return Err("api.requests_per_minute must be at least 1".to_owned());
+            return fail("/api/requests_per_minute", "must be at least 1");
         }
         if let Some(url) = &self.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return Err(format!(
-                "api.base_url {url:?} must start with http:// or https://"
-            ));
+            return fail(
+                "/api/base_url",
+                &format!("{url:?} must start with http:// or https://"),
+            );
         }
         Ok(())
+    }
+
+    /// How this model's requests are sent.
+    pub fn transport(&self) -> TransportSettings {
+        TransportSettings {
+            timeout: Duration::from_millis(self.timeout_ms),
+            max_attempts: self.max_attempts,
+            retry_base: Duration::from_millis(self.retry_base_ms),
+            concurrency: self.concurrency,
+            requests_per_minute: self.requests_per_minute,
+        }
     }
 }

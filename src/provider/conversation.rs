@@ -1,11 +1,10 @@
 //! A live trial's conversation in one provider's shape: the opening
-//! messages, then per attempt the model's own message and the results (or
-//! errors) its calls got back.
+//! messages, then per attempt the model's own message and what Return
+//! produced for its calls. The shapes are each provider's own (in its file).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::call::ToolResult;
-use crate::provider::Provider;
+use super::Provider;
 
 /// What a model is sent.
 #[derive(Debug, Clone)]
@@ -34,46 +33,31 @@ impl Conversation {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
             };
-            match (provider, role) {
-                (Provider::OpenAi, _) => conversation
-                    .messages
-                    .push(json!({"role": role, "content": text})),
-                (_, "system") => conversation.system.push(text),
-                _ => conversation.push_text(role, &text),
+            // OpenAI keeps system text among the messages.
+            if role == "system" && provider != Provider::OpenAi {
+                conversation.system.push(text);
+            } else {
+                conversation.push_text(role, &text);
             }
         }
         conversation
     }
 
     fn push_text(&mut self, role: &str, text: &str) {
-        let message = match self.provider {
-            Provider::OpenAi => json!({"role": role, "content": text}),
-            Provider::Anthropic => {
-                json!({"role": role, "content": [{"type": "text", "text": text}]})
-            }
-            Provider::Gemini => {
-                let role = if role == "assistant" { "model" } else { "user" };
-                json!({"role": role, "parts": [{"text": text}]})
-            }
-        };
-        self.messages.push(message);
+        self.messages.push(self.provider.text_message(role, text));
     }
 
     /// Add the model's reply (its message as the provider returned it) and
-    /// what its calls got back.
-    pub fn push_turn(&mut self, body: &Value, results: &[ToolResult]) {
-        let message = match self.provider {
-            Provider::OpenAi => body["choices"][0]["message"].clone(),
-            Provider::Anthropic => json!({"role": "assistant", "content": body["content"].clone()}),
-            Provider::Gemini => body["candidates"][0]["content"].clone(),
-        };
+    /// the messages Return produced for its calls, exactly as produced.
+    pub fn push_turn(&mut self, reply: &Value, returned: Vec<Value>) {
+        let message = self.provider.reply_message(reply);
         if !message.is_null() {
             self.messages.push(message);
         }
-        if results.is_empty() {
+        if returned.is_empty() {
             self.push_text("user", NUDGE);
         } else {
-            self.messages.extend(self.provider.format_results(results));
+            self.messages.extend(returned);
         }
     }
 }
@@ -81,6 +65,7 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn system_text_is_kept_apart_where_the_provider_wants_it() {

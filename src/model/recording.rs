@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::request::{ApiRequest, SECRET_HEADERS, redact_url};
+use crate::transport::{ApiRequest, SECRET_HEADERS, redact_url};
 
 /// Where an exchange happened in a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

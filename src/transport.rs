@@ -1,4 +1,5 @@
-//! Sending a request: one connection pool per model, a bound on requests
+//! HTTP transport, neutral to what it carries (live models' requests,
+//! external validators'): one connection pool per user, a bound on requests
 //! in flight, an optional requests-per-minute pace, a per-request timeout,
 //! and retries with exponential backoff and jitter on 429, 500, 502, 503,
 //! 529 and connection failures, honouring Retry-After. Other 4xx answers
@@ -9,8 +10,34 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::Instant;
 
-use super::request::{ApiRequest, redact_url};
-use super::settings::ApiSettings;
+/// A request ready to send: a POST of a JSON body.
+#[derive(Debug, Clone)]
+pub struct ApiRequest {
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: serde_json::Value,
+}
+
+/// Headers whose values are secrets: never recorded, logged or shown.
+pub const SECRET_HEADERS: [&str; 3] = ["authorization", "x-api-key", "x-goog-api-key"];
+
+/// How requests are sent: timeout, retries, and bounds on the rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransportSettings {
+    pub timeout: Duration,
+    /// Tries per request, the first included.
+    pub max_attempts: u32,
+    /// The first retry's backoff; it doubles each time, with jitter.
+    pub retry_base: Duration,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    pub requests_per_minute: Option<u32>,
+}
+
+/// An HTTP client that cannot be made (TLS setup).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make an HTTP client: {0}")]
+pub struct ClientError(String);
 
 /// Statuses worth another try: rate limits and overloaded or failing servers.
 pub const RETRY_STATUSES: [u16; 5] = [429, 500, 502, 503, 529];
@@ -53,15 +80,15 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn new(settings: &ApiSettings) -> Result<Transport, String> {
+    pub fn new(settings: &TransportSettings) -> Result<Transport, ClientError> {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_millis(settings.timeout_ms))
+            .timeout(settings.timeout)
             .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .map_err(|e| ClientError(error_chain(&e)))?;
         Ok(Transport {
             client,
             max_attempts: settings.max_attempts.max(1),
-            retry_base: Duration::from_millis(settings.retry_base_ms),
+            retry_base: settings.retry_base,
             in_flight: Semaphore::new(settings.concurrency.max(1)),
             pace: settings.requests_per_minute.map(|rpm| {
                 (
@@ -193,6 +220,25 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A URL with any `key=` query value hidden (Gemini accepts the key there).
+pub fn redact_url(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _))
+                if name.eq_ignore_ascii_case("key") || name.eq_ignore_ascii_case("api_key") =>
+            {
+                format!("{name}=[REDACTED]")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,10 +262,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn requests_per_minute_spaces_request_starts() {
-        let settings: ApiSettings =
-            serde_json::from_value(serde_json::json!({"model": "m", "requests_per_minute": 120}))
-                .unwrap();
-        let transport = Transport::new(&settings).unwrap();
+        let transport = Transport::new(&TransportSettings {
+            timeout: Duration::from_secs(1),
+            max_attempts: 1,
+            retry_base: Duration::from_millis(1),
+            concurrency: 1,
+            requests_per_minute: Some(120),
+        })
+        .unwrap();
         let start = Instant::now();
         for _ in 0..3 {
             transport.wait_for_pace().await;

@@ -1,0 +1,180 @@
+//! `report merge`: shard folders into what one unsharded run would have
+//! written. The shards' trials are replayed, in job order, through the
+//! same reporters a run feeds; no model is made ready and nothing runs.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::record::{RunRecord, SuiteChanged};
+use crate::report::{self, FinishedTrial, Reporters, RunEvent, RunFiles, TrialReader, Violation};
+use crate::scenario::{LoadError, load_suite};
+use crate::source::FileError;
+
+/// Why shards cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("give at least one shard folder")]
+    NoShards,
+    #[error(transparent)]
+    RunJson(#[from] FileError),
+    #[error("{} was run with another configuration than {}", other.display(), first.display())]
+    OtherConfiguration { first: PathBuf, other: PathBuf },
+    #[error("{} bad scenario file(s) in the run's suite:\n{}", .0.len(), lines(.0))]
+    Suite(Vec<LoadError>),
+    #[error("{0}; merging would mix two suites")]
+    SuiteChanged(#[from] SuiteChanged),
+    #[error("the shards hold {held} of the {expected} trials: is a shard missing or unfinished?")]
+    Incomplete { held: u64, expected: u64 },
+    #[error(
+        "trial {trial} of {model:?} / {scenario:?} appears in two shards: were they run with other --shard values?"
+    )]
+    Duplicate {
+        model: String,
+        scenario: String,
+        trial: u32,
+    },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn lines(errors: &[LoadError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a merge found: the threshold violations and the terminal table.
+#[derive(Debug)]
+pub struct Merged {
+    pub violations: Vec<Violation>,
+    pub table: String,
+}
+
+/// Merge shard folders into `out`.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
+    let first = dirs.first().ok_or(MergeError::NoShards)?;
+    let mut record = RunRecord::read(first)?;
+    for dir in &dirs[1..] {
+        let other = RunRecord::read(dir)?;
+        let same = RunRecord {
+            shard: record.shard.clone(),
+            ..other.clone()
+        };
+        if same != record {
+            return Err(MergeError::OtherConfiguration {
+                first: first.clone(),
+                other: dir.clone(),
+            });
+        }
+    }
+    // The scenarios give their limits and thresholds; the digest in
+    // run.json says they are the ones the shards ran.
+    let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let scenarios = load_suite(&record.suite, sandbox.path())
+        .map_err(MergeError::Suite)?
+        .scenarios;
+    record.check_suite(&scenarios)?;
+    let info = record.info(&scenarios);
+    let at = |path: &Path| {
+        let path = path.to_owned();
+        move |source| MergeError::Io { path, source }
+    };
+    let open = |dir: &PathBuf| {
+        let path = dir.join("trials.csv");
+        TrialReader::open(&info, &path).map_err(at(&path))
+    };
+
+    // Count first, so that nothing is written for an incomplete set.
+    let expected = info.models.len() as u64 * info.scenarios.len() as u64 * u64::from(info.trials);
+    let mut held = 0;
+    for dir in dirs {
+        for trial in open(dir)? {
+            trial.map_err(at(&dir.join("trials.csv")))?;
+            held += 1;
+        }
+    }
+    if held != expected {
+        return Err(MergeError::Incomplete { held, expected });
+    }
+
+    std::fs::create_dir_all(out).map_err(at(out))?;
+    record.shard = None;
+    record.write(out).map_err(at(out))?;
+    let mut files = RunFiles::create(out, None).map_err(at(out))?;
+    let mut shards = dirs
+        .iter()
+        .map(|dir| open(dir).map(Iterator::peekable))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = {
+        let mut reporters = Reporters::new(&info, files.reporters());
+        reporters.send(RunEvent::Started).map_err(at(out))?;
+        // Each shard's file is in job order: merge them one trial at a time.
+        let mut last_key = None;
+        loop {
+            let mut next: Option<(usize, (usize, usize, u32))> = None;
+            for (i, shard) in shards.iter_mut().enumerate() {
+                if let Some(Ok(r)) = shard.peek() {
+                    let key = (r.model, r.scenario, r.trial);
+                    if next.is_none_or(|(_, best)| key < best) {
+                        next = Some((i, key));
+                    }
+                }
+            }
+            let Some((i, key)) = next else { break };
+            let trial = shards[i]
+                .next()
+                .and_then(Result::ok)
+                .expect("peeked a record");
+            if last_key == Some(key) {
+                return Err(MergeError::Duplicate {
+                    model: info.models[key.0].name.clone(),
+                    scenario: info.scenarios[key.1].name.clone(),
+                    trial: key.2,
+                });
+            }
+            last_key = Some(key);
+            reporters
+                .send(RunEvent::TrialFinished(FinishedTrial {
+                    record: &trial,
+                    session: &[],
+                }))
+                .map_err(at(out))?;
+        }
+        reporters.send(RunEvent::Finished).map_err(at(out))?;
+        report::terminal_table(&info, reporters.stats())
+    };
+    merge_session_logs(dirs, out)?;
+    Ok(Merged {
+        violations: std::mem::take(&mut files.gate.violations),
+        table,
+    })
+}
+
+/// The shards' session logs, one after the other: every entry carries its
+/// coordinates, so order between shards does not matter.
+fn merge_session_logs(dirs: &[PathBuf], out: &Path) -> Result<(), MergeError> {
+    let logs: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join("session.jsonl"))
+        .filter(|p| p.is_file())
+        .collect();
+    if logs.is_empty() {
+        return Ok(());
+    }
+    let target = out.join("session.jsonl");
+    let fail = |source| MergeError::Io {
+        path: target.clone(),
+        source,
+    };
+    let mut file = std::fs::File::create(&target).map_err(fail)?;
+    for log in logs {
+        let mut from = std::fs::File::open(&log).map_err(fail)?;
+        io::copy(&mut from, &mut file).map_err(fail)?;
+    }
+    Ok(())
+}

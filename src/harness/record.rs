@@ -1,0 +1,118 @@
+//! run.json: the exact configuration of a run, so that it can be repeated,
+//! resumed and its shards merged.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Clock;
+use crate::model::{ModelFile, ModelKind};
+use crate::pipeline::FeedbackStyle;
+use crate::report::{ModelInfo, RunInfo, Thresholds};
+use crate::scenario::Scenario;
+use crate::source::{self, FileError};
+
+/// A suite that is not the one the run was started with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SuiteChanged {
+    #[error(
+        "the suite {} has changed since the run started ({added} scenario(s) added, {removed} removed or renamed)",
+        suite.display()
+    )]
+    Scenarios {
+        suite: PathBuf,
+        added: usize,
+        removed: usize,
+    },
+    #[error("the scenario files under {} have been edited since the run started", suite.display())]
+    Edited { suite: PathBuf },
+}
+
+/// run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub toolgauge: String,
+    pub suite: PathBuf,
+    pub trials: u32,
+    pub seed: u64,
+    pub concurrency: usize,
+    pub clock: Clock,
+    pub feedback: FeedbackStyle,
+    pub serial: bool,
+    pub shard: Option<String>,
+    pub min_success: Option<f64>,
+    pub min_pass_k: Option<(u64, f64)>,
+    pub models: Vec<ModelFile>,
+    pub scenarios: Vec<String>,
+    /// A fingerprint of the scenario files (`scenario::suite_digest`):
+    /// resuming or merging over a suite edited since is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_digest: Option<String>,
+}
+
+impl RunRecord {
+    pub fn write(&self, out: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(out.join("run.json"), text + "\n")
+    }
+
+    pub fn read(dir: &Path) -> Result<RunRecord, FileError> {
+        source::read_json(&dir.join("run.json"))
+    }
+
+    /// Does `scenarios` (the suite as loaded now) still hold what the run
+    /// was started with: the same names in order, and the same files? A
+    /// changed suite would mix two runs. `Err` says what changed.
+    pub fn check_suite(&self, scenarios: &[Scenario]) -> Result<(), SuiteChanged> {
+        let now: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+        if now != self.scenarios {
+            let then: std::collections::HashSet<&str> =
+                self.scenarios.iter().map(String::as_str).collect();
+            let added = now.iter().filter(|n| !then.contains(*n)).count();
+            let removed = then.len() - (now.len() - added);
+            return Err(SuiteChanged::Scenarios {
+                suite: self.suite.clone(),
+                added,
+                removed,
+            });
+        }
+        match &self.suite_digest {
+            Some(digest) if *digest != crate::scenario::suite_digest(scenarios) => {
+                Err(SuiteChanged::Edited {
+                    suite: self.suite.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            min_success: self.min_success,
+            min_pass_k: self.min_pass_k,
+        }
+    }
+
+    /// What reporters know of the run, from this record and the suite's
+    /// scenarios (for their limits): no model is made ready for it.
+    pub fn info(&self, scenarios: &[Scenario]) -> RunInfo {
+        RunInfo {
+            models: self
+                .models
+                .iter()
+                .map(|file| ModelInfo {
+                    name: file.name.clone(),
+                    prices: file.api.as_ref().and_then(|a| a.prices),
+                    // A published run has one answer per entry.
+                    max_attempts: (file.kind == ModelKind::BfclResults).then_some(1),
+                })
+                .collect(),
+            scenarios: super::scenario_infos(scenarios),
+            trials: self.trials,
+            seed: self.seed,
+            feedback: super::file_name(&self.feedback),
+            clock: super::file_name(&self.clock),
+            thresholds: self.thresholds(),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The mock behaviours: `scripted` (plays a scenario's script),
+//! `stochastic` (right with configured probabilities, wrong through error
+//! operators) and `feedback-aware` (like stochastic, but it can only fix
+//! what the returned messages name). Replies are written in the model's
+//! wire format, and every choice comes from the trial's seed.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+use super::operators;
+use super::{
+    Model, ModelError, ModelFile, ModelKind, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
+    TrialStart,
+};
+use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::provider::Provider;
+use crate::scenario::{Expectation, Scenario};
+
+/// A mock model.
+#[derive(Debug)]
+pub struct MockModel {
+    name: String,
+    provider: Provider,
+    kind: ModelKind,
+    parameters: Parameters,
+    weights: Vec<(Operator, f64)>,
+}
+
+/// The operators' weights, every operator present; `Err` points at the
+/// weight at fault.
+pub(super) fn weights(p: &Parameters) -> Result<Vec<(Operator, f64)>, ModelError> {
+    let weights: Vec<(Operator, f64)> = Operator::ALL
+        .iter()
+        .map(|op| (*op, p.operators.get(op).copied().unwrap_or(1.0)))
+        .collect();
+    if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
+        let name = serde_json::to_value(op)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{op:?}"));
+        return Err(ModelError::invalid(
+            format!("/parameters/operators/{name}"),
+            format!("weight {weight} must be finite and >= 0"),
+        ));
+    }
+    if weights.iter().all(|(_, w)| *w == 0.0) {
+        return Err(ModelError::invalid(
+            "/parameters/operators",
+            "at least one operator needs a weight above 0",
+        ));
+    }
+    Ok(weights)
+}
+
+impl MockModel {
+    pub fn new(file: &ModelFile) -> Result<MockModel, ModelError> {
+        Ok(MockModel {
+            name: file.name.clone(),
+            provider: file.provider,
+            kind: file.kind,
+            parameters: file.parameters.clone(),
+            weights: weights(&file.parameters)?,
+        })
+    }
+}
+
+impl Model for MockModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
+        Box::new(MockTrial {
+            model: self,
+            scenario: start.scenario,
+            rng: StdRng::seed_from_u64(start.seed),
+            last_clue: None,
+        })
+    }
+}
+
+/// What a mock keeps between the attempts of one trial.
+struct MockTrial<'a> {
+    model: &'a MockModel,
+    scenario: &'a Scenario,
+    rng: StdRng,
+    /// The clue of the last wrong turn (see `operators::Mutation`).
+    last_clue: Option<Option<String>>,
+}
+
+impl ModelTrial for MockTrial<'_> {
+    fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
+        let p = &self.model.parameters;
+        let jitter = if p.jitter_ms > 0 {
+            self.rng.random_range(0..=p.jitter_ms)
+        } else {
+            0
+        };
+        let latency = Duration::from_millis(p.latency_ms + jitter);
+        let (text, calls) = match self.model.kind {
+            ModelKind::Scripted => scripted_turn(self.scenario, attempt),
+            _ => self.stochastic_turn(attempt, returned.unwrap_or_default()),
+        };
+        let mut body = Vec::with_capacity(256);
+        self.model.provider.write_response(&text, &calls, &mut body);
+        Box::pin(async move {
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            Ok(Reply {
+                body,
+                usage: Default::default(),
+            })
+        })
+    }
+}
+
+impl MockTrial<'_> {
+    fn stochastic_turn(&mut self, attempt: u32, returned: &[u8]) -> (String, Vec<ParsedCall>) {
+        let p = &self.model.parameters;
+        let mut chance = if attempt <= 1 {
+            p.p_first
+        } else {
+            let i = (attempt as usize - 2).min(p.p_fix.len().saturating_sub(1));
+            p.p_fix.get(i).copied().unwrap_or(p.p_first)
+        };
+        if self.model.kind == ModelKind::FeedbackAware
+            && let Some(clue) = &self.last_clue
+        {
+            // It reads the results Return sent it, as a model would.
+            let named = clue.as_deref().is_some_and(|clue| {
+                self.model
+                    .provider
+                    .result_texts(returned)
+                    .iter()
+                    .any(|text| text.contains(clue))
+            });
+            if !named {
+                chance = 0.0;
+            }
+        }
+        let correct = correct_calls(self.scenario, attempt);
+        // Always draw, so that a run's random sequence does not depend on p.
+        let roll: f64 = self.rng.random();
+        if roll < chance {
+            self.last_clue = None;
+            return (
+                String::new(),
+                correct.into_iter().map(ParsedCall::Ok).collect(),
+            );
+        }
+        let registry = &self.scenario.registry;
+        let mut candidates = self.model.weights.clone();
+        while !candidates.is_empty() {
+            let total: f64 = candidates.iter().map(|(_, w)| w).sum();
+            if total <= 0.0 {
+                break;
+            }
+            let mut pick = self.rng.random_range(0.0..total);
+            let index = candidates
+                .iter()
+                .position(|(_, w)| {
+                    pick -= w;
+                    pick < 0.0
+                })
+                .unwrap_or(candidates.len() - 1);
+            let (operator, _) = candidates.swap_remove(index);
+            if let Some(mutation) = operators::apply(operator, &correct, registry, &mut self.rng) {
+                self.last_clue = Some(mutation.clue);
+                return (String::new(), mutation.calls);
+            }
+        }
+        // No operator applies: the model is right after all.
+        self.last_clue = None;
+        (
+            String::new(),
+            correct.into_iter().map(ParsedCall::Ok).collect(),
+        )
+    }
+}
+
+/// The calls a correct model makes on `attempt`.
+fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
+    if let Expectation::AnyCall = scenario.expectation {
+        return any_call(scenario, attempt).into_iter().collect();
+    }
+    scenario
+        .expectation
+        .expected_calls()
+        .iter()
+        .enumerate()
+        .map(|(i, expected)| ToolCall {
+            id: format!("call_{attempt}_{i}"),
+            name: expected.name.clone(),
+            arguments: Value::Object(expected.arguments.example()),
+        })
+        .collect()
+}
+
+/// Where any call is right: the first tool, with generated valid arguments.
+fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
+    let registry = &scenario.registry;
+    let def = registry.definitions().next()?;
+    let validator = registry.validator(registry.lookup(&def.name)?);
+    let arguments =
+        crate::fuzz::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
+    Some(ToolCall {
+        id: format!("call_{attempt}_0"),
+        name: def.name.clone(),
+        arguments,
+    })
+}
+
+/// The scenario's script for `attempt` (the last turn repeats); without a
+/// script, the correct calls.
+fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>) {
+    let Some(script) = scenario.script.as_ref().filter(|s| !s.is_empty()) else {
+        return (
+            String::new(),
+            correct_calls(scenario, attempt)
+                .into_iter()
+                .map(ParsedCall::Ok)
+                .collect(),
+        );
+    };
+    let turn = &script[(attempt as usize - 1).min(script.len() - 1)];
+    let calls = turn
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{attempt}_{i}"));
+            match (&call.raw_arguments, &call.arguments) {
+                (Some(raw), _) => ParsedCall::Malformed(MalformedCall {
+                    id,
+                    name: call.name.clone(),
+                    raw_arguments: raw.clone(),
+                    problem: String::new(),
+                }),
+                (None, arguments) => ParsedCall::Ok(ToolCall {
+                    id,
+                    name: call.name.clone(),
+                    arguments: arguments
+                        .clone()
+                        .unwrap_or_else(|| Value::Object(Default::default())),
+                }),
+            }
+        })
+        .collect();
+    (turn.text.clone(), calls)
+}

@@ -1,0 +1,86 @@
+//! One model reply through every stage, in order: Parse (the provider's
+//! wire format), Validate and Execute (the scheduler), Return (the
+//! provider's message array for the model's next turn) and Record (the
+//! session log). The harness and `toolgauge exec` both run turns here, so
+//! every stage runs on every turn of every run.
+
+use std::io::{self, Write};
+use std::time::{Duration, SystemTime};
+
+use super::{Batch, Pipeline, SessionLog};
+use crate::call::{Failure, ParsedCall};
+use crate::provider::{ParsedResponse, Provider, ResponseError};
+use crate::tool::ToolState;
+
+/// What one reply became.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The text and calls of the reply; `Err` when the body is not a
+    /// response of the provider's format (nothing ran then).
+    pub parsed: Result<ParsedResponse, ResponseError>,
+    /// The calls' results in call order, with timings.
+    pub batch: Batch,
+    /// What Return produced: the provider's JSON array of messages, exactly
+    /// as the model receives it next turn (`[]` when there were no calls).
+    pub returned: Vec<u8>,
+}
+
+impl Turn {
+    /// The calls the reply made (none when it could not be read).
+    pub fn calls(&self) -> &[ParsedCall] {
+        self.parsed.as_ref().map_or(&[], |p| &p.calls)
+    }
+
+    /// What went wrong, one failure per failed call; a reply that could
+    /// not be read is one `bad_response`.
+    pub fn failures(&self) -> Vec<Failure> {
+        if self.parsed.is_err() {
+            return vec![Failure::BadResponse];
+        }
+        self.batch
+            .results
+            .iter()
+            .filter_map(|r| r.error_kind.map(Failure::from))
+            .collect()
+    }
+}
+
+impl Pipeline {
+    /// Run one reply of `provider`'s wire format through every stage.
+    /// `state` is what tools remember across the turns of one trial; `log`
+    /// records the calls and results (an error is the log's only failure).
+    pub async fn turn<W: Write>(
+        &self,
+        provider: Provider,
+        body: &[u8],
+        state: &ToolState,
+        log: Option<&mut SessionLog<W>>,
+    ) -> io::Result<Turn> {
+        let parsed = provider.parse_response(body);
+        let batch = match &parsed {
+            Ok(response) => self.run_with(&response.calls, state).await,
+            Err(_) => Batch {
+                results: Vec::new(),
+                makespan: Duration::ZERO,
+                ideal_makespan: Duration::ZERO,
+                started_at: SystemTime::now(),
+            },
+        };
+        let mut returned = Vec::with_capacity(64 + 128 * batch.results.len());
+        if batch.results.is_empty() {
+            returned.extend_from_slice(b"[]");
+        } else {
+            provider.write_results(&batch.results, &mut returned);
+        }
+        if let (Some(log), Ok(response)) = (log, &parsed)
+            && !response.calls.is_empty()
+        {
+            log.record(&response.calls, &batch)?;
+        }
+        Ok(Turn {
+            parsed,
+            batch,
+            returned,
+        })
+    }
+}
