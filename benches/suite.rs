@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
     // As `run` does by default: every turn recorded, session.jsonl written.
     group.bench_function("starter_x3_models", |b| {
         b.iter(|| {
-            let mut session = SessionFile::open(&dir.path().join("session.jsonl"), false).unwrap();
+            let mut session = SessionFile::create(&dir.path().join("session.jsonl")).unwrap();
             let mut reporters = Reporters::new(&info, vec![&mut session as &mut dyn Reporter]);
             harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
             black_box(reporters.stats().cells[0][0].trials)

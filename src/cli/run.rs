@@ -12,7 +12,9 @@ use crate::harness::record::RunRecord;
 use crate::harness::{self, Clock, ProgressMode, RunError, RunPlan, Shard};
 use crate::model::{self, LiveOptions, ModelFile, Replayer};
 use crate::pipeline::{ExecMode, ExecOptions, FeedbackStyle};
-use crate::report::{self, Reporters, RunFiles, RunInfo, Thresholds, TrialReader};
+use crate::report::{
+    self, JobKey, Reporters, RunFiles, RunInfo, SessionFile, Thresholds, TrialReader,
+};
 use crate::scenario::load_suite;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -363,14 +365,24 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     let info = plan.info(settings.thresholds.clone());
 
     let trials_path = out.join("trials.csv");
-    let earlier = match args.resume {
-        Some(_) => Some(set_aside_finished_trials(&plan, &info, &out)?),
-        None => None,
+    let (earlier, last_kept) = match args.resume {
+        Some(_) => {
+            let (path, last) = set_aside_finished_trials(&plan, &info, &out)?;
+            (Some(path), last)
+        }
+        None => (None, None),
     };
     write_run_json(&plan, &files, &settings, &out)?;
 
     let io_error = |e: std::io::Error| CliError(format!("{}: {e}", out.display()));
-    let session = (!args.no_session).then_some(args.resume.is_some());
+    let session_path = out.join("session.jsonl");
+    let session = match (args.no_session, &args.resume) {
+        (true, _) => None,
+        (false, None) => Some(SessionFile::create(&session_path).map_err(io_error)?),
+        (false, Some(_)) => {
+            Some(SessionFile::resume(&session_path, &info, last_kept).map_err(io_error)?)
+        }
+    };
     let mut run_files = RunFiles::create(&out, session).map_err(io_error)?;
     let progress = if args.quiet {
         ProgressMode::Quiet
@@ -552,20 +564,22 @@ fn read_recorded_run(dir: &Path) -> Result<RunRecord, CliError> {
 /// replayed in job order into a new trials.csv. A resume that was itself
 /// killed left two files; the one with more finished trials is kept (both
 /// hold a prefix of the same job order). Every kept trial must belong to
-/// this run, or it would be silently dropped.
+/// this run, or it would be silently dropped. Gives the kept file and its
+/// last trial.
 fn set_aside_finished_trials(
     plan: &RunPlan,
     info: &RunInfo,
     out: &Path,
-) -> Result<PathBuf, CliError> {
+) -> Result<(PathBuf, Option<JobKey>), CliError> {
     let current = out.join("trials.csv");
     let earlier = out.join("trials.csv.resumed");
     let fail = |e: String| CliError(format!("--resume {}: {e}", out.display()));
-    let count = |path: &Path| -> Result<u64, CliError> {
+    let count = |path: &Path| -> Result<(u64, Option<JobKey>), CliError> {
         if !path.exists() {
-            return Ok(0);
+            return Ok((0, None));
         }
         let mut trials = 0;
+        let mut last = None;
         for trial in TrialReader::open(info, path).map_err(|e| fail(e.to_string()))? {
             let trial = trial.map_err(|e| fail(e.to_string()))?;
             let job = harness::Job {
@@ -587,19 +601,23 @@ fn set_aside_finished_trials(
                 )));
             }
             trials += 1;
+            last = Some((trial.model, trial.scenario, trial.trial));
         }
-        Ok(trials)
+        Ok((trials, last))
     };
-    let (in_current, in_earlier) = (count(&current)?, count(&earlier)?);
+    let ((in_current, last_current), (in_earlier, last_earlier)) =
+        (count(&current)?, count(&earlier)?);
     let rename =
         |from: &Path, to: &Path| std::fs::rename(from, to).map_err(|e| fail(e.to_string()));
     if in_current >= in_earlier && current.exists() {
         rename(&current, &earlier)?;
-    } else if current.exists() {
+        return Ok((earlier, last_current));
+    }
+    if current.exists() {
         // trials.csv is a shorter prefix than the rows it was replaying.
         std::fs::remove_file(&current).map_err(|e| fail(e.to_string()))?;
     }
-    Ok(earlier)
+    Ok((earlier, last_earlier))
 }
 
 /// A folder that already holds a run is not overwritten by accident.

@@ -24,7 +24,7 @@ use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
 pub use compare::{Change, CompareError, Comparison, compare};
 pub use junit::JUnitXml;
 pub use markdown::{Markdown, terminal_table};
-pub use session::SessionFile;
+pub use session::{JobKey, SessionFile};
 pub use summary::SummaryCsvs;
 pub use trials::{TrialReader, TrialRow, TrialsCsv};
 
@@ -258,8 +258,8 @@ fn round(x: f64) -> f64 {
 /// The files of a run's report folder, each with its reporter: what `run`
 /// and `report merge` both write.
 pub struct RunFiles {
-    pub trials: TrialsCsv,
     pub session: Option<SessionFile>,
+    pub trials: TrialsCsv,
     pub summaries: SummaryCsvs,
     pub markdown: Markdown,
     pub junit: JUnitXml,
@@ -267,14 +267,12 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
-    /// Create the files in `out`. `session`: keep session.jsonl, adding to
-    /// an earlier part of the run (`append`) or starting it.
-    pub fn create(out: &Path, session: Option<bool>) -> io::Result<RunFiles> {
+    /// Create the files in `out`, session.jsonl only when `session` holds
+    /// its writer (a new log, or one resumed).
+    pub fn create(out: &Path, session: Option<SessionFile>) -> io::Result<RunFiles> {
         Ok(RunFiles {
+            session,
             trials: TrialsCsv::create(&out.join("trials.csv"))?,
-            session: session
-                .map(|append| SessionFile::open(&out.join("session.jsonl"), append))
-                .transpose()?,
             summaries: SummaryCsvs::new(out),
             markdown: Markdown::new(&out.join("summary.md")),
             junit: JUnitXml::new(&out.join("junit.xml")),
@@ -282,14 +280,16 @@ impl RunFiles {
         })
     }
 
-    /// Every reporter, in the order they hear events.
+    /// Every reporter, in the order they hear events: a trial's log is
+    /// written before its rows.
     pub fn reporters(&mut self) -> Vec<&mut dyn Reporter> {
-        let mut reporters: Vec<&mut dyn Reporter> = vec![&mut self.trials];
+        let mut reporters: Vec<&mut dyn Reporter> = Vec::new();
         if let Some(session) = &mut self.session {
             reporters.push(session);
         }
         reporters.extend([
-            &mut self.summaries as &mut dyn Reporter,
+            &mut self.trials as &mut dyn Reporter,
+            &mut self.summaries,
             &mut self.markdown,
             &mut self.junit,
             &mut self.gate,

@@ -16,8 +16,8 @@ pub const BUILTIN_NAMES: [&str; 6] = [
     "list_dir",
 ];
 
-/// How a registered tool executes. An enum, not a trait object: dispatch is
-/// a jump, with no allocation per call.
+/// What a built-in tool does: one implementation of `ToolBackend` for all
+/// of them, dispatching on this enum.
 #[derive(Debug)]
 pub(crate) enum Implementation {
     Echo,

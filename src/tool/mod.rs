@@ -2,6 +2,7 @@
 //! pass, the `Registry` of compiled validators, the built-in tools and the
 //! sandbox that file tools run in. Nothing here knows about LLMs.
 
+mod backend;
 mod builtin;
 mod check;
 pub mod quick;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use backend::{ToolBackend, ToolCallContext, ToolFuture};
 pub use builtin::{BUILTIN_NAMES, builtin_definition};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{

@@ -1,10 +1,9 @@
 //! The `Registry`: checked definitions, their validators compiled once, and
-//! what each tool does when executed. Lookup by name is a hash-map probe;
-//! execution dispatches on an enum.
+//! each tool's [`ToolBackend`]. Lookup by name is a hash-map probe.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -13,10 +12,11 @@ use jsonschema::Validator;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use super::backend::{Builtin, EchoArguments, Simulated, ToolBackend, ToolCallContext};
 use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
 use super::check::{DefinitionProblem, check_definitions, draft_of};
 use super::quick::QuickSchema;
-use super::{FailureKind, Sandbox, Simulate, ToolDef, ToolFailure, ToolFailureKind};
+use super::{Sandbox, ToolDef, ToolFailure};
 
 /// Where a registered tool comes from.
 #[derive(Debug, Clone)]
@@ -29,6 +29,8 @@ pub enum ToolSource {
     /// A built-in implementation, chosen by the definition's name, behind
     /// the user's own definition (a stricter or looser schema, say).
     BuiltinWithDefinition(ToolDef),
+    /// A definition served by an implementation of its own.
+    Backend(ToolDef, Arc<dyn ToolBackend>),
 }
 
 /// What tools may touch.
@@ -61,10 +63,10 @@ fn format_problems(problems: &[DefinitionProblem]) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ToolId(usize);
 
-enum Behaviour {
-    Builtin(Implementation),
-    Simulated(Simulate),
-    EchoArguments,
+impl ToolId {
+    pub(super) fn index(self) -> usize {
+        self.0
+    }
 }
 
 struct RegisteredTool {
@@ -72,14 +74,15 @@ struct RegisteredTool {
     validator: Validator,
     /// The quick check, when the schema is in its subset.
     quick: Option<QuickSchema>,
-    behaviour: Behaviour,
+    backend: Arc<dyn ToolBackend>,
 }
 
 /// What tools remember between executions within one trial (how often each
 /// ran, for "fail the first N" injection). Start one per trial.
 #[derive(Debug)]
 pub struct ToolState {
-    executions: Vec<AtomicU32>,
+    /// How often each tool ran, by [`ToolId`].
+    pub(super) executions: Vec<AtomicU32>,
     seed: u64,
     /// Draws simulated latencies; seeded on the first draw, since most
     /// batches run no simulated tool and seeding costs more than a call.
@@ -87,7 +90,8 @@ pub struct ToolState {
 }
 
 impl ToolState {
-    fn uniform(&self) -> f64 {
+    /// A uniform draw in 0..1 from the trial's seed.
+    pub fn uniform(&self) -> f64 {
         self.rng.lock().map_or(0.5, |mut rng| {
             rng.get_or_insert_with(|| StdRng::seed_from_u64(self.seed))
                 .random()
@@ -116,26 +120,29 @@ impl Registry {
     /// whole set if anything is wrong (reporting all problems).
     pub fn new(sources: Vec<ToolSource>, env: ToolEnv) -> Result<Self, RegistryError> {
         let mut defs = Vec::with_capacity(sources.len());
-        let mut behaviours = Vec::with_capacity(sources.len());
+        let mut backends: Vec<Arc<dyn ToolBackend>> = Vec::with_capacity(sources.len());
         for source in sources {
             match source {
                 ToolSource::Builtin(name) => {
                     let def = builtin_definition(&name)
                         .ok_or_else(|| RegistryError::UnknownBuiltin { name: name.clone() })?;
-                    behaviours.push(builtin_behaviour(&def.name, &env)?);
+                    backends.push(builtin_backend(&def.name, &env)?);
                     defs.push(def);
                 }
                 ToolSource::BuiltinWithDefinition(def) => {
-                    behaviours.push(builtin_behaviour(&def.name, &env)?);
+                    backends.push(builtin_backend(&def.name, &env)?);
                     defs.push(def);
                 }
                 ToolSource::Defined(def) => {
-                    let behaviour = match &def.simulate {
-                        Some(simulate) => Behaviour::Simulated(simulate.clone()),
-                        None => Behaviour::EchoArguments,
-                    };
+                    backends.push(match &def.simulate {
+                        Some(simulate) => Arc::new(Simulated(simulate.clone())),
+                        None => Arc::new(EchoArguments),
+                    });
                     defs.push(def);
-                    behaviours.push(behaviour);
+                }
+                ToolSource::Backend(def, backend) => {
+                    backends.push(backend);
+                    defs.push(def);
                 }
             }
         }
@@ -146,14 +153,14 @@ impl Registry {
 
         let mut tools = Vec::with_capacity(defs.len());
         let mut by_name = FxHashMap::default();
-        for (index, (def, behaviour)) in defs.into_iter().zip(behaviours).enumerate() {
+        for (index, (def, backend)) in defs.into_iter().zip(backends).enumerate() {
             let (validator, quick) = compile(&def)?;
             by_name.insert(def.name.clone().into_boxed_str(), ToolId(index));
             tools.push(RegisteredTool {
                 def,
                 validator,
                 quick,
-                behaviour,
+                backend,
             });
         }
         Ok(Registry {
@@ -237,15 +244,10 @@ impl Registry {
         id: ToolId,
         arguments: &Value,
     ) -> Option<Result<String, ToolFailure>> {
-        let tool = &self.tools[id.0];
-        match &tool.behaviour {
-            Behaviour::Builtin(implementation) => {
-                let empty = Map::new();
-                implementation.run_now(arguments.as_object().unwrap_or(&empty))
-            }
-            Behaviour::EchoArguments => Some(Ok(arguments.to_string())),
-            Behaviour::Simulated(_) => None,
-        }
+        let empty = Map::new();
+        self.tools[id.0]
+            .backend
+            .run_now(arguments.as_object().unwrap_or(&empty))
     }
 
     /// Execute a tool on arguments that passed validation. The caller
@@ -256,36 +258,17 @@ impl Registry {
         arguments: &Value,
         state: &ToolState,
     ) -> Result<String, ToolFailure> {
-        let tool = &self.tools[id.0];
         let empty = Map::new();
-        let args = arguments.as_object().unwrap_or(&empty);
-        match &tool.behaviour {
-            Behaviour::Builtin(implementation) => {
-                implementation.run(args, self.sandbox.as_ref()).await
-            }
-            Behaviour::Simulated(simulate) => {
-                let latency = simulate.latency_ms.sample(|| state.uniform());
-                if !latency.is_zero() {
-                    tokio::time::sleep(latency).await;
-                }
-                let execution = state.executions[id.0].fetch_add(1, Ordering::Relaxed);
-                if let Some(failure) = &simulate.failure
-                    && execution < failure.first
-                {
-                    return Err(injected_failure(failure.kind, failure.message.as_deref()).await);
-                }
-                Ok(match &simulate.result {
-                    Value::String(text) => text.clone(),
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                })
-            }
-            Behaviour::EchoArguments => Ok(arguments.to_string()),
-        }
+        let call = ToolCallContext {
+            tool: id,
+            arguments: arguments.as_object().unwrap_or(&empty),
+            state,
+        };
+        self.tools[id.0].backend.run(call).await
     }
 }
 
-fn builtin_behaviour(name: &str, env: &ToolEnv) -> Result<Behaviour, RegistryError> {
+fn builtin_backend(name: &str, env: &ToolEnv) -> Result<Arc<dyn ToolBackend>, RegistryError> {
     let implementation =
         Implementation::for_builtin(name).ok_or_else(|| RegistryError::UnknownBuiltin {
             name: name.to_owned(),
@@ -295,17 +278,14 @@ fn builtin_behaviour(name: &str, env: &ToolEnv) -> Result<Behaviour, RegistryErr
             tool: name.to_owned(),
         });
     }
-    Ok(Behaviour::Builtin(implementation))
-}
-
-async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
-    let (kind, default) = match kind {
-        FailureKind::Runtime => (ToolFailureKind::Runtime, "simulated failure"),
-        FailureKind::NotFound => (ToolFailureKind::NotFound, "not found"),
-        FailureKind::PermissionDenied => (ToolFailureKind::PermissionDenied, "permission denied"),
-        FailureKind::Timeout => std::future::pending().await,
-    };
-    ToolFailure::new(kind, message.unwrap_or(default))
+    let sandbox = implementation
+        .needs_sandbox()
+        .then(|| env.sandbox.clone())
+        .flatten();
+    Ok(Arc::new(Builtin {
+        implementation,
+        sandbox,
+    }))
 }
 
 /// How every tool schema is compiled. `format` is asserted, not just
@@ -335,6 +315,7 @@ fn compile(def: &ToolDef) -> Result<(Validator, Option<QuickSchema>), RegistryEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::ToolFailureKind;
     use serde_json::json;
     use std::time::Duration;
 
@@ -358,6 +339,41 @@ mod tests {
                 .validator(math)
                 .is_valid(&json!({"operation": "pow", "a": 1, "b": 2}))
         );
+    }
+
+    /// A backend from outside this module: how an MCP, HTTP or command
+    /// tool plugs in.
+    #[derive(Debug)]
+    struct Counter;
+
+    impl ToolBackend for Counter {
+        fn run<'a>(&'a self, call: ToolCallContext<'a>) -> crate::tool::ToolFuture<'a> {
+            let n = call.arguments.len();
+            Box::pin(async move { Ok(format!("{n} argument(s)")) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_can_be_served_by_a_backend_of_its_own() {
+        let def: ToolDef = serde_json::from_value(json!({
+            "name": "count", "description": "Counts its arguments.",
+            "parameters": {"type": "object"}
+        }))
+        .unwrap();
+        let registry = Registry::new(
+            vec![ToolSource::Backend(def, Arc::new(Counter))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let tool = registry.lookup("count").unwrap();
+        assert!(
+            registry.execute_now(tool, &json!({})).is_none(),
+            "it must be awaited"
+        );
+        let output = registry
+            .execute(tool, &json!({"a": 1, "b": 2}), &registry.new_state())
+            .await;
+        assert_eq!(output.unwrap(), "2 argument(s)");
     }
 
     #[test]

@@ -217,3 +217,92 @@ fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
     run(&plan, &mut full);
     assert_eq!(sink.collect.0, full.0[..37]);
 }
+
+/// A model that sends a wrong call, then the right one, and keeps what it
+/// was given back between the two.
+#[derive(Debug, Default)]
+struct Listener {
+    heard: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+struct ListenerTrial<'a>(&'a Listener);
+
+impl toolgauge::model::Model for Listener {
+    fn name(&self) -> &str {
+        "listener"
+    }
+
+    fn provider(&self) -> toolgauge::provider::Provider {
+        toolgauge::provider::Provider::OpenAi
+    }
+
+    fn start_trial<'a>(
+        &'a self,
+        _: toolgauge::model::TrialStart<'a>,
+    ) -> Box<dyn toolgauge::model::ModelTrial + 'a> {
+        Box::new(ListenerTrial(self))
+    }
+}
+
+impl toolgauge::model::ModelTrial for ListenerTrial<'_> {
+    fn reply<'s>(
+        &'s mut self,
+        attempt: u32,
+        returned: Option<&'s [u8]>,
+    ) -> toolgauge::model::ReplyFuture<'s> {
+        if let Some(returned) = returned {
+            self.0.heard.lock().unwrap().push(returned.to_vec());
+        }
+        let arguments = if attempt == 1 {
+            r#"{\"operation\": \"add\", \"a\": \"1024.75\"}"#
+        } else {
+            r#"{\"operation\": \"add\", \"a\": 1024.75, \"b\": -3}"#
+        };
+        let body = format!(
+            r#"{{"choices": [{{"message": {{"role": "assistant", "tool_calls": [{{"id": "c{attempt}", "type": "function", "function": {{"name": "math", "arguments": "{arguments}"}}}}]}}, "finish_reason": "tool_calls"}}]}}"#
+        );
+        Box::pin(std::future::ready(Ok(toolgauge::model::Reply {
+            body: body.into_bytes(),
+            usage: Default::default(),
+        })))
+    }
+}
+
+#[test]
+fn every_model_receives_what_return_produced_in_the_feedback_style() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let heard = |feedback| {
+        let listener = std::sync::Arc::new(Listener::default());
+        let mut plan = plan(&["math_add"], "reference", 1, feedback, sandbox.path());
+        plan.models = vec![listener.clone()];
+        let records = {
+            let mut collect = Collect(Vec::new());
+            run(&plan, &mut collect);
+            collect.0
+        };
+        assert_eq!(records[0].attempts.len(), 2, "fixed on the second attempt");
+        assert!(records[0].success());
+        let heard = listener.heard.lock().unwrap().clone();
+        assert_eq!(heard.len(), 1);
+        serde_json::from_slice::<serde_json::Value>(&heard[0]).unwrap()
+    };
+    let pointer_list = heard(FeedbackStyle::PointerList);
+    assert_eq!(
+        pointer_list,
+        serde_json::json!([{
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "Validation failed:\n- /a: must be number\n- /: must have required property 'b'"
+        }])
+    );
+    let json = heard(FeedbackStyle::Json);
+    let content: serde_json::Value =
+        serde_json::from_str(json[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["error"], "validation");
+    assert_eq!(
+        content["details"][0],
+        serde_json::json!({"pointer": "/a", "message": "must be number"})
+    );
+    let bare = heard(FeedbackStyle::Bare);
+    assert_eq!(bare[0]["content"], "(no output)");
+}

@@ -87,6 +87,13 @@ fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
     let trials = read(&full, "trials.csv");
     // Half the bytes: the last line is torn, as a kill would leave it.
     std::fs::write(killed.join("trials.csv"), &trials[..trials.len() / 2]).unwrap();
+    // The log is written first: it holds more trials, and a torn line.
+    let session = read(&full, "session.jsonl");
+    std::fs::write(
+        killed.join("session.jsonl"),
+        &session[..session.len() * 7 / 10],
+    )
+    .unwrap();
     std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
     let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
     assert_eq!(
@@ -96,6 +103,18 @@ fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
         String::from_utf8_lossy(&resumed.stderr)
     );
     assert_same_files(&full, &killed);
+    // Every entry once, in order: only the wall-clock timestamps differ.
+    let entries = |dir: &Path| -> Vec<serde_json::Value> {
+        read(dir, "session.jsonl")
+            .lines()
+            .map(|line| {
+                let mut entry: serde_json::Value = serde_json::from_str(line).unwrap();
+                entry["timestamp"] = serde_json::Value::Null;
+                entry
+            })
+            .collect()
+    };
+    assert_eq!(entries(&killed), entries(&full));
 }
 
 #[test]
@@ -541,4 +560,44 @@ fn resume_refuses_a_suite_edited_since_the_run_started() {
     std::fs::write(&scenario, text).unwrap();
     let output = toolgauge(&["run", "--resume", out.to_str().unwrap(), "--quiet"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn every_call_of_every_trial_is_recorded_with_its_coordinates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_into(&out, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut calls_by_attempt = std::collections::HashMap::new();
+    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+    for row in reader.deserialize::<toolgauge::report::TrialRow>() {
+        let row = row.unwrap();
+        let key = (row.model, row.scenario, row.trial, row.attempt);
+        calls_by_attempt.insert(key, u64::from(row.calls));
+    }
+    let mut logged = std::collections::HashMap::new();
+    for line in read(&out, "session.jsonl").lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let key = (
+            entry["model"].as_str().unwrap().to_owned(),
+            entry["scenario"].as_str().unwrap().to_owned(),
+            entry["trial"].as_u64().unwrap() as u32,
+            entry["attempt"].as_u64().unwrap() as u32,
+        );
+        *logged.entry(key).or_insert(0u64) += 1;
+    }
+    // A tool_call and a tool_result entry per call, for every attempt.
+    let expected: std::collections::HashMap<_, _> = calls_by_attempt
+        .into_iter()
+        .filter(|(_, calls)| *calls > 0)
+        .map(|(key, calls)| (key, 2 * calls))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(logged, expected);
+
+    let quiet = dir.path().join("no-session");
+    let output = run_into(&quiet, &["--no-session"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!quiet.join("session.jsonl").exists());
+    assert_same_files(&out, &quiet);
 }

@@ -1,0 +1,117 @@
+//! What a tool does when it is called, behind one trait: built-in code
+//! (`echo`, `math`, the file tools), a simulation from the definition's
+//! `simulate` block, or a definition that answers with its arguments.
+//! Tools served elsewhere (an MCP server, an HTTP endpoint, a command) are
+//! further implementations of the same trait.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+
+use super::builtin::Implementation;
+use super::registry::{ToolId, ToolState};
+use super::{FailureKind, Sandbox, Simulate, ToolFailure, ToolFailureKind};
+
+/// A tool's output to come.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolFailure>> + Send + 'a>>;
+
+/// One call of a tool, its arguments already valid for its schema.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallContext<'a> {
+    pub tool: ToolId,
+    pub arguments: &'a Map<String, Value>,
+    /// What tools remember across the calls of one trial.
+    pub state: &'a ToolState,
+}
+
+/// A tool's implementation.
+pub trait ToolBackend: Send + Sync + std::fmt::Debug {
+    /// The output now, for a tool that neither waits nor can hang: it runs
+    /// with no future and no timer. `None`: the tool must be awaited.
+    fn run_now(&self, _arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        None
+    }
+
+    /// Run the tool; the caller applies its timeout.
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a>;
+}
+
+/// A built-in tool, with the sandbox the file tools are confined to.
+#[derive(Debug)]
+pub(super) struct Builtin {
+    pub implementation: Implementation,
+    pub sandbox: Option<Sandbox>,
+}
+
+impl ToolBackend for Builtin {
+    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        self.implementation.run_now(arguments)
+    }
+
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(
+            self.implementation
+                .run(call.arguments, self.sandbox.as_ref()),
+        )
+    }
+}
+
+/// A definition with no implementation, answering with its arguments.
+#[derive(Debug)]
+pub(super) struct EchoArguments;
+
+impl ToolBackend for EchoArguments {
+    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        Some(Ok(object_text(arguments)))
+    }
+
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(std::future::ready(Ok(object_text(call.arguments))))
+    }
+}
+
+/// An object as compact JSON.
+fn object_text(object: &Map<String, Value>) -> String {
+    serde_json::to_string(object).expect("a JSON object serializes")
+}
+
+/// A simulated tool: its latency drawn from the trial's seed, failures
+/// injected on its first executions, then its result.
+#[derive(Debug)]
+pub(super) struct Simulated(pub Simulate);
+
+impl ToolBackend for Simulated {
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        let simulate = &self.0;
+        Box::pin(async move {
+            let latency = simulate.latency_ms.sample(|| call.state.uniform());
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            let execution =
+                call.state.executions[call.tool.index()].fetch_add(1, Ordering::Relaxed);
+            if let Some(failure) = &simulate.failure
+                && execution < failure.first
+            {
+                return Err(injected_failure(failure.kind, failure.message.as_deref()).await);
+            }
+            Ok(match &simulate.result {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+        })
+    }
+}
+
+async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
+    let (kind, default) = match kind {
+        FailureKind::Runtime => (ToolFailureKind::Runtime, "simulated failure"),
+        FailureKind::NotFound => (ToolFailureKind::NotFound, "not found"),
+        FailureKind::PermissionDenied => (ToolFailureKind::PermissionDenied, "permission denied"),
+        FailureKind::Timeout => std::future::pending().await,
+    };
+    ToolFailure::new(kind, message.unwrap_or(default))
+}
