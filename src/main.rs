@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use mimalloc::MiMalloc;
-use toolgauge::cli::{Cli, EXIT_BAD_INPUT};
+use toolgauge::cli::Cli;
 
 // The pipeline allocates many small values per call; mimalloc is markedly
 // faster at that than the system allocator.
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
             // The last guard: no message echoes a huge value whole.
             let message = error.to_string();
             eprintln!("error: {}", toolgauge::excerpt::cut_quoted(&message));
-            ExitCode::from(EXIT_BAD_INPUT)
+            ExitCode::from(error.exit_code())
         }
     }
 }

@@ -113,12 +113,20 @@ fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError
     }
 }
 
+/// A value of the wrong shape: where (a JSON pointer) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pointer}: {message}")]
+pub struct ShapeProblem {
+    pub pointer: String,
+    pub message: String,
+}
+
 /// Deserialize an in-memory value (borrowed: a caller may still need it
-/// to word an error); the error is (JSON pointer, message).
-pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, (String, String)> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let pointer = pointer_of(error.path());
-        (pointer, error.into_inner().to_string())
+/// to word an error).
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, ShapeProblem> {
+    serde_path_to_error::deserialize(value).map_err(|error| ShapeProblem {
+        pointer: pointer_of(error.path()),
+        message: error.into_inner().to_string(),
     })
 }
 

@@ -67,7 +67,19 @@ pub enum TransportError {
         url: String,
         message: String,
         tries: u32,
+        /// The last try ran out of time (no answer, not a refusal).
+        timed_out: bool,
     },
+}
+
+impl TransportError {
+    /// The HTTP status of a request the server answered, but not with 2xx.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            TransportError::Status { status, .. } => Some(*status),
+            TransportError::Network { .. } => None,
+        }
+    }
 }
 
 pub struct Transport {
@@ -136,6 +148,7 @@ impl Transport {
                             message: redact_url(&error_chain(&error)),
                             url,
                             tries,
+                            timed_out: error.is_timeout(),
                         });
                     }
                     None

@@ -26,16 +26,12 @@ pub struct BenchReportArgs {
 }
 
 pub fn run(args: &BenchReportArgs) -> Result<ExitCode, CliError> {
-    let measured = bench::read_criterion(&args.criterion).map_err(CliError)?;
-    let node: Option<bench::NodeResults> = args
-        .node
-        .as_deref()
-        .map(source::read_json)
-        .transpose()
-        .map_err(CliError::new)?;
+    let measured = bench::read_criterion(&args.criterion)?;
+    let node: Option<bench::NodeResults> =
+        args.node.as_deref().map(source::read_json).transpose()?;
     let rows = bench::rows(&measured, node.as_ref());
     let machine = args.machine.clone().unwrap_or_else(machine);
-    bench::write(&rows, &machine, &args.out).map_err(CliError)?;
+    bench::write(&rows, &machine, &args.out)?;
     eprintln!(
         "{} bench(es) written to {}",
         rows.len(),

@@ -16,7 +16,7 @@ pub struct CheckToolsArgs {
 }
 
 pub fn run(args: &CheckToolsArgs) -> Result<ExitCode, CliError> {
-    let (defs, problems) = check_definitions_file(&args.tools).map_err(CliError::new)?;
+    let (defs, problems) = check_definitions_file(&args.tools)?;
     for problem in &problems {
         println!("{problem}");
     }

@@ -46,18 +46,18 @@ pub struct ExecArgs {
     pub response: PathBuf,
 }
 
-fn parse_provider(text: &str) -> Result<Provider, String> {
+fn parse_provider(text: &str) -> Result<Provider, crate::provider::UnknownProvider> {
     text.parse()
 }
 
 pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args)?);
     let body = std::fs::read(&args.response)
-        .map_err(|e| CliError(format!("{}: cannot read: {e}", args.response.display())))?;
+        .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", args.response.display())))?;
     // Checked before anything runs: a body that is not a response is bad input.
     args.provider
         .parse_response(&body)
-        .map_err(|e| CliError(format!("{}: {e}", args.response.display())))?;
+        .map_err(|e| CliError::Usage(format!("{}: {e}", args.response.display())))?;
     let options = ExecOptions {
         mode: if args.serial {
             ExecMode::Serial
@@ -72,11 +72,11 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .map_err(|e| CliError(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
     let mut log = match &args.session {
         Some(path) => Some(
             SessionLog::append(path)
-                .map_err(|e| CliError(format!("{}: cannot open: {e}", path.display())))?,
+                .map_err(|e| CliError::Usage(format!("{}: cannot open: {e}", path.display())))?,
         ),
         None => None,
     };
@@ -85,7 +85,7 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
         .block_on(pipeline.turn(args.provider, &body, &state, log.as_mut()))
         .map_err(|e| {
             let path = args.session.as_deref().unwrap_or(Path::new("session log"));
-            CliError(format!("{}: cannot write: {e}", path.display()))
+            CliError::Usage(format!("{}: cannot write: {e}", path.display()))
         })?;
     let batch = &turn.batch;
 
@@ -121,7 +121,8 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
 fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
     let sandbox = match &args.sandbox {
         Some(dir) => Some(
-            Sandbox::new(dir).map_err(|e| CliError(format!("--sandbox {}: {e}", dir.display())))?,
+            Sandbox::new(dir)
+                .map_err(|e| CliError::Usage(format!("--sandbox {}: {e}", dir.display())))?,
         ),
         None => None,
     };

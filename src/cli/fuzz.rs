@@ -66,10 +66,10 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
         {
             Some(Ok(external)) => Validator::External(external),
             Some(Err(message)) => {
-                return Err(CliError(format!("--validator {other:?}: {message}")));
+                return Err(CliError::Usage(format!("--validator {other:?}: {message}")));
             }
             None => {
-                return Err(CliError(format!(
+                return Err(CliError::Usage(format!(
                     "--validator {other:?}: use builtin, cmd:PROGRAM or an http:// URL"
                 )));
             }
@@ -79,8 +79,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     let registry = Registry::new(
         defs.into_iter().map(ToolSource::Defined).collect(),
         ToolEnv::default(),
-    )
-    .map_err(CliError::new)?;
+    )?;
 
     let mut reports: Vec<(String, ToolFuzz)> = Vec::new();
     for def in registry.definitions() {
@@ -113,7 +112,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             ),
         };
         if let Some(error) = failure {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "validator for tool {:?}: {error}",
                 def.name
             )));
@@ -122,10 +121,10 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     }
 
     std::fs::create_dir_all(&args.out)
-        .map_err(|e| CliError(format!("{}: {e}", args.out.display())))?;
+        .map_err(|e| CliError::Usage(format!("{}: {e}", args.out.display())))?;
     let path = args.out.join("fuzz.csv");
-    let mut writer =
-        csv::Writer::from_path(&path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let mut writer = csv::Writer::from_path(&path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     let mut failed = false;
     println!(
         "| tool | operator | generated | killed | survived | false rejects | kill rate |\n|---|---|---:|---:|---:|---:|---:|"
@@ -164,7 +163,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
                 row.kill_rate
                     .map_or("-".to_owned(), |r| format!("{:.1}%", 100.0 * r))
             );
-            writer.serialize(row).map_err(|e| CliError(e.to_string()))?;
+            writer.serialize(row).map_err(CliError::new)?;
         }
         for (mutation, mutant) in &report.survivors {
             eprintln!(
@@ -179,7 +178,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             );
         }
     }
-    writer.flush().map_err(|e| CliError(e.to_string()))?;
+    writer.flush().map_err(CliError::new)?;
     eprintln!("fuzz.csv written to {}", path.display());
     Ok(if failed {
         ExitCode::from(EXIT_FAILED)

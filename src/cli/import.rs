@@ -41,7 +41,7 @@ pub fn run(args: &ImportArgs) -> Result<ExitCode, CliError> {
         let beside = default_answers(&args.questions);
         beside.exists().then_some(beside)
     });
-    let imported = import(&args.questions, answers.as_deref(), &args.out).map_err(CliError::new)?;
+    let imported = import(&args.questions, answers.as_deref(), &args.out)?;
     for (category, count) in &imported.by_category {
         eprintln!("{category}: {count} scenario(s)");
     }

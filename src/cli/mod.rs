@@ -59,26 +59,59 @@ pub enum Command {
     BenchReport(BenchReportArgs),
 }
 
-/// Bad input, worded for the person at the terminal. Exit code 2.
+/// What stops a command, worded for the person at the terminal: the
+/// library's own typed errors, carried whole, or a problem with the
+/// command line itself. Every one is bad input or usage (exit code 2);
+/// a failed check is an exit code, not an error.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct CliError(pub String);
+pub enum CliError {
+    /// A flag, a path or a combination of them, worded here.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    File(#[from] crate::source::FileError),
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+    #[error(transparent)]
+    Recording(#[from] crate::model::RecordingError),
+    #[error(transparent)]
+    NotRecorded(#[from] crate::model::NotRecorded),
+    #[error(transparent)]
+    Tools(#[from] crate::tool::RegistryError),
+    #[error(transparent)]
+    Shard(#[from] crate::harness::ShardError),
+    #[error(transparent)]
+    Merge(#[from] crate::harness::merge::MergeError),
+    #[error(transparent)]
+    Compare(#[from] crate::report::CompareError),
+    #[error(transparent)]
+    Bench(#[from] crate::report::bench::BenchError),
+    #[error(transparent)]
+    Import(#[from] crate::bfcl::import::ImportError),
+}
 
 impl CliError {
+    /// A usage problem from anything displayable, with context added by
+    /// the caller.
     pub fn new(message: impl std::fmt::Display) -> Self {
-        CliError(message.to_string())
+        CliError::Usage(message.to_string())
+    }
+
+    /// The documented exit code of every error: bad input or usage.
+    pub fn exit_code(&self) -> u8 {
+        EXIT_BAD_INPUT
     }
 }
 
 /// Read a tool definitions file for a command that will use the tools:
 /// any problem is bad input, and every problem is listed.
 fn read_tool_definitions(path: &std::path::Path) -> Result<Vec<crate::tool::ToolDef>, CliError> {
-    let (defs, problems) = crate::tool::check_definitions_file(path).map_err(CliError::new)?;
+    let (defs, problems) = crate::tool::check_definitions_file(path)?;
     if problems.is_empty() {
         return Ok(defs);
     }
     let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-    Err(CliError(format!(
+    Err(CliError::Usage(format!(
         "{}: {} problem(s) in the tool definitions (see `toolgauge check-tools`):\n{}",
         path.display(),
         problems.len(),

@@ -42,13 +42,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     match &args.command {
         ReportCommand::Merge { dirs, out, force } => {
             if let Some(file) = report::held_run(out).filter(|_| !force) {
-                return Err(CliError(format!(
+                return Err(CliError::Usage(format!(
                     "--out {}: already holds a run ({file}); use --force to replace it, \
                      or another --out",
                     out.display()
                 )));
             }
-            let Merged { violations, table } = merge(dirs, out).map_err(CliError::new)?;
+            let Merged { violations, table } = merge(dirs, out)?;
             println!("{table}");
             eprintln!("merged {} shard(s) into {}", dirs.len(), out.display());
             if violations.is_empty() {
@@ -61,7 +61,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             }
         }
         ReportCommand::Compare { baseline, current } => {
-            let comparison = report::compare(baseline, current).map_err(CliError::new)?;
+            let comparison = report::compare(baseline, current)?;
             let changes = &comparison.changes;
             println!("| model | scenario | baseline | current | change | significant |");
             println!("|---|---|---:|---:|---:|---|");

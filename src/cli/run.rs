@@ -125,12 +125,7 @@ impl Settings {
     ) -> Result<Settings, CliError> {
         let min_success = args.min_success.map(check_rate).transpose()?;
         let min_pass_k = args.min_pass_k.as_deref().map(parse_pass_k).transpose()?;
-        let shard = args
-            .shard
-            .as_deref()
-            .map(Shard::parse)
-            .transpose()
-            .map_err(CliError::new)?;
+        let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
         let clock = args.clock.map(|clock| match clock {
             ClockArg::Virtual if !live_network => Clock::Virtual,
             _ => Clock::Real,
@@ -184,7 +179,7 @@ impl Settings {
                     .as_deref()
                     .map(Shard::parse)
                     .transpose()
-                    .map_err(|e| CliError(format!("run.json: shard: {e}")))?,
+                    .map_err(|e| CliError::Usage(format!("run.json: shard: {e}")))?,
                     thresholds: Thresholds {
                         min_success: recorded_option(
                             "--min-success",
@@ -207,7 +202,7 @@ impl Settings {
         if let Some((k, _)) = settings.thresholds.min_pass_k
             && k > u64::from(settings.trials)
         {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "--min-pass-k: K = {k} is more than the {} trial(s) per model x scenario; \
                  pass^{k} needs at least {k} trials (--trials {k})",
                 settings.trials
@@ -249,7 +244,7 @@ fn contradiction(
     given: impl std::fmt::Display,
     recorded: impl std::fmt::Display,
 ) -> CliError {
-    CliError(format!(
+    CliError::Usage(format!(
         "--resume: {setting} {given} contradicts the run being resumed, which has {recorded} \
          (run.json); leave {setting} out to continue the run as it was"
     ))
@@ -296,13 +291,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         .as_deref()
         .map(Replayer::load)
         .transpose()
-        .map_err(|e| CliError(format!("--replay: {e}")))?
+        .map_err(|e| CliError::Usage(format!("--replay: {e}")))?
         .map(std::sync::Arc::new);
     let models = files
         .iter()
         .map(|file| model::build(file, &live_options, replayer.clone()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::new)?;
+        .collect::<Result<Vec<_>, _>>()?;
     // Network I/O needs the real clock: on the paused one, every request
     // timeout would fire at once.
     let live_network = replayer.is_none() && files.iter().any(ModelFile::is_live);
@@ -311,13 +305,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     }
     let settings = Settings::resolve(args, recorded.as_ref(), live_network)?;
     std::fs::create_dir_all(&out)
-        .map_err(|e| CliError(format!("{}: cannot create: {e}", out.display())))?;
+        .map_err(|e| CliError::Usage(format!("{}: cannot create: {e}", out.display())))?;
 
     let sandbox_root = tempfile::tempdir()
-        .map_err(|e| CliError(format!("cannot create a sandbox folder: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("cannot create a sandbox folder: {e}")))?;
     let suite = load_suite(&settings.suite, sandbox_root.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        CliError(format!(
+        CliError::Usage(format!(
             "{} bad scenario file(s); no trial was run:\n{}",
             errors.len(),
             lines.join("\n")
@@ -329,13 +323,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     let scenarios = suite.scenarios;
     if let Some(run) = &recorded {
         run.check_suite(&scenarios)
-            .map_err(|e| CliError(format!("--resume: {e}; resuming would mix two runs")))?;
+            .map_err(|e| CliError::Usage(format!("--resume: {e}; resuming would mix two runs")))?;
     }
 
     for model in &models {
         let missing = model.unanswerable(&scenarios);
         if let Some(first) = missing.first() {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "model {:?} has no recorded result for {} scenario(s), e.g. {first:?}; \
                  run only the scenarios its result file covers",
                 model.name(),
@@ -374,7 +368,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     };
     write_run_json(&plan, &files, &settings, &out)?;
 
-    let io_error = |e: std::io::Error| CliError(format!("{}: {e}", out.display()));
+    let io_error = |e: std::io::Error| CliError::Usage(format!("{}: {e}", out.display()));
     let session_path = out.join("session.jsonl");
     let session = match (args.no_session, &args.resume) {
         (true, _) => None,
@@ -446,20 +440,22 @@ fn check_rate(rate: f64) -> Result<f64, CliError> {
     if (0.0..=1.0).contains(&rate) {
         Ok(rate)
     } else {
-        Err(CliError(format!("rate {rate} must be between 0 and 1")))
+        Err(CliError::Usage(format!(
+            "rate {rate} must be between 0 and 1"
+        )))
     }
 }
 
 fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
     let (k, rate) = text
         .split_once(':')
-        .ok_or_else(|| CliError(format!("--min-pass-k {text}: use K:RATE, e.g. 3:0.8")))?;
+        .ok_or_else(|| CliError::Usage(format!("--min-pass-k {text}: use K:RATE, e.g. 3:0.8")))?;
     let k: u64 = k
         .parse()
-        .map_err(|_| CliError(format!("--min-pass-k {text}: K must be a whole number")))?;
+        .map_err(|_| CliError::Usage(format!("--min-pass-k {text}: K must be a whole number")))?;
     let rate: f64 = rate
         .parse()
-        .map_err(|_| CliError(format!("--min-pass-k {text}: RATE must be a number")))?;
+        .map_err(|_| CliError::Usage(format!("--min-pass-k {text}: RATE must be a number")))?;
     if k == 0 {
         return Err(CliError::new("--min-pass-k: K must be at least 1"));
     }
@@ -484,7 +480,7 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>
     for source in &sources {
         if source.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(source)
-                .map_err(|e| CliError(format!("{}: cannot read: {e}", source.display())))?
+                .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", source.display())))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|e| e == "json"))
                 .collect();
@@ -493,7 +489,7 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>
         } else if source.exists() {
             files.push(source.clone());
         } else {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "{}: no such model file or folder (use --models)",
                 source.display()
             )));
@@ -504,9 +500,9 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>
     }
     let mut models: Vec<ModelFile> = Vec::new();
     for file in files {
-        let model = ModelFile::load(&file).map_err(CliError::new)?;
+        let model = ModelFile::load(&file)?;
         if models.iter().any(|m| m.name == model.name) {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "{}: model name {:?} is used twice",
                 file.display(),
                 model.name
@@ -541,19 +537,19 @@ fn write_run_json(
     };
     record
         .write(out)
-        .map_err(|e| CliError(format!("{}: {e}", out.display())))
+        .map_err(|e| CliError::Usage(format!("{}: {e}", out.display())))
 }
 
 /// The run being resumed, as its run.json describes it.
 fn read_recorded_run(dir: &Path) -> Result<RunRecord, CliError> {
     if !dir.join("trials.csv").is_file() && !dir.join("trials.csv.resumed").is_file() {
-        return Err(CliError(format!(
+        return Err(CliError::Usage(format!(
             "--resume {}: no trials.csv there: is it a run's report folder?",
             dir.display()
         )));
     }
     RunRecord::read(dir).map_err(|e| {
-        CliError(format!(
+        CliError::Usage(format!(
             "--resume {}: cannot read the run's configuration: {e}",
             dir.display()
         ))
@@ -573,7 +569,7 @@ fn set_aside_finished_trials(
 ) -> Result<(PathBuf, Option<JobKey>), CliError> {
     let current = out.join("trials.csv");
     let earlier = out.join("trials.csv.resumed");
-    let fail = |e: String| CliError(format!("--resume {}: {e}", out.display()));
+    let fail = |e: String| CliError::Usage(format!("--resume {}: {e}", out.display()));
     let count = |path: &Path| -> Result<(u64, Option<JobKey>), CliError> {
         if !path.exists() {
             return Ok((0, None));
@@ -623,7 +619,7 @@ fn set_aside_finished_trials(
 /// A folder that already holds a run is not overwritten by accident.
 fn refuse_to_overwrite(out: &Path) -> Result<(), CliError> {
     match report::held_run(out) {
-        Some(file) => Err(CliError(format!(
+        Some(file) => Err(CliError::Usage(format!(
             "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
              --force to replace it, or another --out",
             out.display()
@@ -652,7 +648,7 @@ fn recorded_models(args: &RunArgs, run: &RunRecord) -> Result<Vec<ModelFile>, Cl
     }
     for file in &run.models {
         file.check()
-            .map_err(|e| CliError(format!("run.json: model {:?}: {e}", file.name)))?;
+            .map_err(|e| CliError::Usage(format!("run.json: model {:?}: {e}", file.name)))?;
     }
     Ok(run.models.clone())
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::transport::{ApiRequest, Transport, TransportError, TransportSettings};
+
 /// The default time one case may take.
 pub const DEFAULT_CASE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -16,15 +18,42 @@ pub const DEFAULT_CASE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const TOOL_HEADER: &str = "x-toolgauge-tool";
 pub const TOOL_ENV: &str = "TOOLGAUGE_TOOL";
 
-#[derive(Debug)]
 pub enum ExternalValidator {
     /// Run through `sh -c`.
     Command { program: String, timeout: Duration },
-    Http {
-        url: String,
-        client: reqwest::blocking::Client,
-        timeout: Duration,
-    },
+    /// POSTed through the shared HTTP transport: rate limits and failing
+    /// servers (429, 5xx) are retried, so they never read as a verdict.
+    Http(Box<HttpValidator>),
+}
+
+/// An endpoint, and the transport and runtime its cases are sent with.
+pub struct HttpValidator {
+    url: String,
+    transport: Transport,
+    runtime: tokio::runtime::Runtime,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for ExternalValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExternalValidator::Command { program, .. } => {
+                f.debug_tuple("Command").field(program).finish()
+            }
+            ExternalValidator::Http(http) => f.debug_tuple("Http").field(&http.url).finish(),
+        }
+    }
+}
+
+/// A `--validator` that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidatorSpecError {
+    #[error("cmd: needs a program, e.g. cmd:./validate.sh")]
+    NoProgram,
+    #[error(transparent)]
+    Client(#[from] crate::transport::ClientError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 /// A validator that could not give a verdict.
@@ -52,10 +81,13 @@ pub enum ExternalError {
 
 impl ExternalValidator {
     /// `cmd:PROGRAM` or an `http://` / `https://` URL; `None` otherwise.
-    pub fn parse(spec: &str, timeout: Duration) -> Option<Result<ExternalValidator, String>> {
+    pub fn parse(
+        spec: &str,
+        timeout: Duration,
+    ) -> Option<Result<ExternalValidator, ValidatorSpecError>> {
         if let Some(program) = spec.strip_prefix("cmd:") {
             return Some(if program.trim().is_empty() {
-                Err("cmd: needs a program, e.g. cmd:./validate.sh".to_owned())
+                Err(ValidatorSpecError::NoProgram)
             } else {
                 Ok(ExternalValidator::Command {
                     program: program.to_owned(),
@@ -64,17 +96,7 @@ impl ExternalValidator {
             });
         }
         if spec.starts_with("http://") || spec.starts_with("https://") {
-            return Some(
-                reqwest::blocking::Client::builder()
-                    .timeout(timeout)
-                    .build()
-                    .map(|client| ExternalValidator::Http {
-                        url: spec.to_owned(),
-                        client,
-                        timeout,
-                    })
-                    .map_err(|e| format!("cannot make an HTTP client: {e}")),
-            );
+            return Some(http_validator(spec, timeout));
         }
         None
     }
@@ -85,35 +107,64 @@ impl ExternalValidator {
             ExternalValidator::Command { program, timeout } => {
                 run_command(program, *timeout, tool, instance)
             }
-            ExternalValidator::Http {
-                url,
-                client,
-                timeout,
-            } => {
-                let response = client
-                    .post(url)
-                    .header(TOOL_HEADER, tool)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(instance.to_string())
-                    .send()
-                    .map_err(|e| {
-                        if e.is_timeout() {
-                            ExternalError::Hung {
-                                what: url.clone(),
-                                timeout: *timeout,
-                                instance: crate::excerpt::json_excerpt(instance),
-                            }
-                        } else {
-                            ExternalError::Http {
-                                url: url.clone(),
-                                message: crate::transport::error_chain(&e),
-                            }
-                        }
-                    })?;
-                Ok(response.status().is_success())
+            ExternalValidator::Http(http) => {
+                let HttpValidator {
+                    url,
+                    transport,
+                    runtime,
+                    timeout,
+                } = &**http;
+                let request = ApiRequest {
+                    url: url.clone(),
+                    headers: vec![
+                        ("content-type", "application/json".to_owned()),
+                        (TOOL_HEADER, tool.to_owned()),
+                    ],
+                    body: instance.clone(),
+                };
+                match runtime.block_on(transport.send(&request)) {
+                    Ok(_) => Ok(true),
+                    // The server answered and refused the instance.
+                    Err(error) if error.status().is_some_and(|s| (400..500).contains(&s)) => {
+                        Ok(false)
+                    }
+                    Err(TransportError::Network {
+                        timed_out: true, ..
+                    }) => Err(ExternalError::Hung {
+                        what: url.clone(),
+                        timeout: *timeout,
+                        instance: crate::excerpt::json_excerpt(instance),
+                    }),
+                    Err(error) => Err(ExternalError::Http {
+                        url: url.clone(),
+                        message: error.to_string(),
+                    }),
+                }
             }
         }
     }
+}
+
+/// An HTTP validator: one try per case within `timeout` (a hung server is
+/// an error, soon), with rate limits and server errors retried.
+fn http_validator(url: &str, timeout: Duration) -> Result<ExternalValidator, ValidatorSpecError> {
+    let transport = Transport::new(&TransportSettings {
+        timeout,
+        max_attempts: 3,
+        retry_base: Duration::from_millis(100),
+        concurrency: 1,
+        requests_per_minute: None,
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ValidatorSpecError::Runtime)?;
+    Ok(ExternalValidator::Http(Box::new(HttpValidator {
+        url: url.to_owned(),
+        transport,
+        runtime,
+        timeout,
+    })))
 }
 
 fn run_command(

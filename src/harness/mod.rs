@@ -229,8 +229,8 @@ pub enum RunError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A replayed request the recording does not hold: the run stops.
-    #[error("{0}")]
-    NotRecorded(String),
+    #[error(transparent)]
+    NotRecorded(#[from] crate::model::NotRecorded),
     /// Stopped on request (Ctrl-C): every finished trial was handed to the
     /// reporters first.
     #[error("interrupted after {finished} of {total} trial(s)")]
@@ -348,7 +348,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
         let asked = Instant::now();
         let reply = match model_trial.reply(attempt, returned.as_deref()).await {
             Ok(reply) => reply,
-            Err(ReplyError::NotRecorded(message)) => return Err(RunError::NotRecorded(message)),
+            Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
             Err(ReplyError::Transport(error)) => {
                 // Not the model's failure: the trial ends here and is
                 // counted apart; the run goes on.

@@ -116,9 +116,7 @@ impl LiveModel {
                 (response.status, response.body)
             }
             Source::Replay(replayer) => {
-                let exchange = replayer
-                    .answer(&request, &position)
-                    .map_err(ReplyError::NotRecorded)?;
+                let exchange = replayer.answer(&request, &position)?;
                 let body = match &exchange.response {
                     Value::String(text) => text.clone().into_bytes(),
                     other => serde_json::to_vec(other).expect("serializes"),

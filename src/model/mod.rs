@@ -31,7 +31,7 @@ use crate::transport::TransportError;
 pub use bfcl_results::BfclResults;
 pub use live::{LiveModel, LiveOptions};
 pub use operators::Operator;
-pub use recording::{Position, Replayer};
+pub use recording::{NotRecorded, Position, RecordingError, Replayer};
 
 /// A model file (`scenarios/models/*.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,8 +186,8 @@ pub enum ReplyError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// Replay asked for a request the recording does not hold: the run stops.
-    #[error("{0}")]
-    NotRecorded(String),
+    #[error(transparent)]
+    NotRecorded(#[from] recording::NotRecorded),
 }
 
 /// One model turn: the body as the provider sent it, and the tokens it used.

@@ -82,6 +82,29 @@ impl RecordedRequest {
     }
 }
 
+/// A recording that cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a recording: {source}", path.display())]
+    NotARecording {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: no recorded exchanges", .0.display())]
+    Empty(PathBuf),
+}
+
+/// A request the recording does not hold: where it was asked, and the
+/// closest recorded request with a diff of the two.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRecorded(pub String);
+
 /// Writes exchanges as they happen.
 #[derive(Debug)]
 pub struct Recorder {
@@ -129,21 +152,25 @@ pub struct Replayer {
 }
 
 impl Replayer {
-    pub fn load(dir: &Path) -> Result<Replayer, String> {
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    pub fn load(dir: &Path) -> Result<Replayer, RecordingError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| RecordingError::Io { path, source }
+        };
+        let entries = std::fs::read_dir(dir).map_err(io(dir))?;
         let mut recorded = BTreeMap::new();
         for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
+            let path = entry.map_err(io(dir))?.path();
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
             let file: Recorded = serde_json::from_slice(&bytes)
-                .map_err(|e| format!("{}: not a recording: {e}", path.display()))?;
+                .map_err(|source| RecordingError::NotARecording { path, source })?;
             recorded.insert(file.request.key(), file);
         }
         if recorded.is_empty() {
-            return Err(format!("{}: no recorded exchanges", dir.display()));
+            return Err(RecordingError::Empty(dir.to_owned()));
         }
         Ok(Replayer {
             dir: dir.to_owned(),
@@ -153,7 +180,11 @@ impl Replayer {
 
     /// The recorded answer to `request` at `position` (or, when that
     /// position was not recorded, the first answer the request got).
-    pub fn answer(&self, request: &ApiRequest, position: &Position) -> Result<&Exchange, String> {
+    pub fn answer(
+        &self,
+        request: &ApiRequest,
+        position: &Position,
+    ) -> Result<&Exchange, NotRecorded> {
         let request = RecordedRequest::of(request);
         if let Some(file) = self.recorded.get(&request.key()) {
             return file
@@ -161,9 +192,11 @@ impl Replayer {
                 .iter()
                 .find(|e| &e.position == position)
                 .or_else(|| file.exchanges.first())
-                .ok_or_else(|| format!("recording {} holds no response", request.key()));
+                .ok_or_else(|| {
+                    NotRecorded(format!("recording {} holds no response", request.key()))
+                });
         }
-        Err(self.miss(&request, position))
+        Err(NotRecorded(self.miss(&request, position)))
     }
 
     fn miss(&self, request: &RecordedRequest, position: &Position) -> String {

@@ -195,18 +195,19 @@ impl fmt::Display for Provider {
     }
 }
 
+/// A provider name that is none of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provider {0:?}; use openai, anthropic or gemini")]
+pub struct UnknownProvider(pub String);
+
 impl FromStr for Provider {
-    type Err = String;
+    type Err = UnknownProvider;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "openai" => Ok(Provider::OpenAi),
-            "anthropic" => Ok(Provider::Anthropic),
-            "gemini" => Ok(Provider::Gemini),
-            other => Err(format!(
-                "unknown provider {other:?}; use openai, anthropic or gemini"
-            )),
-        }
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownProvider(s.to_owned()))
     }
 }
 

@@ -82,16 +82,32 @@ const ANCHORS: [(&str, &str); 6] = [
     ("validate/small_hot_valid/toolgauge", "(h1)"),
 ];
 
+/// Why the bench report cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: no criterion results (run `cargo bench` first)", .0.display())]
+    NoResults(PathBuf),
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError + '_ {
+    move |source| BenchError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 /// Every benchmark under a criterion output folder, sorted by name.
-pub fn read_criterion(dir: &Path) -> Result<Vec<Measured>, String> {
+pub fn read_criterion(dir: &Path) -> Result<Vec<Measured>, BenchError> {
     let mut found = Vec::new();
-    walk(dir, &mut found).map_err(|e| format!("{}: {e}", dir.display()))?;
+    walk(dir, &mut found).map_err(at(dir))?;
     found.sort_by(|a, b| a.bench.cmp(&b.bench));
     if found.is_empty() {
-        return Err(format!(
-            "{}: no criterion results (run `cargo bench` first)",
-            dir.display()
-        ));
+        return Err(BenchError::NoResults(dir.to_owned()));
     }
     Ok(found)
 }
@@ -154,13 +170,17 @@ fn round(x: f64) -> f64 {
 }
 
 /// Write bench.csv and bench.md into `out`.
-pub fn write(rows: &[BenchRow], machine: &str, out: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
-    let mut writer = csv::Writer::from_path(out.join("bench.csv")).map_err(|e| e.to_string())?;
+pub fn write(rows: &[BenchRow], machine: &str, out: &Path) -> Result<(), BenchError> {
+    std::fs::create_dir_all(out).map_err(at(out))?;
+    let csv_path = out.join("bench.csv");
+    let mut writer =
+        csv::Writer::from_path(&csv_path).map_err(|e| at(&csv_path)(std::io::Error::other(e)))?;
     for row in rows {
-        writer.serialize(row).map_err(|e| e.to_string())?;
+        writer
+            .serialize(row)
+            .map_err(|e| at(&csv_path)(std::io::Error::other(e)))?;
     }
-    writer.flush().map_err(|e| e.to_string())?;
+    writer.flush().map_err(at(&csv_path))?;
 
     let mut md = format!(
         "# Bench report\n\nMachine: {machine}.\n\nMedians from criterion; per-element times divide by the bench's declared throughput (calls, trials, instances). Ratios compare with the Node + Ajv anchor measured in the same session (above 1: toolgauge is faster).\n\n| bench | median | per element | throughput /s | anchor | anchor per element | ratio |\n|---|---:|---:|---:|---|---:|---:|\n"
@@ -188,7 +208,7 @@ pub fn write(rows: &[BenchRow], machine: &str, out: &Path) -> Result<(), String>
     {
         md.push_str(&old[at..]);
     }
-    std::fs::write(path, md).map_err(|e| e.to_string())
+    std::fs::write(&path, md).map_err(at(&path))
 }
 
 fn format_ns(ns: f64) -> String {

@@ -196,16 +196,19 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     let tool_error = |pointer: &str| {
         let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
         let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
-        let (inner, message) = source::from_value::<ToolDef>(tool).err()?;
-        Some(invalid(format!("/tools/{i}{inner}"), message))
+        let problem = source::from_value::<ToolDef>(tool).err()?;
+        Some(invalid(
+            format!("/tools/{i}{}", problem.pointer),
+            problem.message,
+        ))
     };
     if let Some(error) = schema_validator().iter_errors(&value).next() {
         let pointer = error.instance_path().to_string();
         return Err(tool_error(&pointer)
             .unwrap_or_else(|| invalid(pointer, crate::excerpt::schema_error_message(&error))));
     }
-    let file: ScenarioFile = source::from_value(&value).map_err(|(pointer, message)| {
-        tool_error(&pointer).unwrap_or_else(|| invalid(pointer, message))
+    let file: ScenarioFile = source::from_value(&value).map_err(|problem| {
+        tool_error(&problem.pointer).unwrap_or_else(|| invalid(problem.pointer, problem.message))
     })?;
 
     let needs_sandbox = !file.files.is_empty()

@@ -63,10 +63,10 @@ pub fn check_definitions_file(
             .map_or_else(|| format!("#{index}"), str::to_owned);
         match source::from_value::<ToolDef>(&item) {
             Ok(def) => defs.push(def),
-            Err((pointer, message)) => problems.push(DefinitionProblem {
+            Err(problem) => problems.push(DefinitionProblem {
                 tool: label,
-                pointer,
-                message,
+                pointer: problem.pointer,
+                message: problem.message,
             }),
         }
     }
