@@ -96,20 +96,18 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(3));
     group.measurement_time(Duration::from_secs(8));
 
+    // One turn each: Parse, Validate, Execute, Return and (optionally) Record.
     let run = |iters: u64, mut log: Option<&mut SessionLog>| {
         runtime.block_on(async {
-            let mut wire = Vec::with_capacity(4096);
+            let state = pipeline.registry().new_state();
             let start = Instant::now();
             for i in 0..iters as usize {
                 let body = &bodies[i % bodies.len()];
-                let parsed = Provider::Anthropic.parse_response(body).unwrap();
-                let batch = pipeline.run(&parsed.calls).await;
-                wire.clear();
-                Provider::Anthropic.write_results(&batch.results, &mut wire);
-                if let Some(log) = log.as_deref_mut() {
-                    log.record(&parsed.calls, &batch).unwrap();
-                }
-                black_box(&wire);
+                let turn = pipeline
+                    .turn(Provider::Anthropic, body, &state, log.as_deref_mut())
+                    .await
+                    .unwrap();
+                black_box(&turn.returned);
             }
             start.elapsed()
         })

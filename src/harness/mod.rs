@@ -302,10 +302,16 @@ pub fn run_until(
                 // A stop wins over a trial that is ready too: deterministic.
                 biased;
                 () = &mut stop => {
+                    reporters.checkpoint()?;
                     return Err(RunError::Interrupted { finished: done, total });
                 }
                 next = finished.next() => match next {
-                    Some(trial) => trial?,
+                    Some(Ok(trial)) => trial,
+                    Some(Err(error)) => {
+                        // What finished before the fault is kept.
+                        reporters.checkpoint()?;
+                        return Err(error);
+                    }
                     None => break,
                 },
             };

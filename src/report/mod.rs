@@ -17,6 +17,9 @@ pub mod trials;
 
 use std::io;
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 use crate::call::Prices;
 use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
@@ -198,14 +201,30 @@ pub trait Reporter {
     fn run_finished(&mut self, _info: &RunInfo, _stats: &Aggregate) -> io::Result<()> {
         Ok(())
     }
+
+    /// Put everything heard so far in the files: after this, a killed run
+    /// loses none of it. Called for every reporter in order, so an earlier
+    /// reporter's file is never behind a later one's.
+    fn checkpoint(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
+/// Time between checkpoints, at most: what a killed run may have to run
+/// again (a write per trial would cost more than a fast trial; live trials
+/// are slow and cost money, so the bound is in time).
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// Trials between checkpoints, at most: bounds what waits in memory.
+const CHECKPOINT_TRIALS: u32 = 16_384;
+
 /// The fan-out: each event to every reporter, in order, with the run's
-/// measures kept on the way.
+/// measures kept on the way, and checkpoints every few trials.
 pub struct Reporters<'a> {
     info: &'a RunInfo,
     stats: Aggregate,
     reporters: Vec<&'a mut dyn Reporter>,
+    since_checkpoint: u32,
+    last_checkpoint: Instant,
 }
 
 impl<'a> Reporters<'a> {
@@ -214,20 +233,49 @@ impl<'a> Reporters<'a> {
             info,
             stats: info.aggregate(),
             reporters,
+            since_checkpoint: 0,
+            last_checkpoint: Instant::now(),
         }
     }
 
     pub fn send(&mut self, event: RunEvent<'_>) -> io::Result<()> {
-        if let RunEvent::TrialFinished(trial) = event {
-            self.stats.add(trial.record);
-        }
-        for reporter in &mut self.reporters {
-            match event {
-                RunEvent::Started => reporter.run_started(self.info)?,
-                RunEvent::TrialFinished(trial) => reporter.trial_finished(self.info, trial)?,
-                RunEvent::Finished => reporter.run_finished(self.info, &self.stats)?,
+        match event {
+            RunEvent::Started => {
+                for reporter in &mut self.reporters {
+                    reporter.run_started(self.info)?;
+                }
+                self.checkpoint()
+            }
+            RunEvent::TrialFinished(trial) => {
+                self.stats.add(trial.record);
+                for reporter in &mut self.reporters {
+                    reporter.trial_finished(self.info, trial)?;
+                }
+                self.since_checkpoint += 1;
+                if self.since_checkpoint >= CHECKPOINT_TRIALS
+                    || self.last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL
+                {
+                    self.checkpoint()?;
+                }
+                Ok(())
+            }
+            RunEvent::Finished => {
+                self.checkpoint()?;
+                for reporter in &mut self.reporters {
+                    reporter.run_finished(self.info, &self.stats)?;
+                }
+                Ok(())
             }
         }
+    }
+
+    /// Every reporter's checkpoint, in order (also when a run stops early).
+    pub fn checkpoint(&mut self) -> io::Result<()> {
+        for reporter in &mut self.reporters {
+            reporter.checkpoint()?;
+        }
+        self.since_checkpoint = 0;
+        self.last_checkpoint = Instant::now();
         Ok(())
     }
 
@@ -248,6 +296,18 @@ impl Reporter for Gate {
         self.violations = violations(info, stats);
         Ok(())
     }
+}
+
+/// The column names of a row struct, as serde writes them.
+pub(crate) fn header_of<R: Serialize + Default>() -> io::Result<Vec<String>> {
+    let mut probe = csv::Writer::from_writer(Vec::new());
+    probe.serialize(R::default()).map_err(io::Error::other)?;
+    let bytes = probe
+        .into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    let header = reader.headers().map_err(io::Error::other)?;
+    Ok(header.iter().map(str::to_owned).collect())
 }
 
 /// Round a rate for files: six decimals are plenty, and stable in text.

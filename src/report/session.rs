@@ -2,17 +2,57 @@
 //! as trials finish (before the trial's trials.csv rows, so that a kill
 //! never leaves a finished trial without its log), each entry with its
 //! coordinates (model, scenario, trial, attempt). A resumed run keeps the
-//! entries of the trials it keeps, and adds the rest.
+//! entries of the trials it keeps, and adds the rest. The log is the
+//! largest file of a run: a thread of its own writes it, so the runner
+//! never waits on the disk but at checkpoints.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use super::{FinishedTrial, Reporter, RunInfo};
 
+/// Bytes handed to the writer thread at once.
+const CHUNK: usize = 64 * 1024;
+
 pub struct SessionFile {
-    out: io::BufWriter<File>,
+    /// Entries not yet handed to the writer.
+    pending: Vec<u8>,
+    to_writer: Option<SyncSender<Chunk>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+enum Chunk {
+    Bytes(Vec<u8>),
+    /// Answer once everything before is written (or say what failed).
+    Written(SyncSender<io::Result<()>>),
+}
+
+/// The writer thread: chunks in order, the first error kept for the next
+/// `Written`.
+fn write_chunks(mut file: File, chunks: Receiver<Chunk>) {
+    let mut failed: Option<io::Error> = None;
+    for chunk in chunks {
+        match chunk {
+            Chunk::Bytes(bytes) => {
+                if failed.is_none()
+                    && let Err(error) = file.write_all(&bytes)
+                {
+                    failed = Some(error);
+                }
+            }
+            Chunk::Written(answer) => {
+                let _ = answer.send(failed.take().map_or(Ok(()), Err));
+            }
+        }
+    }
+}
+
+fn writer_gone() -> io::Error {
+    io::Error::other("the session log's writer thread stopped")
 }
 
 /// A trial's place in job order: model, scenario, trial.
@@ -57,8 +97,34 @@ impl SessionFile {
     }
 
     fn over(file: File) -> Self {
+        let (to_writer, chunks) = sync_channel(8);
+        let writer = std::thread::spawn(move || write_chunks(file, chunks));
         SessionFile {
-            out: io::BufWriter::with_capacity(64 * 1024, file),
+            pending: Vec::with_capacity(CHUNK),
+            to_writer: Some(to_writer),
+            writer: Some(writer),
+        }
+    }
+
+    fn send(&self, chunk: Chunk) -> io::Result<()> {
+        self.to_writer
+            .as_ref()
+            .ok_or_else(writer_gone)?
+            .send(chunk)
+            .map_err(|_| writer_gone())
+    }
+}
+
+impl Drop for SessionFile {
+    fn drop(&mut self) {
+        // Whatever is pending still goes to the file.
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            let _ = self.send(Chunk::Bytes(rest));
+        }
+        self.to_writer = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
         }
     }
 }
@@ -89,16 +155,22 @@ fn job_of(
 
 impl Reporter for SessionFile {
     fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
-        // Whole trials reach the file together with their trials.csv rows.
-        self.out.write_all(trial.session)?;
-        self.out.flush()
+        self.pending.extend_from_slice(trial.session);
+        if self.pending.len() >= CHUNK {
+            let full = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+            self.send(Chunk::Bytes(full))?;
+        }
+        Ok(())
     }
 
-    fn run_finished(
-        &mut self,
-        _info: &RunInfo,
-        _stats: &crate::metrics::Aggregate,
-    ) -> io::Result<()> {
-        self.out.flush()
+    /// Waits until every entry so far is in the file.
+    fn checkpoint(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            let rest = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+            self.send(Chunk::Bytes(rest))?;
+        }
+        let (answer, written) = sync_channel(1);
+        self.send(Chunk::Written(answer))?;
+        written.recv().map_err(|_| writer_gone())?
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::ser::{SerializeTuple, Serializer};
 
-use super::{Reporter, RunInfo, cell_violations, round};
+use super::{Reporter, RunInfo, cell_violations, header_of, round};
 use crate::call::Failure;
 use crate::metrics::{Aggregate, CellStats, pass_hat_k, pass_hat_k_curve, pass_k_ladder};
 
@@ -309,18 +309,6 @@ pub(super) fn correction_rows(info: &RunInfo, stats: &Aggregate) -> Vec<SelfCorr
         }
     }
     rows
-}
-
-/// The column names of a row struct, as serde writes them.
-fn header_of<R: Serialize + Default>() -> io::Result<Vec<String>> {
-    let mut probe = csv::Writer::from_writer(Vec::new());
-    probe.serialize(R::default()).map_err(io::Error::other)?;
-    let bytes = probe
-        .into_inner()
-        .map_err(|e| io::Error::other(e.to_string()))?;
-    let mut reader = csv::Reader::from_reader(bytes.as_slice());
-    let header = reader.headers().map_err(io::Error::other)?;
-    Ok(header.iter().map(str::to_owned).collect())
 }
 
 /// Write rows under `header`; a file with no rows still has its header,

@@ -2,7 +2,7 @@
 //! trial finishes, and read back for `--resume` and `report merge`.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use crate::call::{Failure, Usage};
 use crate::metrics::{AttemptRecord, TrialRecord};
 
 /// The column contract of trials.csv.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialRow {
     pub model: String,
     pub scenario: String,
@@ -90,26 +90,49 @@ fn round_cost(usd: f64) -> f64 {
     (usd * 1e8).round() / 1e8
 }
 
-/// Writes trials.csv as trials finish; each trial's rows are flushed
-/// together, so a killed run leaves whole trials (a torn last line at
-/// worst, which `read_records` drops).
+/// Writes trials.csv as trials finish. Rows wait in memory until the next
+/// checkpoint and reach the file only then, whole trials together, so a
+/// killed run leaves whole trials (a torn last line at worst, which the
+/// reader drops) and never a trial whose log is not written yet.
 pub struct TrialsCsv {
-    writer: csv::Writer<File>,
+    file: File,
+    /// The rows since the last checkpoint.
+    pending: csv::Writer<Vec<u8>>,
 }
 
 impl TrialsCsv {
     pub fn create(path: &Path) -> io::Result<Self> {
-        let writer = csv::Writer::from_writer(File::create(path)?);
-        Ok(TrialsCsv { writer })
+        Ok(TrialsCsv {
+            file: File::create(path)?,
+            // The first batch carries the header.
+            pending: csv::Writer::from_writer(Vec::new()),
+        })
     }
 }
 
 impl Reporter for TrialsCsv {
     fn trial_finished(&mut self, info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
         for row in rows(info, trial.record) {
-            self.writer.serialize(row).map_err(io::Error::other)?;
+            self.pending.serialize(row).map_err(io::Error::other)?;
         }
-        self.writer.flush()
+        Ok(())
+    }
+
+    fn checkpoint(&mut self) -> io::Result<()> {
+        let next = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::with_capacity(64 * 1024));
+        let batch = std::mem::replace(&mut self.pending, next);
+        let bytes = batch
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        // A run with no trial still has the header.
+        if bytes.is_empty() && self.file.metadata()?.len() == 0 {
+            let mut header = super::header_of::<TrialRow>()?.join(",");
+            header.push('\n');
+            return self.file.write_all(header.as_bytes());
+        }
+        self.file.write_all(&bytes)
     }
 }
 

@@ -306,3 +306,60 @@ fn every_model_receives_what_return_produced_in_the_feedback_style() {
     let bare = heard(FeedbackStyle::Bare);
     assert_eq!(bare[0]["content"], "(no output)");
 }
+
+#[test]
+fn a_stopped_run_leaves_its_finished_trials_in_the_files_with_their_logs() {
+    let sandbox = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut plan = plan(
+        &["parallel_mixed_5", "runtime_recovery"],
+        "careless",
+        50,
+        FeedbackStyle::PointerList,
+        sandbox.path(),
+    );
+    plan.session_log = true;
+    let info = plan.info(Thresholds::default());
+    let session =
+        toolgauge::report::SessionFile::create(&out.path().join("session.jsonl")).unwrap();
+    let mut files = toolgauge::report::RunFiles::create(out.path(), Some(session)).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let mut stopper = StopAfter {
+        collect: Collect(Vec::new()),
+        stop_after: 37,
+        stop: Some(stop),
+    };
+    let mut all = files.reporters();
+    all.push(&mut stopper);
+    let mut reporters = Reporters::new(&info, all);
+    let outcome = harness::run_until(&plan, &mut reporters, None, ProgressMode::Quiet, async {
+        let _ = stopped.await;
+    });
+    assert!(matches!(
+        outcome,
+        Err(harness::RunError::Interrupted { finished: 37, .. })
+    ));
+    drop(reporters);
+    // Fewer trials than a checkpoint holds: they are on disk all the same.
+    let read = toolgauge::report::TrialReader::open(&info, &out.path().join("trials.csv")).unwrap();
+    let trials: Vec<TrialRecord> = read.map(Result::unwrap).collect();
+    assert_eq!(trials, stopper.collect.0);
+    let logged: std::collections::BTreeSet<(String, u32)> =
+        std::fs::read_to_string(out.path().join("session.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+                (
+                    entry["scenario"].as_str().unwrap().to_owned(),
+                    entry["trial"].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+    let with_calls: std::collections::BTreeSet<(String, u32)> = trials
+        .iter()
+        .filter(|t| t.attempts.iter().any(|a| a.calls > 0))
+        .map(|t| (info.scenarios[t.scenario].name.clone(), t.trial))
+        .collect();
+    assert_eq!(logged, with_calls);
+}
