@@ -5,18 +5,10 @@
 //!
 //! # Layout
 //!
-//! - [`call`]: the provider-neutral values that flow between stages.
-//! - [`tool`]: tool definitions, their checks, the [`tool::Registry`] of
-//!   compiled validators (with the quick check for the common schema
-//!   subset), built-in tools and the file sandbox.
-//! - [`provider`]: OpenAI, Anthropic and Gemini wire formats (Parse, Return,
-//!   tool definitions).
-//! - [`pipeline`]: Validate, Execute (the scheduler), error wording, Record.
-//! - [`source`]: reading JSON input files with located errors.
-//! - [`excerpt`]: long values cut to an excerpt in every message.
-//! - [`cli`]: the command-line interface; `main.rs` only calls it.
-//!
-//! Dependencies point one way: `cli -> pipeline -> {provider, tool} -> call`.
+//! One house where data flows one way:
+//! `cli -> harness -> model -> {pipeline, scenario} -> {provider, tool} -> call`,
+//! with [`report`] and [`metrics`] fed plain records and events. Every
+//! module, what it owns and its dependencies are in ARCHITECTURE.md.
 
 pub mod bfcl;
 pub mod call;
