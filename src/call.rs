@@ -80,15 +80,9 @@ impl ErrorKind {
         ErrorKind::Sandbox,
     ];
 
+    /// Its name: the failure it counts as in reports.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Parse => "parse",
-            ErrorKind::UnknownTool => "unknown_tool",
-            ErrorKind::Validation => "validation",
-            ErrorKind::Runtime => "runtime",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Sandbox => "sandbox",
-        }
+        Failure::from(self).as_str()
     }
 }
 
@@ -263,8 +257,9 @@ mod tests {
             assert_eq!(json, failure.as_str());
             assert_eq!(Failure::parse(failure.as_str()), Some(failure));
         }
+        // The log's errorKind (serde) and the reports' names agree.
         for kind in ErrorKind::ALL {
-            assert_eq!(Failure::from(kind).as_str(), kind.as_str());
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
         assert_eq!(Failure::parse("wrong"), None);
     }
