@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
 use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
@@ -48,14 +48,24 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("suite");
     group.throughput(Throughput::Elements(trials));
     group.sample_size(20);
-    // As `run` does by default: every turn recorded, session.jsonl written.
+    // As `run` does by default: every turn recorded, session.jsonl written
+    // (a new file per run, as a run makes it: the setup, untimed, removes
+    // the last one).
+    let mut runs = 0;
     group.bench_function("starter_x3_models", |b| {
-        b.iter(|| {
-            let mut session = SessionFile::create(&dir.path().join("session.jsonl")).unwrap();
-            let mut reporters = Reporters::new(&info, vec![&mut session as &mut dyn Reporter]);
-            harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
-            black_box(reporters.stats().cells[0][0].trials)
-        })
+        b.iter_batched(
+            || {
+                let _ = std::fs::remove_file(dir.path().join(format!("session{runs}.jsonl")));
+                runs += 1;
+                SessionFile::create(&dir.path().join(format!("session{runs}.jsonl"))).unwrap()
+            },
+            |mut session| {
+                let mut reporters = Reporters::new(&info, vec![&mut session as &mut dyn Reporter]);
+                harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+                black_box(reporters.stats().cells[0][0].trials)
+            },
+            BatchSize::PerIteration,
+        )
     });
     // `run --no-session`: nothing recorded.
     let unrecorded = RunPlan {

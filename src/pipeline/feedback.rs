@@ -62,7 +62,11 @@ pub fn word_error(
 ) -> String {
     match style {
         FeedbackStyle::PointerList => {
-            let mut text = String::with_capacity(message.len() + 48 * details.len());
+            let lines: usize = details
+                .iter()
+                .map(|d| d.pointer.len() + d.message.len() + 4)
+                .sum();
+            let mut text = String::with_capacity(message.len() + lines);
             text.push_str(message);
             for detail in details {
                 text.push_str("\n- ");

@@ -2,6 +2,8 @@
 //! the tool's schema? A rejected call gets its error text here and is
 //! never executed.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::feedback;
@@ -21,7 +23,8 @@ pub struct Approved<'c> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     pub kind: ErrorKind,
-    pub message: String,
+    /// What happened: a fixed heading for a validation failure.
+    pub message: Cow<'static, str>,
     pub details: Vec<ArgumentError>,
 }
 
@@ -35,7 +38,7 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
         ParsedCall::Malformed(call) => {
             return Err(Rejection {
                 kind: ErrorKind::Parse,
-                message: feedback::malformed(call),
+                message: Cow::Owned(feedback::malformed(call)),
                 details: Vec::new(),
             });
         }
@@ -43,7 +46,7 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
     let Some(tool) = registry.lookup(&call.name) else {
         return Err(Rejection {
             kind: ErrorKind::UnknownTool,
-            message: feedback::unknown_tool(&call.name, registry.names()),
+            message: Cow::Owned(feedback::unknown_tool(&call.name, registry.names())),
             details: Vec::new(),
         });
     };
@@ -68,7 +71,7 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
     };
     Err(Rejection {
         kind: ErrorKind::Validation,
-        message: feedback::VALIDATION_HEADING.to_owned(),
+        message: Cow::Borrowed(feedback::VALIDATION_HEADING),
         details,
     })
 }

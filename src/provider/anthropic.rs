@@ -2,6 +2,8 @@
 //! message of `tool_result` blocks out, tools as `{name, description,
 //! input_schema}`.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -243,13 +245,21 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
 }
 
 /// The inverse of Return: the content of each `tool_result` block.
-pub(super) fn result_texts(returned: &Value) -> Vec<String> {
-    returned
-        .as_array()
+pub(super) fn result_texts(returned: &[u8]) -> Vec<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        content: Vec<Block<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(borrow, default)]
+        content: LooseStr<'a>,
+    }
+    let messages: Vec<Message<'_>> = serde_json::from_slice(returned).unwrap_or_default();
+    messages
         .into_iter()
-        .flatten()
-        .filter_map(|message| message["content"].as_array())
-        .flatten()
-        .filter_map(|block| block["content"].as_str().map(str::to_owned))
+        .flat_map(|m| m.content)
+        .filter_map(|b| b.content.0)
         .collect()
 }

@@ -3,6 +3,8 @@
 //! `functionResponse` parts out (an error goes in `response.error`), tools
 //! as `functionDeclarations`.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
@@ -299,19 +301,35 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
 }
 
 /// The inverse of Return: the result or error of each `functionResponse`.
-pub(super) fn result_texts(returned: &Value) -> Vec<String> {
-    returned
-        .as_array()
+pub(super) fn result_texts(returned: &[u8]) -> Vec<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        parts: Vec<Part<'a>>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Part<'a> {
+        #[serde(borrow, default)]
+        function_response: Option<FunctionResponse<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct FunctionResponse<'a> {
+        #[serde(borrow)]
+        response: Response<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Response<'a> {
+        #[serde(borrow, default)]
+        result: LooseStr<'a>,
+        #[serde(borrow, default)]
+        error: LooseStr<'a>,
+    }
+    let messages: Vec<Message<'_>> = serde_json::from_slice(returned).unwrap_or_default();
+    messages
         .into_iter()
-        .flatten()
-        .filter_map(|message| message["parts"].as_array())
-        .flatten()
-        .filter_map(|part| {
-            let response = &part["functionResponse"]["response"];
-            response["result"]
-                .as_str()
-                .or_else(|| response["error"].as_str())
-                .map(str::to_owned)
-        })
+        .flat_map(|m| m.parts)
+        .filter_map(|p| p.function_response)
+        .filter_map(|f| f.response.result.0.or(f.response.error.0))
         .collect()
 }

@@ -84,14 +84,12 @@ impl Provider {
 
     /// The inverse of Return: the text of each result in a returned message
     /// array (what a model reads of its calls' outcomes).
-    pub fn result_texts(self, returned: &[u8]) -> Vec<String> {
-        let Ok(value) = serde_json::from_slice::<Value>(returned) else {
-            return Vec::new();
-        };
+    /// Texts are borrowed from `returned` where they need no unescaping.
+    pub fn result_texts(self, returned: &[u8]) -> Vec<std::borrow::Cow<'_, str>> {
         match self {
-            Provider::OpenAi => openai::result_texts(&value),
-            Provider::Anthropic => anthropic::result_texts(&value),
-            Provider::Gemini => gemini::result_texts(&value),
+            Provider::OpenAi => openai::result_texts(returned),
+            Provider::Anthropic => anthropic::result_texts(returned),
+            Provider::Gemini => gemini::result_texts(returned),
         }
     }
 

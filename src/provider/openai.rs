@@ -2,6 +2,8 @@
 //! tool_calls` in, where `arguments` is a JSON *string*; one `role: tool`
 //! message per result out; tools as `{"type": "function", "function": ...}`.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -288,11 +290,12 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
 }
 
 /// The inverse of Return: the content of each result message.
-pub(super) fn result_texts(returned: &Value) -> Vec<String> {
-    returned
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|message| message["content"].as_str().map(str::to_owned))
-        .collect()
+pub(super) fn result_texts(returned: &[u8]) -> Vec<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        content: LooseStr<'a>,
+    }
+    let messages: Vec<Message<'_>> = serde_json::from_slice(returned).unwrap_or_default();
+    messages.into_iter().filter_map(|m| m.content.0).collect()
 }

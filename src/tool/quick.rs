@@ -503,12 +503,12 @@ enum Step<'a> {
 
 /// One error, its pointer written out only now.
 fn line(path: Path<'_>, violation: Violation<'_>, out: &mut Vec<ArgumentError>) {
-    let mut pointer = String::new();
+    let mut pointer = String::with_capacity(16);
     match path {
         None => pointer.push('/'),
         Some(segment) => write_pointer(segment, &mut pointer),
     }
-    let mut message = String::new();
+    let mut message = String::with_capacity(48);
     word(violation, &mut message);
     out.push(ArgumentError { pointer, message });
 }
