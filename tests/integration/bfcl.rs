@@ -89,7 +89,10 @@ fn every_ground_truth_answer_validates_except_the_known_issues() {
                     arguments: Value::Object(arguments),
                 });
                 if let Err(rejection) = validate(&registry, &call) {
-                    failed.insert(format!("{}#{i}", answer.id), rejection.message);
+                    let details: Vec<String> =
+                        rejection.details.iter().map(ToString::to_string).collect();
+                    let message = format!("{} {}", rejection.message, details.join("; "));
+                    failed.insert(format!("{}#{i}", answer.id), message);
                 }
             }
         }
