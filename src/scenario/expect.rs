@@ -84,16 +84,6 @@ impl Verdict {
             Verdict::WrongCall => Some(Failure::WrongCall),
         }
     }
-
-    /// The name of a verdict in messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Match => "match",
-            Verdict::UnexpectedCall => "unexpected_call",
-            Verdict::MissingCall => "missing_call",
-            Verdict::WrongCall => "wrong_call",
-        }
-    }
 }
 
 impl Expectation {
