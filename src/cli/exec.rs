@@ -143,5 +143,12 @@ fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
         let defs = super::read_tool_definitions(path)?;
         sources.extend(defs.into_iter().map(ToolSource::Defined));
     }
-    Registry::new(sources, ToolEnv { sandbox }).map_err(CliError::new)
+    Registry::new(
+        sources,
+        ToolEnv {
+            sandbox,
+            ..ToolEnv::default()
+        },
+    )
+    .map_err(CliError::new)
 }

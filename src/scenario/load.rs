@@ -16,7 +16,7 @@ use super::matcher::ArgumentMatchers;
 use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
 use crate::source::{self, FileError};
 use crate::tool::{
-    BUILTIN_NAMES, Registry, RegistryError, Sandbox, ToolDef, ToolEnv, ToolSource,
+    BUILTIN_NAMES, Registry, RegistryError, Sandbox, Store, ToolDef, ToolEnv, ToolSource,
     builtin_definition,
 };
 
@@ -220,12 +220,15 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     } else {
         None
     };
+    let store = Store::seeded(&file.state)
+        .map_err(|e| invalid(format!("/state{}", e.pointer), e.problem))?;
     let env = ToolEnv {
         sandbox: sandbox_dir
             .as_deref()
             .map(Sandbox::new)
             .transpose()
             .map_err(|e| invalid("/files".into(), format!("cannot open the sandbox: {e}")))?,
+        store,
     };
     let sources = file
         .tools

@@ -37,6 +37,10 @@ pub struct ScenarioFile {
     pub tools: Vec<ToolEntry>,
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// What the built-in store holds when each trial starts: collections
+    /// of records with string ids.
+    #[serde(default)]
+    pub state: serde_json::Map<String, Value>,
     #[serde(default)]
     pub prompt: Option<String>,
     #[serde(default)]

@@ -7,13 +7,17 @@ use serde_json::{Map, Value, json};
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
 
 /// Names of every built-in tool, in the order `--builtin all` registers them.
-pub const BUILTIN_NAMES: [&str; 6] = [
+pub const BUILTIN_NAMES: [&str; 10] = [
     "echo",
     "math",
     "sleep",
     "read_file",
     "write_file",
     "list_dir",
+    "store_get",
+    "store_find",
+    "store_put",
+    "store_delete",
 ];
 
 /// What a built-in tool does: one implementation of `ToolBackend` for all
@@ -147,6 +151,9 @@ fn math(args: &Map<String, Value>) -> Result<String, ToolFailure> {
 
 /// The definition of a built-in tool, or `None` if no built-in has that name.
 pub fn builtin_definition(name: &str) -> Option<ToolDef> {
+    if let Some(def) = super::store::definition(name) {
+        return Some(def);
+    }
     let (description, effect, parameters) = match name {
         "echo" => (
             "Return the message unchanged.",
@@ -331,7 +338,11 @@ mod tests {
     fn every_builtin_has_a_definition_and_an_implementation() {
         for name in BUILTIN_NAMES {
             assert_eq!(builtin_definition(name).unwrap().name, name);
-            assert!(Implementation::for_builtin(name).is_some());
+            assert!(
+                Implementation::for_builtin(name).is_some()
+                    || super::super::store::StoreTool::for_builtin(name).is_some(),
+                "{name}"
+            );
         }
     }
 }

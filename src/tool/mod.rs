@@ -8,6 +8,7 @@ mod check;
 pub mod quick;
 mod registry;
 mod sandbox;
+mod store;
 pub mod wording;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,7 @@ pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
 };
 pub use sandbox::Sandbox;
+pub use store::{STORE_TOOLS, StateError, Store};
 pub use wording::{ArgumentError, argument_error, schema_errors};
 
 /// Default per-call timeout.

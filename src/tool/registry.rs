@@ -16,6 +16,7 @@ use super::backend::{Builtin, EchoArguments, Simulated, ToolBackend, ToolCallCon
 use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
 use super::check::{DefinitionProblem, check_definitions, draft_of};
 use super::quick::QuickSchema;
+use super::store::{Store, StoreTool};
 use super::{Sandbox, ToolDef, ToolFailure};
 
 /// Where a registered tool comes from.
@@ -38,6 +39,8 @@ pub enum ToolSource {
 pub struct ToolEnv {
     /// Required by the file tools.
     pub sandbox: Option<Sandbox>,
+    /// What the store holds when a trial starts (a scenario's `state`).
+    pub store: Store,
 }
 
 /// Why a set of tools cannot be registered.
@@ -87,9 +90,18 @@ pub struct ToolState {
     /// Draws simulated latencies; seeded on the first draw, since most
     /// batches run no simulated tool and seeding costs more than a call.
     rng: Mutex<Option<StdRng>>,
+    /// The trial's own store, from the scenario's `state`.
+    pub(super) store: Mutex<Store>,
 }
 
 impl ToolState {
+    /// What the trial's store holds now: `{"collection": [records]}`.
+    pub fn store_snapshot(&self) -> serde_json::Value {
+        self.store
+            .lock()
+            .map_or(serde_json::Value::Null, |store| store.snapshot())
+    }
+
     /// A uniform draw in 0..1 from the trial's seed.
     pub fn uniform(&self) -> f64 {
         self.rng.lock().map_or(0.5, |mut rng| {
@@ -104,6 +116,8 @@ pub struct Registry {
     tools: Vec<RegisteredTool>,
     by_name: FxHashMap<Box<str>, ToolId>,
     sandbox: Option<Sandbox>,
+    /// What every trial's store starts with.
+    store: Store,
 }
 
 impl std::fmt::Debug for Registry {
@@ -167,6 +181,7 @@ impl Registry {
             tools,
             by_name,
             sandbox: env.sandbox,
+            store: env.store,
         })
     }
 
@@ -233,6 +248,7 @@ impl Registry {
             executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
             seed,
             rng: Mutex::new(None),
+            store: Mutex::new(self.store.clone()),
         }
     }
 
@@ -269,6 +285,9 @@ impl Registry {
 }
 
 fn builtin_backend(name: &str, env: &ToolEnv) -> Result<Arc<dyn ToolBackend>, RegistryError> {
+    if let Some(store_tool) = StoreTool::for_builtin(name) {
+        return Ok(Arc::new(store_tool));
+    }
     let implementation =
         Implementation::for_builtin(name).ok_or_else(|| RegistryError::UnknownBuiltin {
             name: name.to_owned(),

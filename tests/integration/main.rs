@@ -11,6 +11,7 @@ mod robustness;
 mod run;
 mod sandbox;
 mod snapshots;
+mod store;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

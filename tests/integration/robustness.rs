@@ -109,7 +109,10 @@ proptest! {
         )
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let env = ToolEnv { sandbox: Some(Sandbox::new(dir.path()).unwrap()) };
+        let env = ToolEnv {
+            sandbox: Some(Sandbox::new(dir.path()).unwrap()),
+            ..ToolEnv::default()
+        };
         let registry = Registry::builtins(&["echo", "math", "sleep", "read_file", "write_file", "list_dir"], env).unwrap();
         let pipeline = Pipeline::new(Arc::new(registry), ExecOptions::default());
         let calls: Vec<ParsedCall> = calls

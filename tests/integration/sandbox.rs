@@ -28,6 +28,7 @@ async fn traversal_attempts_are_blocked_and_touch_nothing_outside() {
 
     let env = ToolEnv {
         sandbox: Some(Sandbox::new(&inside).unwrap()),
+        ..ToolEnv::default()
     };
     let registry = Registry::builtins(&["read_file", "write_file", "list_dir"], env).unwrap();
     let pipeline = Pipeline::new(Arc::new(registry), ExecOptions::default());

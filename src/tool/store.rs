@@ -1,0 +1,366 @@
+//! The built-in store: named collections of JSON records, each an object
+//! with a string `id`, seeded per trial from a scenario's `state` block and
+//! isolated per trial. Its operations are tools: `store_get` and
+//! `store_find` read (they run in parallel), `store_put` and
+//! `store_delete` write (barriers). Enough for lookup-then-act tasks (find
+//! a customer, read an order, refund it) without any server.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
+use super::{Effect, ToolDef, ToolFailure, ToolFailureKind};
+
+/// The store's tools, in the order `--builtin all` registers them.
+pub const STORE_TOOLS: [&str; 4] = ["store_get", "store_find", "store_put", "store_delete"];
+
+/// Collections by name; records by id, in id order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Store {
+    collections: BTreeMap<String, BTreeMap<String, Map<String, Value>>>,
+}
+
+/// A `state` block that is not collections of records with ids.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pointer}: {problem}")]
+pub struct StateError {
+    /// Where in the `state` block, as a JSON pointer below it.
+    pub pointer: String,
+    pub problem: String,
+}
+
+impl Store {
+    /// The store a `state` block describes: `{"collection": [record, ...]}`.
+    pub fn seeded(state: &Map<String, Value>) -> Result<Store, StateError> {
+        let mut store = Store::default();
+        for (name, records) in state {
+            let at = |i: usize| format!("/{}/{i}", escape(name));
+            let Some(records) = records.as_array() else {
+                return Err(StateError {
+                    pointer: format!("/{}", escape(name)),
+                    problem: "a collection must be an array of records".to_owned(),
+                });
+            };
+            let collection = store.collections.entry(name.clone()).or_default();
+            for (i, record) in records.iter().enumerate() {
+                let record = record.as_object().ok_or_else(|| StateError {
+                    pointer: at(i),
+                    problem: "a record must be an object".to_owned(),
+                })?;
+                let id = record_id(record).ok_or_else(|| StateError {
+                    pointer: at(i),
+                    problem: "a record needs a string \"id\"".to_owned(),
+                })?;
+                if collection.insert(id.to_owned(), record.clone()).is_some() {
+                    return Err(StateError {
+                        pointer: format!("{}/id", at(i)),
+                        problem: format!("the id {id:?} is used twice in {name:?}"),
+                    });
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// Every collection as `{"collection": [records in id order]}`.
+    pub fn snapshot(&self) -> Value {
+        self.collections
+            .iter()
+            .map(|(name, records)| {
+                let records: Vec<Value> = records.values().cloned().map(Value::Object).collect();
+                (name.clone(), Value::Array(records))
+            })
+            .collect::<Map<String, Value>>()
+            .into()
+    }
+
+    fn collection(&self, name: &str) -> Result<&BTreeMap<String, Map<String, Value>>, ToolFailure> {
+        self.collections
+            .get(name)
+            .ok_or_else(|| self.no_collection(name))
+    }
+
+    fn no_collection(&self, name: &str) -> ToolFailure {
+        let names: Vec<&str> = self.collections.keys().map(String::as_str).collect();
+        ToolFailure::new(
+            ToolFailureKind::NotFound,
+            if names.is_empty() {
+                format!("no collection {name:?}: the store is empty")
+            } else {
+                format!(
+                    "no collection {name:?}; the collections are {}",
+                    names.join(", ")
+                )
+            },
+        )
+    }
+
+    fn get(&self, name: &str, id: &str) -> Result<String, ToolFailure> {
+        let record = self.collection(name)?.get(id).ok_or_else(|| {
+            ToolFailure::new(
+                ToolFailureKind::NotFound,
+                format!("no record with id {id:?} in {name:?}"),
+            )
+        })?;
+        Ok(Value::Object(record.clone()).to_string())
+    }
+
+    /// The records whose fields equal every field of `filter`, in id order.
+    fn find(&self, name: &str, filter: &Map<String, Value>) -> Result<String, ToolFailure> {
+        let found: Vec<Value> = self
+            .collection(name)?
+            .values()
+            .filter(|record| filter.iter().all(|(k, v)| record.get(k) == Some(v)))
+            .cloned()
+            .map(Value::Object)
+            .collect();
+        Ok(Value::Array(found).to_string())
+    }
+
+    /// Insert or replace a record; a new collection is made as needed.
+    fn put(&mut self, name: &str, record: &Map<String, Value>) -> Result<String, ToolFailure> {
+        let id = record_id(record)
+            .ok_or_else(|| ToolFailure::runtime("the record needs a string \"id\""))?;
+        let replaced = self
+            .collections
+            .entry(name.to_owned())
+            .or_default()
+            .insert(id.to_owned(), record.clone())
+            .is_some();
+        Ok(json!({"id": id, "replaced": replaced}).to_string())
+    }
+
+    fn delete(&mut self, name: &str, id: &str) -> Result<String, ToolFailure> {
+        let collection = self.collections.get_mut(name).ok_or_else(|| {
+            ToolFailure::new(ToolFailureKind::NotFound, format!("no collection {name:?}"))
+        })?;
+        collection.remove(id).ok_or_else(|| {
+            ToolFailure::new(
+                ToolFailureKind::NotFound,
+                format!("no record with id {id:?} in {name:?}"),
+            )
+        })?;
+        Ok(json!({"deleted": id}).to_string())
+    }
+}
+
+fn record_id(record: &Map<String, Value>) -> Option<&str> {
+    record.get("id").and_then(Value::as_str)
+}
+
+/// A name as a JSON pointer segment (RFC 6901).
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// One of the store's operations, as a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StoreTool {
+    Get,
+    Find,
+    Put,
+    Delete,
+}
+
+impl StoreTool {
+    pub(super) fn for_builtin(name: &str) -> Option<StoreTool> {
+        Some(match name {
+            "store_get" => StoreTool::Get,
+            "store_find" => StoreTool::Find,
+            "store_put" => StoreTool::Put,
+            "store_delete" => StoreTool::Delete,
+            _ => return None,
+        })
+    }
+
+    fn run_on(self, store: &mut Store, args: &Map<String, Value>) -> Result<String, ToolFailure> {
+        let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
+        let object = |key: &str| args.get(key).and_then(Value::as_object);
+        let collection = text("collection");
+        match self {
+            StoreTool::Get => store.get(collection, text("id")),
+            StoreTool::Find => store.find(collection, object("where").unwrap_or(&Map::new())),
+            StoreTool::Put => store.put(collection, object("record").unwrap_or(&Map::new())),
+            StoreTool::Delete => store.delete(collection, text("id")),
+        }
+    }
+}
+
+impl ToolBackend for StoreTool {
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        let outcome = match call.state.store.lock() {
+            Ok(mut store) => self.run_on(&mut store, call.arguments),
+            Err(_) => Err(ToolFailure::runtime("the store is unavailable")),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+/// The definitions of the store's tools.
+pub(super) fn definition(name: &str) -> Option<ToolDef> {
+    let collection = json!({"type": "string", "description": "The collection's name"});
+    let id = json!({"type": "string", "description": "The record's id"});
+    let (description, effect, parameters) = match name {
+        "store_get" => (
+            "Read the record with this id from a collection of the store.",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"collection": collection, "id": id},
+                "required": ["collection", "id"],
+                "additionalProperties": false
+            }),
+        ),
+        "store_find" => (
+            "List the records of a collection whose fields equal every field of `where` (all records without it).",
+            Effect::Read,
+            json!({
+                "type": "object",
+                "properties": {"collection": collection, "where": {"type": "object"}},
+                "required": ["collection"],
+                "additionalProperties": false
+            }),
+        ),
+        "store_put" => (
+            "Insert a record into a collection of the store, or replace the record with its id.",
+            Effect::Write,
+            json!({
+                "type": "object",
+                "properties": {
+                    "collection": collection,
+                    "record": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string"}},
+                        "required": ["id"]
+                    }
+                },
+                "required": ["collection", "record"],
+                "additionalProperties": false
+            }),
+        ),
+        "store_delete" => (
+            "Delete the record with this id from a collection of the store.",
+            Effect::Write,
+            json!({
+                "type": "object",
+                "properties": {"collection": collection, "id": id},
+                "required": ["collection", "id"],
+                "additionalProperties": false
+            }),
+        ),
+        _ => return None,
+    };
+    Some(ToolDef {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+        effect,
+        timeout_ms: super::DEFAULT_TIMEOUT_MS,
+        metadata: None,
+        simulate: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Store {
+        let state = json!({
+            "customers": [
+                {"id": "c-7", "name": "Ada", "tier": "gold"},
+                {"id": "c-2", "name": "Bo", "tier": "basic"}
+            ],
+            "orders": [{"id": "o-1", "customer": "c-7", "total": 40}]
+        });
+        Store::seeded(state.as_object().unwrap()).unwrap()
+    }
+
+    fn run(store: &mut Store, tool: StoreTool, args: Value) -> Result<Value, String> {
+        tool.run_on(store, args.as_object().unwrap())
+            .map(|text| serde_json::from_str(&text).unwrap())
+            .map_err(|failure| failure.message)
+    }
+
+    #[test]
+    fn records_are_read_found_written_and_deleted_by_id() {
+        let mut s = store();
+        let got = run(
+            &mut s,
+            StoreTool::Get,
+            json!({"collection": "customers", "id": "c-7"}),
+        );
+        assert_eq!(got.unwrap()["name"], "Ada");
+        let found = run(
+            &mut s,
+            StoreTool::Find,
+            json!({"collection": "customers", "where": {"tier": "basic"}}),
+        );
+        assert_eq!(
+            found.unwrap(),
+            json!([{"id": "c-2", "name": "Bo", "tier": "basic"}])
+        );
+        let all = run(&mut s, StoreTool::Find, json!({"collection": "customers"})).unwrap();
+        assert_eq!(all.as_array().unwrap().len(), 2);
+        let put = run(
+            &mut s,
+            StoreTool::Put,
+            json!({"collection": "orders", "record": {"id": "o-1", "customer": "c-7", "total": 0}}),
+        );
+        assert_eq!(put.unwrap(), json!({"id": "o-1", "replaced": true}));
+        let deleted = run(
+            &mut s,
+            StoreTool::Delete,
+            json!({"collection": "customers", "id": "c-2"}),
+        );
+        assert!(deleted.is_ok());
+        assert_eq!(
+            s.snapshot(),
+            json!({
+                "customers": [{"id": "c-7", "name": "Ada", "tier": "gold"}],
+                "orders": [{"id": "o-1", "customer": "c-7", "total": 0}]
+            })
+        );
+    }
+
+    #[test]
+    fn misses_say_what_exists() {
+        let mut s = store();
+        let error = run(
+            &mut s,
+            StoreTool::Get,
+            json!({"collection": "customers", "id": "c-9"}),
+        );
+        assert_eq!(
+            error.unwrap_err(),
+            "no record with id \"c-9\" in \"customers\""
+        );
+        let error = run(&mut s, StoreTool::Find, json!({"collection": "refunds"}));
+        assert_eq!(
+            error.unwrap_err(),
+            "no collection \"refunds\"; the collections are customers, orders"
+        );
+    }
+
+    #[test]
+    fn a_state_block_that_is_not_records_with_ids_is_located() {
+        let bad = |state: Value| {
+            Store::seeded(state.as_object().unwrap())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            bad(json!({"customers": {"id": "c-1"}})),
+            "/customers: a collection must be an array of records"
+        );
+        assert_eq!(
+            bad(json!({"customers": [{"id": "c-1"}, {"name": "no id"}]})),
+            "/customers/1: a record needs a string \"id\""
+        );
+        assert_eq!(
+            bad(json!({"a/b": [{"id": "x"}, {"id": "x"}]})),
+            "/a~1b/1/id: the id \"x\" is used twice in \"a/b\""
+        );
+    }
+}
