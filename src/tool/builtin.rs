@@ -151,9 +151,6 @@ fn math(args: &Map<String, Value>) -> Result<String, ToolFailure> {
 
 /// The definition of a built-in tool, or `None` if no built-in has that name.
 pub fn builtin_definition(name: &str) -> Option<ToolDef> {
-    if let Some(def) = super::store::definition(name) {
-        return Some(def);
-    }
     let (description, effect, parameters) = match name {
         "echo" => (
             "Return the message unchanged.",
@@ -221,7 +218,7 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
-        _ => return None,
+        _ => super::store::definition(name)?,
     };
     Some(ToolDef {
         name: name.to_owned(),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::{Effect, ToolDef, ToolFailure, ToolFailureKind};
+use super::{Effect, ToolFailure, ToolFailureKind};
 
 /// The store's tools, in the order `--builtin all` registers them.
 pub const STORE_TOOLS: [&str; 4] = ["store_get", "store_find", "store_put", "store_delete"];
@@ -197,8 +197,8 @@ impl ToolBackend for StoreTool {
     }
 }
 
-/// The definitions of the store's tools.
-pub(super) fn definition(name: &str) -> Option<ToolDef> {
+/// The description, effect and parameters of a store tool.
+pub(super) fn definition(name: &str) -> Option<(&'static str, Effect, Value)> {
     let collection = json!({"type": "string", "description": "The collection's name"});
     let id = json!({"type": "string", "description": "The record's id"});
     let (description, effect, parameters) = match name {
@@ -251,15 +251,7 @@ pub(super) fn definition(name: &str) -> Option<ToolDef> {
         ),
         _ => return None,
     };
-    Some(ToolDef {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        parameters,
-        effect,
-        timeout_ms: super::DEFAULT_TIMEOUT_MS,
-        metadata: None,
-        simulate: None,
-    })
+    Some((description, effect, parameters))
 }
 
 #[cfg(test)]
