@@ -212,9 +212,9 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     })?;
 
     let needs_sandbox = !file.files.is_empty()
-        || file.tools.iter().any(|t| {
-            matches!(t, ToolEntry::Builtin(name) if ["read_file", "write_file", "list_dir"].contains(&name.as_str()))
-        });
+        || file.tools.iter().any(
+            |t| matches!(t, ToolEntry::Builtin(name) if crate::tool::builtin_needs_sandbox(name)),
+        );
     let sandbox_dir = if needs_sandbox {
         Some(make_sandbox(sandbox_root, &file).map_err(|m| invalid("/files".into(), m))?)
     } else {

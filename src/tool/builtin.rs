@@ -6,14 +6,20 @@ use serde_json::{Map, Value, json};
 
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
 
+/// Does the built-in tool `name` read or write files (and so need a sandbox)?
+pub fn builtin_needs_sandbox(name: &str) -> bool {
+    Implementation::for_builtin(name).is_some_and(|i| i.needs_sandbox())
+}
+
 /// Names of every built-in tool, in the order `--builtin all` registers them.
-pub const BUILTIN_NAMES: [&str; 10] = [
+pub const BUILTIN_NAMES: [&str; 11] = [
     "echo",
     "math",
     "sleep",
     "read_file",
     "write_file",
     "list_dir",
+    "edit_file",
     "store_get",
     "store_find",
     "store_put",
@@ -30,6 +36,7 @@ pub(crate) enum Implementation {
     ReadFile,
     WriteFile,
     ListDir,
+    EditFile,
 }
 
 impl Implementation {
@@ -41,6 +48,7 @@ impl Implementation {
             "read_file" => Implementation::ReadFile,
             "write_file" => Implementation::WriteFile,
             "list_dir" => Implementation::ListDir,
+            "edit_file" => Implementation::EditFile,
             _ => return None,
         })
     }
@@ -48,7 +56,10 @@ impl Implementation {
     pub(crate) fn needs_sandbox(&self) -> bool {
         matches!(
             self,
-            Implementation::ReadFile | Implementation::WriteFile | Implementation::ListDir
+            Implementation::ReadFile
+                | Implementation::WriteFile
+                | Implementation::ListDir
+                | Implementation::EditFile
         )
     }
 
@@ -94,6 +105,10 @@ impl Implementation {
                 std::fs::write(&path, content).map_err(|e| ToolFailure::from_io(&e, requested))?;
                 Ok(format!("wrote {} bytes to {requested}", content.len()))
             }
+            Implementation::EditFile => {
+                let path = sandboxed(args, sandbox)?;
+                edit_file(&path, str_arg(args, "path"), args)
+            }
             Implementation::ListDir => {
                 let path = sandboxed(args, sandbox)?;
                 let requested = args.get("path").and_then(Value::as_str).unwrap_or(".");
@@ -113,6 +128,36 @@ impl Implementation {
                 Ok(names.join("\n"))
             }
         }
+    }
+}
+
+/// Replace `old_text` by `new_text` where it occurs exactly once: a text
+/// that is not there, or is there several times, is an error that says
+/// so, and the file is left as it was.
+fn edit_file(
+    path: &std::path::Path,
+    requested: &str,
+    args: &Map<String, Value>,
+) -> Result<String, ToolFailure> {
+    let (old, new) = (str_arg(args, "old_text"), str_arg(args, "new_text"));
+    let bytes = std::fs::read(path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ToolFailure::runtime(format!("{requested} is not UTF-8 text")))?;
+    match text.matches(old).count() {
+        0 => Err(ToolFailure::runtime(format!(
+            "old_text does not occur in {requested}; read the file and copy the text exactly"
+        ))),
+        1 => {
+            let edited = text.replacen(old, new, 1);
+            std::fs::write(path, &edited).map_err(|e| ToolFailure::from_io(&e, requested))?;
+            Ok(format!(
+                "replaced 1 occurrence in {requested} ({} bytes now)",
+                edited.len()
+            ))
+        }
+        n => Err(ToolFailure::runtime(format!(
+            "old_text occurs {n} times in {requested}; include more of the text around it so that it occurs once"
+        ))),
     }
 }
 
@@ -209,6 +254,20 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
+        "edit_file" => (
+            "Replace a text that occurs exactly once in a UTF-8 file inside the sandbox directory.",
+            Effect::Write,
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Path relative to the sandbox"},
+                    "old_text": {"type": "string", "minLength": 1, "description": "The text to replace, exactly as in the file; it must occur once"},
+                    "new_text": {"type": "string"}
+                },
+                "required": ["path", "old_text", "new_text"],
+                "additionalProperties": false
+            }),
+        ),
         "list_dir" => (
             "List the entries of a directory inside the sandbox; directories end with /.",
             Effect::Read,
@@ -293,6 +352,52 @@ mod tests {
             .await
             .unwrap_err();
         assert!(failure.message.contains("division by zero"));
+    }
+
+    #[tokio::test]
+    async fn edit_file_replaces_a_text_that_occurs_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(dir.path()).unwrap();
+        std::fs::write(
+            dir.path().join("app.cfg"),
+            "port = 80\nhost = a\nhost_b = a\n",
+        )
+        .unwrap();
+        let edit = |old: &str, new: &str| {
+            let args = args(json!({"path": "app.cfg", "old_text": old, "new_text": new}));
+            let sandbox = &sandbox;
+            async move { Implementation::EditFile.run(&args, Some(sandbox)).await }
+        };
+        assert_eq!(
+            edit("port = 80", "port = 8080").await.unwrap(),
+            "replaced 1 occurrence in app.cfg (32 bytes now)"
+        );
+        let twice = edit(" = a", " = b").await.unwrap_err();
+        assert_eq!(
+            twice.message,
+            "old_text occurs 2 times in app.cfg; include more of the text around it so that it occurs once"
+        );
+        let absent = edit("port = 80\n", "x").await.unwrap_err();
+        assert!(
+            absent
+                .message
+                .starts_with("old_text does not occur in app.cfg"),
+            "{}",
+            absent.message
+        );
+        // Failed edits leave the file as it was.
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("app.cfg")).unwrap(),
+            "port = 8080\nhost = a\nhost_b = a\n"
+        );
+        let outside = Implementation::EditFile
+            .run(
+                &args(json!({"path": "../x", "old_text": "a", "new_text": "b"})),
+                Some(&sandbox),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(outside.kind, crate::tool::ToolFailureKind::Blocked);
     }
 
     #[tokio::test]

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use backend::{ToolBackend, ToolCallContext, ToolFuture};
-pub use builtin::{BUILTIN_NAMES, builtin_definition};
+pub use builtin::{BUILTIN_NAMES, builtin_definition, builtin_needs_sandbox};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
