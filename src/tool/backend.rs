@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::builtin::Implementation;
 use super::registry::{ToolId, ToolState};
-use super::{FailureKind, Sandbox, Simulate, ToolFailure, ToolFailureKind};
+use super::{FailureKind, Sandbox, Simulate, ToolFailure, ToolFailureKind, template};
 
 /// A tool's output to come.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolFailure>> + Send + 'a>>;
@@ -78,13 +78,27 @@ fn object_text(object: &Map<String, Value>) -> String {
 }
 
 /// A simulated tool: its latency drawn from the trial's seed, failures
-/// injected on its first executions, then its result.
+/// injected on its first executions, then its result (filled from the
+/// call when it holds placeholders).
 #[derive(Debug)]
-pub(super) struct Simulated(pub Simulate);
+pub(super) struct Simulated {
+    simulate: Simulate,
+    templated: bool,
+}
+
+impl Simulated {
+    pub(super) fn new(simulate: Simulate) -> Simulated {
+        let templated = template::has_placeholders(&simulate.result);
+        Simulated {
+            simulate,
+            templated,
+        }
+    }
+}
 
 impl ToolBackend for Simulated {
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        let simulate = &self.0;
+        let simulate = &self.simulate;
         Box::pin(async move {
             let latency = simulate.latency_ms.sample(|| call.state.uniform());
             if !latency.is_zero() {
@@ -97,7 +111,19 @@ impl ToolBackend for Simulated {
             {
                 return Err(injected_failure(failure.kind, failure.message.as_deref()).await);
             }
-            Ok(match &simulate.result {
+            let rendered;
+            let result = if self.templated {
+                let store = call
+                    .state
+                    .store
+                    .lock()
+                    .map_err(|_| ToolFailure::runtime("the store is unavailable"))?;
+                rendered = template::render(&simulate.result, call.arguments, &store);
+                &rendered
+            } else {
+                &simulate.result
+            };
+            Ok(match result {
                 Value::String(text) => text.clone(),
                 Value::Null => String::new(),
                 other => other.to_string(),

@@ -9,6 +9,7 @@ pub mod quick;
 mod registry;
 mod sandbox;
 mod store;
+pub mod template;
 pub mod wording;
 
 use std::collections::BTreeMap;
@@ -116,6 +117,8 @@ pub struct Metadata {
 #[serde(deny_unknown_fields)]
 pub struct Simulate {
     /// Returned on success: a string as is, any other JSON serialized.
+    /// Placeholders (`{{args.order}}`, `{{store.orders.o-1}}`) are filled
+    /// from the call (see [`template`]).
     #[serde(default)]
     pub result: Value,
     /// Simulated latency before the result comes back.

@@ -149,7 +149,7 @@ impl Registry {
                 }
                 ToolSource::Defined(def) => {
                     backends.push(match &def.simulate {
-                        Some(simulate) => Arc::new(Simulated(simulate.clone())),
+                        Some(simulate) => Arc::new(Simulated::new(simulate.clone())),
                         None => Arc::new(EchoArguments),
                     });
                     defs.push(def);

@@ -75,6 +75,20 @@ impl Store {
             .into()
     }
 
+    /// One collection's records, in id order.
+    pub fn collection_value(&self, name: &str) -> Option<Value> {
+        let records = self.collections.get(name)?;
+        Some(Value::Array(
+            records.values().cloned().map(Value::Object).collect(),
+        ))
+    }
+
+    /// One record.
+    pub fn record(&self, name: &str, id: &str) -> Option<Value> {
+        let record = self.collections.get(name)?.get(id)?;
+        Some(Value::Object(record.clone()))
+    }
+
     fn collection(&self, name: &str) -> Result<&BTreeMap<String, Map<String, Value>>, ToolFailure> {
         self.collections
             .get(name)

@@ -99,3 +99,39 @@ fn a_state_block_with_a_repeated_id_is_a_located_error() {
     );
     assert!(error.contains("refund.json:"), "{error}");
 }
+
+#[tokio::test]
+async fn a_simulated_result_is_filled_from_the_arguments_and_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lookup.json");
+    let scenario = json!({
+        "name": "lookup",
+        "tools": [{
+            "name": "order_status",
+            "description": "The status of an order.",
+            "parameters": {"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]},
+            "simulate": {"result": {"order": "{{args.order}}", "line": "order {{args.order}} is {{store.orders.o-1}}"}}
+        }],
+        "state": {"orders": [{"id": "o-1", "status": "paid"}]},
+        "prompt": "Status of o-1?",
+        "expect": {"calls": [{"name": "order_status", "arguments": {"order": "o-1"}}]}
+    });
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let scenario = load_scenario(&path, &dir.path().join("sandboxes")).unwrap();
+    let pipeline = Pipeline::new(scenario.registry.clone(), ExecOptions::default());
+    let state = scenario.registry.new_state();
+    let turn = pipeline
+        .turn(
+            Provider::OpenAi,
+            &reply(&[("order_status", json!({"order": "o-1"}))]),
+            &state,
+            None::<&mut SessionLog>,
+        )
+        .await
+        .unwrap();
+    let result: Value = serde_json::from_str(&turn.batch.results[0].content).unwrap();
+    assert_eq!(
+        result,
+        json!({"order": "o-1", "line": "order o-1 is {\"id\":\"o-1\",\"status\":\"paid\"}"})
+    );
+}
