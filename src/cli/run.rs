@@ -111,6 +111,7 @@ struct Settings {
     clock: Clock,
     feedback: FeedbackStyle,
     serial: bool,
+    no_session: bool,
     shard: Option<Shard>,
     thresholds: Thresholds,
 }
@@ -151,6 +152,7 @@ impl Settings {
                 }),
                 feedback: feedback.unwrap_or_default(),
                 serial: args.serial,
+                no_session: args.no_session,
                 shard,
                 thresholds: Thresholds {
                     min_success,
@@ -171,6 +173,11 @@ impl Settings {
                     clock: recorded_value("--clock", clock, run.clock)?,
                     feedback: recorded_value("--feedback", feedback, run.feedback)?,
                     serial: recorded_value("--serial", args.serial.then_some(true), run.serial)?,
+                    no_session: recorded_value(
+                        "--no-session",
+                        args.no_session.then_some(true),
+                        run.no_session,
+                    )?,
                     shard: recorded_option(
                         "--shard",
                         shard.map(|s| s.to_string()),
@@ -354,7 +361,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             ..ExecOptions::default()
         },
         shard: settings.shard,
-        session_log: !args.no_session,
+        session_log: !settings.no_session,
     };
     let info = plan.info(settings.thresholds.clone());
 
@@ -370,7 +377,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
 
     let io_error = |e: std::io::Error| CliError::Usage(format!("{}: {e}", out.display()));
     let session_path = out.join("session.jsonl");
-    let session = match (args.no_session, &args.resume) {
+    let session = match (settings.no_session, &args.resume) {
         (true, _) => None,
         (false, None) => Some(SessionFile::create(&session_path).map_err(io_error)?),
         (false, Some(_)) => {
@@ -528,6 +535,7 @@ fn write_run_json(
         clock: plan.clock,
         feedback: plan.exec.feedback,
         serial: settings.serial,
+        no_session: settings.no_session,
         shard: settings.shard.map(|s| s.to_string()),
         min_success: settings.thresholds.min_success,
         min_pass_k: settings.thresholds.min_pass_k,

@@ -39,6 +39,9 @@ pub struct RunRecord {
     pub clock: Clock,
     pub feedback: FeedbackStyle,
     pub serial: bool,
+    /// Run with `--no-session`: a resume writes no log either.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_session: bool,
     pub shard: Option<String>,
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,

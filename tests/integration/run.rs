@@ -599,5 +599,26 @@ fn every_call_of_every_trial_is_recorded_with_its_coordinates() {
     let output = run_into(&quiet, &["--no-session"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(!quiet.join("session.jsonl").exists());
-    assert_same_files(&out, &quiet);
+    // Only run.json says the log was off.
+    assert_same(&out, &quiet, &FILES[..FILES.len() - 1]);
+    assert!(read(&quiet, "run.json").contains("\"no_session\": true"));
+    assert!(!read(&out, "run.json").contains("no_session"));
+}
+
+#[test]
+fn a_run_without_a_session_log_is_resumed_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    let output = run_into(&full, &["--no-session"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let killed = dir.path().join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    let trials = read(&full, "trials.csv");
+    std::fs::write(killed.join("trials.csv"), &trials[..trials.len() / 3]).unwrap();
+    std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
+    assert!(read(&killed, "run.json").contains("\"no_session\": true"));
+    let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(!killed.join("session.jsonl").exists());
+    assert_same_files(&full, &killed);
 }
