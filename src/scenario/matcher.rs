@@ -1,8 +1,8 @@
 //! Argument matchers: what counts as a correct value for one argument.
 //! A plain JSON value must be equal; an object whose keys start with `$`
 //! is a matcher (`$any_of`, `$approx` with `$tolerance`, `$regex`,
-//! `$present`, `$absent`), with `$example` giving a correct value where the
-//! matcher alone does not say one.
+//! `$contains`, `$present`, `$absent`), with `$example` giving a correct
+//! value where the matcher alone does not say one.
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -12,9 +12,22 @@ use serde_json::{Map, Value};
 pub enum Matcher {
     Exact(Value),
     AnyOf(Vec<Value>),
-    Approx { value: f64, tolerance: f64 },
-    Regex { regex: Regex, example: String },
-    Present { example: Value },
+    Approx {
+        value: f64,
+        tolerance: f64,
+    },
+    Regex {
+        regex: Regex,
+        example: String,
+    },
+    /// A string holding this text (case-sensitive).
+    Contains {
+        text: String,
+        example: String,
+    },
+    Present {
+        example: Value,
+    },
     Absent,
 }
 
@@ -63,6 +76,26 @@ impl Matcher {
                 example: example.to_owned(),
             });
         }
+        if let Some(text) = object.get("$contains") {
+            let text = text
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .ok_or("$contains needs a non-empty string")?;
+            // Without an example, the text itself is one.
+            let example = match example {
+                Some(example) => example
+                    .as_str()
+                    .ok_or("$example must be a string that contains the text")?,
+                None => text,
+            };
+            if !example.contains(text) {
+                return Err(format!("$example {example:?} does not contain {text:?}"));
+            }
+            return Ok(Matcher::Contains {
+                text: text.to_owned(),
+                example: example.to_owned(),
+            });
+        }
         if object.get("$present") == Some(&Value::Bool(true)) {
             let example = example.ok_or("$present needs an $example value")?;
             return Ok(Matcher::Present {
@@ -72,7 +105,10 @@ impl Matcher {
         if object.get("$absent") == Some(&Value::Bool(true)) {
             return Ok(Matcher::Absent);
         }
-        Err("unknown matcher: use $any_of, $approx, $regex, $present or $absent".to_owned())
+        Err(
+            "unknown matcher: use $any_of, $approx, $regex, $contains, $present or $absent"
+                .to_owned(),
+        )
     }
 
     /// Does the actual value (None when the argument is missing) match?
@@ -90,6 +126,9 @@ impl Matcher {
             (Matcher::Regex { regex, .. }, Some(actual)) => {
                 actual.as_str().is_some_and(|s| regex.is_match(s))
             }
+            (Matcher::Contains { text, .. }, Some(actual)) => {
+                actual.as_str().is_some_and(|s| s.contains(text.as_str()))
+            }
             (Matcher::Present { .. }, Some(_)) => true,
         }
     }
@@ -100,7 +139,9 @@ impl Matcher {
             Matcher::Exact(value) => Some(value.clone()),
             Matcher::AnyOf(options) => Some(options[0].clone()),
             Matcher::Approx { value, .. } => Some(Value::from(*value)),
-            Matcher::Regex { example, .. } => Some(Value::String(example.clone())),
+            Matcher::Regex { example, .. } | Matcher::Contains { example, .. } => {
+                Some(Value::String(example.clone()))
+            }
             Matcher::Present { example } => Some(example.clone()),
             Matcher::Absent => None,
         }
@@ -180,6 +221,12 @@ mod tests {
         assert!(approx.matches(Some(&json!(2.505))) && !approx.matches(Some(&json!(2.6))));
         let regex = matcher(json!({"$regex": "^wea", "$example": "weather"}));
         assert!(regex.matches(Some(&json!("weak"))) && !regex.matches(Some(&json!("the weather"))));
+        let contains = matcher(json!({"$contains": "refund"}));
+        assert!(contains.matches(Some(&json!("please refund o-1"))));
+        assert!(
+            !contains.matches(Some(&json!("Refund o-1"))) && !contains.matches(Some(&json!(1)))
+        );
+        assert_eq!(contains.example(), Some(json!("refund")));
         let present = matcher(json!({"$present": true, "$example": 1}));
         assert!(present.matches(Some(&json!(null))) && !present.matches(None));
         let absent = matcher(json!({"$absent": true}));
@@ -197,6 +244,11 @@ mod tests {
             Matcher::from_value(&json!({"$regex": "^a", "$example": "b"}))
                 .unwrap_err()
                 .contains("does not match")
+        );
+        assert_eq!(
+            Matcher::from_value(&json!({"$contains": "refund", "$example": "pay back"}))
+                .unwrap_err(),
+            "$example \"pay back\" does not contain \"refund\""
         );
         assert!(
             Matcher::from_value(&json!({"$nope": 1}))

@@ -274,7 +274,7 @@ fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() 
         stderr.starts_with("error: 1 bad scenario file(s); no trial was run:\n"),
         "{stderr}"
     );
-    assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $present or $absent"), "{stderr}");
+    assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $contains, $present or $absent"), "{stderr}");
     assert!(!out.join("trials.csv").exists());
 }
 
