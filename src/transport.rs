@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{Mutex, Semaphore};
 use tokio::time::Instant;
 
-/// A request ready to send: a POST of a JSON body.
+/// A request ready to send: a POST of a JSON body (the transport sets
+/// `content-type`).
 #[derive(Debug, Clone)]
 pub struct ApiRequest {
     pub url: String,
@@ -179,7 +180,11 @@ impl Transport {
         request: &ApiRequest,
         body: &[u8],
     ) -> Result<(ApiResponse, Option<Duration>), reqwest::Error> {
-        let mut builder = self.client.post(&request.url).body(body.to_vec());
+        let mut builder = self
+            .client
+            .post(&request.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
         }

@@ -116,10 +116,7 @@ impl ExternalValidator {
                 } = &**http;
                 let request = ApiRequest {
                     url: url.clone(),
-                    headers: vec![
-                        ("content-type", "application/json".to_owned()),
-                        (TOOL_HEADER, tool.to_owned()),
-                    ],
+                    headers: vec![(TOOL_HEADER, tool.to_owned())],
                     body: instance.clone(),
                 };
                 match runtime.block_on(transport.send(&request)) {

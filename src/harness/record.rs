@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::Clock;
-use crate::model::{ModelFile, ModelKind};
+use crate::model::ModelFile;
 use crate::pipeline::FeedbackStyle;
 use crate::report::{ModelInfo, RunInfo, Thresholds};
 use crate::scenario::Scenario;
@@ -106,8 +106,7 @@ impl RunRecord {
                 .map(|file| ModelInfo {
                     name: file.name.clone(),
                     prices: file.api.as_ref().and_then(|a| a.prices),
-                    // A published run has one answer per entry.
-                    max_attempts: (file.kind == ModelKind::BfclResults).then_some(1),
+                    max_attempts: file.kind.max_attempts(),
                 })
                 .collect(),
             scenarios: super::scenario_infos(scenarios),

@@ -9,7 +9,7 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use super::{Model, ModelError, ModelTrial, Reply, ReplyFuture, TrialStart};
+use super::{Model, ModelError, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::call::{MalformedCall, ParsedCall, ToolCall};
 use crate::provider::Provider;
 use crate::scenario::Scenario;
@@ -92,9 +92,8 @@ impl Model for BfclReplay {
         self.provider
     }
 
-    /// A published run has one answer per entry.
     fn max_attempts(&self) -> Option<u32> {
-        Some(1)
+        ModelKind::BfclResults.max_attempts()
     }
 
     fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {

@@ -73,6 +73,12 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
+    /// At most this many attempts per trial, whatever the scenario allows:
+    /// a published run has one answer per entry.
+    pub fn max_attempts(self) -> Option<u32> {
+        (self == ModelKind::BfclResults).then_some(1)
+    }
+
     /// The wire format of a live kind.
     pub fn live_provider(self) -> Option<Provider> {
         match self {

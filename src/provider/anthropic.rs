@@ -204,7 +204,7 @@ pub(super) fn usage(reply: &Value) -> Usage {
 /// `POST {base}/messages` with `x-api-key` and `anthropic-version`.
 pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     let settings = ask.settings;
-    let mut headers = vec![("content-type", "application/json".to_owned())];
+    let mut headers = Vec::new();
     if let Some(key) = ask.key {
         headers.push(("x-api-key", key.to_owned()));
     }

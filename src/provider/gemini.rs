@@ -250,7 +250,7 @@ pub(super) fn usage(reply: &Value) -> Usage {
 /// `POST {base}/models/{model}:generateContent` with `x-goog-api-key`.
 pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     let settings = ask.settings;
-    let mut headers = vec![("content-type", "application/json".to_owned())];
+    let mut headers = Vec::new();
     if let Some(key) = ask.key {
         headers.push(("x-goog-api-key", key.to_owned()));
     }

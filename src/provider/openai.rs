@@ -252,7 +252,7 @@ pub(super) fn usage(reply: &Value) -> Usage {
 /// `POST {base}/chat/completions`, the key as a bearer token.
 pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     let settings = ask.settings;
-    let mut headers = vec![("content-type", "application/json".to_owned())];
+    let mut headers = Vec::new();
     if let Some(key) = ask.key {
         headers.push(("authorization", format!("Bearer {key}")));
     }
