@@ -137,11 +137,21 @@ pub enum Failure {
     /// The request failed after its retries: not the model's failure, and
     /// the trial is counted apart.
     TransportError,
+    /// A task: a call the task forbids was made (the task fails at once).
+    ForbiddenCall,
+    /// A task ended with a milestone not reached.
+    MilestoneMissed,
+    /// A task ended with files or store entries not as required.
+    WrongFinalState,
+    /// A task's final answer does not say what it must.
+    WrongAnswer,
+    /// A task used every turn it had without answering.
+    TurnLimit,
 }
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 11] = [
+    pub const ALL: [Failure; 16] = [
         Failure::Parse,
         Failure::UnknownTool,
         Failure::Validation,
@@ -153,6 +163,11 @@ impl Failure {
         Failure::MissingCall,
         Failure::WrongCall,
         Failure::TransportError,
+        Failure::ForbiddenCall,
+        Failure::MilestoneMissed,
+        Failure::WrongFinalState,
+        Failure::WrongAnswer,
+        Failure::TurnLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -168,6 +183,11 @@ impl Failure {
             Failure::MissingCall => "missing_call",
             Failure::WrongCall => "wrong_call",
             Failure::TransportError => "transport_error",
+            Failure::ForbiddenCall => "forbidden_call",
+            Failure::MilestoneMissed => "milestone_missed",
+            Failure::WrongFinalState => "wrong_final_state",
+            Failure::WrongAnswer => "wrong_answer",
+            Failure::TurnLimit => "turn_limit",
         }
     }
 
@@ -176,8 +196,24 @@ impl Failure {
         Failure::ALL.into_iter().find(|f| f.as_str() == text)
     }
 
+    /// Did a call (or the reply carrying it) fail, as opposed to a verdict
+    /// on the calls or the task?
+    pub fn is_call_error(self) -> bool {
+        matches!(
+            self,
+            Failure::Parse
+                | Failure::UnknownTool
+                | Failure::Validation
+                | Failure::Runtime
+                | Failure::Timeout
+                | Failure::Sandbox
+                | Failure::BadResponse
+        )
+    }
+
     /// Its column in summary.csv, `failures_<name>`; a transport error has
-    /// its own `transport_errors` column (it counts trials, not attempts).
+    /// its own `transport_errors` column (it counts trials, not attempts),
+    /// and a task's verdicts have the task columns.
     pub fn column(self) -> Option<&'static str> {
         Some(match self {
             Failure::Parse => "failures_parse",
@@ -190,7 +226,12 @@ impl Failure {
             Failure::UnexpectedCall => "failures_unexpected_call",
             Failure::MissingCall => "failures_missing_call",
             Failure::WrongCall => "failures_wrong_call",
-            Failure::TransportError => return None,
+            Failure::TransportError
+            | Failure::ForbiddenCall
+            | Failure::MilestoneMissed
+            | Failure::WrongFinalState
+            | Failure::WrongAnswer
+            | Failure::TurnLimit => return None,
         })
     }
 }

@@ -9,21 +9,22 @@
 pub mod merge;
 mod progress;
 pub mod record;
+mod task;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
-use crate::call::{Failure, Usage};
+use crate::call::Failure;
 use crate::metrics::{AttemptRecord, TrialRecord};
-use crate::model::{Model, ReplyError, TrialStart};
-use crate::pipeline::{Coordinates, ExecOptions, Pipeline, SessionLog};
+use crate::model::{Model, ModelTrial, ReplyError, TrialStart};
+use crate::pipeline::{Coordinates, ExecOptions, Pipeline, SessionLog, Turn};
 use crate::report::{
     FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
 use crate::scenario::Scenario;
+use crate::tool::{Sandbox, ToolState};
 
 pub use progress::ProgressMode;
 
@@ -197,7 +198,8 @@ pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
         .iter()
         .map(|s| ScenarioInfo {
             name: s.name.clone(),
-            max_attempts: s.max_retries,
+            max_attempts: if s.task.is_some() { 1 } else { s.max_retries },
+            task_milestones: s.task.as_ref().map(|t| t.milestones.len() as u32),
             min_success: s.min_success,
         })
         .collect()
@@ -330,88 +332,44 @@ pub fn run_until(
 }
 
 /// One trial: the model replies, the pipeline runs the turn, the model
-/// gets what Return produced, until success or out of attempts. Gives the
-/// record and what Record logged. `Err` is a fault that stops the run.
+/// gets what Return produced, until success or out of attempts (a task:
+/// until the model answers, see [`task`]). Gives the record and what
+/// Record logged. `Err` is a fault that stops the run.
 pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
-    let model = &*plan.models[job.model];
-    let seed = plan.trial_seed(job);
-    let mut model_trial = model.start_trial(TrialStart {
-        scenario,
-        trial: job.trial,
-        seed,
-    });
-    let tools = scenario
-        .registry
-        .new_state_seeded(splitmix(seed ^ 0x746f_6f6c));
-    let pipeline = Pipeline::new(scenario.registry.clone(), plan.exec);
-    let mut log = plan.session_log.then(|| SessionLog::new(Vec::new()));
+    if let Some(task) = &scenario.task {
+        return task::run_task(plan, job, task).await;
+    }
+    let mut run = TrialRun::start(plan, job, None);
     let max_attempts = plan.max_attempts(job.model, job.scenario);
     let mut attempts = Vec::with_capacity(max_attempts as usize);
     let mut returned: Option<Vec<u8>> = None;
 
     for attempt in 1..=max_attempts {
-        let asked = Instant::now();
-        let reply = match model_trial.reply(attempt, returned.as_deref()).await {
-            Ok(reply) => reply,
-            Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
-            Err(ReplyError::Transport(error)) => {
-                // Not the model's failure: the trial ends here and is
-                // counted apart; the run goes on.
-                eprintln!("{} / {}: {error}", model.name(), scenario.name);
-                attempts.push(AttemptRecord {
-                    attempt,
-                    success: false,
-                    failures: vec![Failure::TransportError],
-                    reason: None,
-                    calls: 0,
-                    model_time: asked.elapsed(),
-                    tool_time: Duration::ZERO,
-                    serial_time: Duration::ZERO,
-                    ideal_time: Duration::ZERO,
-                    usage: Usage::default(),
-                });
+        let (turn, mut record) = match run.step(attempt, returned.as_deref()).await? {
+            Step::Turn(turn, record) => (turn, record),
+            Step::Transport(record) => {
+                attempts.push(record);
                 break;
             }
         };
-        let model_time = asked.elapsed();
-        if let Some(log) = &mut log {
-            log.set_coordinates(Coordinates {
-                model: model.name(),
-                scenario: &scenario.name,
-                trial: job.trial,
-                attempt,
-            });
-        }
-        let turn = pipeline
-            .turn(model.provider(), &reply.body, &tools, log.as_mut())
-            .await?;
-        let mut failures = turn.failures();
-        if turn.parsed.is_ok() && failures.is_empty() {
-            failures.extend(scenario.expectation.verdict(turn.calls()).failure());
+        if turn.parsed.is_ok() && record.failures.is_empty() {
+            record
+                .failures
+                .extend(scenario.expectation.verdict(turn.calls()).failure());
         }
         // Under BFCL rules a failed attempt also says why in BFCL's words,
         // whichever stage caught it.
-        let reason = match (&turn.parsed, failures.is_empty()) {
+        record.reason = match (&turn.parsed, record.failures.is_empty()) {
             (Ok(parsed), false) => scenario
                 .expectation
                 .reason(&parsed.calls)
                 .map(|r| r.as_str().to_owned()),
             _ => None,
         };
-        let success = failures.is_empty();
-        attempts.push(AttemptRecord {
-            attempt,
-            success,
-            failures,
-            reason,
-            calls: turn.calls().len() as u32,
-            model_time,
-            tool_time: turn.batch.makespan,
-            serial_time: turn.batch.serial_makespan(),
-            ideal_time: turn.batch.ideal_makespan,
-            usage: reply.usage,
-        });
+        record.success = record.failures.is_empty();
+        let success = record.success;
+        attempts.push(record);
         returned = Some(turn.returned);
         if success {
             break;
@@ -422,6 +380,114 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
         scenario: job.scenario,
         trial: job.trial,
         attempts,
+        task: None,
     };
-    Ok((record, log.map(SessionLog::into_inner).unwrap_or_default()))
+    Ok((record, run.into_log()))
+}
+
+/// What one trial runs with: the model's side of it, the tools' state, the
+/// pipeline and the session log.
+struct TrialRun<'p> {
+    model: &'p dyn Model,
+    scenario: &'p Scenario,
+    trial: u32,
+    model_trial: Box<dyn ModelTrial + 'p>,
+    tools: ToolState,
+    pipeline: Pipeline,
+    log: Option<SessionLog<Vec<u8>>>,
+}
+
+/// One reply, through the pipeline.
+enum Step {
+    /// The turn, and its record: the calls' failures, counts and times.
+    Turn(Turn, AttemptRecord),
+    /// The request failed after its retries: not the model's failure; the
+    /// trial ends here and is counted apart, and the run goes on.
+    Transport(AttemptRecord),
+}
+
+impl<'p> TrialRun<'p> {
+    /// Start `job`'s trial; file tools work in `sandbox` when given.
+    fn start(plan: &'p RunPlan, job: Job, sandbox: Option<Sandbox>) -> Self {
+        let scenario = &plan.scenarios[job.scenario];
+        let model = &*plan.models[job.model];
+        let seed = plan.trial_seed(job);
+        let model_trial = model.start_trial(TrialStart {
+            scenario,
+            trial: job.trial,
+            seed,
+        });
+        let mut tools = scenario
+            .registry
+            .new_state_seeded(splitmix(seed ^ 0x746f_6f6c));
+        if let Some(sandbox) = sandbox {
+            tools = tools.with_sandbox(sandbox);
+        }
+        TrialRun {
+            model,
+            scenario,
+            trial: job.trial,
+            model_trial,
+            tools,
+            pipeline: Pipeline::new(scenario.registry.clone(), plan.exec),
+            log: plan.session_log.then(|| SessionLog::new(Vec::new())),
+        }
+    }
+
+    /// Ask for the reply of `attempt` (a task's turn), given what Return
+    /// produced last, and run it through every stage.
+    async fn step(&mut self, attempt: u32, returned: Option<&[u8]>) -> Result<Step, RunError> {
+        let asked = Instant::now();
+        let reply = match self.model_trial.reply(attempt, returned).await {
+            Ok(reply) => reply,
+            Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
+            Err(ReplyError::Transport(error)) => {
+                eprintln!("{} / {}: {error}", self.model.name(), self.scenario.name);
+                return Ok(Step::Transport(AttemptRecord {
+                    attempt,
+                    failures: vec![Failure::TransportError],
+                    model_time: asked.elapsed(),
+                    ..AttemptRecord::default()
+                }));
+            }
+        };
+        let model_time = asked.elapsed();
+        if let Some(log) = &mut self.log {
+            log.set_coordinates(Coordinates {
+                model: self.model.name(),
+                scenario: &self.scenario.name,
+                trial: self.trial,
+                attempt,
+            });
+        }
+        let turn = self
+            .pipeline
+            .turn(
+                self.model.provider(),
+                &reply.body,
+                &self.tools,
+                self.log.as_mut(),
+            )
+            .await?;
+        let failures = turn.failures();
+        let record = AttemptRecord {
+            attempt,
+            success: failures.is_empty(),
+            failures,
+            reason: None,
+            calls: turn.calls().len() as u32,
+            model_time,
+            tool_time: turn.batch.makespan,
+            serial_time: turn.batch.serial_makespan(),
+            ideal_time: turn.batch.ideal_makespan,
+            usage: reply.usage,
+            ..AttemptRecord::default()
+        };
+        Ok(Step::Turn(turn, record))
+    }
+
+    /// What Record logged over the trial.
+    fn into_log(self) -> Vec<u8> {
+        self.log.map(SessionLog::into_inner).unwrap_or_default()
+    }
 }

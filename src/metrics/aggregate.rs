@@ -114,8 +114,9 @@ mod tests {
                 tool_time: Duration::ZERO,
                 serial_time: Duration::ZERO,
                 ideal_time: Duration::ZERO,
-                usage: Default::default(),
+                ..Default::default()
             }],
+            task: None,
         }
     }
 

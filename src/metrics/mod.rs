@@ -7,6 +7,7 @@
 mod aggregate;
 mod latency;
 mod stats;
+mod task;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,9 +17,10 @@ use crate::call::{Failure, Usage};
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
+pub use task::{Ending, TaskEnd, TaskStats, histogram_mean, histogram_percentile};
 
-/// The outcome of one attempt (one model turn).
-#[derive(Debug, Clone, PartialEq)]
+/// The outcome of one attempt (one model turn; in a task, one turn of it).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttemptRecord {
     pub attempt: u32,
     pub success: bool,
@@ -36,6 +38,13 @@ pub struct AttemptRecord {
     pub ideal_time: Duration,
     /// Tokens of the model's reply (live models; zero for mocks).
     pub usage: Usage,
+    /// Tasks: milestones first reached in this turn.
+    pub milestones: u32,
+    /// Tasks: calls repeating an earlier successful call exactly.
+    pub redundant: u32,
+    /// Tasks: of this turn's call errors, those a later turn recovered
+    /// from (a later turn whose calls all succeeded).
+    pub recovered: u32,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.
@@ -44,17 +53,26 @@ pub struct TrialRecord {
     pub model: usize,
     pub scenario: usize,
     pub trial: u32,
+    /// In a task, one per turn.
     pub attempts: Vec<AttemptRecord>,
+    /// Set for a task: how it ended and was judged.
+    pub task: Option<TaskEnd>,
 }
 
 impl TrialRecord {
     pub fn success(&self) -> bool {
-        self.attempts.last().is_some_and(|a| a.success)
+        match self.task {
+            Some(end) => end.success,
+            None => self.attempts.last().is_some_and(|a| a.success),
+        }
     }
 
-    /// The attempt that succeeded (1-based), if any.
+    /// The attempt that succeeded (1-based), if any; a task is one attempt.
     pub fn success_attempt(&self) -> Option<u32> {
-        self.attempts.iter().find(|a| a.success).map(|a| a.attempt)
+        match self.task {
+            Some(end) => end.success.then_some(1),
+            None => self.attempts.iter().find(|a| a.success).map(|a| a.attempt),
+        }
     }
 }
 
@@ -84,6 +102,8 @@ pub struct CellStats {
     /// Model and tool time over every attempt (what a CI report shows as
     /// the time a test took).
     pub busy: Duration,
+    /// Set once a task trial was measured.
+    pub task: Option<TaskStats>,
 }
 
 impl CellStats {
@@ -104,6 +124,7 @@ impl CellStats {
             input_tokens: 0,
             output_tokens: 0,
             busy: Duration::ZERO,
+            task: None,
         }
     }
 
@@ -142,6 +163,13 @@ impl CellStats {
                 self.sum_ideal_speedup += serial / ideal;
                 self.sum_efficiency += ideal / parallel;
             }
+        }
+        if let Some(end) = trial.task {
+            // Self-correction inside a task is its recovered errors.
+            self.task
+                .get_or_insert_with(TaskStats::default)
+                .add(trial, end);
+            return;
         }
         if let Some(first) = trial.attempts.first().filter(|a| !a.success) {
             let mut kinds = first.failures.clone();
@@ -241,6 +269,9 @@ impl CellStats {
         self.sum_efficiency += other.sum_efficiency;
         self.model_ms.merge(&other.model_ms);
         self.tool_ms.merge(&other.tool_ms);
+        if let Some(task) = &other.task {
+            self.task.get_or_insert_with(TaskStats::default).merge(task);
+        }
     }
 }
 
@@ -268,6 +299,7 @@ mod tests {
             tool_time: Duration::from_millis(100),
             serial_time: Duration::from_millis(300),
             ideal_time: Duration::from_millis(100),
+            ..Default::default()
         }
     }
 
@@ -277,6 +309,7 @@ mod tests {
             scenario: 0,
             trial: 0,
             attempts,
+            task: None,
         }
     }
 

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use super::operators;
+use super::task_play::TaskPlay;
 use super::{
     Model, ModelError, ModelFile, ModelKind, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
     TrialStart,
@@ -23,10 +24,10 @@ use crate::scenario::{Expectation, Scenario};
 #[derive(Debug)]
 pub struct MockModel {
     name: String,
-    provider: Provider,
-    kind: ModelKind,
-    parameters: Parameters,
-    weights: Vec<(Operator, f64)>,
+    pub(super) provider: Provider,
+    pub(super) kind: ModelKind,
+    pub(super) parameters: Parameters,
+    pub(super) weights: Vec<(Operator, f64)>,
 }
 
 /// The operators' weights, every operator present; `Err` points at the
@@ -77,11 +78,16 @@ impl Model for MockModel {
     }
 
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
+        let scenario = start.scenario;
         Box::new(MockTrial {
             model: self,
-            scenario: start.scenario,
+            scenario,
             rng: StdRng::seed_from_u64(start.seed),
             last_clue: None,
+            task: scenario
+                .task
+                .as_ref()
+                .map(|task| TaskPlay::new(task, &scenario.registry)),
         })
     }
 }
@@ -93,6 +99,8 @@ struct MockTrial<'a> {
     rng: StdRng,
     /// The clue of the last wrong turn (see `operators::Mutation`).
     last_clue: Option<Option<String>>,
+    /// Set for a task: how far the mock got.
+    task: Option<TaskPlay<'a>>,
 }
 
 impl ModelTrial for MockTrial<'_> {
@@ -104,9 +112,12 @@ impl ModelTrial for MockTrial<'_> {
             0
         };
         let latency = Duration::from_millis(p.latency_ms + jitter);
-        let (text, calls) = match self.model.kind {
-            ModelKind::Scripted => scripted_turn(self.scenario, attempt),
-            _ => self.stochastic_turn(attempt, returned.unwrap_or_default()),
+        let scripted = self.model.kind == ModelKind::Scripted
+            && (self.scenario.script.is_some() || self.task.is_none());
+        let (text, calls) = match &mut self.task {
+            _ if scripted => scripted_turn(self.scenario, attempt),
+            Some(play) => play.turn(attempt, returned, self.model, &mut self.rng),
+            None => self.stochastic_turn(attempt, returned.unwrap_or_default()),
         };
         let mut body = Vec::with_capacity(256);
         self.model.provider.write_response(&text, &calls, &mut body);
@@ -157,21 +168,15 @@ impl MockTrial<'_> {
             );
         }
         let registry = &self.scenario.registry;
-        let mut candidates = self.model.weights.clone();
-        while !candidates.is_empty() {
-            let total: f64 = candidates.iter().map(|(_, w)| w).sum();
-            if total <= 0.0 {
-                break;
-            }
-            let mut pick = self.rng.random_range(0.0..total);
-            let index = candidates
-                .iter()
-                .position(|(_, w)| {
-                    pick -= w;
-                    pick < 0.0
-                })
-                .unwrap_or(candidates.len() - 1);
-            let (operator, _) = candidates.swap_remove(index);
+        // One turn: the task operators do not apply.
+        let mut candidates: Vec<(Operator, f64)> = self
+            .model
+            .weights
+            .iter()
+            .filter(|(op, _)| !op.is_task())
+            .copied()
+            .collect();
+        while let Some(operator) = draw_operator(&mut candidates, &mut self.rng) {
             if let Some(mutation) = operators::apply(operator, &correct, registry, &mut self.rng) {
                 self.last_clue = Some(mutation.clue);
                 return (String::new(), mutation.calls);
@@ -184,6 +189,27 @@ impl MockTrial<'_> {
             correct.into_iter().map(ParsedCall::Ok).collect(),
         )
     }
+}
+
+/// Draw an operator by weight and take it out of `candidates`; `None`
+/// when none is left with a weight.
+pub(super) fn draw_operator(
+    candidates: &mut Vec<(Operator, f64)>,
+    rng: &mut StdRng,
+) -> Option<Operator> {
+    let total: f64 = candidates.iter().map(|(_, w)| w).sum();
+    if candidates.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let mut pick = rng.random_range(0.0..total);
+    let index = candidates
+        .iter()
+        .position(|(_, w)| {
+            pick -= w;
+            pick < 0.0
+        })
+        .unwrap_or(candidates.len() - 1);
+    Some(candidates.swap_remove(index).0)
 }
 
 /// The calls a correct model makes on `attempt`.
@@ -230,6 +256,10 @@ fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>)
                 .collect(),
         );
     };
+    // A task's script ends in an answer: its last turn.
+    if scenario.task.is_some() && attempt as usize > script.len() {
+        return (String::new(), Vec::new());
+    }
     let turn = &script[(attempt as usize - 1).min(script.len() - 1)];
     let calls = turn
         .calls

@@ -12,6 +12,7 @@ pub mod live;
 mod mock;
 pub mod operators;
 pub mod recording;
+mod task_play;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -30,10 +30,37 @@ pub enum Operator {
     PathOutsideSandbox,
     UnwantedCall,
     MissingParallelCall,
+    /// Tasks: believe a milestone done without doing it.
+    SkipMilestone,
+    /// Tasks: make an earlier successful call again.
+    RepeatCall,
+    /// Tasks: answer before the work is done.
+    AnswerEarly,
+    /// Tasks: make a call the task forbids.
+    ForbiddenCall,
+    /// Tasks: send an id that no result contained.
+    InventedId,
+    /// Tasks: do a later step before the one it depends on.
+    WriteBeforeRead,
 }
 
 impl Operator {
-    pub const ALL: [Operator; 11] = [
+    /// The task operators: they apply only to tasks, played in
+    /// `model::task_play`; the others break calls of one turn.
+    pub const TASK: [Operator; 6] = [
+        Operator::SkipMilestone,
+        Operator::RepeatCall,
+        Operator::AnswerEarly,
+        Operator::ForbiddenCall,
+        Operator::InventedId,
+        Operator::WriteBeforeRead,
+    ];
+
+    pub fn is_task(self) -> bool {
+        Operator::TASK.contains(&self)
+    }
+
+    pub const ALL: [Operator; 17] = [
         Operator::WrongType,
         Operator::MissingRequired,
         Operator::EnumViolation,
@@ -45,6 +72,12 @@ impl Operator {
         Operator::PathOutsideSandbox,
         Operator::UnwantedCall,
         Operator::MissingParallelCall,
+        Operator::SkipMilestone,
+        Operator::RepeatCall,
+        Operator::AnswerEarly,
+        Operator::ForbiddenCall,
+        Operator::InventedId,
+        Operator::WriteBeforeRead,
     ];
 
     /// The fuzzer's mutations this operator draws from (empty: it breaks
@@ -87,6 +120,9 @@ pub fn apply(
     registry: &Registry,
     rng: &mut StdRng,
 ) -> Option<Mutation> {
+    if operator.is_task() {
+        return None;
+    }
     if operator == Operator::UnwantedCall {
         if !correct.is_empty() {
             return None;
@@ -229,7 +265,7 @@ fn break_call(
             mutated.insert(key, Value::String("../../etc/passwd".to_owned()));
             Some((with_args(mutated), "outside the sandbox".to_owned()))
         }
-        Operator::UnwantedCall | Operator::MissingParallelCall => None,
+        _ => None,
     }
 }
 

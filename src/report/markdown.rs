@@ -67,8 +67,55 @@ fn percent_opt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_owned(), percent)
 }
 
-/// The table a person reads first, as Markdown (also fine on a terminal).
+/// The tables a person reads first, as Markdown (also fine on a
+/// terminal): single-turn scenarios, then tasks.
 fn key_table(rows: &[SummaryRow]) -> String {
+    let (tasks, turns): (Vec<&SummaryRow>, Vec<&SummaryRow>) = rows.iter().partition(|r| r.is_task);
+    let mut t = String::new();
+    if !turns.is_empty() || tasks.is_empty() {
+        t.push_str(&turn_table(&turns));
+    }
+    if !tasks.is_empty() {
+        if !t.is_empty() {
+            t.push('\n');
+        }
+        t.push_str(&task_table(&tasks));
+    }
+    t
+}
+
+/// Tasks: success, pass^3, progress, turns and calls, recovery, forbidden calls.
+fn task_table(rows: &[&SummaryRow]) -> String {
+    let mut t = String::from(
+        "| model | task | trials | success [95% CI] | pass^3 | progress | turns (p95) | calls (p95) | errors recovered | forbidden |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let number = |mean: Option<f64>, p95: Option<u32>| match (mean, p95) {
+        (Some(mean), Some(p95)) => format!("{mean:.1} ({p95})"),
+        _ => "-".to_owned(),
+    };
+    for r in rows {
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} [{}, {}] | {} | {} | {} | {} | {} | {} |",
+            r.head.model,
+            r.head.scenario,
+            r.head.trials,
+            percent_opt(r.head.final_success),
+            percent_opt(r.head.wilson_low),
+            percent_opt(r.head.wilson_high),
+            percent_opt(r.head.pass_k_3),
+            percent_opt(r.task.progress_rate),
+            number(r.task.turns_mean, r.task.turns_p95),
+            number(r.task.calls_mean, r.task.calls_p95),
+            percent_opt(r.task.errors_recovered_rate),
+            r.task.forbidden_calls.unwrap_or(0),
+        );
+    }
+    t
+}
+
+/// Single-turn scenarios: success by attempt, self-correction, speedup.
+fn turn_table(rows: &[&SummaryRow]) -> String {
     let mut t = String::from(
         "| model | scenario | trials | @1 | @2 | @3 | final [95% CI] | self-correction | speedup (eff.) |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n",
     );

@@ -64,7 +64,10 @@ pub struct ModelInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioInfo {
     pub name: String,
+    /// 1 for a task (its turns are inside the one attempt).
     pub max_attempts: u32,
+    /// Set for a task: how many milestones it has.
+    pub task_milestones: Option<u32>,
     /// The scenario's own success threshold.
     pub min_success: Option<f64>,
 }

@@ -11,7 +11,10 @@ use serde::ser::{SerializeTuple, Serializer};
 
 use super::{Reporter, RunInfo, cell_violations, header_of, round};
 use crate::call::Failure;
-use crate::metrics::{Aggregate, CellStats, pass_hat_k, pass_hat_k_curve, pass_k_ladder};
+use crate::metrics::{
+    Aggregate, CellStats, histogram_mean, histogram_percentile, pass_hat_k, pass_hat_k_curve,
+    pass_k_ladder,
+};
 
 /// Significance level for comparisons.
 const ALPHA: f64 = 0.05;
@@ -33,13 +36,17 @@ fn counted_failures() -> impl Iterator<Item = (Failure, &'static str)> {
 }
 
 /// summary.csv: one row per model x scenario. The failure columns come
-/// from [`Failure`] (between `passed` and `transport_errors`).
+/// from [`Failure`] (between `passed` and `transport_errors`); the task
+/// columns close the row, empty for a single-turn scenario.
 #[derive(Debug, Default)]
 pub(super) struct SummaryRow {
     pub head: SummaryHead,
     /// Per failure kind with a column, in [`counted_failures`] order.
     pub failures: Vec<u64>,
     pub tail: SummaryTail,
+    pub task: TaskColumns,
+    /// Is the scenario a task (not written: the task columns say it)?
+    pub is_task: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -82,24 +89,80 @@ pub(super) struct SummaryTail {
     pub tool_p99_ms: Option<f64>,
 }
 
+/// The measures of a task (summary.csv's last columns; models.csv's over
+/// a model's tasks).
+#[derive(Debug, Default, Serialize)]
+pub(super) struct TaskColumns {
+    /// Milestones reached over milestones (AgentBoard's progress rate).
+    pub progress_rate: Option<f64>,
+    pub turns_mean: Option<f64>,
+    pub turns_p95: Option<u32>,
+    pub calls_mean: Option<f64>,
+    pub calls_p95: Option<u32>,
+    pub redundant_calls: Option<u64>,
+    /// Failed calls and unreadable replies inside tasks.
+    pub call_errors: Option<u64>,
+    /// Of those, the share a later turn recovered from.
+    pub errors_recovered_rate: Option<f64>,
+    pub forbidden_calls: Option<u64>,
+    /// Tasks that ended with a milestone missed, the final state wrong,
+    /// the answer wrong, or every turn used.
+    pub milestones_missed: Option<u64>,
+    pub wrong_final_state: Option<u64>,
+    pub wrong_answer: Option<u64>,
+    pub turn_limit: Option<u64>,
+    pub tokens_per_task: Option<f64>,
+    pub cost_per_task: Option<f64>,
+}
+
+impl TaskColumns {
+    fn of(info: &RunInfo, m: usize, cell: &CellStats) -> TaskColumns {
+        let Some(task) = cell.task.as_ref().filter(|t| t.tasks > 0) else {
+            return TaskColumns::default();
+        };
+        let count = |kind: Failure| Some(cell.failures.get(&kind).copied().unwrap_or(0));
+        let per_task = |x: f64| Some(round(x / task.tasks as f64));
+        TaskColumns {
+            progress_rate: opt(task.progress_rate()),
+            turns_mean: opt(histogram_mean(&task.turns)),
+            turns_p95: histogram_percentile(&task.turns, 0.95),
+            calls_mean: opt(histogram_mean(&task.calls)),
+            calls_p95: histogram_percentile(&task.calls, 0.95),
+            redundant_calls: Some(task.redundant_calls),
+            call_errors: Some(task.errors),
+            errors_recovered_rate: opt(task.recovery_rate()),
+            forbidden_calls: count(Failure::ForbiddenCall),
+            milestones_missed: count(Failure::MilestoneMissed),
+            wrong_final_state: count(Failure::WrongFinalState),
+            wrong_answer: count(Failure::WrongAnswer),
+            turn_limit: count(Failure::TurnLimit),
+            tokens_per_task: per_task((cell.input_tokens + cell.output_tokens) as f64),
+            cost_per_task: per_task(cost(info, m, cell)),
+        }
+    }
+}
+
 impl Serialize for SummaryRow {
-    /// One record: the head's fields, the failure counts, the tail's.
+    /// One record: the head's fields, the failure counts, the tail's, the
+    /// task's.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut tuple = serializer.serialize_tuple(3)?;
+        let mut tuple = serializer.serialize_tuple(4)?;
         tuple.serialize_element(&self.head)?;
         tuple.serialize_element(&self.failures)?;
         tuple.serialize_element(&self.tail)?;
+        tuple.serialize_element(&self.task)?;
         tuple.end()
     }
 }
 
 impl SummaryRow {
     /// The header: the head's field names, a column per failure kind, the
-    /// tail's field names.
+    /// tail's field names, the task's.
     fn header() -> io::Result<Vec<String>> {
         let mut names = header_of::<SummaryHead>()?;
         names.extend(counted_failures().map(|(_, column)| column.to_owned()));
         names.extend(header_of::<SummaryTail>()?);
+        names.extend(header_of::<TaskColumns>()?);
         Ok(names)
     }
 }
@@ -123,6 +186,14 @@ pub(super) struct ModelRow {
     pub output_tokens: u64,
     pub cost_usd: f64,
     pub cost_per_success: Option<f64>,
+    /// Over the model's tasks only.
+    pub task_trials: u64,
+    pub task_success: Option<f64>,
+    pub task_progress_rate: Option<f64>,
+    pub task_turns_mean: Option<f64>,
+    pub task_calls_mean: Option<f64>,
+    pub task_errors_recovered_rate: Option<f64>,
+    pub task_forbidden_calls: u64,
 }
 
 /// comparisons.csv: one row per pair of models, paired on scenario and trial.
@@ -177,22 +248,27 @@ fn cost_per_success(info: &RunInfo, m: usize, cell: &CellStats) -> Option<f64> {
 
 pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) -> SummaryRow {
     let speed = cell.mean_speedup();
+    let is_task = info.scenarios[s].task_milestones.is_some();
+    // A task is one attempt: the retry columns do not apply.
+    let retries = |x: Option<f64>| x.filter(|_| !is_task);
     SummaryRow {
+        is_task,
+        task: TaskColumns::of(info, m, cell),
         head: SummaryHead {
             model: info.models[m].name.clone(),
             scenario: info.scenarios[s].name.clone(),
             trials: cell.trials,
             max_attempts: cell.max_attempts,
             success_at_1: measured(cell, |c| c.success_by(1)),
-            success_at_2: measured(cell, |c| c.success_by(2)),
-            success_at_3: measured(cell, |c| c.success_by(3)),
+            success_at_2: retries(measured(cell, |c| c.success_by(2))),
+            success_at_3: retries(measured(cell, |c| c.success_by(3))),
             conditional_at_2: opt(cell.conditional_success(2)),
             conditional_at_3: opt(cell.conditional_success(3)),
             final_success: measured(cell, CellStats::final_success),
             wilson_low: measured(cell, |c| c.wilson().0),
             wilson_high: measured(cell, |c| c.wilson().1),
-            mean_attempts: opt(cell.mean_attempts_to_success()),
-            self_correction_rate: opt(cell.self_correction_rate()),
+            mean_attempts: retries(opt(cell.mean_attempts_to_success())),
+            self_correction_rate: retries(opt(cell.self_correction_rate())),
             pass_k_3: measured(cell, |c| pass_hat_k(c.successes(), c.trials, 3)),
             threshold: info.threshold(s),
             passed: cell_violations(info, s, cell).is_empty(),
@@ -247,7 +323,27 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
         .enumerate()
         .map(|(m, cells)| {
             let sum = total(cells);
+            let of_kind = |task: bool| {
+                let kind: Vec<CellStats> = cells
+                    .iter()
+                    .enumerate()
+                    .filter(|(s, _)| info.scenarios[*s].task_milestones.is_some() == task)
+                    .map(|(_, c)| c.clone())
+                    .collect();
+                total(&kind)
+            };
+            // Retries are measured on single-turn scenarios, tasks apart.
+            let (turns, tasks) = (of_kind(false), of_kind(true));
+            let task = tasks.task.clone().unwrap_or_default();
+            let columns = TaskColumns::of(info, m, &tasks);
             ModelRow {
+                task_trials: task.tasks,
+                task_success: measured(&tasks, CellStats::final_success).filter(|_| task.tasks > 0),
+                task_progress_rate: columns.progress_rate,
+                task_turns_mean: columns.turns_mean,
+                task_calls_mean: columns.calls_mean,
+                task_errors_recovered_rate: columns.errors_recovered_rate,
+                task_forbidden_calls: columns.forbidden_calls.unwrap_or(0),
                 model: info.models[m].name.clone(),
                 scenarios: cells.len(),
                 trials: sum.trials,
@@ -255,8 +351,8 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
                 final_success: measured(&sum, CellStats::final_success),
                 wilson_low: measured(&sum, |c| c.wilson().0),
                 wilson_high: measured(&sum, |c| c.wilson().1),
-                self_correction_rate: opt(sum.self_correction_rate()),
-                mean_attempts: opt(sum.mean_attempts_to_success()),
+                self_correction_rate: opt(turns.self_correction_rate()),
+                mean_attempts: opt(turns.mean_attempts_to_success()),
                 mean_speedup: opt(sum.mean_speedup().map(|s| s.0)),
                 mean_efficiency: opt(sum.mean_speedup().map(|s| s.2)),
                 transport_errors: sum.transport_errors,

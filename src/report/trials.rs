@@ -1,5 +1,6 @@
-//! trials.csv: one row per trial and attempt, written and flushed as each
-//! trial finishes, and read back for `--resume` and `report merge`.
+//! trials.csv: one row per trial and attempt (a task: per turn), written
+//! and flushed as each trial finishes, and read back for `--resume` and
+//! `report merge`.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::call::{Failure, Usage};
-use crate::metrics::{AttemptRecord, TrialRecord};
+use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
 
 /// The column contract of trials.csv.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,19 @@ pub struct TrialRow {
     pub output_tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Tasks: milestones first reached in this turn.
+    #[serde(default)]
+    pub milestones: u32,
+    /// Tasks: calls repeating an earlier successful call.
+    #[serde(default)]
+    pub redundant_calls: u32,
+    /// Tasks: this turn's call errors that a later turn recovered from.
+    #[serde(default)]
+    pub recovered: u32,
+    /// Tasks, on the last turn only: why the loop stopped (`answer`,
+    /// `turn_limit`, `forbidden_call`, `transport_error`).
+    #[serde(default)]
+    pub ended: String,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -53,24 +67,34 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
     let scenario = info.scenarios[record.scenario].name.clone();
     let trial_success = record.success();
     let trial = record.trial;
-    record.attempts.iter().map(move |a| TrialRow {
-        model: model.clone(),
-        scenario: scenario.clone(),
-        trial,
-        attempt: a.attempt,
-        attempt_success: a.success,
-        trial_success,
-        failures: failure_list(&a.failures),
-        reason: a.reason.clone().unwrap_or_default(),
-        calls: a.calls,
-        model_ms: millis(a.model_time),
-        tool_ms: millis(a.tool_time),
-        serial_ms: millis(a.serial_time),
-        ideal_ms: millis(a.ideal_time),
-        input_tokens: a.usage.input_tokens,
-        output_tokens: a.usage.output_tokens,
-        cost_usd: prices.map_or(0.0, |p| round_cost(p.cost(a.usage))),
-    })
+    let last = record.attempts.len();
+    let ending = record.task.map(|t| t.ending.as_str()).unwrap_or_default();
+    record
+        .attempts
+        .iter()
+        .enumerate()
+        .map(move |(i, a)| TrialRow {
+            model: model.clone(),
+            scenario: scenario.clone(),
+            trial,
+            attempt: a.attempt,
+            attempt_success: a.success,
+            trial_success,
+            failures: failure_list(&a.failures),
+            reason: a.reason.clone().unwrap_or_default(),
+            calls: a.calls,
+            model_ms: millis(a.model_time),
+            tool_ms: millis(a.tool_time),
+            serial_ms: millis(a.serial_time),
+            ideal_ms: millis(a.ideal_time),
+            input_tokens: a.usage.input_tokens,
+            output_tokens: a.usage.output_tokens,
+            cost_usd: prices.map_or(0.0, |p| round_cost(p.cost(a.usage))),
+            milestones: a.milestones,
+            redundant_calls: a.redundant,
+            recovered: a.recovered,
+            ended: if i + 1 == last { ending } else { "" }.to_owned(),
+        })
 }
 
 /// `validation;validation;wrong_call`.
@@ -160,13 +184,20 @@ impl<'p> TrialReader<'p> {
         })
     }
 
-    /// A trial is complete when it succeeded or used every attempt.
+    /// A trial is complete when it succeeded or used every attempt; a task
+    /// when its last turn says how it ended.
     fn complete(&self, record: &TrialRecord) -> bool {
+        if self.info.scenarios[record.scenario]
+            .task_milestones
+            .is_some()
+        {
+            return record.task.is_some();
+        }
         record.success()
             || record.attempts.len() as u32 >= self.info.max_attempts(record.model, record.scenario)
     }
 
-    fn convert(&self, row: TrialRow) -> io::Result<(usize, usize, u32, AttemptRecord)> {
+    fn convert(&self, row: TrialRow) -> io::Result<Converted> {
         let info = self.info;
         let unknown = |what: &str, name: &str| {
             io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
@@ -188,6 +219,15 @@ impl<'p> TrialReader<'p> {
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
         let reason = (!row.reason.is_empty()).then_some(row.reason);
+        let task = match (info.scenarios[scenario].task_milestones, row.ended.as_str()) {
+            (_, "") => None,
+            (Some(milestones), ended) => Some(TaskEnd {
+                success: row.trial_success,
+                ending: Ending::parse(ended).ok_or_else(|| unknown("ending", ended))?,
+                milestones,
+            }),
+            (None, ended) => return Err(unknown("ending of a non-task scenario", ended)),
+        };
         let attempt = AttemptRecord {
             attempt: row.attempt,
             success: row.attempt_success,
@@ -202,9 +242,27 @@ impl<'p> TrialReader<'p> {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
             },
+            milestones: row.milestones,
+            redundant: row.redundant_calls,
+            recovered: row.recovered,
         };
-        Ok((model, scenario, row.trial, attempt))
+        Ok(Converted {
+            model,
+            scenario,
+            trial: row.trial,
+            attempt,
+            task,
+        })
     }
+}
+
+/// One row read back.
+struct Converted {
+    model: usize,
+    scenario: usize,
+    trial: u32,
+    attempt: AttemptRecord,
+    task: Option<TaskEnd>,
 }
 
 impl Iterator for TrialReader<'_> {
@@ -216,16 +274,23 @@ impl Iterator for TrialReader<'_> {
                 let last = self.pending.take()?;
                 return self.complete(&last).then_some(Ok(last));
             };
-            let (model, scenario, trial, attempt) =
-                match row.map_err(io::Error::other).and_then(|r| self.convert(r)) {
-                    Ok(parts) => parts,
-                    Err(error) => return Some(Err(error)),
-                };
+            let Converted {
+                model,
+                scenario,
+                trial,
+                attempt,
+                task,
+            } = match row.map_err(io::Error::other).and_then(|r| self.convert(r)) {
+                Ok(parts) => parts,
+                Err(error) => return Some(Err(error)),
+            };
             if let Some(pending) = &mut self.pending
                 && (pending.model, pending.scenario, pending.trial) == (model, scenario, trial)
                 && attempt.attempt == pending.attempts.len() as u32 + 1
+                && pending.task.is_none()
             {
                 pending.attempts.push(attempt);
+                pending.task = task;
                 continue;
             }
             let started = TrialRecord {
@@ -233,6 +298,7 @@ impl Iterator for TrialReader<'_> {
                 scenario,
                 trial,
                 attempts: vec![attempt],
+                task,
             };
             if let Some(done) = self.pending.replace(started)
                 && self.complete(&done)

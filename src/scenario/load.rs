@@ -10,10 +10,21 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::bfcl_rules::BfclCall;
+use super::expect::Order;
 use super::expect::{Expectation, ExpectedCall, Rules};
 use super::locate::locate;
 use super::matcher::ArgumentMatchers;
-use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
+use super::task::Task;
+use super::{DEFAULT_MAX_RETRIES, ExpectFile, Scenario, ScenarioFile, ToolEntry};
+
+/// What a task's turns are held to one by one: nothing (the task judges).
+static NO_CALL: ExpectFile = ExpectFile {
+    calls: Vec::new(),
+    order: Order::Any,
+    no_call: true,
+    any_call: false,
+    rules: Rules::Exact,
+};
 use crate::source::{self, FileError};
 use crate::tool::{
     BUILTIN_NAMES, Registry, RegistryError, Sandbox, Store, ToolDef, ToolEnv, ToolSource,
@@ -269,13 +280,38 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         other => invalid("/tools".into(), other.to_string()),
     })?;
 
-    let expectation = if file.expect.no_call {
+    let (expect, task) = match (&file.expect, &file.task) {
+        (Some(expect), None) => (expect, None),
+        (None, Some(task)) => {
+            let task = Task::compile(task, &registry).map_err(|(p, m)| invalid(p, m))?;
+            if !task.final_files.is_empty() && sandbox_dir.is_none() {
+                return Err(invalid(
+                    "/task/final_state/files".into(),
+                    "files can be checked only in a scenario with file tools or files".into(),
+                ));
+            }
+            (&NO_CALL, Some(task))
+        }
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "/task".into(),
+                "give \"expect\" (one turn) or \"task\" (until the model answers), not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                String::new(),
+                "say what success is: \"expect\" (one turn) or \"task\"".into(),
+            ));
+        }
+    };
+    let expectation = if expect.no_call {
         Expectation::NoCall
-    } else if file.expect.any_call {
+    } else if expect.any_call {
         Expectation::AnyCall
     } else {
-        let mut calls = Vec::with_capacity(file.expect.calls.len());
-        for (i, call) in file.expect.calls.iter().enumerate() {
+        let mut calls = Vec::with_capacity(expect.calls.len());
+        for (i, call) in expect.calls.iter().enumerate() {
             let here = format!("/expect/calls/{i}");
             let Some(tool) = registry.lookup(&call.name) else {
                 return Err(invalid(
@@ -284,7 +320,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 ));
             };
             let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
-            if file.expect.rules == Rules::Bfcl {
+            if expect.rules == Rules::Bfcl {
                 // BFCL's answers are judged by its rules, not by the schema:
                 // some of its ground truth fails its own schema (see
                 // tests/data/bfcl-known-issues.txt), and stays importable.
@@ -315,6 +351,12 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 ArgumentMatchers::from_map(&call.arguments).map_err(|(key, message)| {
                     invalid(format!("{here}/arguments/{}", escape(&key)), message)
                 })?;
+            if arguments.result_tools().next().is_some() {
+                return Err(invalid(
+                    format!("{here}/arguments"),
+                    "$result reads earlier results: it belongs in a task's milestones".into(),
+                ));
+            }
             let example = Value::Object(arguments.example());
             if let Some(error) = registry.validator(tool).iter_errors(&example).next() {
                 return Err(invalid(
@@ -333,7 +375,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         }
         Expectation::Calls {
             calls,
-            order: file.expect.order,
+            order: expect.order,
         }
     };
 
@@ -362,6 +404,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         registry: Arc::new(registry),
         prompt,
         expectation,
+        task,
         max_retries: file.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
         min_success: file.min_success,
         script: file.script,

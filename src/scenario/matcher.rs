@@ -1,11 +1,38 @@
 //! Argument matchers: what counts as a correct value for one argument.
 //! A plain JSON value must be equal; an object whose keys start with `$`
 //! is a matcher (`$any_of`, `$approx` with `$tolerance`, `$regex`,
-//! `$contains`, `$present`, `$absent`), with `$example` giving a correct
-//! value where the matcher alone does not say one.
+//! `$contains`, `$present`, `$absent`, the bounds `$gt`, `$gte`, `$lt`,
+//! `$lte`), with `$example` giving a correct value where the matcher alone
+//! does not say one. In a task, `{"$result": "tool", "pointer": "/id"}` is
+//! the value at that pointer of the most recent successful result of that
+//! tool ([`RecentResults`]): only a model that reads results can match it.
+
+use std::collections::HashMap;
 
 use regex::Regex;
 use serde_json::{Map, Value};
+
+/// What a trial's tools answered so far: the most recent successful result
+/// of each tool, as JSON (a result that is not JSON is a string).
+#[derive(Debug, Clone, Default)]
+pub struct RecentResults(HashMap<String, Value>);
+
+impl RecentResults {
+    /// Remember `content`, the successful result of a call to `tool`.
+    pub fn record(&mut self, tool: &str, content: &str) {
+        let value =
+            serde_json::from_str(content).unwrap_or_else(|_| Value::String(content.to_owned()));
+        self.0.insert(tool.to_owned(), value);
+    }
+
+    /// The value at `pointer` of `tool`'s most recent result.
+    pub fn value(&self, tool: &str, pointer: &str) -> Option<&Value> {
+        self.0.get(tool)?.pointer(pointer)
+    }
+}
+
+/// The id a model that did not read a result makes up.
+pub const INVENTED_ID: &str = "id-0000";
 
 /// One argument's expectation.
 #[derive(Debug, Clone)]
@@ -29,6 +56,21 @@ pub enum Matcher {
         example: Value,
     },
     Absent,
+    /// A number within bounds; `true` means the bound itself is allowed.
+    Range {
+        low: Option<(f64, bool)>,
+        high: Option<(f64, bool)>,
+        example: f64,
+    },
+    /// The value at `pointer` of the most recent successful result of
+    /// `tool` in the same trial (tasks only).
+    Result {
+        tool: String,
+        pointer: String,
+    },
+    /// An object holding matchers deeper down: the same keys, each
+    /// matching (`{"where": {"customer": {"$result": ...}}}`).
+    Fields(ArgumentMatchers),
 }
 
 impl Matcher {
@@ -39,6 +81,11 @@ impl Matcher {
             .as_object()
             .filter(|o| o.keys().any(|k| k.starts_with('$')))
         else {
+            if let Some(object) = value.as_object().filter(|o| o.values().any(holds_matcher)) {
+                return ArgumentMatchers::from_map(object)
+                    .map(Matcher::Fields)
+                    .map_err(|(key, message)| format!("{key}: {message}"));
+            }
             return Ok(Matcher::Exact(value.clone()));
         };
         let example = object.get("$example");
@@ -105,14 +152,44 @@ impl Matcher {
         if object.get("$absent") == Some(&Value::Bool(true)) {
             return Ok(Matcher::Absent);
         }
+        if let Some(tool) = object.get("$result") {
+            let tool = tool
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .ok_or("$result needs the name of a tool")?;
+            let pointer = match object.get("pointer") {
+                Some(p) => p
+                    .as_str()
+                    .filter(|p| p.is_empty() || p.starts_with('/'))
+                    .ok_or("pointer must be a JSON pointer such as \"/id\"")?,
+                None => "",
+            };
+            return Ok(Matcher::Result {
+                tool: tool.to_owned(),
+                pointer: pointer.to_owned(),
+            });
+        }
+        if ["$gt", "$gte", "$lt", "$lte"]
+            .iter()
+            .any(|k| object.contains_key(*k))
+        {
+            return range(object, example);
+        }
         Err(
-            "unknown matcher: use $any_of, $approx, $regex, $contains, $present or $absent"
+            "unknown matcher: use $any_of, $approx, $regex, $contains, $present, $absent, \
+             $gt, $gte, $lt, $lte or $result"
                 .to_owned(),
         )
     }
 
     /// Does the actual value (None when the argument is missing) match?
+    /// `$result` never matches here: it needs [`Matcher::matches_in`].
     pub fn matches(&self, actual: Option<&Value>) -> bool {
+        self.matches_in(actual, &RecentResults::default())
+    }
+
+    /// [`Matcher::matches`], with `$result` read from `recent`.
+    pub fn matches_in(&self, actual: Option<&Value>, recent: &RecentResults) -> bool {
         match (self, actual) {
             (Matcher::Absent, actual) => actual.is_none(),
             (_, None) => false,
@@ -130,6 +207,13 @@ impl Matcher {
                 actual.as_str().is_some_and(|s| s.contains(text.as_str()))
             }
             (Matcher::Present { .. }, Some(_)) => true,
+            (Matcher::Range { low, high, .. }, Some(actual)) => {
+                actual.as_f64().is_some_and(|x| within(x, *low, *high))
+            }
+            (Matcher::Result { tool, pointer }, Some(actual)) => recent
+                .value(tool, pointer)
+                .is_some_and(|expected| values_equal(expected, actual)),
+            (Matcher::Fields(fields), Some(actual)) => fields.matches_in(actual, recent),
         }
     }
 
@@ -143,9 +227,74 @@ impl Matcher {
                 Some(Value::String(example.clone()))
             }
             Matcher::Present { example } => Some(example.clone()),
-            Matcher::Absent => None,
+            Matcher::Range { example, .. } => Some(Value::from(*example)),
+            Matcher::Fields(fields) => Some(Value::Object(fields.example())),
+            Matcher::Absent | Matcher::Result { .. } => None,
         }
     }
+
+    /// [`Matcher::example`], with `$result` read from `recent`, or made up
+    /// when the tool has given nothing there.
+    pub fn example_in(&self, recent: &RecentResults) -> Option<Value> {
+        match self {
+            Matcher::Result { tool, pointer } => Some(
+                recent
+                    .value(tool, pointer)
+                    .cloned()
+                    .unwrap_or_else(|| Value::String(INVENTED_ID.to_owned())),
+            ),
+            Matcher::Fields(fields) => Some(Value::Object(fields.example_in(recent))),
+            other => other.example(),
+        }
+    }
+}
+
+/// Is there a matcher (an object with `$` keys) in `value`, at any depth?
+fn holds_matcher(value: &Value) -> bool {
+    match value {
+        Value::Object(o) => o.keys().any(|k| k.starts_with('$')) || o.values().any(holds_matcher),
+        _ => false,
+    }
+}
+
+fn within(x: f64, low: Option<(f64, bool)>, high: Option<(f64, bool)>) -> bool {
+    let above = low.is_none_or(|(l, inclusive)| if inclusive { x >= l } else { x > l });
+    let below = high.is_none_or(|(h, inclusive)| if inclusive { x <= h } else { x < h });
+    above && below
+}
+
+/// `$gt`, `$gte`, `$lt`, `$lte`: a number within bounds; the example is
+/// `$example`, or a number the bounds allow.
+fn range(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher, String> {
+    let bound = |key: &str| -> Result<Option<f64>, String> {
+        object
+            .get(key)
+            .map(|v| v.as_f64().ok_or(format!("{key} needs a number")))
+            .transpose()
+    };
+    let low = match (bound("$gt")?, bound("$gte")?) {
+        (Some(_), Some(_)) => return Err("give $gt or $gte, not both".to_owned()),
+        (Some(x), None) => Some((x, false)),
+        (None, Some(x)) => Some((x, true)),
+        (None, None) => None,
+    };
+    let high = match (bound("$lt")?, bound("$lte")?) {
+        (Some(_), Some(_)) => return Err("give $lt or $lte, not both".to_owned()),
+        (Some(x), None) => Some((x, false)),
+        (None, Some(x)) => Some((x, true)),
+        (None, None) => None,
+    };
+    let example = match (example, low, high) {
+        (Some(e), ..) => e.as_f64().ok_or("$example must be a number")?,
+        (None, Some((l, _)), Some((h, _))) => (l + h) / 2.0,
+        (None, Some((l, _)), None) => l + 1.0,
+        (None, None, Some((h, _))) => h - 1.0,
+        (None, None, None) => unreachable!("a bound is present"),
+    };
+    if !within(example, low, high) {
+        return Err(format!("$example {example} is outside the bounds"));
+    }
+    Ok(Matcher::Range { low, high, example })
 }
 
 /// JSON equality where 2 and 2.0 are the same number.
@@ -183,13 +332,55 @@ impl ArgumentMatchers {
 
     /// Every expected argument matches and no argument is unexpected.
     pub fn matches(&self, actual: &Value) -> bool {
+        self.matches_in(actual, &RecentResults::default())
+    }
+
+    /// [`ArgumentMatchers::matches`], with `$result` read from `recent`.
+    pub fn matches_in(&self, actual: &Value, recent: &RecentResults) -> bool {
+        let Some(object) = actual.as_object() else {
+            return false;
+        };
+        self.matches_listed(actual, recent)
+            && object
+                .keys()
+                .all(|key| self.0.iter().any(|(k, _)| k == key))
+    }
+
+    /// Every listed argument matches; others may be there too.
+    pub fn matches_listed(&self, actual: &Value, recent: &RecentResults) -> bool {
         let Some(actual) = actual.as_object() else {
             return false;
         };
-        self.0.iter().all(|(key, m)| m.matches(actual.get(key)))
-            && actual
-                .keys()
-                .all(|key| self.0.iter().any(|(k, _)| k == key))
+        self.0
+            .iter()
+            .all(|(key, m)| m.matches_in(actual.get(key), recent))
+    }
+
+    /// The `$result` matchers, at any depth: (tool, pointer).
+    pub fn result_reads(&self) -> Vec<(&str, &str)> {
+        let mut reads = Vec::new();
+        for (_, m) in &self.0 {
+            match m {
+                Matcher::Result { tool, pointer } => reads.push((tool.as_str(), pointer.as_str())),
+                Matcher::Fields(fields) => reads.extend(fields.result_reads()),
+                _ => {}
+            }
+        }
+        reads
+    }
+
+    /// The tools whose results `$result` matchers read.
+    pub fn result_tools(&self) -> impl Iterator<Item = &str> {
+        self.result_reads().into_iter().map(|(tool, _)| tool)
+    }
+
+    /// Arguments that match given what `recent` holds (made-up values
+    /// where it holds nothing), for mock models.
+    pub fn example_in(&self, recent: &RecentResults) -> Map<String, Value> {
+        self.0
+            .iter()
+            .filter_map(|(key, m)| m.example_in(recent).map(|v| (key.clone(), v)))
+            .collect()
     }
 
     /// Arguments that match, for mock models.

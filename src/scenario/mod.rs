@@ -7,6 +7,7 @@ mod expect;
 mod load;
 mod locate;
 pub mod matcher;
+pub mod task;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use crate::tool::{Registry, ToolDef};
 
 pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
 pub use load::{LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite};
+pub use task::{Task, TaskJudge, TurnMarks};
 
 /// The default number of attempts a model gets.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
@@ -45,7 +47,12 @@ pub struct ScenarioFile {
     pub prompt: Option<String>,
     #[serde(default)]
     pub messages: Option<Vec<Value>>,
-    pub expect: ExpectFile,
+    /// One expected turn; a scenario has this or a `task`.
+    #[serde(default)]
+    pub expect: Option<ExpectFile>,
+    /// Multi-step work until the model answers.
+    #[serde(default)]
+    pub task: Option<task::TaskFile>,
     #[serde(default)]
     pub max_retries: Option<u32>,
     #[serde(default)]
@@ -120,7 +127,10 @@ pub struct Scenario {
     pub registry: Arc<Registry>,
     /// The opening user message(s).
     pub prompt: Vec<Value>,
+    /// What a correct turn is (`NoCall` for a task, which says instead).
     pub expectation: Expectation,
+    /// Set for a task: it, not `expectation`, says what success is.
+    pub task: Option<Task>,
     pub max_retries: u32,
     pub min_success: Option<f64>,
     pub script: Option<Vec<ScriptTurn>>,

@@ -51,10 +51,10 @@ impl ToolBackend for Builtin {
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        Box::pin(
-            self.implementation
-                .run(call.arguments, self.sandbox.as_ref()),
-        )
+        Box::pin(self.implementation.run(
+            call.arguments,
+            call.state.sandbox.as_ref().or(self.sandbox.as_ref()),
+        ))
     }
 }
 

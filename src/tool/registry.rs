@@ -92,6 +92,9 @@ pub struct ToolState {
     rng: Mutex<Option<StdRng>>,
     /// The trial's own store, from the scenario's `state`.
     pub(super) store: Mutex<Store>,
+    /// The trial's own copy of the sandbox, when it has one; file tools
+    /// use the registry's otherwise.
+    pub(super) sandbox: Option<Sandbox>,
 }
 
 impl ToolState {
@@ -100,6 +103,17 @@ impl ToolState {
         self.store
             .lock()
             .map_or(serde_json::Value::Null, |store| store.snapshot())
+    }
+
+    /// A record of the trial's store, if it holds one.
+    pub fn store_record(&self, collection: &str, id: &str) -> Option<serde_json::Value> {
+        self.store.lock().ok()?.record(collection, id)
+    }
+
+    /// File tools of this trial work in `sandbox`, not the registry's.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// A uniform draw in 0..1 from the trial's seed.
@@ -249,6 +263,7 @@ impl Registry {
             seed,
             rng: Mutex::new(None),
             store: Mutex::new(self.store.clone()),
+            sandbox: None,
         }
     }
 

@@ -60,7 +60,7 @@ fn seeded_runs_write_identical_reports() {
     // run.json records the concurrency; everything else is the same.
     assert_same(&a, &b, &FILES[..8]);
     let trials = read(&a, "trials.csv");
-    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd\n"));
+    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd,milestones,redundant_calls,recovered,ended\n"));
     // 4 models x 35 scenarios x 6 trials, in order, each trial once.
     let summary = read(&a, "summary.csv");
     assert_eq!(summary.lines().count(), 1 + 4 * 35);
@@ -274,7 +274,7 @@ fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() 
         stderr.starts_with("error: 1 bad scenario file(s); no trial was run:\n"),
         "{stderr}"
     );
-    assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $contains, $present or $absent"), "{stderr}");
+    assert!(stderr.contains("bad.json:2:59: /expect/calls/0/arguments/a: unknown matcher: use $any_of, $approx, $regex, $contains, $present, $absent, $gt, $gte, $lt, $lte or $result"), "{stderr}");
     assert!(!out.join("trials.csv").exists());
 }
 

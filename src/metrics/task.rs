@@ -1,0 +1,149 @@
+//! The measures of tasks (multi-step trials): how a task ended, progress
+//! over its milestones, turns and calls per task, redundant calls, and
+//! how many call errors the model recovered from later in the task.
+
+use std::collections::BTreeMap;
+
+use super::TrialRecord;
+
+/// Why a task's loop stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ending {
+    /// The model answered without a call.
+    Answer,
+    /// Every turn was used.
+    TurnLimit,
+    /// A forbidden call ended it at once.
+    ForbiddenCall,
+    /// A request failed after its retries: not the model's doing.
+    TransportError,
+}
+
+impl Ending {
+    pub const ALL: [Ending; 4] = [
+        Ending::Answer,
+        Ending::TurnLimit,
+        Ending::ForbiddenCall,
+        Ending::TransportError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Answer => "answer",
+            Ending::TurnLimit => "turn_limit",
+            Ending::ForbiddenCall => "forbidden_call",
+            Ending::TransportError => "transport_error",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Ending> {
+        Ending::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+}
+
+/// How one task trial ended (its turns are the trial's attempts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskEnd {
+    pub success: bool,
+    pub ending: Ending,
+    /// How many milestones the task has.
+    pub milestones: u32,
+}
+
+/// Running task measures of one cell: a few counters and two small
+/// histograms (turns and calls per task take few distinct values).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskStats {
+    pub tasks: u64,
+    pub milestones_reached: u64,
+    pub milestones_possible: u64,
+    /// Tasks by how many turns they took.
+    pub turns: BTreeMap<u32, u64>,
+    /// Tasks by how many calls they made.
+    pub calls: BTreeMap<u32, u64>,
+    pub redundant_calls: u64,
+    /// Failed calls (and unreadable replies).
+    pub errors: u64,
+    /// Of those, the ones a later turn recovered from.
+    pub recovered: u64,
+}
+
+impl TaskStats {
+    pub fn add(&mut self, trial: &TrialRecord, end: TaskEnd) {
+        self.tasks += 1;
+        self.milestones_possible += u64::from(end.milestones);
+        let mut calls = 0;
+        for turn in &trial.attempts {
+            self.milestones_reached += u64::from(turn.milestones);
+            self.redundant_calls += u64::from(turn.redundant);
+            self.recovered += u64::from(turn.recovered);
+            self.errors += turn.failures.iter().filter(|f| f.is_call_error()).count() as u64;
+            calls += turn.calls;
+        }
+        *self.turns.entry(trial.attempts.len() as u32).or_default() += 1;
+        *self.calls.entry(calls).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, other: &TaskStats) {
+        self.tasks += other.tasks;
+        self.milestones_reached += other.milestones_reached;
+        self.milestones_possible += other.milestones_possible;
+        for (n, count) in &other.turns {
+            *self.turns.entry(*n).or_default() += count;
+        }
+        for (n, count) in &other.calls {
+            *self.calls.entry(*n).or_default() += count;
+        }
+        self.redundant_calls += other.redundant_calls;
+        self.errors += other.errors;
+        self.recovered += other.recovered;
+    }
+
+    /// Milestones reached over milestones there were (AgentBoard's
+    /// progress rate); `None` when the tasks have none.
+    pub fn progress_rate(&self) -> Option<f64> {
+        (self.milestones_possible > 0)
+            .then(|| self.milestones_reached as f64 / self.milestones_possible as f64)
+    }
+
+    /// Of the call errors, the share recovered later in their task.
+    pub fn recovery_rate(&self) -> Option<f64> {
+        (self.errors > 0).then(|| self.recovered as f64 / self.errors as f64)
+    }
+}
+
+/// Mean of a histogram (value -> count).
+pub fn histogram_mean(histogram: &BTreeMap<u32, u64>) -> Option<f64> {
+    let n: u64 = histogram.values().sum();
+    let sum: u64 = histogram.iter().map(|(v, c)| u64::from(*v) * c).sum();
+    (n > 0).then(|| sum as f64 / n as f64)
+}
+
+/// The nearest-rank percentile `q` (0..=1) of a histogram.
+pub fn histogram_percentile(histogram: &BTreeMap<u32, u64>, q: f64) -> Option<u32> {
+    let n: u64 = histogram.values().sum();
+    if n == 0 {
+        return None;
+    }
+    let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0;
+    histogram.iter().find_map(|(value, count)| {
+        seen += count;
+        (seen >= rank).then_some(*value)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_mean_and_nearest_rank_percentile() {
+        let histogram: BTreeMap<u32, u64> = [(2, 18), (3, 1), (9, 1)].into();
+        assert_eq!(histogram_mean(&histogram), Some(2.4));
+        assert_eq!(histogram_percentile(&histogram, 0.95), Some(3));
+        assert_eq!(histogram_percentile(&histogram, 1.0), Some(9));
+        assert_eq!(histogram_percentile(&histogram, 0.5), Some(2));
+        assert_eq!(histogram_percentile(&BTreeMap::new(), 0.5), None);
+    }
+}

@@ -1,0 +1,322 @@
+//! How mock models play a task: turn by turn from its milestones. A step
+//! is made once the steps it follows are done, with `$result` arguments
+//! filled from the results the mock actually received (read back from
+//! what Return sent, so a pipeline that loses results makes it fail, as it
+//! would a real model). When every step is done it answers. Going wrong
+//! uses the per-call operators on the turn's calls and the task operators
+//! (skip a step, repeat a call, answer early, make a forbidden call,
+//! invent an id, do a step before the one it depends on).
+//!
+//! The mock reads a result as an error like a hasty reader would: JSON
+//! with an `error` key, or a text opening with the words errors open with
+//! (`Error`, `Validation failed`, `Unknown tool`, `no record`, ...). Under
+//! `--feedback bare` an error reads as an empty success, as it would to a
+//! model.
+
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde_json::Value;
+
+use super::mock::{MockModel, draw_operator};
+use super::operators::{self, Operator};
+use super::{ModelKind, Parameters};
+use crate::call::{ParsedCall, ToolCall};
+use crate::scenario::Task;
+use crate::scenario::matcher::{INVENTED_ID, RecentResults};
+use crate::tool::Registry;
+
+/// What a mock keeps between the turns of one task.
+pub(super) struct TaskPlay<'a> {
+    task: &'a Task,
+    registry: &'a Registry,
+    /// Milestones it believes done.
+    done: Vec<bool>,
+    /// The results it read, for `$result` arguments.
+    recent: RecentResults,
+    /// Last turn's calls in order: the milestone each was meant to do
+    /// (`None`: not one, or sent wrong), and the call if readable.
+    pending: Vec<(Option<usize>, Option<ToolCall>)>,
+    /// Its last call that succeeded, to repeat.
+    last_ok: Option<ToolCall>,
+    /// Wrong turns in a row (which `p_fix` applies).
+    streak: u32,
+    /// The clue of the last wrong turn (see `operators::Mutation`).
+    last_clue: Option<Option<String>>,
+}
+
+/// One turn of the mock: its text and calls.
+type Play = (String, Vec<ParsedCall>);
+
+impl<'a> TaskPlay<'a> {
+    pub(super) fn new(task: &'a Task, registry: &'a Registry) -> Self {
+        TaskPlay {
+            task,
+            registry,
+            done: vec![false; task.milestones.len()],
+            recent: RecentResults::default(),
+            pending: Vec::new(),
+            last_ok: None,
+            streak: 0,
+            last_clue: None,
+        }
+    }
+
+    pub(super) fn turn(
+        &mut self,
+        number: u32,
+        returned: Option<&[u8]>,
+        model: &MockModel,
+        rng: &mut StdRng,
+    ) -> Play {
+        let texts: Vec<String> = returned
+            .map(|r| model.provider.result_texts(r))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.into_owned())
+            .collect();
+        self.absorb(&texts);
+        let ready = self.ready();
+        let correct: Vec<ToolCall> = ready
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| self.call(number, i, m, &self.recent))
+            .collect();
+
+        let mut chance = chance(&model.parameters, self.streak);
+        if model.kind == ModelKind::FeedbackAware
+            && let Some(clue) = &self.last_clue
+        {
+            let named = clue
+                .as_deref()
+                .is_some_and(|clue| texts.iter().any(|t| t.contains(clue)));
+            if !named {
+                chance = 0.0;
+            }
+        }
+        // Always draw, so that a run's random sequence does not depend on p.
+        let roll: f64 = rng.random();
+        if roll >= chance {
+            let mut candidates = model.weights.clone();
+            while let Some(operator) = draw_operator(&mut candidates, rng) {
+                if let Some(play) = self.go_wrong(operator, number, &ready, &correct, rng) {
+                    return play;
+                }
+            }
+        }
+        self.play(ready, correct)
+    }
+
+    /// Read the results of the last turn's calls.
+    fn absorb(&mut self, texts: &[String]) {
+        for (i, (milestone, call)) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            let (Some(text), Some(call)) = (texts.get(i), call) else {
+                continue;
+            };
+            if reads_as_error(text) {
+                continue;
+            }
+            self.recent.record(&call.name, text);
+            if let Some(m) = milestone
+                && self.gave_what_is_needed(&call.name)
+            {
+                self.done[m] = true;
+            }
+            self.last_ok = Some(call);
+        }
+    }
+
+    /// Does what `tool` answered hold every value later steps read from it?
+    fn gave_what_is_needed(&self, tool: &str) -> bool {
+        self.task
+            .milestones
+            .iter()
+            .flat_map(|m| m.arguments.result_reads())
+            .filter(|(t, _)| *t == tool)
+            .all(|(t, pointer)| self.recent.value(t, pointer).is_some())
+    }
+
+    /// The milestones to do now: not done, and what they follow is.
+    fn ready(&self) -> Vec<usize> {
+        (0..self.done.len())
+            .filter(|&m| {
+                !self.done[m]
+                    && self.task.milestones[m]
+                        .requires
+                        .iter()
+                        .all(|r| self.done[*r])
+            })
+            .collect()
+    }
+
+    fn call(&self, number: u32, i: usize, milestone: usize, recent: &RecentResults) -> ToolCall {
+        let m = &self.task.milestones[milestone];
+        ToolCall {
+            id: format!("call_{number}_{i}"),
+            name: m.name.clone(),
+            arguments: Value::Object(m.arguments.example_in(recent)),
+        }
+    }
+
+    /// The right turn: the ready steps, or the answer when none is left.
+    fn play(&mut self, ready: Vec<usize>, correct: Vec<ToolCall>) -> Play {
+        self.streak = 0;
+        self.last_clue = None;
+        if correct.is_empty() {
+            return (self.task.answer_example(), Vec::new());
+        }
+        let calls = correct.iter().cloned().map(ParsedCall::Ok).collect();
+        self.pending = ready
+            .into_iter()
+            .map(Some)
+            .zip(correct.into_iter().map(Some))
+            .collect();
+        (String::new(), calls)
+    }
+
+    /// A wrong turn by `operator`, or `None` when it does not apply.
+    fn go_wrong(
+        &mut self,
+        operator: Operator,
+        number: u32,
+        ready: &[usize],
+        correct: &[ToolCall],
+        rng: &mut StdRng,
+    ) -> Option<Play> {
+        let wrong = |play: &mut Self, clue: Option<String>| {
+            play.streak += 1;
+            play.last_clue = Some(clue);
+        };
+        match operator {
+            Operator::SkipMilestone => {
+                if ready.is_empty() {
+                    return None;
+                }
+                let k = rng.random_range(0..ready.len());
+                // It believes the step done: no error will tell it otherwise.
+                self.done[ready[k]] = true;
+                let ready = self.ready();
+                let correct = ready
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &m)| self.call(number, i, m, &self.recent))
+                    .collect();
+                Some(self.play(ready, correct))
+            }
+            Operator::RepeatCall => {
+                let repeat = self.last_ok.clone().filter(|_| !correct.is_empty())?;
+                let (text, mut calls) = self.play(ready.to_vec(), correct.to_vec());
+                let repeat = ToolCall {
+                    id: format!("call_{number}_repeat"),
+                    ..repeat
+                };
+                self.pending.push((None, Some(repeat.clone())));
+                calls.push(ParsedCall::Ok(repeat));
+                Some((text, calls))
+            }
+            Operator::AnswerEarly => {
+                if self.done.iter().all(|d| *d) {
+                    return None;
+                }
+                wrong(self, None);
+                Some((self.task.answer_example(), Vec::new()))
+            }
+            Operator::ForbiddenCall => {
+                if self.task.forbidden.is_empty() {
+                    return None;
+                }
+                let f = &self.task.forbidden[rng.random_range(0..self.task.forbidden.len())];
+                let call = ToolCall {
+                    id: format!("call_{number}_0"),
+                    name: f.name.clone(),
+                    arguments: Value::Object(f.arguments.example_in(&self.recent)),
+                };
+                wrong(self, None);
+                self.pending = vec![(None, Some(call.clone()))];
+                Some((String::new(), vec![ParsedCall::Ok(call)]))
+            }
+            Operator::InventedId => {
+                let k = ready.iter().position(|&m| {
+                    self.task.milestones[m]
+                        .arguments
+                        .result_tools()
+                        .next()
+                        .is_some()
+                })?;
+                let invented = self.call(number, k, ready[k], &RecentResults::default());
+                let mut calls: Vec<ParsedCall> =
+                    correct.iter().cloned().map(ParsedCall::Ok).collect();
+                calls[k] = ParsedCall::Ok(invented.clone());
+                self.pending = ready
+                    .iter()
+                    .zip(correct)
+                    .enumerate()
+                    .map(|(i, (&m, c))| {
+                        if i == k {
+                            (None, Some(invented.clone()))
+                        } else {
+                            (Some(m), Some(c.clone()))
+                        }
+                    })
+                    .collect();
+                wrong(self, Some(INVENTED_ID.to_owned()));
+                Some((String::new(), calls))
+            }
+            Operator::WriteBeforeRead => {
+                let early = (0..self.done.len()).find(|&m| !self.done[m] && !ready.contains(&m))?;
+                let call = self.call(number, 0, early, &self.recent);
+                let reads_results = self.task.milestones[early]
+                    .arguments
+                    .result_tools()
+                    .next()
+                    .is_some();
+                wrong(self, reads_results.then(|| INVENTED_ID.to_owned()));
+                self.pending = vec![(None, Some(call.clone()))];
+                Some((String::new(), vec![ParsedCall::Ok(call)]))
+            }
+            call_operator => {
+                let mutation = operators::apply(call_operator, correct, self.registry, rng)?;
+                self.pending = mutation
+                    .calls
+                    .iter()
+                    .map(|sent| match sent {
+                        ParsedCall::Ok(sent) => {
+                            // A call sent as it should be still does its step.
+                            let step = correct.iter().position(|c| c == sent).map(|i| ready[i]);
+                            (step, Some(sent.clone()))
+                        }
+                        ParsedCall::Malformed(_) => (None, None),
+                    })
+                    .collect();
+                wrong(self, mutation.clue);
+                Some((String::new(), mutation.calls))
+            }
+        }
+    }
+}
+
+/// The chance of a right turn after `streak` wrong ones.
+fn chance(p: &Parameters, streak: u32) -> f64 {
+    if streak == 0 {
+        return p.p_first;
+    }
+    let i = (streak as usize - 1).min(p.p_fix.len().saturating_sub(1));
+    p.p_fix.get(i).copied().unwrap_or(p.p_first)
+}
+
+/// Does a result read as an error to a hasty reader?
+fn reads_as_error(text: &str) -> bool {
+    const OPENINGS: [&str; 9] = [
+        "Error",
+        "error",
+        "Validation failed",
+        "Unknown tool",
+        "Could not read",
+        "no record",
+        "no collection",
+        "not found",
+        "path blocked",
+    ];
+    OPENINGS.iter().any(|o| text.starts_with(o))
+        || (text.starts_with('{')
+            && serde_json::from_str::<Value>(text).is_ok_and(|v| v.get("error").is_some()))
+}

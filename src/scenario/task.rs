@@ -1,0 +1,460 @@
+//! Tasks: multi-step scenarios where every result feeds the next call,
+//! judged when the model answers on the milestones it reached, the calls
+//! it must never make, what the stateful tools hold at the end and what
+//! its answer says. [`TaskJudge`] follows one trial of a task turn by turn.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::ExpectedCallFile;
+use super::matcher::{ArgumentMatchers, Matcher, RecentResults};
+use crate::call::{Failure, ParsedCall, ToolResult};
+use crate::tool::Registry;
+
+/// Turns a task gets unless it says otherwise.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+
+/// A scenario's `task` block as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskFile {
+    #[serde(default = "default_max_turns")]
+    pub max_turns: u32,
+    #[serde(default)]
+    pub milestones: Vec<MilestoneFile>,
+    #[serde(default)]
+    pub forbidden: Vec<ExpectedCallFile>,
+    #[serde(default)]
+    pub final_state: FinalStateFile,
+    /// A matcher on the final text, or an array of them (all must hold).
+    #[serde(default)]
+    pub answer: Option<Value>,
+}
+
+fn default_max_turns() -> u32 {
+    DEFAULT_MAX_TURNS
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MilestoneFile {
+    /// What `after` calls it; `m1`, `m2`, ... by position when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+    /// Reached whenever it happens, not in list order.
+    #[serde(default)]
+    pub unordered: bool,
+    /// The id of an earlier milestone it must follow.
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinalStateFile {
+    /// Sandbox path to its content (a string) or a matcher
+    /// (`{"$absent": true}`: the file must not exist).
+    #[serde(default)]
+    pub files: BTreeMap<String, Value>,
+    /// Collection to record id to the fields the record must have, or
+    /// `null` when the record must be gone.
+    #[serde(default)]
+    pub store: BTreeMap<String, BTreeMap<String, Value>>,
+}
+
+/// A loaded task.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub max_turns: u32,
+    pub milestones: Vec<Milestone>,
+    pub forbidden: Vec<Forbidden>,
+    pub final_files: Vec<(String, Matcher)>,
+    pub final_store: Vec<StoreEntry>,
+    pub answer: Vec<Matcher>,
+}
+
+/// A call that must happen.
+#[derive(Debug, Clone)]
+pub struct Milestone {
+    pub id: String,
+    pub name: String,
+    pub arguments: ArgumentMatchers,
+    /// Milestones (by index) that must be reached before this one.
+    pub requires: Vec<usize>,
+}
+
+/// A call that must never happen: the listed arguments match (others may
+/// be there too).
+#[derive(Debug, Clone)]
+pub struct Forbidden {
+    pub name: String,
+    pub arguments: ArgumentMatchers,
+}
+
+/// A record the store must (or must no longer) hold when the task ends.
+#[derive(Debug, Clone)]
+pub struct StoreEntry {
+    pub collection: String,
+    pub id: String,
+    /// `None`: the record must be gone.
+    pub fields: Option<ArgumentMatchers>,
+}
+
+/// A problem in a task block: where (a JSON pointer from the scenario's
+/// root) and what.
+pub type TaskProblem = (String, String);
+
+impl Task {
+    /// Check a task block against the scenario's tools.
+    pub fn compile(file: &TaskFile, registry: &Registry) -> Result<Task, TaskProblem> {
+        let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
+        if file.max_turns == 0 {
+            return Err((
+                "/task/max_turns".into(),
+                "a task needs at least 1 turn".into(),
+            ));
+        }
+        let known_tool = |name: &str, pointer: String| {
+            registry.lookup(name).map(|_| ()).ok_or_else(|| {
+                (
+                    pointer,
+                    format!("no tool named {name:?} in this scenario's tools"),
+                )
+            })
+        };
+        let matchers = |arguments: &Map<String, Value>, here: &str| {
+            let matchers = ArgumentMatchers::from_map(arguments).map_err(|(key, message)| {
+                (format!("{here}/arguments/{}", escape(&key)), message)
+            })?;
+            for tool in matchers.result_tools() {
+                known_tool(tool, format!("{here}/arguments"))?;
+            }
+            Ok::<_, TaskProblem>(matchers)
+        };
+
+        let mut milestones: Vec<Milestone> = Vec::with_capacity(file.milestones.len());
+        let mut previous_ordered = None;
+        for (i, m) in file.milestones.iter().enumerate() {
+            let here = format!("/task/milestones/{i}");
+            known_tool(&m.name, format!("{here}/name"))?;
+            let arguments = matchers(&m.arguments, &here)?;
+            check_example(registry, &m.name, &arguments, &here)?;
+            let id = m.id.clone().unwrap_or_else(|| format!("m{}", i + 1));
+            if milestones.iter().any(|earlier| earlier.id == id) {
+                return Err((format!("{here}/id"), format!("the id {id:?} is used twice")));
+            }
+            let mut requires = Vec::new();
+            if !m.unordered {
+                requires.extend(previous_ordered);
+                previous_ordered = Some(i);
+            }
+            if let Some(after) = &m.after {
+                let earlier = milestones
+                    .iter()
+                    .position(|e| &e.id == after)
+                    .ok_or_else(|| {
+                        (
+                            format!("{here}/after"),
+                            format!("no earlier milestone has the id {after:?}"),
+                        )
+                    })?;
+                if !requires.contains(&earlier) {
+                    requires.push(earlier);
+                }
+            }
+            milestones.push(Milestone {
+                id,
+                name: m.name.clone(),
+                arguments,
+                requires,
+            });
+        }
+
+        let mut forbidden = Vec::with_capacity(file.forbidden.len());
+        for (i, f) in file.forbidden.iter().enumerate() {
+            let here = format!("/task/forbidden/{i}");
+            known_tool(&f.name, format!("{here}/name"))?;
+            forbidden.push(Forbidden {
+                name: f.name.clone(),
+                arguments: matchers(&f.arguments, &here)?,
+            });
+        }
+
+        let mut final_files = Vec::with_capacity(file.final_state.files.len());
+        for (path, expected) in &file.final_state.files {
+            let here = format!("/task/final_state/files/{}", escape(path));
+            let matcher = Matcher::from_value(expected).map_err(|m| (here.clone(), m))?;
+            final_files.push((path.clone(), matcher));
+        }
+        let mut final_store = Vec::new();
+        for (collection, records) in &file.final_state.store {
+            for (id, expected) in records {
+                let here = format!(
+                    "/task/final_state/store/{}/{}",
+                    escape(collection),
+                    escape(id)
+                );
+                let fields = match expected {
+                    Value::Null => None,
+                    Value::Object(fields) => Some(
+                        ArgumentMatchers::from_map(fields)
+                            .map_err(|(key, m)| (format!("{here}/{}", escape(&key)), m))?,
+                    ),
+                    _ => {
+                        return Err((
+                            here,
+                            "give the fields the record must have (an object), or null \
+                             when it must be gone"
+                                .into(),
+                        ));
+                    }
+                };
+                final_store.push(StoreEntry {
+                    collection: collection.clone(),
+                    id: id.clone(),
+                    fields,
+                });
+            }
+        }
+
+        let answer = match &file.answer {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Matcher::from_value(v).map_err(|m| (format!("/task/answer/{i}"), m)))
+                .collect::<Result<_, _>>()?,
+            Some(one) => vec![Matcher::from_value(one).map_err(|m| ("/task/answer".into(), m))?],
+        };
+        if answer.iter().any(|m| matches!(m, Matcher::Result { .. })) {
+            return Err((
+                "/task/answer".into(),
+                "$result reads a tool's result and cannot judge the answer's text".into(),
+            ));
+        }
+        Ok(Task {
+            max_turns: file.max_turns,
+            milestones,
+            forbidden,
+            final_files,
+            final_store,
+            answer,
+        })
+    }
+
+    /// A text that satisfies the answer matchers, for mock models.
+    pub fn answer_example(&self) -> String {
+        let parts: Vec<String> = self
+            .answer
+            .iter()
+            .filter_map(|m| match m.example()? {
+                Value::String(text) => Some(text),
+                other => Some(other.to_string()),
+            })
+            .collect();
+        if parts.is_empty() {
+            "Done.".to_owned()
+        } else {
+            parts.join(" ")
+        }
+    }
+}
+
+/// A correct milestone call must pass its tool's schema. Arguments read
+/// from results are unknown until a trial runs: such calls are checked
+/// when made.
+fn check_example(
+    registry: &Registry,
+    name: &str,
+    arguments: &ArgumentMatchers,
+    here: &str,
+) -> Result<(), TaskProblem> {
+    if arguments.result_tools().next().is_some() {
+        return Ok(());
+    }
+    let Some(tool) = registry.lookup(name) else {
+        return Ok(());
+    };
+    let example = Value::Object(arguments.example());
+    match registry.validator(tool).iter_errors(&example).next() {
+        Some(error) => Err((
+            format!("{here}/arguments"),
+            format!(
+                "the correct call must pass its tool's schema, but {}",
+                crate::tool::argument_error(&error)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Does the answer text satisfy `matcher`? A number matcher (`$approx`,
+/// `$gt`, ...) looks for a number in the text; a plain string must be the
+/// whole text (trimmed); the others judge the text as a string.
+pub fn answer_matches(matcher: &Matcher, text: &str) -> bool {
+    static NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"-?\d[\d,]*(?:\.\d+)?").expect("a valid regex"));
+    match matcher {
+        Matcher::Approx { .. } | Matcher::Range { .. } => NUMBER
+            .find_iter(text)
+            .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+            .any(|n| matcher.matches(Some(&Value::from(n)))),
+        Matcher::Exact(Value::String(expected)) => text.trim() == expected.trim(),
+        other => other.matches(Some(&Value::String(text.to_owned()))),
+    }
+}
+
+/// What one turn of a task did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnMarks {
+    /// Milestones first reached in this turn.
+    pub milestones: u32,
+    /// Calls repeating an earlier successful call exactly.
+    pub redundant: u32,
+    /// Calls the task forbids.
+    pub forbidden: u32,
+}
+
+/// Follows one trial of a task: which milestones were reached, what the
+/// tools answered (for `$result`), which calls were made.
+#[derive(Debug)]
+pub struct TaskJudge<'t> {
+    task: &'t Task,
+    reached: Vec<bool>,
+    recent: RecentResults,
+    /// Successful calls so far, as name and arguments.
+    made: HashSet<(String, String)>,
+}
+
+impl<'t> TaskJudge<'t> {
+    pub fn new(task: &'t Task) -> Self {
+        TaskJudge {
+            task,
+            reached: vec![false; task.milestones.len()],
+            recent: RecentResults::default(),
+            made: HashSet::new(),
+        }
+    }
+
+    /// Judge one turn's calls and their results (in call order). A call
+    /// reaches a milestone when it succeeded, matches it (reading `$result`
+    /// from what earlier turns returned) and follows what it must follow.
+    pub fn observe(&mut self, calls: &[ParsedCall], results: &[ToolResult]) -> TurnMarks {
+        let mut marks = TurnMarks::default();
+        for (i, call) in calls.iter().enumerate() {
+            let ParsedCall::Ok(call) = call else { continue };
+            marks.forbidden += u32::from(self.task.forbidden.iter().any(|f| {
+                f.name == call.name && f.arguments.matches_listed(&call.arguments, &self.recent)
+            }));
+            let succeeded = results.get(i).is_some_and(|r| !r.is_error());
+            if !succeeded {
+                continue;
+            }
+            let key = (call.name.clone(), call.arguments.to_string());
+            if !self.made.insert(key) {
+                marks.redundant += 1;
+            }
+            let reachable = self
+                .task
+                .milestones
+                .iter()
+                .enumerate()
+                .position(|(m, milestone)| {
+                    !self.reached[m]
+                        && milestone.requires.iter().all(|r| self.reached[*r])
+                        && milestone.name == call.name
+                        && milestone
+                            .arguments
+                            .matches_in(&call.arguments, &self.recent)
+                });
+            if let Some(m) = reachable {
+                self.reached[m] = true;
+                marks.milestones += 1;
+            }
+        }
+        // Results are read in the next turn, not by calls made alongside.
+        for (call, result) in calls.iter().zip(results) {
+            if let ParsedCall::Ok(call) = call
+                && !result.is_error()
+            {
+                self.recent.record(&call.name, &result.content);
+            }
+        }
+        marks
+    }
+
+    /// Milestones reached so far.
+    pub fn reached(&self) -> u32 {
+        self.reached.iter().filter(|r| **r).count() as u32
+    }
+
+    /// What the task's end says is wrong: milestones not reached, the
+    /// final state, and the answer (`None` when the model never answered).
+    /// `store` reads a record of the trial's store.
+    pub fn verdict(
+        &self,
+        answer: Option<&str>,
+        sandbox: Option<&Path>,
+        store: impl Fn(&str, &str) -> Option<Value>,
+    ) -> Vec<Failure> {
+        let task = self.task;
+        let mut failures = Vec::new();
+        if self.reached.iter().any(|r| !r) {
+            failures.push(Failure::MilestoneMissed);
+        }
+        let file_holds = |(path, matcher): &(String, Matcher)| {
+            let content = sandbox
+                .and_then(|root| std::fs::read_to_string(root.join(path)).ok())
+                .map(Value::String);
+            match (matcher, &content) {
+                (Matcher::Exact(Value::String(expected)), Some(Value::String(actual))) => {
+                    expected == actual
+                }
+                _ => matcher.matches(content.as_ref()),
+            }
+        };
+        let record_holds =
+            |entry: &StoreEntry| match (&entry.fields, store(&entry.collection, &entry.id)) {
+                (None, record) => record.is_none(),
+                (Some(fields), Some(record)) => fields.matches_listed(&record, &self.recent),
+                (Some(_), None) => false,
+            };
+        if !task.final_files.iter().all(file_holds) || !task.final_store.iter().all(record_holds) {
+            failures.push(Failure::WrongFinalState);
+        }
+        match answer {
+            Some(text) if !task.answer.iter().all(|m| answer_matches(m, text)) => {
+                failures.push(Failure::WrongAnswer);
+            }
+            Some(_) => {}
+            None => failures.push(Failure::TurnLimit),
+        }
+        failures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_judged_as_text_with_numbers_found_in_it() {
+        let approx = Matcher::from_value(&json!({"$approx": 1250.5, "$tolerance": 0.01})).unwrap();
+        assert!(answer_matches(&approx, "The total is 1,250.50 EUR."));
+        assert!(!answer_matches(&approx, "The total is 1,260 EUR."));
+        let any = Matcher::from_value(&json!({"$any_of": ["yes", "Yes."]})).unwrap();
+        assert!(answer_matches(&any, "yes") && !answer_matches(&any, "no"));
+        let regex = Matcher::from_value(&json!({"$regex": "o-\\d+", "$example": "o-7"})).unwrap();
+        assert!(answer_matches(&regex, "refunded o-17"));
+        assert!(answer_matches(&Matcher::Exact(json!("done")), " done\n"));
+    }
+}
