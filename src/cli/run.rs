@@ -8,14 +8,14 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::harness::record::RunRecord;
+use crate::harness::record::{RunRecord, SuitePaths};
 use crate::harness::{self, Clock, ProgressMode, RunError, RunPlan, Shard};
 use crate::model::{self, LiveOptions, ModelFile, Replayer};
 use crate::pipeline::{ExecMode, ExecOptions, FeedbackStyle};
 use crate::report::{
     self, JobKey, Reporters, RunFiles, RunInfo, SessionFile, Thresholds, TrialReader,
 };
-use crate::scenario::load_suite;
+use crate::scenario::load_suites;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ClockArg {
@@ -32,11 +32,11 @@ pub enum FeedbackArg {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A folder of scenario files (read recursively; `models/` and
-    /// `examples/` are skipped), or one scenario file. With `--resume`,
-    /// the run's own suite.
+    /// Folders of scenario files (read recursively; `models/` and
+    /// `examples/` are skipped), or scenario files, run as one suite. With
+    /// `--resume`, the run's own suites.
     #[arg(value_name = "SUITE", required_unless_present = "resume")]
-    pub suite: Option<PathBuf>,
+    pub suites: Vec<PathBuf>,
     /// Model files, or folders of them. Default: the nearest models/ folder
     /// in SUITE or above it.
     #[arg(long = "models", value_name = "PATH")]
@@ -104,7 +104,7 @@ const DEFAULT_CONCURRENCY: usize = 64;
 /// The settings of a run, from the command line or, when resuming, from
 /// the run's own run.json.
 struct Settings {
-    suite: PathBuf,
+    suite: SuitePaths,
     trials: u32,
     seed: u64,
     concurrency: usize,
@@ -138,10 +138,7 @@ impl Settings {
         });
         let settings = match recorded {
             None => Settings {
-                suite: args
-                    .suite
-                    .clone()
-                    .expect("clap requires SUITE without --resume"),
+                suite: SuitePaths(args.suites.clone()),
                 trials: args.trials.unwrap_or(DEFAULT_TRIALS),
                 seed: args.seed.unwrap_or(DEFAULT_SEED),
                 concurrency: args.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
@@ -160,10 +157,15 @@ impl Settings {
                 },
             },
             Some(run) => {
-                if let Some(suite) = &args.suite
-                    && !same_path(suite, &run.suite)
-                {
-                    return Err(contradiction("SUITE", suite.display(), run.suite.display()));
+                let same = args.suites.len() == run.suite.0.len()
+                    && args
+                        .suites
+                        .iter()
+                        .zip(&run.suite.0)
+                        .all(|(a, b)| same_path(a, b));
+                if !args.suites.is_empty() && !same {
+                    let given = SuitePaths(args.suites.clone());
+                    return Err(contradiction("SUITE", given, &run.suite));
                 }
                 Settings {
                     suite: run.suite.clone(),
@@ -287,7 +289,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
 
     let files = match &recorded {
         Some(run) => recorded_models(args, run)?,
-        None => load_models(&args.models, args.suite.as_deref())?,
+        None => load_models(&args.models, args.suites.first().map(PathBuf::as_path))?,
     };
     let live_options = LiveOptions {
         record: args.record.clone(),
@@ -316,7 +318,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
 
     let sandbox_root = tempfile::tempdir()
         .map_err(|e| CliError::Usage(format!("cannot create a sandbox folder: {e}")))?;
-    let suite = load_suite(&settings.suite, sandbox_root.path()).map_err(|errors| {
+    let suite = load_suites(&settings.suite.0, sandbox_root.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
         CliError::Usage(format!(
             "{} bad scenario file(s); no trial was run:\n{}",

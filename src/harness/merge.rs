@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::record::{RunRecord, SuiteChanged};
 use crate::report::{self, FinishedTrial, Reporters, RunEvent, RunFiles, TrialReader, Violation};
-use crate::scenario::{LoadError, load_suite};
+use crate::scenario::{LoadError, load_suites};
 use crate::source::FileError;
 
 /// Why shards cannot be merged.
@@ -75,7 +75,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         path: std::env::temp_dir(),
         source,
     })?;
-    let scenarios = load_suite(&record.suite, sandbox.path())
+    let scenarios = load_suites(&record.suite.0, sandbox.path())
         .map_err(MergeError::Suite)?
         .scenarios;
     record.check_suite(&scenarios)?;

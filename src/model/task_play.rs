@@ -106,10 +106,15 @@ impl<'a> TaskPlay<'a> {
         self.play(ready, correct)
     }
 
-    /// Read the results of the last turn's calls.
+    /// Read the results of the last turn's calls. A call whose result
+    /// never came back is taken as done: there is nothing to read from it.
     fn absorb(&mut self, texts: &[String]) {
         for (i, (milestone, call)) in std::mem::take(&mut self.pending).into_iter().enumerate() {
-            let (Some(text), Some(call)) = (texts.get(i), call) else {
+            let Some(call) = call else { continue };
+            let Some(text) = texts.get(i) else {
+                if let Some(m) = milestone {
+                    self.done[m] = true;
+                }
                 continue;
             };
             if reads_as_error(text) {
@@ -117,7 +122,7 @@ impl<'a> TaskPlay<'a> {
             }
             self.recent.record(&call.name, text);
             if let Some(m) = milestone
-                && self.gave_what_is_needed(&call.name)
+                && self.gave_what_is_needed(m, &call.name)
             {
                 self.done[m] = true;
             }
@@ -125,12 +130,14 @@ impl<'a> TaskPlay<'a> {
         }
     }
 
-    /// Does what `tool` answered hold every value later steps read from it?
-    fn gave_what_is_needed(&self, tool: &str) -> bool {
+    /// Does what `tool` answered for `milestone` hold every value the
+    /// steps that follow it read from that tool?
+    fn gave_what_is_needed(&self, milestone: usize, tool: &str) -> bool {
         self.task
             .milestones
             .iter()
-            .flat_map(|m| m.arguments.result_reads())
+            .filter(|next| next.requires.contains(&milestone))
+            .flat_map(|next| next.arguments.result_reads())
             .filter(|(t, _)| *t == tool)
             .all(|(t, pointer)| self.recent.value(t, pointer).is_some())
     }

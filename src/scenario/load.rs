@@ -83,21 +83,33 @@ pub struct Skipped {
 /// `models/`, `examples/` and `*.schema.json`), loaded. All bad files are
 /// reported, not just the first.
 pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Suite, Vec<LoadError>> {
-    let (files, skipped) = if dir.is_file() {
-        (vec![dir.to_owned()], Vec::new())
-    } else {
-        suite_files(dir).map_err(|message| {
-            vec![LoadError::Suite {
+    load_suites(&[dir.to_owned()], sandbox_root)
+}
+
+/// Several suites as one, in the order given: scenario names must be
+/// unique across them.
+pub fn load_suites(dirs: &[PathBuf], sandbox_root: &Path) -> Result<Suite, Vec<LoadError>> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for dir in dirs {
+        let (found, passed_over) = if dir.is_file() {
+            (vec![dir.to_owned()], Vec::new())
+        } else {
+            suite_files(dir).map_err(|message| {
+                vec![LoadError::Suite {
+                    path: dir.to_owned(),
+                    message,
+                }]
+            })?
+        };
+        if found.is_empty() {
+            return Err(vec![LoadError::Suite {
                 path: dir.to_owned(),
-                message,
-            }]
-        })?
-    };
-    if files.is_empty() {
-        return Err(vec![LoadError::Suite {
-            path: dir.to_owned(),
-            message: "no scenario files (*.json) found".to_owned(),
-        }]);
+                message: "no scenario files (*.json) found".to_owned(),
+            }]);
+        }
+        files.extend(found);
+        skipped.extend(passed_over);
     }
     let mut scenarios: Vec<Scenario> = Vec::new();
     let mut errors = Vec::new();
@@ -563,5 +575,52 @@ mod tests {
         let text = r#"{"name": "x", "tools": ["read_file"], "prompt": "p", "files": {"../escape.txt": "x"},
                        "expect": {"no_call": true}}"#;
         assert!(message(text).contains("file \"../escape.txt\": path blocked"));
+    }
+
+    #[test]
+    fn task_problems_are_located_in_the_file() {
+        let task = |block: &str| {
+            format!(
+                "{{\"name\": \"t\", \"tools\": [\"store_get\", \"store_find\"], \"prompt\": \"p\",\n\"task\": {block}}}"
+            )
+        };
+        assert_eq!(
+            message(&task(r#"{"milestones": [{"name": "store_nope"}]}"#)),
+            "s.json:2:34: /task/milestones/0/name: no tool named \"store_nope\" in this scenario's tools"
+        );
+        assert_eq!(
+            message(&task(
+                r#"{"milestones": [{"name": "store_get", "arguments": {"collection": "c", "id": "x"}, "after": "nope"}]}"#
+            )),
+            "s.json:2:101: /task/milestones/0/after: no earlier milestone has the id \"nope\""
+        );
+        assert!(
+            message(&task(
+                r#"{"milestones": [{"name": "store_get", "arguments": {"collection": "c", "id": 7}}]}"#
+            ))
+            .contains("/task/milestones/0/arguments: the correct call must pass its tool's schema, but /id: must be string"),
+        );
+        assert!(
+            message(&task(
+                r#"{"milestones": [{"name": "store_get", "arguments": {"collection": "c", "id": {"$result": "ghost", "pointer": "/id"}}}]}"#
+            ))
+            .contains("/task/milestones/0/arguments: no tool named \"ghost\""),
+        );
+        assert!(
+            message(&task(r#"{"forbidden": [{"name": "rm_rf"}]}"#))
+                .contains("/task/forbidden/0/name: no tool named \"rm_rf\""),
+        );
+        assert!(
+            message(&task(r#"{"final_state": {"files": {"a.txt": "x"}}}"#)).contains(
+                "/task/final_state/files: files can be checked only in a scenario with file tools"
+            ),
+        );
+        let both = r#"{"name": "t", "tools": ["math"], "prompt": "p", "expect": {"no_call": true}, "task": {}}"#;
+        assert!(message(both).contains("/task: give \"expect\" (one turn) or \"task\""));
+        let neither = r#"{"name": "t", "tools": ["math"], "prompt": "p"}"#;
+        assert!(message(neither).contains("say what success is"));
+        let result_outside_a_task = r#"{"name": "t", "tools": ["store_get"], "prompt": "p",
+            "expect": {"calls": [{"name": "store_get", "arguments": {"collection": "c", "id": {"$result": "store_get"}}}]}}"#;
+        assert!(message(result_outside_a_task).contains("$result reads earlier results"));
     }
 }

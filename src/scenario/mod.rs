@@ -19,7 +19,9 @@ use serde_json::{Map, Value};
 use crate::tool::{Registry, ToolDef};
 
 pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
-pub use load::{LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite};
+pub use load::{
+    LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite, load_suites,
+};
 pub use task::{Task, TaskJudge, TurnMarks};
 
 /// The default number of attempts a model gets.

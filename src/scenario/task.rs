@@ -52,9 +52,29 @@ pub struct MilestoneFile {
     /// Reached whenever it happens, not in list order.
     #[serde(default)]
     pub unordered: bool,
-    /// The id of an earlier milestone it must follow.
+    /// The id (or ids) of earlier milestones it must follow.
     #[serde(default)]
-    pub after: Option<String>,
+    pub after: After,
+}
+
+/// `"after": "read"` or `"after": ["read_a", "read_b"]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(untagged)]
+pub enum After {
+    #[default]
+    Nothing,
+    One(String),
+    Many(Vec<String>),
+}
+
+impl After {
+    fn ids(&self) -> &[String] {
+        match self {
+            After::Nothing => &[],
+            After::One(id) => std::slice::from_ref(id),
+            After::Many(ids) => ids,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -156,7 +176,7 @@ impl Task {
                 requires.extend(previous_ordered);
                 previous_ordered = Some(i);
             }
-            if let Some(after) = &m.after {
+            for after in m.after.ids() {
                 let earlier = milestones
                     .iter()
                     .position(|e| &e.id == after)
@@ -456,5 +476,120 @@ mod tests {
         let regex = Matcher::from_value(&json!({"$regex": "o-\\d+", "$example": "o-7"})).unwrap();
         assert!(answer_matches(&regex, "refunded o-17"));
         assert!(answer_matches(&Matcher::Exact(json!("done")), " done\n"));
+    }
+
+    fn call(name: &str, arguments: Value) -> ParsedCall {
+        ParsedCall::Ok(crate::call::ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments,
+        })
+    }
+
+    fn result(content: &str, error: bool) -> ToolResult {
+        ToolResult {
+            call_id: "c".into(),
+            name: String::new(),
+            content: content.into(),
+            error_kind: error.then_some(crate::call::ErrorKind::Runtime),
+            started: Default::default(),
+            elapsed: Default::default(),
+        }
+    }
+
+    fn task(block: Value) -> Task {
+        let registry = Registry::builtins(
+            &["store_find", "store_get", "store_put"],
+            crate::tool::ToolEnv::default(),
+        )
+        .unwrap();
+        Task::compile(&serde_json::from_value(block).unwrap(), &registry).unwrap()
+    }
+
+    #[test]
+    fn milestones_follow_their_order_and_read_ids_from_earlier_results() {
+        let task = task(json!({
+            "milestones": [
+                {"id": "find", "name": "store_find", "arguments": {"collection": "users"}},
+                {"id": "get", "name": "store_get", "arguments": {"collection": "users", "id": {"$result": "store_find", "pointer": "/0/id"}}},
+                {"id": "note", "name": "store_put", "unordered": true, "after": "find", "arguments": {"collection": "notes", "record": {"$present": true, "$example": {"id": "n"}}}}
+            ],
+            "forbidden": [{"name": "store_put", "arguments": {"collection": "users"}}]
+        }));
+        let mut judge = TaskJudge::new(&task);
+        // The get before the find reaches nothing, whatever its id.
+        let get = call("store_get", json!({"collection": "users", "id": "u-9"}));
+        let marks = judge.observe(std::slice::from_ref(&get), &[result("{}", false)]);
+        assert_eq!(marks.milestones, 0);
+        // A failed find reaches nothing either.
+        let find = call("store_find", json!({"collection": "users"}));
+        let marks = judge.observe(std::slice::from_ref(&find), &[result("Error", true)]);
+        assert_eq!((marks.milestones, marks.redundant), (0, 0));
+        let marks = judge.observe(
+            std::slice::from_ref(&find),
+            &[result(r#"[{"id": "u-9"}]"#, false)],
+        );
+        assert_eq!(marks.milestones, 1);
+        // An id no result held is not the milestone; the one read is.
+        let invented = call("store_get", json!({"collection": "users", "id": "u-1"}));
+        let marks = judge.observe(&[invented], &[result("{}", false)]);
+        assert_eq!(marks.milestones, 0);
+        let marks = judge.observe(
+            &[get.clone(), get],
+            &[result("{}", false), result("{}", false)],
+        );
+        // The first reaches it; the same call again is redundant (and the
+        // earlier one with these arguments succeeded too).
+        assert_eq!((marks.milestones, marks.redundant), (1, 2));
+        let forbidden = call(
+            "store_put",
+            json!({"collection": "users", "record": {"id": "u-9"}}),
+        );
+        let note = call(
+            "store_put",
+            json!({"collection": "notes", "record": {"id": "n"}}),
+        );
+        let marks = judge.observe(
+            &[forbidden, note],
+            &[result("{}", false), result("{}", false)],
+        );
+        assert_eq!((marks.milestones, marks.forbidden), (1, 1));
+        assert_eq!(judge.reached(), 3);
+        assert!(judge.verdict(Some("done"), None, |_, _| None).is_empty());
+        assert_eq!(judge.verdict(None, None, |_, _| None), [Failure::TurnLimit]);
+    }
+
+    #[test]
+    fn the_final_store_is_checked_record_by_record() {
+        let task = task(json!({
+            "final_state": {"store": {"orders": {"o-1": {"status": "refunded"}, "o-2": null}}},
+            "answer": [{"$contains": "o-1"}, {"$regex": "refund(ed)?", "$example": "refunded"}]
+        }));
+        let judge = TaskJudge::new(&task);
+        let store = |status: &'static str, o2: bool| {
+            move |collection: &str, id: &str| match (collection, id) {
+                ("orders", "o-1") => Some(json!({"id": "o-1", "status": status, "total": 3})),
+                ("orders", "o-2") if o2 => Some(json!({"id": "o-2"})),
+                _ => None,
+            }
+        };
+        assert!(
+            judge
+                .verdict(Some("refunded o-1"), None, store("refunded", false))
+                .is_empty()
+        );
+        assert_eq!(
+            judge.verdict(Some("refunded o-1"), None, store("paid", false)),
+            [Failure::WrongFinalState]
+        );
+        assert_eq!(
+            judge.verdict(Some("refunded o-1"), None, store("refunded", true)),
+            [Failure::WrongFinalState]
+        );
+        assert_eq!(
+            judge.verdict(Some("refunded o-2"), None, store("refunded", false)),
+            [Failure::WrongAnswer]
+        );
+        assert_eq!(task.answer_example(), "o-1 refunded");
     }
 }

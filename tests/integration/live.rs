@@ -557,3 +557,157 @@ fn the_example_live_model_files_load() {
         assert!(model.is_live(), "{name}");
     }
 }
+
+/// A real final reply of each provider: text, no call, the turn ended.
+fn text_reply(provider: &str, text: &str) -> Value {
+    let mut body = reply(provider, json!({}));
+    match provider {
+        "openai" => {
+            let message = &mut body["choices"][0]["message"];
+            message.as_object_mut().unwrap().remove("tool_calls");
+            message["content"] = json!(text);
+            body["choices"][0]["finish_reason"] = json!("stop");
+        }
+        "anthropic" => {
+            body["content"] = json!([{"type": "text", "text": text}]);
+            body["stop_reason"] = json!("end_turn");
+        }
+        _ => {
+            body["candidates"][0]["content"]["parts"] = json!([{"text": text}]);
+            body["candidates"][0]["finishReason"] = json!("STOP");
+        }
+    }
+    body
+}
+
+/// A task on a live model: a rejected call, two good ones, then the answer.
+/// Every request carries every earlier call and result (the error too) in
+/// the provider's shape, and the last one all three turns.
+async fn task_conversation(provider: &str) {
+    let server = MockServer::start().await;
+    let replies = [
+        reply(provider, json!({"city": "Paris", "units": "kelvin"})),
+        reply(provider, json!({"city": "Paris"})),
+        reply(provider, json!({"city": "Lyon"})),
+        text_reply(provider, "Paris is 18 C, and so is Lyon."),
+    ];
+    for body in replies {
+        Mock::given(method("POST"))
+            .and(path(endpoint(provider)))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = match provider {
+        "gemini" => format!("{}/v1beta", server.uri()),
+        _ => format!("{}/v1", server.uri()),
+    };
+    let model = model_file(dir.path(), provider, &base, json!({}));
+    let suite = make_suite(dir.path(), "Compare the weather in Paris and Lyon.");
+    let path = suite.join("weather_paris.json");
+    let mut scenario: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    scenario.as_object_mut().unwrap().remove("expect");
+    scenario["task"] = json!({
+        "max_turns": 6,
+        "milestones": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}},
+            {"name": "get_weather", "arguments": {"city": "Lyon"}}
+        ],
+        "answer": {"$contains": "Lyon"}
+    });
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{provider}: {}",
+        stderr(&output)
+    );
+
+    let turns = rows(&out);
+    let column = |i: usize| -> Vec<&str> { turns.iter().map(|r| &r[i]).collect() };
+    assert_eq!(column(3), ["1", "2", "3", "4"], "{provider}: turns");
+    assert_eq!(
+        column(6),
+        ["validation", "", "", ""],
+        "{provider}: failures"
+    );
+    assert_eq!(column(16), ["0", "1", "1", "0"], "{provider}: milestones");
+    assert_eq!(column(18), ["1", "0", "0", "0"], "{provider}: recovered");
+    assert_eq!(column(19), ["", "", "", "answer"], "{provider}: ending");
+    assert_eq!(turns[3][5], *"true", "{provider}: the task succeeded");
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 4, "{provider}");
+    let last: Value = serde_json::from_slice(&requests[3].body).unwrap();
+    // What each turn sent back, in order: the error, then both results.
+    let results: Vec<String> = match provider {
+        "openai" => {
+            let messages = last["messages"].as_array().unwrap();
+            // system, user, then (assistant with its call, tool result) x 3
+            assert_eq!(messages.len(), 2 + 2 * 3, "{provider}: {last}");
+            for turn in 0..3 {
+                assert_eq!(messages[2 + 2 * turn]["role"], "assistant");
+                assert_eq!(messages[2 + 2 * turn]["tool_calls"][0]["id"], "call_1");
+                assert_eq!(messages[3 + 2 * turn]["role"], "tool");
+            }
+            (0..3)
+                .map(|t| messages[3 + 2 * t]["content"].as_str().unwrap().to_owned())
+                .collect()
+        }
+        "anthropic" => {
+            let messages = last["messages"].as_array().unwrap();
+            assert_eq!(messages.len(), 1 + 2 * 3, "{provider}: {last}");
+            for turn in 0..3 {
+                assert_eq!(messages[1 + 2 * turn]["role"], "assistant");
+                assert_eq!(messages[1 + 2 * turn]["content"][1]["type"], "tool_use");
+                assert_eq!(messages[2 + 2 * turn]["content"][0]["type"], "tool_result");
+            }
+            assert_eq!(messages[2]["content"][0]["is_error"], true);
+            (0..3)
+                .map(|t| {
+                    messages[2 + 2 * t]["content"][0]["content"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect()
+        }
+        _ => {
+            let contents = last["contents"].as_array().unwrap();
+            assert_eq!(contents.len(), 1 + 2 * 3, "{provider}: {last}");
+            for turn in 0..3 {
+                assert_eq!(contents[1 + 2 * turn]["role"], "model");
+                assert!(contents[1 + 2 * turn]["parts"][0]["functionCall"].is_object());
+            }
+            (0..3)
+                .map(|t| {
+                    contents[2 + 2 * t]["parts"][0]["functionResponse"]["response"].to_string()
+                })
+                .collect()
+        }
+    };
+    assert!(results[0].contains("/units"), "{provider}: {results:?}");
+    assert!(
+        results[1].contains("temp_c") && results[2].contains("temp_c"),
+        "{provider}: {results:?}"
+    );
+}
+
+#[tokio::test]
+async fn openai_task_conversations_carry_every_call_and_result() {
+    task_conversation("openai").await;
+}
+
+#[tokio::test]
+async fn anthropic_task_conversations_carry_every_call_and_result() {
+    task_conversation("anthropic").await;
+}
+
+#[tokio::test]
+async fn gemini_task_conversations_carry_every_call_and_result() {
+    task_conversation("gemini").await;
+}

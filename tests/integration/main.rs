@@ -1,5 +1,6 @@
 //! One integration-test binary; each module is a topic.
 
+mod agent;
 mod bfcl;
 mod bfcl_import;
 mod cli;
