@@ -11,7 +11,7 @@ use clap::Args;
 use super::CliError;
 use crate::pipeline::{ExecMode, ExecOptions, Pipeline, SessionLog};
 use crate::provider::Provider;
-use crate::tool::{BUILTIN_NAMES, Registry, Sandbox, ToolEnv, ToolSource};
+use crate::tool::{BUILTIN_NAMES, Registry, SHELL_TOOL, Sandbox, ToolEnv, ToolSource};
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -128,7 +128,11 @@ fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
     };
     let mut sources = Vec::new();
     let builtins: Vec<String> = if args.builtin.iter().any(|b| b == "all") {
-        BUILTIN_NAMES.iter().map(|b| (*b).to_owned()).collect()
+        BUILTIN_NAMES
+            .iter()
+            .filter(|b| **b != SHELL_TOOL)
+            .map(|b| (*b).to_owned())
+            .collect()
     } else if args.builtin.is_empty() && args.tools.is_none() {
         let mut names = vec!["echo", "math", "sleep"];
         if sandbox.is_some() {

@@ -544,6 +544,11 @@ fn write_run_json(
         models: models.to_vec(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),
+        shell_isolation: plan
+            .scenarios
+            .iter()
+            .any(|s| s.registry.lookup(crate::tool::SHELL_TOOL).is_some())
+            .then(|| crate::tool::shell::isolation().as_str().to_owned()),
     };
     record
         .write(out)

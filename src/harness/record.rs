@@ -91,6 +91,10 @@ pub struct RunRecord {
     /// resuming or merging over a suite edited since is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite_digest: Option<String>,
+    /// What the `bash` tool ran inside, when a scenario lists it
+    /// (`tool::shell::isolation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_isolation: Option<String>,
 }
 
 impl RunRecord {

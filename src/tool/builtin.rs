@@ -11,8 +11,13 @@ pub fn builtin_needs_sandbox(name: &str) -> bool {
     Implementation::for_builtin(name).is_some_and(|i| i.needs_sandbox())
 }
 
-/// Names of every built-in tool, in the order `--builtin all` registers them.
-pub const BUILTIN_NAMES: [&str; 11] = [
+/// The built-in that runs shell commands: off unless named (`--builtin
+/// all` leaves it out).
+pub const SHELL_TOOL: &str = "bash";
+
+/// Names of every built-in tool, in the order `--builtin all` registers
+/// them (but [`SHELL_TOOL`]).
+pub const BUILTIN_NAMES: [&str; 12] = [
     "echo",
     "math",
     "sleep",
@@ -24,6 +29,7 @@ pub const BUILTIN_NAMES: [&str; 11] = [
     "store_find",
     "store_put",
     "store_delete",
+    SHELL_TOOL,
 ];
 
 /// What a built-in tool does: one implementation of `ToolBackend` for all
@@ -37,6 +43,7 @@ pub(crate) enum Implementation {
     WriteFile,
     ListDir,
     EditFile,
+    Bash,
 }
 
 impl Implementation {
@@ -49,6 +56,7 @@ impl Implementation {
             "write_file" => Implementation::WriteFile,
             "list_dir" => Implementation::ListDir,
             "edit_file" => Implementation::EditFile,
+            SHELL_TOOL => Implementation::Bash,
             _ => return None,
         })
     }
@@ -60,6 +68,7 @@ impl Implementation {
                 | Implementation::WriteFile
                 | Implementation::ListDir
                 | Implementation::EditFile
+                | Implementation::Bash
         )
     }
 
@@ -108,6 +117,20 @@ impl Implementation {
             Implementation::EditFile => {
                 let path = sandboxed(args, sandbox)?;
                 edit_file(&path, str_arg(args, "path"), args)
+            }
+            Implementation::Bash => {
+                let sandbox =
+                    sandbox.ok_or_else(|| ToolFailure::blocked("no sandbox directory is set"))?;
+                let ms = args
+                    .get("timeout_ms")
+                    .and_then(whole_number)
+                    .unwrap_or(super::shell::DEFAULT_COMMAND_TIMEOUT_MS);
+                super::shell::run(
+                    str_arg(args, "command"),
+                    sandbox.root(),
+                    Duration::from_millis(ms),
+                )
+                .await
             }
             Implementation::ListDir => {
                 let path = sandboxed(args, sandbox)?;
@@ -277,14 +300,33 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
+        SHELL_TOOL => (
+            "Run a bash command in the sandbox directory (cleared environment, no network where isolation is available). Output is cut at 16 KiB; stderr and a non-zero exit code are appended.",
+            Effect::Write,
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "minLength": 1},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 120000, "description": "Stop the command after this long (default 10000)"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        ),
         _ => super::store::definition(name)?,
+    };
+    // The shell stops its own commands, with what they printed.
+    let timeout_ms = if name == SHELL_TOOL {
+        130_000
+    } else {
+        super::DEFAULT_TIMEOUT_MS
     };
     Some(ToolDef {
         name: name.to_owned(),
         description: description.to_owned(),
         parameters,
         effect,
-        timeout_ms: super::DEFAULT_TIMEOUT_MS,
+        timeout_ms,
         metadata: None,
         simulate: None,
     })

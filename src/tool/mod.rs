@@ -8,6 +8,7 @@ mod check;
 pub mod quick;
 mod registry;
 mod sandbox;
+pub mod shell;
 mod store;
 pub mod template;
 pub mod wording;
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use backend::{ToolBackend, ToolCallContext, ToolFuture};
-pub use builtin::{BUILTIN_NAMES, builtin_definition, builtin_needs_sandbox};
+pub use builtin::{BUILTIN_NAMES, SHELL_TOOL, builtin_definition, builtin_needs_sandbox};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,

@@ -427,5 +427,7 @@ fn task_runs_give_the_same_files_whatever_the_concurrency_resume_or_shards() {
             endings += 1;
         }
     }
-    assert_eq!(endings, 4 * 16 * 4);
+    let tasks = std::fs::read_dir(root().join("agent")).unwrap().count();
+    assert!(tasks >= 15, "{tasks} tasks");
+    assert_eq!(endings, 4 * tasks * 4);
 }
