@@ -1,9 +1,9 @@
 //! The agent loop of a task: ask the model, run its calls, return every
 //! result, ask again, until it answers without a call, makes a forbidden
 //! call, or has used every turn; then judge the task. Each turn is one
-//! attempt of the trial's record. File tools of a task work in the
-//! trial's own copy of the sandbox, so trials never see each other's
-//! writes, whatever the concurrency.
+//! attempt of the trial's record. File tools of a task that writes files
+//! work in the trial's own copy of the sandbox, so trials never see each
+//! other's writes, whatever the concurrency.
 
 use std::io;
 use std::path::Path;
@@ -12,7 +12,7 @@ use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
 use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
 use crate::scenario::{Task, TaskJudge};
-use crate::tool::Sandbox;
+use crate::tool::{Effect, Sandbox, builtin_needs_sandbox};
 
 pub(super) async fn run_task(
     plan: &RunPlan,
@@ -20,8 +20,16 @@ pub(super) async fn run_task(
     task: &Task,
 ) -> Result<(TrialRecord, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
-    // Removed when the trial ends (the guard drops).
-    let copy = scenario.sandbox.as_deref().map(trial_sandbox).transpose()?;
+    // Removed when the trial ends (the guard drops). Tools that only read
+    // share the scenario's sandbox.
+    let writes_files = scenario
+        .registry
+        .definitions()
+        .any(|d| d.effect == Effect::Write && builtin_needs_sandbox(&d.name));
+    let copy = match &scenario.sandbox {
+        Some(template) if writes_files => Some(trial_sandbox(template)?),
+        _ => None,
+    };
     let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()));
     let mut judge = TaskJudge::new(task);
     let mut turns: Vec<AttemptRecord> = Vec::new();
@@ -66,7 +74,10 @@ pub(super) async fn run_task(
         // Already failed, or not the model's doing: nothing more to judge.
         Ending::ForbiddenCall | Ending::TransportError => false,
         Ending::Answer | Ending::TurnLimit => {
-            let sandbox = copy.as_ref().map(|(_, s)| s.root());
+            let sandbox = copy
+                .as_ref()
+                .map(|(_, s)| s.root())
+                .or(scenario.sandbox.as_deref());
             let verdict = judge.verdict(answer.as_deref(), sandbox, |collection, id| {
                 run.tools.store_record(collection, id)
             });
