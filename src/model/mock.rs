@@ -57,6 +57,34 @@ pub(super) fn weights(p: &Parameters) -> Result<Vec<(Operator, f64)>, ModelError
 }
 
 impl MockModel {
+    /// The chance of a right turn after `wrong` wrong ones: `p_first`,
+    /// then `p_fix[0]`, `p_fix[1]`, ... A feedback-aware mock has no
+    /// chance at all unless the results it read (`texts`) name the clue
+    /// of its last mistake (`None` when it made none).
+    pub(super) fn chance<'t>(
+        &self,
+        wrong: u32,
+        last_clue: &Option<Option<String>>,
+        mut texts: impl Iterator<Item = &'t str>,
+    ) -> f64 {
+        let p = &self.parameters;
+        if self.kind == ModelKind::FeedbackAware
+            && let Some(clue) = last_clue
+        {
+            let named = clue
+                .as_deref()
+                .is_some_and(|clue| texts.any(|text| text.contains(clue)));
+            if !named {
+                return 0.0;
+            }
+        }
+        if wrong == 0 {
+            return p.p_first;
+        }
+        let i = (wrong as usize - 1).min(p.p_fix.len().saturating_sub(1));
+        p.p_fix.get(i).copied().unwrap_or(p.p_first)
+    }
+
     pub fn new(file: &ModelFile) -> Result<MockModel, ModelError> {
         Ok(MockModel {
             name: file.name.clone(),
@@ -135,28 +163,15 @@ impl ModelTrial for MockTrial<'_> {
 
 impl MockTrial<'_> {
     fn stochastic_turn(&mut self, attempt: u32, returned: &[u8]) -> (String, Vec<ParsedCall>) {
-        let p = &self.model.parameters;
-        let mut chance = if attempt <= 1 {
-            p.p_first
-        } else {
-            let i = (attempt as usize - 2).min(p.p_fix.len().saturating_sub(1));
-            p.p_fix.get(i).copied().unwrap_or(p.p_first)
+        let texts = match (self.model.kind, &self.last_clue) {
+            (ModelKind::FeedbackAware, Some(_)) => self.model.provider.result_texts(returned),
+            _ => Vec::new(),
         };
-        if self.model.kind == ModelKind::FeedbackAware
-            && let Some(clue) = &self.last_clue
-        {
-            // It reads the results Return sent it, as a model would.
-            let named = clue.as_deref().is_some_and(|clue| {
-                self.model
-                    .provider
-                    .result_texts(returned)
-                    .iter()
-                    .any(|text| text.contains(clue))
-            });
-            if !named {
-                chance = 0.0;
-            }
-        }
+        let chance = self.model.chance(
+            attempt - 1,
+            &self.last_clue,
+            texts.iter().map(|t| t.as_ref()),
+        );
         let correct = correct_calls(self.scenario, attempt);
         // Always draw, so that a run's random sequence does not depend on p.
         let roll: f64 = self.rng.random();

@@ -19,7 +19,6 @@ use serde_json::Value;
 
 use super::mock::{MockModel, draw_operator};
 use super::operators::{self, Operator};
-use super::{ModelKind, Parameters};
 use crate::call::{ParsedCall, ToolCall};
 use crate::scenario::Task;
 use crate::scenario::matcher::{INVENTED_ID, RecentResults};
@@ -82,17 +81,11 @@ impl<'a> TaskPlay<'a> {
             .map(|(i, &m)| self.call(number, i, m, &self.recent))
             .collect();
 
-        let mut chance = chance(&model.parameters, self.streak);
-        if model.kind == ModelKind::FeedbackAware
-            && let Some(clue) = &self.last_clue
-        {
-            let named = clue
-                .as_deref()
-                .is_some_and(|clue| texts.iter().any(|t| t.contains(clue)));
-            if !named {
-                chance = 0.0;
-            }
-        }
+        let chance = model.chance(
+            self.streak,
+            &self.last_clue,
+            texts.iter().map(String::as_str),
+        );
         // Always draw, so that a run's random sequence does not depend on p.
         let roll: f64 = rng.random();
         if roll >= chance {
@@ -299,15 +292,6 @@ impl<'a> TaskPlay<'a> {
             }
         }
     }
-}
-
-/// The chance of a right turn after `streak` wrong ones.
-fn chance(p: &Parameters, streak: u32) -> f64 {
-    if streak == 0 {
-        return p.p_first;
-    }
-    let i = (streak as usize - 1).min(p.p_fix.len().saturating_sub(1));
-    p.p_fix.get(i).copied().unwrap_or(p.p_first)
 }
 
 /// Does a result read as an error to a hasty reader?

@@ -99,6 +99,8 @@ pub struct Task {
     pub final_files: Vec<(String, Matcher)>,
     pub final_store: Vec<StoreEntry>,
     pub answer: Vec<Matcher>,
+    /// The scenario's tools that change the world (`effect: write`).
+    pub writes: HashSet<String>,
 }
 
 /// A call that must happen.
@@ -260,7 +262,13 @@ impl Task {
                 "$result reads a tool's result and cannot judge the answer's text".into(),
             ));
         }
+        let writes = registry
+            .definitions()
+            .filter(|d| d.effect == crate::tool::Effect::Write)
+            .map(|d| d.name.clone())
+            .collect();
         Ok(Task {
+            writes,
             max_turns: file.max_turns,
             milestones,
             forbidden,
@@ -337,7 +345,9 @@ pub fn answer_matches(matcher: &Matcher, text: &str) -> bool {
 pub struct TurnMarks {
     /// Milestones first reached in this turn.
     pub milestones: u32,
-    /// Calls repeating an earlier successful call exactly.
+    /// Calls repeating an earlier successful call exactly, with no write
+    /// between them that could have changed what a read returns, and
+    /// reaching no milestone.
     pub redundant: u32,
     /// Calls the task forbids.
     pub forbidden: u32,
@@ -350,7 +360,8 @@ pub struct TaskJudge<'t> {
     task: &'t Task,
     reached: Vec<bool>,
     recent: RecentResults,
-    /// Successful calls so far, as name and arguments.
+    /// Successful calls since the last write (and writes), as name and
+    /// arguments.
     made: HashSet<(String, String)>,
 }
 
@@ -378,10 +389,15 @@ impl<'t> TaskJudge<'t> {
             if !succeeded {
                 continue;
             }
-            let key = (call.name.clone(), call.arguments.to_string());
-            if !self.made.insert(key) {
-                marks.redundant += 1;
+            let writes = self.task.writes.contains(&call.name);
+            if writes {
+                // What reads return may have changed.
+                self.made
+                    .retain(|(name, _)| self.task.writes.contains(name));
             }
+            let repeated = !self
+                .made
+                .insert((call.name.clone(), call.arguments.to_string()));
             let reachable = self
                 .task
                 .milestones
@@ -395,9 +411,12 @@ impl<'t> TaskJudge<'t> {
                             .arguments
                             .matches_in(&call.arguments, &self.recent)
                 });
-            if let Some(m) = reachable {
-                self.reached[m] = true;
-                marks.milestones += 1;
+            match reachable {
+                Some(m) => {
+                    self.reached[m] = true;
+                    marks.milestones += 1;
+                }
+                None => marks.redundant += u32::from(repeated),
             }
         }
         // Results are read in the next turn, not by calls made alongside.
@@ -535,12 +554,12 @@ mod tests {
         let marks = judge.observe(&[invented], &[result("{}", false)]);
         assert_eq!(marks.milestones, 0);
         let marks = judge.observe(
-            &[get.clone(), get],
+            &[get.clone(), get.clone()],
             &[result("{}", false), result("{}", false)],
         );
-        // The first reaches it; the same call again is redundant (and the
-        // earlier one with these arguments succeeded too).
-        assert_eq!((marks.milestones, marks.redundant), (1, 2));
+        // The first reaches it (made before, it reached nothing then); the
+        // same call again is redundant.
+        assert_eq!((marks.milestones, marks.redundant), (1, 1));
         let forbidden = call(
             "store_put",
             json!({"collection": "users", "record": {"id": "u-9"}}),
@@ -554,6 +573,9 @@ mod tests {
             &[result("{}", false), result("{}", false)],
         );
         assert_eq!((marks.milestones, marks.forbidden), (1, 1));
+        // After a write, reading again is not redundant: the data may differ.
+        let marks = judge.observe(std::slice::from_ref(&get), &[result("{}", false)]);
+        assert_eq!(marks.redundant, 0);
         assert_eq!(judge.reached(), 3);
         assert!(judge.verdict(Some("done"), None, |_, _| None).is_empty());
         assert_eq!(judge.verdict(None, None, |_, _| None), [Failure::TurnLimit]);

@@ -163,6 +163,14 @@ fn all_text(dir: &Path) -> String {
     text
 }
 
+/// The API root of `provider` on the mock server.
+fn base_url(provider: &str, server: &MockServer) -> String {
+    match provider {
+        "gemini" => format!("{}/v1beta", server.uri()),
+        _ => format!("{}/v1", server.uri()),
+    }
+}
+
 /// The endpoint path each provider is posted to.
 fn endpoint(provider: &str) -> &'static str {
     match provider {
@@ -191,10 +199,7 @@ async fn self_correction_trial(provider: &str) {
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let base = match provider {
-        "gemini" => format!("{}/v1beta", server.uri()),
-        _ => format!("{}/v1", server.uri()),
-    };
+    let base = base_url(provider, &server);
     let model = model_file(dir.path(), provider, &base, json!({}));
     let suite = make_suite(dir.path(), "What's the weather in Paris?");
     let (out, recording) = (dir.path().join("out"), dir.path().join("recording"));
@@ -600,10 +605,7 @@ async fn task_conversation(provider: &str) {
             .await;
     }
     let dir = tempfile::tempdir().unwrap();
-    let base = match provider {
-        "gemini" => format!("{}/v1beta", server.uri()),
-        _ => format!("{}/v1", server.uri()),
-    };
+    let base = base_url(provider, &server);
     let model = model_file(dir.path(), provider, &base, json!({}));
     let suite = make_suite(dir.path(), "Compare the weather in Paris and Lyon.");
     let path = suite.join("weather_paris.json");
