@@ -45,19 +45,18 @@ pub enum Operator {
 }
 
 impl Operator {
-    /// The task operators: they apply only to tasks, played in
+    /// Is it a task operator? Those apply only to tasks, played in
     /// `model::task_play`; the others break calls of one turn.
-    pub const TASK: [Operator; 6] = [
-        Operator::SkipMilestone,
-        Operator::RepeatCall,
-        Operator::AnswerEarly,
-        Operator::ForbiddenCall,
-        Operator::InventedId,
-        Operator::WriteBeforeRead,
-    ];
-
     pub fn is_task(self) -> bool {
-        Operator::TASK.contains(&self)
+        matches!(
+            self,
+            Operator::SkipMilestone
+                | Operator::RepeatCall
+                | Operator::AnswerEarly
+                | Operator::ForbiddenCall
+                | Operator::InventedId
+                | Operator::WriteBeforeRead
+        )
     }
 
     pub const ALL: [Operator; 17] = [

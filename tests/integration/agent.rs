@@ -15,6 +15,7 @@ use toolgauge::provider::Provider;
 use toolgauge::report::{Reporters, Thresholds};
 use toolgauge::scenario::{Scenario, load_suite};
 
+use crate::run::{FILES, read};
 use crate::toolgauge;
 
 fn root() -> PathBuf {
@@ -316,27 +317,12 @@ fn agent_run(out: &Path, extra: &[&str]) -> std::process::Output {
     toolgauge(&args)
 }
 
-const FILES: [&str; 9] = [
-    "trials.csv",
-    "session.jsonl",
-    "summary.csv",
-    "models.csv",
-    "comparisons.csv",
-    "self_correction.csv",
-    "pass_k.csv",
-    "summary.md",
-    "junit.xml",
-];
-
-fn read(dir: &Path, file: &str) -> String {
-    std::fs::read_to_string(dir.join(file))
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()))
-}
-
 /// The same files; session.jsonl may differ in its wall-clock timestamps,
 /// and merged shards' logs come shard after shard (`in_any_order`).
 fn assert_same(a: &Path, b: &Path, in_any_order: bool) {
-    for file in FILES {
+    // run.json says the concurrency; the reports must not differ.
+    let reports = FILES.iter().filter(|f| **f != "run.json");
+    for &file in reports.chain(&["session.jsonl"]) {
         let (x, y) = (read(a, file), read(b, file));
         if file == "session.jsonl" {
             let entries = |text: &str| -> Vec<String> {

@@ -6,7 +6,8 @@ use std::process::Output;
 
 use crate::toolgauge;
 
-const FILES: [&str; 9] = [
+/// The report files a run writes (run.json last).
+pub(crate) const FILES: [&str; 9] = [
     "trials.csv",
     "summary.csv",
     "models.csv",
@@ -30,7 +31,7 @@ fn run_into(out: &Path, extra: &[&str]) -> Output {
     toolgauge(&args)
 }
 
-fn read(dir: &Path, file: &str) -> String {
+pub(crate) fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()))
 }
