@@ -92,9 +92,13 @@ pub struct RunArgs {
     /// for pure throughput runs.
     #[arg(long)]
     pub no_session: bool,
-    /// No progress output.
+    /// No progress output (the verdict is still printed).
     #[arg(long)]
     pub quiet: bool,
+    /// Print the per-scenario table after the verdict, however long (by
+    /// default only when it has at most 40 rows).
+    #[arg(long)]
+    pub table: bool,
 }
 
 const DEFAULT_TRIALS: u32 = 20;
@@ -421,14 +425,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             Err(RunError::Io(e)) => return Err(io_error(e)),
             Err(error @ RunError::NotRecorded(_)) => return Err(CliError::new(error)),
         }
-        report::terminal_table(&info, reporters.stats())
+        report::terminal_summary(
+            &info,
+            reporters.stats(),
+            args.table,
+            Some(&out.join("report.html")),
+        )
     };
     if let Some(earlier) = &earlier {
         std::fs::remove_file(earlier).map_err(io_error)?;
     }
     let violations = std::mem::take(&mut run_files.gate.violations);
+    println!("{table}");
     if !args.quiet {
-        println!("{table}");
         eprintln!("reports written to {}", out.display());
     }
     if violations.is_empty() {

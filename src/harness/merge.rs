@@ -145,10 +145,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
                 }))
                 .map_err(at(out))?;
         }
+        // The log is whole before the reports that read it are written.
+        merge_session_logs(dirs, out)?;
         reporters.send(RunEvent::Finished).map_err(at(out))?;
-        report::terminal_table(&info, reporters.stats())
+        report::terminal_summary(
+            &info,
+            reporters.stats(),
+            false,
+            Some(&out.join("report.html")),
+        )
     };
-    merge_session_logs(dirs, out)?;
     Ok(Merged {
         violations: std::mem::take(&mut files.gate.violations),
         table,

@@ -201,6 +201,7 @@ pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
             max_attempts: if s.task.is_some() { 1 } else { s.max_retries },
             task_milestones: s.task.as_ref().map(|t| t.milestones.len() as u32),
             min_success: s.min_success,
+            tags: s.tags.clone(),
         })
         .collect()
 }

@@ -13,9 +13,6 @@ use super::summary::{
 use super::{Reporter, RunInfo, Violation, violations};
 use crate::metrics::Aggregate;
 
-/// The most model x scenario rows printed on the terminal.
-const MAX_PRINTED_ROWS: usize = 200;
-
 /// Writes summary.md when the run finishes.
 pub struct Markdown {
     path: PathBuf,
@@ -32,7 +29,12 @@ impl Markdown {
 impl Reporter for Markdown {
     fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
         let rows = summary_rows(info, stats);
-        let text = markdown(
+        // The charts as SVG files beside summary.md, which links them.
+        let charts = super::charts::charts(info, stats);
+        if let Some(dir) = self.path.parent() {
+            super::charts::write_svgs(&charts, dir)?;
+        }
+        let mut text = markdown(
             info,
             &key_table(&rows),
             &model_rows(info, stats),
@@ -40,23 +42,123 @@ impl Reporter for Markdown {
             &correction_rows(info, stats),
             &violations(info, stats),
         );
+        if !charts.is_empty() {
+            text.push_str("\n## Charts\n\n");
+            for chart in &charts {
+                let _ = writeln!(text, "![{}]({}.svg)\n", chart.title, chart.name);
+            }
+        }
         std::fs::write(&self.path, text)
     }
 }
 
-/// The table for the terminal: every model x scenario, or for a big suite
-/// (whose table would scroll away) the models.
-pub fn terminal_table(info: &RunInfo, stats: &Aggregate) -> String {
-    let rows = summary_rows(info, stats);
-    if rows.len() <= MAX_PRINTED_ROWS {
-        key_table(&rows)
-    } else {
-        format!(
-            "{}\n{} model x scenario rows are in summary.md and summary.csv.",
-            models_table(&model_rows(info, stats)),
-            rows.len()
-        )
+/// The per-scenario table is printed when it has at most this many rows
+/// (or with `--table`).
+const PRINTED_ROWS: usize = 40;
+
+/// What the terminal shows after a run, the answer first: one line per
+/// model (final success with its interval, success at once, what
+/// self-correction added, median latency, cost when priced), the
+/// significant paired differences, the worst cells, where report.html is;
+/// then the per-scenario tables when small or asked for (`table`).
+pub fn terminal_summary(
+    info: &RunInfo,
+    stats: &Aggregate,
+    table: bool,
+    report: Option<&Path>,
+) -> String {
+    let mut text = String::from(
+        "Verdict (final success [95% interval], success at once, self-correction gain, p50 latency):\n",
+    );
+    let mut models = model_rows(info, stats);
+    let latency: Vec<Option<f64>> = stats
+        .cells
+        .iter()
+        .map(|cells| super::summary::total(cells).model_ms.percentile_ms(0.5))
+        .collect();
+    let mut order: Vec<usize> = (0..models.len()).collect();
+    order.sort_by(|a, b| {
+        let key = |m: &ModelRow| m.final_success.unwrap_or(-1.0);
+        key(&models[*b]).total_cmp(&key(&models[*a]))
+    });
+    let width = models.iter().map(|m| m.model.len()).max().unwrap_or(0);
+    for &i in &order {
+        let m = &mut models[i];
+        let gain = match (m.final_success, m.success_at_1) {
+            (Some(f), Some(a)) => format!("{:+.1} points", 100.0 * (f - a)),
+            _ => "-".to_owned(),
+        };
+        let cost = if info.models[i].prices.is_some() {
+            format!(", ${:.4}", m.cost_usd)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            text,
+            "  {:width$}  {} [{}, {}]  at once {}  self-correction {}  p50 {}{}",
+            m.model,
+            percent_opt(m.final_success),
+            percent_opt(m.wilson_low),
+            percent_opt(m.wilson_high),
+            percent_opt(m.success_at_1),
+            gain,
+            latency[i].map_or("-".to_owned(), |ms| format!("{ms:.0} ms")),
+            cost,
+        );
     }
+    let significant: Vec<ComparisonRow> = comparison_rows(info, stats)
+        .into_iter()
+        .filter(|c| c.significant)
+        .collect();
+    if significant.is_empty() && info.models.len() > 1 {
+        text.push_str("No difference between models is significant (paired McNemar, p < 0.05).\n");
+    }
+    for c in &significant {
+        let _ = writeln!(
+            text,
+            "Significant: {} vs {}: {} (p = {:.4})",
+            c.model_a,
+            c.model_b,
+            c.difference
+                .map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)),
+            c.p_value
+        );
+    }
+    let rows = summary_rows(info, stats);
+    let mut worst: Vec<&SummaryRow> = rows.iter().filter(|r| r.head.trials > 0).collect();
+    worst.sort_by(|a, b| {
+        let key = |r: &SummaryRow| r.head.final_success.unwrap_or(0.0);
+        key(a).total_cmp(&key(b))
+    });
+    let worst: Vec<String> = worst
+        .iter()
+        .take(5)
+        .map(|r| {
+            format!(
+                "{} / {} {}",
+                r.head.model,
+                r.head.scenario,
+                percent_opt(r.head.final_success)
+            )
+        })
+        .collect();
+    if !worst.is_empty() {
+        let _ = writeln!(text, "Worst cells: {}", worst.join("; "));
+    }
+    if let Some(report) = report {
+        let _ = writeln!(text, "Report: {}", report.display());
+    }
+    if table || rows.len() <= PRINTED_ROWS {
+        text.push('\n');
+        text.push_str(&key_table(&rows));
+    } else {
+        let _ = writeln!(
+            text,
+            "({} model x scenario rows: --table prints them; all are in summary.md, summary.csv and report.html.)",
+            rows.len()
+        );
+    }
+    text
 }
 
 fn percent(x: f64) -> String {

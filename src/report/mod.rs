@@ -8,11 +8,14 @@
 //! reports/README.md. Nothing here knows how trials are run.
 
 pub mod bench;
+pub mod charts;
 mod compare;
+mod html;
 mod junit;
 mod markdown;
 mod session;
 mod summary;
+pub mod svg;
 pub mod trials;
 
 use std::io;
@@ -25,8 +28,9 @@ use crate::call::Prices;
 use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
 
 pub use compare::{Change, CompareError, Comparison, compare};
+pub use html::HtmlReport;
 pub use junit::JUnitXml;
-pub use markdown::{Markdown, terminal_table};
+pub use markdown::{Markdown, terminal_summary};
 pub use session::{JobKey, SessionFile};
 pub use summary::SummaryCsvs;
 pub use trials::{TrialReader, TrialRow, TrialsCsv};
@@ -68,6 +72,7 @@ pub struct ScenarioInfo {
     pub max_attempts: u32,
     /// Set for a task: how many milestones it has.
     pub task_milestones: Option<u32>,
+    pub tags: Vec<String>,
     /// The scenario's own success threshold.
     pub min_success: Option<f64>,
 }
@@ -325,6 +330,7 @@ pub struct RunFiles {
     pub trials: TrialsCsv,
     pub summaries: SummaryCsvs,
     pub markdown: Markdown,
+    pub html: HtmlReport,
     pub junit: JUnitXml,
     pub gate: Gate,
 }
@@ -338,6 +344,7 @@ impl RunFiles {
             trials: TrialsCsv::create(&out.join("trials.csv"))?,
             summaries: SummaryCsvs::new(out),
             markdown: Markdown::new(&out.join("summary.md")),
+            html: HtmlReport::new(out),
             junit: JUnitXml::new(&out.join("junit.xml")),
             gate: Gate::default(),
         })
@@ -354,6 +361,7 @@ impl RunFiles {
             &mut self.trials as &mut dyn Reporter,
             &mut self.summaries,
             &mut self.markdown,
+            &mut self.html,
             &mut self.junit,
             &mut self.gate,
         ]);

@@ -1,0 +1,325 @@
+//! The run's charts, from its measures: the verdict (final success with
+//! intervals), the retry curve, pass^k, failures by kind, self-correction
+//! by kind, parallel speedup against the ideal, latency percentiles and,
+//! when the run has tasks, task progress and turns. report.html embeds
+//! them; summary.md links them as SVG files beside it.
+
+use std::io;
+use std::path::Path;
+
+use super::RunInfo;
+use super::summary::{model_rows, total};
+use super::svg::{Bars, Intervals, Lines};
+use crate::call::Failure;
+use crate::metrics::{Aggregate, CellStats, histogram_mean, pass_hat_k};
+
+/// One chart: its file stem (`retry_curve`), title and SVG.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub name: &'static str,
+    pub title: String,
+    pub svg: String,
+}
+
+/// Attempts and k shown at most.
+const MAX_K: u32 = 10;
+
+/// Failure kinds with a colour of their own (the palette's size, less one
+/// for "other").
+const COLOURED_KINDS: usize = 6;
+
+/// Each model's cells of one kind summed: single-turn scenarios, or tasks.
+fn per_model(info: &RunInfo, stats: &Aggregate, tasks: bool) -> Vec<CellStats> {
+    stats
+        .cells
+        .iter()
+        .map(|cells| {
+            let kind: Vec<CellStats> = cells
+                .iter()
+                .enumerate()
+                .filter(|(s, _)| info.scenarios[*s].task_milestones.is_some() == tasks)
+                .map(|(_, c)| c.clone())
+                .collect();
+            total(&kind)
+        })
+        .collect()
+}
+
+/// Every chart the run has data for, in reading order.
+pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
+    let names: Vec<String> = info.models.iter().map(|m| m.name.clone()).collect();
+    let mut charts = Vec::new();
+    let mut push = |name: &'static str, title: &str, svg: String| {
+        charts.push(Chart {
+            name,
+            title: title.to_owned(),
+            svg,
+        })
+    };
+
+    // The verdict: models ranked by final success.
+    let mut ranked: Vec<(String, f64, f64, f64)> = model_rows(info, stats)
+        .into_iter()
+        .filter_map(|m| Some((m.model, m.final_success?, m.wilson_low?, m.wilson_high?)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if !ranked.is_empty() {
+        let title = "Final success by model";
+        let svg = Intervals {
+            title: title.to_owned(),
+            unit: "final success, with its 95% Wilson interval".to_owned(),
+            rows: ranked,
+        }
+        .render();
+        push("verdict", title, svg);
+    }
+
+    let turns = per_model(info, stats, false);
+    let measured = |cells: &[CellStats]| cells.iter().any(|c| c.trials > 0);
+    if measured(&turns) {
+        let k_max = turns
+            .iter()
+            .map(|c| c.max_attempts)
+            .max()
+            .unwrap_or(1)
+            .min(MAX_K);
+        let series = names
+            .iter()
+            .zip(&turns)
+            .filter(|(_, c)| c.trials > 0)
+            .map(|(name, c)| {
+                let points = (1..=k_max)
+                    .map(|k| (f64::from(k), c.success_by(k)))
+                    .collect();
+                (name.clone(), points)
+            })
+            .collect();
+        let title = "Retry curve: success by attempt";
+        let svg = Lines {
+            title: title.to_owned(),
+            x_label: "attempt".to_owned(),
+            y_label: "succeeded by this attempt".to_owned(),
+            series,
+        }
+        .render();
+        push("retry_curve", title, svg);
+    }
+
+    // pass^k: the mean over a model's cells of the chance that k trials all succeed.
+    let pass_series: Vec<(String, Vec<(f64, f64)>)> = stats
+        .cells
+        .iter()
+        .enumerate()
+        .filter_map(|(m, cells)| {
+            let n = cells.iter().map(|c| c.trials).max()?;
+            let points: Vec<(f64, f64)> = (1..=n.min(u64::from(MAX_K)))
+                .filter_map(|k| {
+                    let values: Vec<f64> = cells
+                        .iter()
+                        .filter(|c| c.trials >= k)
+                        .map(|c| pass_hat_k(c.successes(), c.trials, k))
+                        .collect();
+                    (!values.is_empty())
+                        .then(|| (k as f64, values.iter().sum::<f64>() / values.len() as f64))
+                })
+                .collect();
+            (!points.is_empty()).then(|| (names[m].clone(), points))
+        })
+        .collect();
+    if !pass_series.is_empty() {
+        let title = "pass^k: every one of k trials succeeds";
+        let svg = Lines {
+            title: title.to_owned(),
+            x_label: "k (trials that must all succeed)".to_owned(),
+            y_label: "pass^k, mean over scenarios".to_owned(),
+            series: pass_series,
+        }
+        .render();
+        push("pass_k", title, svg);
+    }
+
+    // Failures by kind, per model.
+    let all = per_model_all(stats);
+    // The most frequent kinds get a colour each; the rest are "other".
+    let count = |c: &CellStats, k: &Failure| c.failures.get(k).copied().unwrap_or(0);
+    let mut kinds: Vec<(Failure, u64)> = Failure::ALL
+        .into_iter()
+        .map(|k| (k, all.iter().map(|c| count(c, &k)).sum()))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    let shown: Vec<Failure> = kinds.iter().take(COLOURED_KINDS).map(|(k, _)| *k).collect();
+    let other = kinds.len() > shown.len();
+    if !shown.is_empty() {
+        let title = "Failures by kind";
+        let mut series: Vec<String> = shown.iter().map(|k| k.as_str().to_owned()).collect();
+        if other {
+            series.push("other".to_owned());
+        }
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "failed calls or turns, over every attempt".to_owned(),
+            series,
+            rows: names
+                .iter()
+                .zip(&all)
+                .map(|(name, c)| {
+                    let mut counts: Vec<Option<f64>> =
+                        shown.iter().map(|k| Some(count(c, k) as f64)).collect();
+                    if other {
+                        let rest: u64 = c
+                            .failures
+                            .iter()
+                            .filter(|(k, _)| !shown.contains(k))
+                            .map(|(_, n)| n)
+                            .sum();
+                        counts.push(Some(rest as f64));
+                    }
+                    (name.clone(), counts)
+                })
+                .collect(),
+            stacked: true,
+            percent: false,
+        }
+        .render();
+        push("failures", title, svg);
+    }
+
+    // Self-correction by the first attempt's failure kind.
+    let corrected: Vec<Failure> = Failure::ALL
+        .into_iter()
+        .filter(|k| turns.iter().any(|c| c.first_failed_by_kind.contains_key(k)))
+        .collect();
+    if !corrected.is_empty() {
+        let title = "Self-correction by first-attempt failure";
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "trials fixed by a later attempt".to_owned(),
+            series: names.clone(),
+            rows: corrected
+                .iter()
+                .map(|kind| {
+                    let rates = turns
+                        .iter()
+                        .map(|c| {
+                            c.first_failed_by_kind
+                                .get(kind)
+                                .filter(|(failed, _)| *failed > 0)
+                                .map(|(failed, fixed)| *fixed as f64 / *failed as f64)
+                        })
+                        .collect();
+                    (kind.as_str().to_owned(), rates)
+                })
+                .collect(),
+            stacked: false,
+            percent: true,
+        }
+        .render();
+        push("self_correction", title, svg);
+    }
+
+    if all.iter().any(|c| c.parallel_turns > 0) {
+        let title = "Parallel speedup against the ideal";
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "speedup over running the calls one by one (x)".to_owned(),
+            series: vec![
+                "measured".to_owned(),
+                "ideal (write barriers kept)".to_owned(),
+            ],
+            rows: names
+                .iter()
+                .zip(&all)
+                .map(|(name, c)| {
+                    let speed = c.mean_speedup();
+                    (name.clone(), vec![speed.map(|s| s.0), speed.map(|s| s.1)])
+                })
+                .collect(),
+            stacked: false,
+            percent: false,
+        }
+        .render();
+        push("speedup", title, svg);
+    }
+
+    if all.iter().any(|c| c.trials > 0) {
+        let title = "Model latency";
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "response time per attempt (ms)".to_owned(),
+            series: vec!["p50".to_owned(), "p95".to_owned(), "p99".to_owned()],
+            rows: names
+                .iter()
+                .zip(&all)
+                .map(|(name, c)| {
+                    let p = |q| c.model_ms.percentile_ms(q);
+                    (name.clone(), vec![p(0.50), p(0.95), p(0.99)])
+                })
+                .collect(),
+            stacked: false,
+            percent: false,
+        }
+        .render();
+        push("latency", title, svg);
+    }
+
+    let tasks = per_model(info, stats, true);
+    if tasks.iter().any(|c| c.task.is_some()) {
+        let title = "Agent tasks: success and progress";
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "fraction of tasks, of milestones".to_owned(),
+            series: vec![
+                "task success".to_owned(),
+                "progress (milestones reached)".to_owned(),
+            ],
+            rows: names
+                .iter()
+                .zip(&tasks)
+                .map(|(name, c)| {
+                    let success = (c.trials > 0).then(|| c.final_success());
+                    let progress = c.task.as_ref().and_then(|t| t.progress_rate());
+                    (name.clone(), vec![success, progress])
+                })
+                .collect(),
+            stacked: false,
+            percent: true,
+        }
+        .render();
+        push("tasks", title, svg);
+        let title = "Agent tasks: turns and calls per task";
+        let svg = Bars {
+            title: title.to_owned(),
+            unit: "mean per task".to_owned(),
+            series: vec!["turns".to_owned(), "calls".to_owned()],
+            rows: names
+                .iter()
+                .zip(&tasks)
+                .map(|(name, c)| {
+                    let task = c.task.as_ref();
+                    let turns = task.and_then(|t| histogram_mean(&t.turns));
+                    let calls = task.and_then(|t| histogram_mean(&t.calls));
+                    (name.clone(), vec![turns, calls])
+                })
+                .collect(),
+            stacked: false,
+            percent: false,
+        }
+        .render();
+        push("task_turns", title, svg);
+    }
+    charts
+}
+
+/// Each model's cells summed, tasks and single turns together.
+fn per_model_all(stats: &Aggregate) -> Vec<CellStats> {
+    stats.cells.iter().map(|cells| total(cells)).collect()
+}
+
+/// Write each chart as `<name>.svg` in `dir`.
+pub fn write_svgs(charts: &[Chart], dir: &Path) -> io::Result<()> {
+    for chart in charts {
+        std::fs::write(dir.join(format!("{}.svg", chart.name)), &chart.svg)?;
+    }
+    Ok(())
+}

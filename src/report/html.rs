@@ -1,0 +1,299 @@
+//! report.html: one self-contained file a person opens from disk. Top to
+//! bottom: the verdict (models ranked with intervals, the significant
+//! paired differences), the charts, the per-scenario table (sortable,
+//! filtered by model and tag, worst first), and for each cell a few failed
+//! trials with their conversation as it happened (from session.jsonl: the
+//! calls, the errors the model got back, what it did next). Styles, SVG
+//! and the little script that sorts and filters are inline; nothing is
+//! loaded from the network.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use serde::Deserialize;
+
+use super::charts::charts;
+use super::summary::{comparison_rows, summary_rows};
+use super::{FinishedTrial, Reporter, RunInfo};
+use crate::metrics::Aggregate;
+
+/// Failed trials shown per model x scenario, and in all: the report's
+/// size stays bounded whatever the run's.
+const FAILED_PER_CELL: usize = 3;
+const FAILED_IN_ALL: usize = 300;
+
+/// One entry of a trial's log, as shown.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    model: String,
+    scenario: String,
+    trial: u32,
+    attempt: u32,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    arguments: serde_json::Value,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    error_kind: Option<String>,
+}
+
+/// Writes report.html when the run finishes.
+pub struct HtmlReport {
+    out: PathBuf,
+    /// Failed trials kept, by (model, scenario): their log entries.
+    failed: BTreeMap<(usize, usize), Vec<(u32, Vec<Entry>)>>,
+    kept: usize,
+}
+
+impl HtmlReport {
+    /// The report goes to `out/report.html`; failed trials' conversations
+    /// come from the trials' events, or from `out/session.jsonl`.
+    pub fn new(out: &Path) -> Self {
+        HtmlReport {
+            out: out.to_owned(),
+            failed: BTreeMap::new(),
+            kept: 0,
+        }
+    }
+
+    /// Fill in the conversations the events did not carry (a report made
+    /// from a run folder) from its session.jsonl.
+    fn read_log(&mut self, info: &RunInfo) -> io::Result<()> {
+        let missing = self.failed.values().flatten().any(|(_, e)| e.is_empty());
+        let path = self.out.join("session.jsonl");
+        if !missing || !path.is_file() {
+            return Ok(());
+        }
+        let index = |names: Vec<&str>, name: &str| names.iter().position(|n| *n == name);
+        let models: Vec<&str> = info.models.iter().map(|m| m.name.as_str()).collect();
+        let scenarios: Vec<&str> = info.scenarios.iter().map(|s| s.name.as_str()).collect();
+        let file = std::fs::File::open(&path)?;
+        for line in io::BufReader::new(file).lines() {
+            let Ok(entry) = serde_json::from_str::<Entry>(&line?) else {
+                continue;
+            };
+            let (Some(m), Some(s)) = (
+                index(models.clone(), &entry.model),
+                index(scenarios.clone(), &entry.scenario),
+            ) else {
+                continue;
+            };
+            if let Some(trials) = self.failed.get_mut(&(m, s))
+                && let Some((_, entries)) = trials.iter_mut().find(|(t, _)| *t == entry.trial)
+            {
+                entries.push(entry);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Reporter for HtmlReport {
+    fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
+        let record = trial.record;
+        if record.success() || self.kept >= FAILED_IN_ALL {
+            return Ok(());
+        }
+        let cell = self
+            .failed
+            .entry((record.model, record.scenario))
+            .or_default();
+        if cell.len() < FAILED_PER_CELL {
+            let entries = trial
+                .session
+                .split(|b| *b == b'\n')
+                .filter_map(|line| serde_json::from_slice(line).ok())
+                .collect();
+            cell.push((record.trial, entries));
+            self.kept += 1;
+        }
+        Ok(())
+    }
+
+    fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
+        self.read_log(info)?;
+        let page = render(info, stats, &self.failed);
+        std::fs::write(self.out.join("report.html"), page.into_string())
+    }
+}
+
+const STYLE: &str = r#"
+body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: right; }
+th { cursor: pointer; background: #f6f6f6; position: sticky; top: 0; }
+td:nth-child(-n+3), th:nth-child(-n+3) { text-align: left; }
+tr.below td { background: #fff3f0; }
+.chart { margin: 12px 0; } .note { color: #555; font-size: 13px; }
+.filters { margin: 8px 0; display: flex; gap: 12px; }
+details { margin: 6px 0; } summary { cursor: pointer; }
+.turn { margin: 4px 0 4px 16px; font-size: 13px; }
+.call { font-family: monospace; color: #0b4f8a; white-space: pre-wrap; }
+.result { font-family: monospace; white-space: pre-wrap; margin-left: 16px; }
+.error { color: #a33; }
+"#;
+
+const SCRIPT: &str = r#"
+for (const th of document.querySelectorAll('#cells th')) {
+  th.addEventListener('click', () => {
+    const body = document.querySelector('#cells tbody');
+    const i = th.cellIndex;
+    const up = th.dataset.dir !== 'asc';
+    th.dataset.dir = up ? 'asc' : 'desc';
+    const key = (row) => row.cells[i].dataset.v ?? row.cells[i].textContent;
+    const rows = [...body.rows].sort((a, b) => {
+      const x = key(a), y = key(b);
+      const nx = parseFloat(x), ny = parseFloat(y);
+      const c = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
+      return up ? c : -c;
+    });
+    for (const row of rows) body.appendChild(row);
+  });
+}
+function filter() {
+  const model = document.querySelector('#model').value;
+  const tag = document.querySelector('#tag').value;
+  for (const row of document.querySelectorAll('#cells tbody tr')) {
+    const show = (!model || row.dataset.model === model) &&
+      (!tag || row.dataset.tags.split(' ').includes(tag));
+    row.style.display = show ? '' : 'none';
+  }
+}
+document.querySelector('#model').addEventListener('change', filter);
+document.querySelector('#tag').addEventListener('change', filter);
+"#;
+
+fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+type Failed = BTreeMap<(usize, usize), Vec<(u32, Vec<Entry>)>>;
+
+fn render(info: &RunInfo, stats: &Aggregate, failed: &Failed) -> Markup {
+    let charts = charts(info, stats);
+    let mut rows = summary_rows(info, stats);
+    // Worst first: the cells to look at.
+    rows.sort_by(|a, b| {
+        let key = |r: &super::summary::SummaryRow| r.head.final_success.unwrap_or(-1.0);
+        key(a).total_cmp(&key(b))
+    });
+    let significant: Vec<_> = comparison_rows(info, stats)
+        .into_iter()
+        .filter(|c| c.significant)
+        .collect();
+    let mut tags: Vec<&str> = info
+        .scenarios
+        .iter()
+        .flat_map(|s| s.tags.iter().map(String::as_str))
+        .collect();
+    tags.sort_unstable();
+    tags.dedup();
+    let scenario_index = |name: &str| info.scenarios.iter().position(|s| s.name == name);
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "toolgauge run" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                h1 { "toolgauge run" }
+                p class="note" {
+                    (info.models.len()) " model(s) x " (info.scenarios.len()) " scenario(s) x "
+                    (info.trials) " trial(s), seed " (info.seed) ", feedback " (info.feedback)
+                    ", clock " (info.clock) "."
+                }
+                h2 { "Verdict" }
+                @if let Some(verdict) = charts.iter().find(|c| c.name == "verdict") {
+                    div class="chart" { (PreEscaped(&verdict.svg)) }
+                } @else {
+                    p { "Nothing was measured." }
+                }
+                @if significant.is_empty() {
+                    p class="note" { "No difference between models is significant (paired McNemar test, p < 0.05)." }
+                } @else {
+                    ul {
+                        @for c in &significant {
+                            li {
+                                (c.model_a) " vs " (c.model_b) ": "
+                                (c.difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)))
+                                " (p = " (format!("{:.4}", c.p_value)) ", " (c.only_a) " trials only "
+                                (c.model_a) " got right, " (c.only_b) " only " (c.model_b) ")"
+                            }
+                        }
+                    }
+                }
+                @for chart in charts.iter().filter(|c| c.name != "verdict") {
+                    h2 { (chart.title) }
+                    div class="chart" { (PreEscaped(&chart.svg)) }
+                }
+                h2 { "By scenario (worst first)" }
+                div class="filters" {
+                    label { "model " select id="model" { option value="" { "all" } @for m in &info.models { option value=(m.name) { (m.name) } } } }
+                    label { "tag " select id="tag" { option value="" { "all" } @for t in &tags { option value=(t) { (t) } } } }
+                }
+                table id="cells" {
+                    thead { tr {
+                        th { "model" } th { "scenario" } th { "tags" } th { "trials" }
+                        th { "final success" } th { "95% interval" } th { "@1" }
+                        th { "self-correction" } th { "progress" } th { "failures" } th { "passed" }
+                    } }
+                    tbody {
+                        @for r in &rows {
+                            @let s = scenario_index(&r.head.scenario);
+                            @let tags = s.map(|s| info.scenarios[s].tags.join(" ")).unwrap_or_default();
+                            tr class=(if r.head.passed { "" } else { "below" }) data-model=(r.head.model) data-tags=(tags) {
+                                td { (r.head.model) } td { (r.head.scenario) } td { (tags) }
+                                td { (r.head.trials) }
+                                td data-v=(r.head.final_success.unwrap_or(-1.0)) { (percent(r.head.final_success)) }
+                                td { (percent(r.head.wilson_low)) " - " (percent(r.head.wilson_high)) }
+                                td data-v=(r.head.success_at_1.unwrap_or(-1.0)) { (percent(r.head.success_at_1)) }
+                                td data-v=(r.head.self_correction_rate.unwrap_or(-1.0)) { (percent(r.head.self_correction_rate)) }
+                                td data-v=(r.task.progress_rate.unwrap_or(-1.0)) { (percent(r.task.progress_rate)) }
+                                td { (r.failures.iter().sum::<u64>()) }
+                                td { (if r.head.passed { "yes" } else { "no" }) }
+                            }
+                        }
+                    }
+                }
+                h2 { "Failed trials, as they happened" }
+                @if failed.is_empty() {
+                    p class="note" { "No trial failed." }
+                }
+                @for ((m, s), trials) in failed {
+                    h3 { (info.models[*m].name) " / " (info.scenarios[*s].name) }
+                    @for (trial, entries) in trials {
+                        details {
+                            summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
+                            @if entries.is_empty() {
+                                p class="note" { "No log for this trial (run with --no-session, or the log is gone)." }
+                            }
+                            @for entry in entries {
+                                @if entry.kind == "tool_call" {
+                                    div class="turn call" { "turn " (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
+                                } @else {
+                                    div class=(if entry.is_error { "result error" } else { "result" }) {
+                                        @if let Some(kind) = &entry.error_kind { "[" (kind) "] " }
+                                        (entry.content)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    }
+}
