@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_FAILED};
-use crate::harness::merge::{Merged, merge};
+use crate::harness::merge::{Merged, html_report, merge};
 use crate::report;
 
 #[derive(Debug, Args)]
@@ -28,6 +28,12 @@ pub enum ReportCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Write DIR/report.html for a finished run folder (a run, merged
+    /// shards, or a run made before report.html existed).
+    Html {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print the change in success per model x scenario; exit 1 on a
     /// significant drop (95% intervals that do not overlap).
     Compare {
@@ -40,6 +46,11 @@ pub enum ReportCommand {
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     match &args.command {
+        ReportCommand::Html { dir } => {
+            let path = html_report(dir)?;
+            println!("{}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
         ReportCommand::Merge { dirs, out, force } => {
             if let Some(file) = report::held_run(out).filter(|_| !force) {
                 return Err(CliError::Usage(format!(

@@ -69,21 +69,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             });
         }
     }
-    // The scenarios give their limits and thresholds; the digest in
-    // run.json says they are the ones the shards ran.
-    let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let scenarios = load_suites(&record.suite.0, sandbox.path())
-        .map_err(MergeError::Suite)?
-        .scenarios;
-    record.check_suite(&scenarios)?;
-    let info = record.info(&scenarios);
-    let at = |path: &Path| {
-        let path = path.to_owned();
-        move |source| MergeError::Io { path, source }
-    };
+    let info = run_info(&record)?;
     let open = |dir: &PathBuf| {
         let path = dir.join("trials.csv");
         TrialReader::open(&info, &path).map_err(at(&path))
@@ -159,6 +145,51 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         violations: std::mem::take(&mut files.gate.violations),
         table,
     })
+}
+
+/// What reporters know of a recorded run. The scenarios give their
+/// limits and thresholds; the digest in run.json says they are the ones
+/// the run ran.
+fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
+    let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let scenarios = load_suites(&record.suite.0, sandbox.path())
+        .map_err(MergeError::Suite)?
+        .scenarios;
+    record.check_suite(&scenarios)?;
+    Ok(record.info(&scenarios))
+}
+
+fn at(path: &Path) -> impl FnOnce(io::Error) -> MergeError + use<> {
+    let path = path.to_owned();
+    move |source| MergeError::Io { path, source }
+}
+
+/// Write `dir/report.html` for a finished run folder (one run, or merged
+/// shards; made before report.html existed too): its trials are replayed
+/// through the HTML reporter, its session.jsonl read for the failed
+/// trials' conversations. Gives the report's path.
+pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
+    let record = RunRecord::read(dir)?;
+    let info = run_info(&record)?;
+    let trials = dir.join("trials.csv");
+    let reader = TrialReader::open(&info, &trials).map_err(at(&trials))?;
+    let mut html = report::HtmlReport::new(dir);
+    let mut reporters = Reporters::new(&info, vec![&mut html]);
+    reporters.send(RunEvent::Started).map_err(at(dir))?;
+    for trial in reader {
+        let trial = trial.map_err(at(&trials))?;
+        reporters
+            .send(RunEvent::TrialFinished(FinishedTrial {
+                record: &trial,
+                session: &[],
+            }))
+            .map_err(at(dir))?;
+    }
+    reporters.send(RunEvent::Finished).map_err(at(dir))?;
+    Ok(dir.join("report.html"))
 }
 
 /// The shards' session logs, one after the other: every entry carries its

@@ -147,7 +147,7 @@ pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
         .map(|k| (k, all.iter().map(|c| count(c, &k)).sum()))
         .filter(|(_, n)| *n > 0)
         .collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let shown: Vec<Failure> = kinds.iter().take(COLOURED_KINDS).map(|(k, _)| *k).collect();
     let other = kinds.len() > shown.len();
     if !shown.is_empty() {

@@ -46,11 +46,14 @@ struct Entry {
     error_kind: Option<String>,
 }
 
+/// Failed trials by (model, scenario): the trial and its log entries.
+type Failed = BTreeMap<(usize, usize), Vec<(u32, Vec<Entry>)>>;
+
 /// Writes report.html when the run finishes.
 pub struct HtmlReport {
     out: PathBuf,
     /// Failed trials kept, by (model, scenario): their log entries.
-    failed: BTreeMap<(usize, usize), Vec<(u32, Vec<Entry>)>>,
+    failed: Failed,
     kept: usize,
 }
 
@@ -177,8 +180,6 @@ fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", 100.0 * x))
 }
 
-type Failed = BTreeMap<(usize, usize), Vec<(u32, Vec<Entry>)>>;
-
 fn render(info: &RunInfo, stats: &Aggregate, failed: &Failed) -> Markup {
     let charts = charts(info, stats);
     let mut rows = summary_rows(info, stats);
@@ -277,7 +278,7 @@ fn render(info: &RunInfo, stats: &Aggregate, failed: &Failed) -> Markup {
                         details {
                             summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
                             @if entries.is_empty() {
-                                p class="note" { "No log for this trial (run with --no-session, or the log is gone)." }
+                                p class="note" { "No call logged: the model made none, or the run had no session log (--no-session)." }
                             }
                             @for entry in entries {
                                 @if entry.kind == "tool_call" {

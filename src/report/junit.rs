@@ -50,6 +50,22 @@ impl Reporter for JUnitXml {
                 };
                 let mut case = TestCase::new(info.scenarios[s].name.as_str(), status);
                 case.set_classname(model.as_str()).set_time(cell.busy);
+                // The measured rate, where CI systems show it.
+                if cell.trials > 0 {
+                    let (low, high) = cell.wilson();
+                    case.add_property((
+                        "final_success",
+                        format!("{:.6}", cell.final_success()).as_str(),
+                    ))
+                    .add_property(("trials", cell.trials.to_string().as_str()))
+                    .set_system_out(format!(
+                        "final success {:.1}% [{:.1}%, {:.1}%] over {} trials",
+                        100.0 * cell.final_success(),
+                        100.0 * low,
+                        100.0 * high,
+                        cell.trials
+                    ));
+                }
                 suite_time += cell.busy;
                 suite.add_test_case(case);
             }

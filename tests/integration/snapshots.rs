@@ -54,6 +54,35 @@ fn every_report_format_matches_its_snapshot() {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
         insta::assert_snapshot!(file, text);
     }
+    // Every chart, as summary.md links it and report.html embeds it.
+    let mut charts: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    charts.sort();
+    let names: Vec<String> = charts
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "failures",
+            "latency",
+            "pass_k",
+            "retry_curve",
+            "self_correction",
+            "speedup",
+            "verdict"
+        ]
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (path, name) in charts.iter().zip(&names) {
+        let svg = std::fs::read_to_string(path).unwrap();
+        assert!(html.contains(&svg), "report.html lacks the {name} chart");
+        insta::assert_snapshot!(format!("chart_{name}.svg"), svg);
+    }
     // The session log: every entry, with the wall-clock timestamps out.
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     let entries: Vec<String> = log
