@@ -55,6 +55,8 @@ pub struct HtmlReport {
     /// Failed trials kept, by (model, scenario): their log entries.
     failed: Failed,
     kept: usize,
+    /// Failed trials per (model, scenario), shown or not.
+    failures: BTreeMap<(usize, usize), u64>,
 }
 
 impl HtmlReport {
@@ -65,6 +67,7 @@ impl HtmlReport {
             out: out.to_owned(),
             failed: BTreeMap::new(),
             kept: 0,
+            failures: BTreeMap::new(),
         }
     }
 
@@ -103,7 +106,14 @@ impl HtmlReport {
 impl Reporter for HtmlReport {
     fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
         let record = trial.record;
-        if record.success() || self.kept >= FAILED_IN_ALL {
+        if record.success() {
+            return Ok(());
+        }
+        *self
+            .failures
+            .entry((record.model, record.scenario))
+            .or_default() += 1;
+        if self.kept >= FAILED_IN_ALL {
             return Ok(());
         }
         let cell = self
@@ -124,7 +134,7 @@ impl Reporter for HtmlReport {
 
     fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
         self.read_log(info)?;
-        let page = render(info, stats, &self.failed);
+        let page = render(info, stats, &self.failed, &self.failures);
         std::fs::write(self.out.join("report.html"), page.into_string())
     }
 }
@@ -180,7 +190,12 @@ fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", 100.0 * x))
 }
 
-fn render(info: &RunInfo, stats: &Aggregate, failed: &Failed) -> Markup {
+fn render(
+    info: &RunInfo,
+    stats: &Aggregate,
+    failed: &Failed,
+    failures: &BTreeMap<(usize, usize), u64>,
+) -> Markup {
     let charts = charts(info, stats);
     let mut rows = summary_rows(info, stats);
     // Worst first: the cells to look at.
@@ -274,6 +289,10 @@ fn render(info: &RunInfo, stats: &Aggregate, failed: &Failed) -> Markup {
                 }
                 @for ((m, s), trials) in failed {
                     h3 { (info.models[*m].name) " / " (info.scenarios[*s].name) }
+                    @let more = failures.get(&(*m, *s)).copied().unwrap_or(0).saturating_sub(trials.len() as u64);
+                    @if more > 0 {
+                        p class="note" { (more) " more failed trial(s), not shown: every call is in session.jsonl." }
+                    }
                     @for (trial, entries) in trials {
                         details {
                             summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }

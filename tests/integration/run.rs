@@ -143,6 +143,13 @@ fn merged_shards_equal_one_run() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_same_files(&full, &merged);
+    // report.html too, the failed trials' conversations read from the
+    // merged log; and made again from the folder, the same.
+    assert_eq!(read(&full, "report.html"), read(&merged, "report.html"));
+    std::fs::remove_file(full.join("report.html")).unwrap();
+    let output = toolgauge(&["report", "html", full.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(read(&full, "report.html"), read(&merged, "report.html"));
 
     // A folder that holds a run is not replaced without --force.
     let again = toolgauge(&args);
@@ -622,4 +629,36 @@ fn a_run_without_a_session_log_is_resumed_without_one() {
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert!(!killed.join("session.jsonl").exists());
     assert_same_files(&full, &killed);
+}
+
+#[test]
+fn the_terminal_gives_the_verdict_first_and_the_table_when_short_or_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 models x 35 scenarios: too many rows to print unasked.
+    let long = run_into(&dir.path().join("long"), &[]);
+    let text = String::from_utf8_lossy(&long.stdout);
+    assert!(text.starts_with("Verdict (final success"), "{text}");
+    for model in ["reference", "careless", "attentive", "scripted"] {
+        assert!(
+            text.lines()
+                .skip(1)
+                .take(4)
+                .any(|l| l.trim_start().starts_with(model)),
+            "{model}: {text}"
+        );
+    }
+    assert!(
+        text.contains("Worst cells: ") && text.contains("report.html"),
+        "{text}"
+    );
+    assert!(!text.contains("| model | scenario |"), "{text}");
+    assert!(text.contains("--table prints them"), "{text}");
+    let asked = run_into(&dir.path().join("asked"), &["--table"]);
+    let text = String::from_utf8_lossy(&asked.stdout);
+    assert_eq!(text.matches("| model | scenario |").count(), 1, "{text}");
+    // The header and a row per model x scenario.
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("| ")).count(),
+        1 + 4 * 35
+    );
 }
