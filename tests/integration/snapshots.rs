@@ -95,3 +95,35 @@ fn every_report_format_matches_its_snapshot() {
         .collect();
     insta::assert_snapshot!("session.jsonl", entries.join("\n"));
 }
+
+#[test]
+fn the_task_charts_match_their_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let output = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(["run"])
+        .arg(root.join("agent/store_refund_order.json"))
+        .arg(root.join("agent/parallel_quotes_then_book.json"))
+        .args(["--trials", "4", "--seed", "5", "--quiet", "--out", "out"])
+        .args([
+            "--models",
+            root.join("models/scripted.json").to_str().unwrap(),
+        ])
+        .args([
+            "--models",
+            root.join("models/careless.json").to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for name in ["tasks", "task_turns"] {
+        let svg = std::fs::read_to_string(dir.path().join(format!("out/{name}.svg"))).unwrap();
+        insta::assert_snapshot!(format!("chart_{name}.svg"), svg);
+    }
+}
