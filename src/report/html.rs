@@ -293,6 +293,8 @@ fn render(
                     @if more > 0 {
                         p class="note" { (more) " more failed trial(s), not shown: every call is in session.jsonl." }
                     }
+                    // A task's turns, or a single-turn scenario's attempts.
+                    @let step = if info.scenarios[*s].task_milestones.is_some() { "turn " } else { "attempt " };
                     @for (trial, entries) in trials {
                         details {
                             summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
@@ -301,7 +303,7 @@ fn render(
                             }
                             @for entry in entries {
                                 @if entry.kind == "tool_call" {
-                                    div class="turn call" { "turn " (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
+                                    div class="turn call" { (step) (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
                                 } @else {
                                     div class=(if entry.is_error { "result error" } else { "result" }) {
                                         @if let Some(kind) = &entry.error_kind { "[" (kind) "] " }
