@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{CliError, EXIT_FAILED};
 use crate::fuzz::external::{DEFAULT_CASE_TIMEOUT, ExternalValidator};
-use crate::fuzz::{ToolFuzz, fuzz_schema};
+use crate::fuzz::{ToolFuzz, fuzz_schema, fuzz_schema_batched};
 use crate::tool::{Registry, ToolEnv, ToolSource};
 
 #[derive(Debug, Args)]
@@ -23,8 +23,10 @@ pub struct FuzzArgs {
     pub cases: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// `builtin`; `cmd:PROGRAM` (gets one JSON instance on stdin per case,
-    /// the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid); or an
+    /// `builtin`; `lines:PROGRAM` (one process for the whole run: a line
+    /// `{"tool": ..., "instance": ...}` in per case, a line `true` or
+    /// `false` out); `cmd:PROGRAM` (run once per case: one JSON instance on
+    /// stdin, the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid); or an
     /// `http://` URL (gets it as a POST body, the tool's name in the
     /// x-toolgauge-tool header; a 2xx answer means valid).
     #[arg(long, default_value = "builtin")]
@@ -70,7 +72,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             }
             None => {
                 return Err(CliError::Usage(format!(
-                    "--validator {other:?}: use builtin, cmd:PROGRAM or an http:// URL"
+                    "--validator {other:?}: use builtin, lines:PROGRAM, cmd:PROGRAM or an http:// URL"
                 )));
             }
         },
@@ -82,44 +84,64 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     )?;
 
     let mut reports: Vec<(String, ToolFuzz)> = Vec::new();
+    // A validator that gives no verdict stops the run; what it measured
+    // before is still written.
+    let mut failure = None;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
-        let mut failure = None;
         let report = match &validator {
             Validator::Builtin => fuzz_schema(
                 &def.parameters,
                 reference,
                 args.cases,
                 args.seed,
-                &mut |v| reference.is_valid(v),
+                &mut |v| Some(reference.is_valid(v)),
+            ),
+            // One process, pipelined: every case written while verdicts come back.
+            Validator::External(ExternalValidator::Lines(lines)) => fuzz_schema_batched(
+                &def.parameters,
+                reference,
+                args.cases,
+                args.seed,
+                &mut |all| {
+                    let Ok(mut lines) = lines.lock() else {
+                        return Vec::new();
+                    };
+                    let (verdicts, fault) = lines.accepts_all(&def.name, all);
+                    if let Some(e) = fault {
+                        failure = Some(format!("validator for tool {:?}: {e}", def.name));
+                    }
+                    verdicts
+                },
             ),
             Validator::External(external) => fuzz_schema(
                 &def.parameters,
                 reference,
                 args.cases,
                 args.seed,
-                // After the first error, skip the rest: it would only time out again.
-                &mut |v| {
-                    failure.is_none()
-                        && match external.accepts(&def.name, v) {
-                            Ok(valid) => valid,
-                            Err(e) => {
-                                failure = Some(e);
-                                false
-                            }
-                        }
+                &mut |v| match external.accepts(&def.name, v) {
+                    Ok(valid) => Some(valid),
+                    Err(e) => {
+                        failure = Some(format!("validator for tool {:?}: {e}", def.name));
+                        None
+                    }
                 },
             ),
         };
-        if let Some(error) = failure {
-            return Err(CliError::Usage(format!(
-                "validator for tool {:?}: {error}",
-                def.name
-            )));
-        }
         reports.push((def.name.clone(), report));
+        if failure.is_some() {
+            break;
+        }
     }
 
+    // A validator that never answered measured nothing: no file that
+    // could be read as a kill rate.
+    let measured = |r: &ToolFuzz| r.valid > 0 || !r.by_mutation.is_empty();
+    if let Some(failure) = &failure
+        && !reports.iter().any(|(_, r)| measured(r))
+    {
+        return Err(CliError::Usage(failure.clone()));
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Usage(format!("{}: {e}", args.out.display())))?;
     let path = args.out.join("fuzz.csv");
@@ -180,6 +202,11 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     }
     writer.flush().map_err(CliError::new)?;
     eprintln!("fuzz.csv written to {}", path.display());
+    if let Some(failure) = failure {
+        return Err(CliError::Usage(format!(
+            "{failure}; fuzz.csv holds what was measured before"
+        )));
+    }
     Ok(if failed {
         ExitCode::from(EXIT_FAILED)
     } else {

@@ -1,10 +1,15 @@
 //! Validators outside toolgauge, so users can fuzz their own tool servers:
-//! a command (one JSON instance on stdin, exit 0 means valid) or an HTTP
-//! endpoint (the instance as a POST body, 2xx means valid). Each case has a
-//! bounded time; a validator that does not answer is an error, not a verdict.
+//! a long-lived process speaking JSON Lines (`lines:`: one request per line
+//! on its stdin, one verdict per line on its stdout), a command run once
+//! per case (`cmd:`: the instance on stdin, exit 0 means valid), or an
+//! HTTP endpoint (the instance as a POST body, 2xx means valid). Each case
+//! has a bounded time; a validator that does not answer is an error, not a
+//! verdict.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufWriter, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -19,7 +24,9 @@ pub const TOOL_HEADER: &str = "x-toolgauge-tool";
 pub const TOOL_ENV: &str = "TOOLGAUGE_TOOL";
 
 pub enum ExternalValidator {
-    /// Run through `sh -c`.
+    /// One process for every case, through `sh -c`, speaking JSON Lines.
+    Lines(Mutex<LineValidator>),
+    /// Run through `sh -c`, once per case.
     Command { program: String, timeout: Duration },
     /// POSTed through the shared HTTP transport: rate limits and failing
     /// servers (429, 5xx) are retried, so they never read as a verdict.
@@ -40,6 +47,10 @@ impl std::fmt::Debug for ExternalValidator {
             ExternalValidator::Command { program, .. } => {
                 f.debug_tuple("Command").field(program).finish()
             }
+            ExternalValidator::Lines(lines) => {
+                let program = lines.lock().map(|l| l.program.clone()).unwrap_or_default();
+                f.debug_tuple("Lines").field(&program).finish()
+            }
             ExternalValidator::Http(http) => f.debug_tuple("Http").field(&http.url).finish(),
         }
     }
@@ -48,8 +59,13 @@ impl std::fmt::Debug for ExternalValidator {
 /// A `--validator` that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ValidatorSpecError {
-    #[error("cmd: needs a program, e.g. cmd:./validate.sh")]
+    #[error("cmd: and lines: need a program, e.g. lines:./validate.py")]
     NoProgram,
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Client(#[from] crate::transport::ClientError),
     #[error("cannot start the async runtime: {0}")]
@@ -75,6 +91,14 @@ pub enum ExternalError {
     },
     #[error("{url}: {message}")]
     Http { url: String, message: String },
+    /// A `lines:` validator's process ended (or closed its stdout).
+    #[error("{program:?} exited after answering {answered} instance(s)")]
+    Died { program: String, answered: u64 },
+    /// A `lines:` validator answered with something that is not a verdict.
+    #[error(
+        "{program:?} answered {line:?}: a verdict line is true, false or {{\"valid\": true|false, ...}}"
+    )]
+    NotAVerdict { program: String, line: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -85,6 +109,12 @@ impl ExternalValidator {
         spec: &str,
         timeout: Duration,
     ) -> Option<Result<ExternalValidator, ValidatorSpecError>> {
+        if let Some(program) = spec.strip_prefix("lines:") {
+            return Some(
+                LineValidator::start(program, timeout)
+                    .map(|v| ExternalValidator::Lines(Mutex::new(v))),
+            );
+        }
         if let Some(program) = spec.strip_prefix("cmd:") {
             return Some(if program.trim().is_empty() {
                 Err(ValidatorSpecError::NoProgram)
@@ -104,6 +134,10 @@ impl ExternalValidator {
     /// Does the validator accept `instance` as arguments of `tool`?
     pub fn accepts(&self, tool: &str, instance: &Value) -> Result<bool, ExternalError> {
         match self {
+            ExternalValidator::Lines(lines) => lines
+                .lock()
+                .map_err(|_| std::io::Error::other("the validator's lock is poisoned"))?
+                .accepts(tool, instance),
             ExternalValidator::Command { program, timeout } => {
                 run_command(program, *timeout, tool, instance)
             }
@@ -210,5 +244,174 @@ fn run_command(
             // Polling a child process: there is no async runtime here.
             None => std::thread::sleep(Duration::from_millis(2)),
         }
+    }
+}
+
+/// A validator process kept alive over the whole run. Protocol: toolgauge
+/// writes one line per case, `{"tool": NAME, "instance": VALUE}`; the
+/// process answers one line per case, in order: `true` (valid), `false`,
+/// or an object with a boolean `valid` (other fields are ignored).
+pub struct LineValidator {
+    program: String,
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    /// Lines the process wrote, read on their own thread so that a case
+    /// can time out.
+    lines: Receiver<std::io::Result<String>>,
+    timeout: Duration,
+    answered: u64,
+}
+
+impl LineValidator {
+    fn start(program: &str, timeout: Duration) -> Result<LineValidator, ValidatorSpecError> {
+        if program.trim().is_empty() {
+            return Err(ValidatorSpecError::NoProgram);
+        }
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(program)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| ValidatorSpecError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
+        let stdin = BufWriter::new(child.stdin.take().expect("piped"));
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(LineValidator {
+            program: program.to_owned(),
+            child,
+            stdin,
+            lines,
+            timeout,
+            answered: 0,
+        })
+    }
+
+    /// Verdicts on every instance, pipelined: a thread writes the requests
+    /// while this one reads the answers. On a fault, the verdicts so far
+    /// and the error; the process is stopped then.
+    pub fn accepts_all(
+        &mut self,
+        tool: &str,
+        instances: &[Value],
+    ) -> (Vec<bool>, Option<ExternalError>) {
+        let mut verdicts = Vec::with_capacity(instances.len());
+        let LineValidator {
+            stdin,
+            lines,
+            child,
+            program,
+            timeout,
+            answered,
+        } = self;
+        let fault = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for instance in instances {
+                    let request = serde_json::json!({"tool": tool, "instance": instance});
+                    let written = serde_json::to_writer(&mut *stdin, &request)
+                        .map_err(std::io::Error::from)
+                        .and_then(|()| stdin.write_all(b"\n"));
+                    if written.is_err() {
+                        return;
+                    }
+                }
+                let _ = stdin.flush();
+            });
+            for instance in instances {
+                match verdict(lines, *timeout, program, instance) {
+                    Ok(valid) => {
+                        *answered += 1;
+                        verdicts.push(valid);
+                    }
+                    Err(error) => {
+                        // Unblocks the writer, whatever the process was doing.
+                        let _ = child.kill();
+                        return Some(match error {
+                            ExternalError::Died { program, .. } => ExternalError::Died {
+                                program,
+                                answered: *answered,
+                            },
+                            other => other,
+                        });
+                    }
+                }
+            }
+            None
+        });
+        (verdicts, fault)
+    }
+
+    fn accepts(&mut self, tool: &str, instance: &Value) -> Result<bool, ExternalError> {
+        let died = |v: &Self| ExternalError::Died {
+            program: v.program.clone(),
+            answered: v.answered,
+        };
+        let request = serde_json::json!({"tool": tool, "instance": instance});
+        let written = serde_json::to_writer(&mut self.stdin, &request)
+            .map_err(std::io::Error::from)
+            .and_then(|()| self.stdin.write_all(b"\n"))
+            .and_then(|()| self.stdin.flush());
+        if written.is_err() {
+            return Err(died(self));
+        }
+        let valid =
+            verdict(&self.lines, self.timeout, &self.program, instance).map_err(|e| match e {
+                ExternalError::Died { .. } => died(self),
+                other => other,
+            })?;
+        self.answered += 1;
+        Ok(valid)
+    }
+}
+
+/// The next verdict line of a `lines:` validator.
+fn verdict(
+    lines: &Receiver<std::io::Result<String>>,
+    timeout: Duration,
+    program: &str,
+    instance: &Value,
+) -> Result<bool, ExternalError> {
+    let line = match lines.recv_timeout(timeout) {
+        Ok(Ok(line)) => line,
+        Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+            return Err(ExternalError::Died {
+                program: program.to_owned(),
+                answered: 0,
+            });
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            return Err(ExternalError::Hung {
+                what: program.to_owned(),
+                timeout,
+                instance: crate::excerpt::json_excerpt(instance),
+            });
+        }
+    };
+    let valid = match serde_json::from_str::<Value>(line.trim()) {
+        Ok(Value::Bool(valid)) => Some(valid),
+        Ok(Value::Object(object)) => object.get("valid").and_then(Value::as_bool),
+        _ => None,
+    };
+    valid.ok_or_else(|| ExternalError::NotAVerdict {
+        program: program.to_owned(),
+        line: crate::excerpt::excerpt(&line).into_owned(),
+    })
+}
+
+impl Drop for LineValidator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

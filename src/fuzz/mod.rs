@@ -46,21 +46,26 @@ impl ToolFuzz {
     }
 }
 
-/// Fuzz `accepts` (true = the instance is valid) with up to `cases` valid
-/// and `cases` invalid instances of `schema`. Mutants that the reference
-/// validator accepts are dropped: they are not really invalid.
+/// Fuzz `accepts` (`Some(true)`: the instance is valid) with up to
+/// `cases` valid and `cases` invalid instances of `schema`. Mutants that
+/// the reference validator accepts are dropped: they are not really
+/// invalid. `None` (the validator gave no verdict) stops the fuzzing: the
+/// report holds what was measured before it.
 pub fn fuzz_schema(
     schema: &Value,
     reference: &jsonschema::Validator,
     cases: usize,
     seed: u64,
-    accepts: &mut dyn FnMut(&Value) -> bool,
+    accepts: &mut dyn FnMut(&Value) -> Option<bool>,
 ) -> ToolFuzz {
     let mut report = ToolFuzz::default();
     let valid = generate::valid_instances(schema, reference, cases, seed);
     for instance in &valid {
+        let Some(verdict) = accepts(instance) else {
+            return report;
+        };
         report.valid += 1;
-        if !accepts(instance) {
+        if !verdict {
             report.false_rejects += 1;
         }
     }
@@ -95,10 +100,13 @@ pub fn fuzz_schema(
             if reference.is_valid(&mutant.instance) || !seen.insert(mutant.instance.to_string()) {
                 continue; // still valid (not a mutant at all), or already tried
             }
+            let Some(verdict) = accepts(&mutant.instance) else {
+                return report;
+            };
             made += 1;
             let counts = report.by_mutation.entry(mutant.mutation).or_default();
             counts.generated += 1;
-            if accepts(&mutant.instance) {
+            if verdict {
                 counts.survived += 1;
                 let size = mutant.instance.to_string().len();
                 let smaller = report
@@ -117,6 +125,27 @@ pub fn fuzz_schema(
         }
     }
     report
+}
+
+/// [`fuzz_schema`] for validators that judge many instances at once
+/// (a pipelined process): `judge` gets every instance in order and gives
+/// the verdicts of a prefix of them (all, unless it stopped). The cases
+/// do not depend on the verdicts, so they are made once to be judged, and
+/// again to be counted with the verdicts.
+pub fn fuzz_schema_batched(
+    schema: &Value,
+    reference: &jsonschema::Validator,
+    cases: usize,
+    seed: u64,
+    judge: &mut dyn FnMut(&[Value]) -> Vec<bool>,
+) -> ToolFuzz {
+    let mut instances = Vec::new();
+    fuzz_schema(schema, reference, cases, seed, &mut |v| {
+        instances.push(v.clone());
+        Some(true)
+    });
+    let mut verdicts = judge(&instances).into_iter();
+    fuzz_schema(schema, reference, cases, seed, &mut |_| verdicts.next())
 }
 
 #[cfg(test)]
@@ -141,6 +170,30 @@ mod tests {
     }
 
     #[test]
+    fn batched_verdicts_count_as_one_at_a_time_and_a_prefix_stops_early() {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let weak = |v: &Value| v.get("city").is_some();
+        let one_by_one = fuzz_schema(&schema, &validator, 80, 3, &mut |v| Some(weak(v)));
+        let batched = fuzz_schema_batched(&schema, &validator, 80, 3, &mut |all| {
+            all.iter().map(weak).collect()
+        });
+        assert_eq!(batched.valid, one_by_one.valid);
+        assert_eq!(batched.by_mutation, one_by_one.by_mutation);
+        assert_eq!(batched.survivors.len(), one_by_one.survivors.len());
+        let partial = fuzz_schema_batched(&schema, &validator, 80, 3, &mut |all| {
+            all.iter().take(100).map(weak).collect()
+        });
+        let judged = partial.valid
+            + partial
+                .by_mutation
+                .values()
+                .map(|c| c.generated)
+                .sum::<u64>();
+        assert_eq!(judged, 100);
+    }
+
+    #[test]
     fn generated_instances_are_valid_and_follow_the_seed() {
         let schema = schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
@@ -155,7 +208,9 @@ mod tests {
     fn the_builtin_validator_kills_every_mutant() {
         let schema = schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| validator.is_valid(v));
+        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| {
+            Some(validator.is_valid(v))
+        });
         assert_eq!(report.false_rejects, 0);
         assert_eq!(report.kill_rate(), 1.0);
         for mutation in [
@@ -210,13 +265,17 @@ mod tests {
         let asserting = crate::tool::schema_options(jsonschema::Draft::Draft202012)
             .build(&schema)
             .unwrap();
-        let report = fuzz_schema(&schema, &asserting, 50, 1, &mut |v| asserting.is_valid(v));
+        let report = fuzz_schema(&schema, &asserting, 50, 1, &mut |v| {
+            Some(asserting.is_valid(v))
+        });
         assert_eq!(report.false_rejects, 0);
         let format = &report.by_mutation[&Mutation::Format];
         assert!(format.generated >= 2 && format.killed == format.generated);
         // An annotation-only validator accepts them, so they are not honest mutants.
         let annotating = jsonschema::validator_for(&schema).unwrap();
-        let report = fuzz_schema(&schema, &annotating, 50, 1, &mut |v| annotating.is_valid(v));
+        let report = fuzz_schema(&schema, &annotating, 50, 1, &mut |v| {
+            Some(annotating.is_valid(v))
+        });
         assert!(!report.by_mutation.contains_key(&Mutation::Format));
     }
 
@@ -248,7 +307,7 @@ mod tests {
     fn the_fuzzer_finds_the_holes_of_a_weak_validator() {
         let schema = schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| weak(&schema, v));
+        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| Some(weak(&schema, v)));
         assert_eq!(report.false_rejects, 0);
         assert!(report.kill_rate() < 0.6, "{}", report.kill_rate());
         assert_eq!(report.by_mutation[&Mutation::NotAnObject].survived, 0);

@@ -170,7 +170,7 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                             def.name
                         );
                     }
-                    outcome.is_ok()
+                    Some(outcome.is_ok())
                 };
                 let report =
                     toolgauge::fuzz::fuzz_schema(&def.parameters, reference, 6, 7, &mut accepts);

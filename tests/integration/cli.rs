@@ -315,7 +315,7 @@ fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
         "ftp://example.com",
     ]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("use builtin, cmd:PROGRAM or an http:// URL"));
+    assert!(stderr(&bad).contains("use builtin, lines:PROGRAM, cmd:PROGRAM or an http:// URL"));
 }
 
 /// Like tests/fixtures/weak_validator.sh, over HTTP: accepts any object
@@ -448,4 +448,79 @@ fn fuzz_with_zero_cases_exits_2() {
     ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--cases must be at least 1"));
+}
+
+/// `python3`, or why a test that needs it is skipped.
+fn python() -> Option<&'static str> {
+    let found = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    found.then_some("python3")
+}
+
+#[test]
+fn fuzz_over_json_lines_keeps_one_validator_process_and_finds_its_holes() {
+    let Some(python) = python() else {
+        eprintln!(
+            "skipped: fuzz_over_json_lines_keeps_one_validator_process_and_finds_its_holes: no python3"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let spec = format!("lines:{python} tests/fixtures/weak_validator_lines.py");
+    let weak = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--out",
+        out,
+        "--validator",
+        &spec,
+    ]);
+    assert_eq!(weak.status.code(), Some(1), "{}", stderr(&weak));
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    let column = |operator: &str, i: usize| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("get_weather,{operator},")))
+            .map(|l| l.split(',').nth(i).unwrap().parse::<u64>().unwrap())
+    };
+    assert_eq!(column("valid", 2), Some(60));
+    assert_eq!(column("valid", 5), Some(0), "no valid instance rejected");
+    assert_eq!(column("not_an_object", 4), Some(0));
+    assert!(
+        column("enum", 4).unwrap() > 0 && column("type", 4).unwrap() > 0,
+        "{csv}"
+    );
+    assert!(stderr(&weak).contains("get_weather: a enum mutant at /units survived"));
+
+    // A validator that dies mid-run: exit 2 naming it, and what it answered is kept.
+    let dying = format!("{spec} --die-after 25");
+    let died = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--out",
+        out,
+        "--validator",
+        &dying,
+    ]);
+    assert_eq!(died.status.code(), Some(2), "{}", stderr(&died));
+    let message = stderr(&died);
+    assert!(
+        message.contains("exited after answering 25 instance(s)"),
+        "{message}"
+    );
+    assert!(message.contains("weak_validator_lines.py"), "{message}");
+    assert!(
+        message.contains("fuzz.csv holds what was measured before"),
+        "{message}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    assert!(csv.contains("get_weather,valid,25,0,0,0,"), "{csv}");
 }
