@@ -470,17 +470,20 @@ fn fuzz_over_json_lines_keeps_one_validator_process_and_finds_its_holes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     let spec = format!("lines:{python} tests/fixtures/weak_validator_lines.py");
-    let weak = toolgauge(&[
-        "fuzz",
-        "--tools",
-        "scenarios/examples/tools.json",
-        "--cases",
-        "60",
-        "--out",
-        out,
-        "--validator",
-        &spec,
-    ]);
+    let fuzz = |validator: &str| {
+        toolgauge(&[
+            "fuzz",
+            "--tools",
+            "scenarios/examples/tools.json",
+            "--cases",
+            "60",
+            "--out",
+            out,
+            "--validator",
+            validator,
+        ])
+    };
+    let weak = fuzz(&spec);
     assert_eq!(weak.status.code(), Some(1), "{}", stderr(&weak));
     let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
     let column = |operator: &str, i: usize| {
@@ -498,18 +501,7 @@ fn fuzz_over_json_lines_keeps_one_validator_process_and_finds_its_holes() {
     assert!(stderr(&weak).contains("get_weather: a enum mutant at /units survived"));
 
     // A validator that dies mid-run: exit 2 naming it, and what it answered is kept.
-    let dying = format!("{spec} --die-after 25");
-    let died = toolgauge(&[
-        "fuzz",
-        "--tools",
-        "scenarios/examples/tools.json",
-        "--cases",
-        "60",
-        "--out",
-        out,
-        "--validator",
-        &dying,
-    ]);
+    let died = fuzz(&format!("{spec} --die-after 25"));
     assert_eq!(died.status.code(), Some(2), "{}", stderr(&died));
     let message = stderr(&died);
     assert!(
