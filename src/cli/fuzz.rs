@@ -97,34 +97,19 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
                 args.seed,
                 &mut |v| Some(reference.is_valid(v)),
             ),
-            // One process, pipelined: every case written while verdicts come back.
-            Validator::External(ExternalValidator::Lines(lines)) => fuzz_schema_batched(
+            // Every case is made first; the validator judges them as fast
+            // as it can (pipelined, concurrent), a fault stopping it.
+            Validator::External(external) => fuzz_schema_batched(
                 &def.parameters,
                 reference,
                 args.cases,
                 args.seed,
                 &mut |all| {
-                    let Ok(mut lines) = lines.lock() else {
-                        return Vec::new();
-                    };
-                    let (verdicts, fault) = lines.accepts_all(&def.name, all);
+                    let (verdicts, fault) = external.accepts_all(&def.name, all);
                     if let Some(e) = fault {
                         failure = Some(format!("validator for tool {:?}: {e}", def.name));
                     }
                     verdicts
-                },
-            ),
-            Validator::External(external) => fuzz_schema(
-                &def.parameters,
-                reference,
-                args.cases,
-                args.seed,
-                &mut |v| match external.accepts(&def.name, v) {
-                    Ok(valid) => Some(valid),
-                    Err(e) => {
-                        failure = Some(format!("validator for tool {:?}: {e}", def.name));
-                        None
-                    }
                 },
             ),
         };

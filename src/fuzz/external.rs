@@ -131,6 +131,36 @@ impl ExternalValidator {
         None
     }
 
+    /// Verdicts on `instances` as arguments of `tool`, in order: all of
+    /// them, or those before a fault and the fault. A `lines:` process and
+    /// an HTTP endpoint get many at once; a command, one after the other.
+    pub fn accepts_all(
+        &self,
+        tool: &str,
+        instances: &[Value],
+    ) -> (Vec<bool>, Option<ExternalError>) {
+        match self {
+            ExternalValidator::Lines(lines) => match lines.lock() {
+                Ok(mut lines) => lines.accepts_all(tool, instances),
+                Err(_) => (
+                    Vec::new(),
+                    Some(std::io::Error::other("the validator's lock is poisoned").into()),
+                ),
+            },
+            ExternalValidator::Http(http) => http.accepts_all(tool, instances),
+            ExternalValidator::Command { .. } => {
+                let mut verdicts = Vec::with_capacity(instances.len());
+                for instance in instances {
+                    match self.accepts(tool, instance) {
+                        Ok(valid) => verdicts.push(valid),
+                        Err(error) => return (verdicts, Some(error)),
+                    }
+                }
+                (verdicts, None)
+            }
+        }
+    }
+
     /// Does the validator accept `instance` as arguments of `tool`?
     pub fn accepts(&self, tool: &str, instance: &Value) -> Result<bool, ExternalError> {
         match self {
@@ -153,26 +183,72 @@ impl ExternalValidator {
                     headers: vec![(TOOL_HEADER, tool.to_owned())],
                     body: instance.clone(),
                 };
-                match runtime.block_on(transport.send(&request)) {
-                    Ok(_) => Ok(true),
-                    // The server answered and refused the instance.
-                    Err(error) if error.status().is_some_and(|s| (400..500).contains(&s)) => {
-                        Ok(false)
-                    }
-                    Err(TransportError::Network {
-                        timed_out: true, ..
-                    }) => Err(ExternalError::Hung {
-                        what: url.clone(),
-                        timeout: *timeout,
-                        instance: crate::excerpt::json_excerpt(instance),
-                    }),
-                    Err(error) => Err(ExternalError::Http {
-                        url: url.clone(),
-                        message: error.to_string(),
-                    }),
-                }
+                let sent = runtime.block_on(transport.send(&request));
+                http_verdict(url, *timeout, instance, sent)
             }
         }
+    }
+}
+
+/// What an HTTP validator's answer says of `instance`.
+fn http_verdict<T>(
+    url: &str,
+    timeout: Duration,
+    instance: &Value,
+    sent: Result<T, TransportError>,
+) -> Result<bool, ExternalError> {
+    match sent {
+        Ok(_) => Ok(true),
+        // The server answered and refused the instance.
+        Err(error) if error.status().is_some_and(|s| (400..500).contains(&s)) => Ok(false),
+        Err(TransportError::Network {
+            timed_out: true, ..
+        }) => Err(ExternalError::Hung {
+            what: url.to_owned(),
+            timeout,
+            instance: crate::excerpt::json_excerpt(instance),
+        }),
+        Err(error) => Err(ExternalError::Http {
+            url: url.to_owned(),
+            message: error.to_string(),
+        }),
+    }
+}
+
+/// Requests an HTTP validator has in flight at once.
+pub const HTTP_CONCURRENCY: usize = 16;
+
+impl HttpValidator {
+    /// Verdicts on every instance, [`HTTP_CONCURRENCY`] requests in
+    /// flight over kept-alive connections, in order; on a fault, the
+    /// verdicts before it and the error.
+    pub fn accepts_all(
+        &self,
+        tool: &str,
+        instances: &[Value],
+    ) -> (Vec<bool>, Option<ExternalError>) {
+        use futures_util::StreamExt;
+        let answers = futures_util::stream::iter(instances.iter().map(|instance| async move {
+            let request = ApiRequest {
+                url: self.url.clone(),
+                headers: vec![(TOOL_HEADER, tool.to_owned())],
+                body: instance.clone(),
+            };
+            let sent = self.transport.send(&request).await;
+            http_verdict(&self.url, self.timeout, instance, sent)
+        }))
+        .buffered(HTTP_CONCURRENCY);
+        self.runtime.block_on(async {
+            let mut answers = std::pin::pin!(answers);
+            let mut verdicts = Vec::with_capacity(instances.len());
+            while let Some(answer) = answers.next().await {
+                match answer {
+                    Ok(valid) => verdicts.push(valid),
+                    Err(error) => return (verdicts, Some(error)),
+                }
+            }
+            (verdicts, None)
+        })
     }
 }
 
@@ -183,7 +259,7 @@ fn http_validator(url: &str, timeout: Duration) -> Result<ExternalValidator, Val
         timeout,
         max_attempts: 3,
         retry_base: Duration::from_millis(100),
-        concurrency: 1,
+        concurrency: HTTP_CONCURRENCY,
         requests_per_minute: None,
     })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
