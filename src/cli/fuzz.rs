@@ -37,6 +37,10 @@ pub struct FuzzArgs {
     /// Where fuzz.csv goes.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
+    /// Print case INDEX of the run with seed SEED (and the same --tools and
+    /// --cases) as JSON, and stop: the instance a report named.
+    #[arg(long, value_name = "SEED:INDEX")]
+    pub replay: Option<String>,
 }
 
 /// fuzz.csv: one row per tool and operator (`valid` for the valid instances).
@@ -82,6 +86,9 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
         defs.into_iter().map(ToolSource::Defined).collect(),
         ToolEnv::default(),
     )?;
+    if let Some(spec) = &args.replay {
+        return replay(&registry, args.cases, spec);
+    }
 
     let mut reports: Vec<(String, ToolFuzz)> = Vec::new();
     // A validator that gives no verdict stops the run; what it measured
@@ -136,6 +143,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     println!(
         "| tool | operator | generated | killed | survived | false rejects | kill rate |\n|---|---|---:|---:|---:|---:|---:|"
     );
+    let mut offset = 0;
     for (tool, report) in &reports {
         let mut rows = vec![FuzzRow {
             tool,
@@ -173,17 +181,21 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             writer.serialize(row).map_err(CliError::new)?;
         }
         for (mutation, mutant) in &report.survivors {
+            let index = offset + report.survivor_cases.get(mutation).copied().unwrap_or(0);
             eprintln!(
-                "{tool}: a {} mutant at {} survived: {}",
+                "{tool}: a {} mutant at {} survived: {} (--replay {}:{index})",
                 mutation.as_str(),
                 if mutant.pointer.is_empty() {
                     "/"
                 } else {
                     &mutant.pointer
                 },
-                mutant.instance
+                mutant.instance,
+                args.seed
             );
         }
+        // Case indices run on over the tools, in order.
+        offset += report.judged();
     }
     writer.flush().map_err(CliError::new)?;
     eprintln!("fuzz.csv written to {}", path.display());
@@ -197,4 +209,32 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--replay SEED:INDEX`: the case, counted over the tools in order.
+fn replay(registry: &Registry, cases: usize, spec: &str) -> Result<ExitCode, CliError> {
+    let bad = || CliError::Usage(format!("--replay {spec:?}: use SEED:INDEX, e.g. 1:157"));
+    let (seed, index) = spec.split_once(':').ok_or_else(bad)?;
+    let seed: u64 = seed.trim().parse().map_err(|_| bad())?;
+    let mut index: u64 = index.trim().parse().map_err(|_| bad())?;
+    let mut total = 0;
+    for def in registry.definitions() {
+        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        match crate::fuzz::case(&def.parameters, reference, cases, seed, index) {
+            Ok(instance) => {
+                println!(
+                    "{}",
+                    serde_json::json!({"tool": def.name, "instance": instance})
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(count) => {
+                index -= count;
+                total += count;
+            }
+        }
+    }
+    Err(CliError::Usage(format!(
+        "--replay {spec}: the run has {total} case(s) with --cases {cases}"
+    )))
 }

@@ -30,6 +30,9 @@ pub struct ToolFuzz {
     pub by_mutation: BTreeMap<Mutation, Counts>,
     /// The smallest surviving mutant per operator, as examples.
     pub survivors: BTreeMap<Mutation, Mutant>,
+    /// Each survivor's case index: with the schema, `cases` and the seed,
+    /// [`case`] makes it again.
+    pub survivor_cases: BTreeMap<Mutation, u64>,
 }
 
 impl ToolFuzz {
@@ -60,10 +63,13 @@ pub fn fuzz_schema(
 ) -> ToolFuzz {
     let mut report = ToolFuzz::default();
     let valid = generate::valid_instances(schema, reference, cases, seed);
+    // Cases judged so far: the next case's index.
+    let mut judged: u64 = 0;
     for instance in &valid {
         let Some(verdict) = accepts(instance) else {
             return report;
         };
+        judged += 1;
         report.valid += 1;
         if !verdict {
             report.false_rejects += 1;
@@ -103,6 +109,7 @@ pub fn fuzz_schema(
             let Some(verdict) = accepts(&mutant.instance) else {
                 return report;
             };
+            judged += 1;
             made += 1;
             let counts = report.by_mutation.entry(mutant.mutation).or_default();
             counts.generated += 1;
@@ -114,6 +121,7 @@ pub fn fuzz_schema(
                     .get(&mutant.mutation)
                     .is_none_or(|kept| size < kept.instance.to_string().len());
                 if smaller {
+                    report.survivor_cases.insert(mutant.mutation, judged - 1);
                     report.survivors.insert(mutant.mutation, mutant);
                 }
             } else {
@@ -125,6 +133,36 @@ pub fn fuzz_schema(
         }
     }
     report
+}
+
+/// Case `index` of fuzzing `schema` with `cases` and `seed`: valid
+/// instances first, then mutants, as [`fuzz_schema`] hands them out; or
+/// how many cases there are, when `index` is beyond them.
+pub fn case(
+    schema: &Value,
+    reference: &jsonschema::Validator,
+    cases: usize,
+    seed: u64,
+    index: u64,
+) -> Result<Value, u64> {
+    let mut seen = 0;
+    let mut found = None;
+    fuzz_schema(schema, reference, cases, seed, &mut |v| {
+        if seen == index {
+            found = Some(v.clone());
+            return None;
+        }
+        seen += 1;
+        Some(true)
+    });
+    found.ok_or(seen)
+}
+
+impl ToolFuzz {
+    /// Cases judged: valid instances and mutants.
+    pub fn judged(&self) -> u64 {
+        self.valid + self.by_mutation.values().map(|c| c.generated).sum::<u64>()
+    }
 }
 
 /// [`fuzz_schema`] for validators that judge many instances at once
@@ -191,6 +229,12 @@ mod tests {
                 .map(|c| c.generated)
                 .sum::<u64>();
         assert_eq!(judged, 100);
+        // Every survivor is made again from its case index.
+        assert!(!one_by_one.survivor_cases.is_empty());
+        for (mutation, index) in &one_by_one.survivor_cases {
+            let again = case(&schema, &validator, 80, 3, *index).unwrap();
+            assert_eq!(again, one_by_one.survivors[mutation].instance);
+        }
     }
 
     #[test]

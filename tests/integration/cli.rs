@@ -306,6 +306,34 @@ fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
         "{}",
         stderr(&weak)
     );
+    // Each survivor says how to make it again, and --replay does.
+    let line = stderr(&weak)
+        .lines()
+        .find(|l| l.contains("a enum mutant at /units survived"))
+        .unwrap()
+        .to_owned();
+    let (survivor, replay) = line
+        .split_once("survived: ")
+        .unwrap()
+        .1
+        .rsplit_once(" (--replay ")
+        .unwrap();
+    let replayed = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--replay",
+        replay.trim_end_matches(')'),
+    ]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+    let printed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    assert_eq!(printed["tool"], "get_weather");
+    assert_eq!(
+        printed["instance"],
+        serde_json::from_str::<Value>(survivor).unwrap()
+    );
 
     let bad = toolgauge(&[
         "fuzz",
