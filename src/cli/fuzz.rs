@@ -43,7 +43,8 @@ pub struct FuzzArgs {
     pub replay: Option<String>,
 }
 
-/// fuzz.csv: one row per tool and operator (`valid` for the valid instances).
+/// fuzz.csv: one row per tool and operator (`valid` for the valid
+/// instances), each operator's followed by a row per path it broke.
 #[derive(Debug, Serialize)]
 struct FuzzRow<'a> {
     tool: &'a str,
@@ -53,6 +54,9 @@ struct FuzzRow<'a> {
     survived: u64,
     false_rejects: u64,
     kill_rate: Option<f64>,
+    /// Where in the arguments (array items as `*`); empty on the valid
+    /// row and on an operator's total row.
+    path: &'a str,
 }
 
 enum Validator {
@@ -153,24 +157,48 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             survived: 0,
             false_rejects: report.false_rejects,
             kill_rate: None,
+            path: "",
         }];
+        let row = |operator: &'static str, path, counts: &crate::fuzz::Counts| FuzzRow {
+            tool,
+            operator,
+            generated: counts.generated,
+            killed: counts.killed,
+            survived: counts.survived,
+            false_rejects: 0,
+            kill_rate: Some(counts.killed as f64 / counts.generated.max(1) as f64),
+            path,
+        };
+        // On the terminal, an operator's paths only when it broke several.
+        let mut shown = vec![true]; // the valid row
         for (mutation, counts) in &report.by_mutation {
-            rows.push(FuzzRow {
-                tool,
-                operator: mutation.as_str(),
-                generated: counts.generated,
-                killed: counts.killed,
-                survived: counts.survived,
-                false_rejects: 0,
-                kill_rate: Some(counts.killed as f64 / counts.generated.max(1) as f64),
-            });
+            rows.push(row(mutation.as_str(), "", counts));
+            shown.push(true);
+            let sites: Vec<_> = report
+                .by_site
+                .iter()
+                .filter(|((m, _), _)| m == mutation)
+                .collect();
+            for ((_, path), counts) in &sites {
+                rows.push(row(mutation.as_str(), path, counts));
+                shown.push(sites.len() > 1);
+            }
         }
-        for row in &rows {
+        for (row, shown) in rows.iter().zip(shown) {
             failed |= row.survived > 0 || row.false_rejects > 0;
+            writer.serialize(row).map_err(CliError::new)?;
+            if !shown {
+                continue;
+            }
             println!(
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {}{} | {} | {} | {} | {} | {} |",
                 row.tool,
                 row.operator,
+                if row.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", row.path)
+                },
                 row.generated,
                 row.killed,
                 row.survived,
@@ -178,7 +206,6 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
                 row.kill_rate
                     .map_or("-".to_owned(), |r| format!("{:.1}%", 100.0 * r))
             );
-            writer.serialize(row).map_err(CliError::new)?;
         }
         for (mutation, mutant) in &report.survivors {
             let index = offset + report.survivor_cases.get(mutation).copied().unwrap_or(0);

@@ -28,6 +28,9 @@ pub struct ToolFuzz {
     /// Valid instances the validator rejected.
     pub false_rejects: u64,
     pub by_mutation: BTreeMap<Mutation, Counts>,
+    /// The same per (keyword, path) site: where in the arguments a
+    /// validator misses what (`/place/lat`, array items as `*`).
+    pub by_site: BTreeMap<(Mutation, String), Counts>,
     /// The smallest surviving mutant per operator, as examples.
     pub survivors: BTreeMap<Mutation, Mutant>,
     /// Each survivor's case index: with the schema, `cases` and the seed,
@@ -75,22 +78,23 @@ pub fn fuzz_schema(
             report.false_rejects += 1;
         }
     }
-    // Every operator gets its turn, so that `cases` covers every keyword
-    // rather than the first one found in each instance. Mutants are built
-    // only when their turn comes.
-    let mut by_kind: BTreeMap<Mutation, std::vec::IntoIter<(usize, mutate::Site)>> =
-        BTreeMap::new();
+    // Every (keyword, path) site gets its turn, so that `cases` covers
+    // every keyword at every place rather than the one with the most
+    // distinct mutants. Mutants are built only when their turn comes.
+    type Queue = std::vec::IntoIter<(usize, mutate::Site)>;
+    let mut by_kind: BTreeMap<(Mutation, String), Queue> = BTreeMap::new();
     {
-        let mut grouped: BTreeMap<Mutation, Vec<(usize, mutate::Site)>> = BTreeMap::new();
+        let mut grouped: BTreeMap<(Mutation, String), Vec<(usize, mutate::Site)>> = BTreeMap::new();
         for (i, instance) in valid.iter().enumerate() {
             for site in mutate::sites(schema, instance) {
-                grouped.entry(site.mutation).or_default().push((i, site));
+                let key = (site.mutation, site_path(&site.pointer));
+                grouped.entry(key).or_default().push((i, site));
             }
         }
         by_kind.extend(
             grouped
                 .into_iter()
-                .map(|(kind, sites)| (kind, sites.into_iter())),
+                .map(|(key, sites)| (key, sites.into_iter())),
         );
     }
     // The same mutant from two instances (say, "not an object") counts once.
@@ -98,7 +102,7 @@ pub fn fuzz_schema(
     let mut made = 0;
     while made < cases && !by_kind.is_empty() {
         by_kind.retain(|_, queue| queue.len() > 0);
-        for queue in by_kind.values_mut() {
+        for (key, queue) in by_kind.iter_mut() {
             let Some((i, site)) = queue.next() else {
                 continue;
             };
@@ -113,8 +117,14 @@ pub fn fuzz_schema(
             made += 1;
             let counts = report.by_mutation.entry(mutant.mutation).or_default();
             counts.generated += 1;
+            let at_site = match report.by_site.get_mut(key) {
+                Some(counts) => counts,
+                None => report.by_site.entry(key.clone()).or_default(),
+            };
+            at_site.generated += 1;
             if verdict {
                 counts.survived += 1;
+                at_site.survived += 1;
                 let size = mutant.instance.to_string().len();
                 let smaller = report
                     .survivors
@@ -126,6 +136,7 @@ pub fn fuzz_schema(
                 }
             } else {
                 counts.killed += 1;
+                at_site.killed += 1;
             }
             if made >= cases {
                 break;
@@ -133,6 +144,25 @@ pub fn fuzz_schema(
         }
     }
     report
+}
+
+/// Where a mutant breaks the arguments, as reports group it: its JSON
+/// pointer with array indices as `*` (`/tags/*`), `/` for the whole.
+pub fn site_path(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "/".to_owned();
+    }
+    pointer
+        .split('/')
+        .map(|segment| {
+            if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
+                "*"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Case `index` of fuzzing `schema` with `cases` and `seed`: valid
@@ -205,6 +235,37 @@ mod tests {
             "required": ["city", "days", "place"],
             "additionalProperties": false
         })
+    }
+
+    #[test]
+    fn a_validator_that_ignores_nested_objects_is_read_off_the_paths() {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        // Checks everything but what is inside "place".
+        let mut shallow = schema.clone();
+        shallow["properties"]["place"] = json!({"type": "object"});
+        let shallow = jsonschema::validator_for(&shallow).unwrap();
+        let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| {
+            Some(shallow.is_valid(v))
+        });
+        let survived: Vec<&String> = report
+            .by_site
+            .iter()
+            .filter(|(_, c)| c.survived > 0)
+            .map(|((_, path), _)| path)
+            .collect();
+        assert!(!survived.is_empty());
+        assert!(
+            survived
+                .iter()
+                .all(|p| *p == "/place" || p.starts_with("/place/")),
+            "{survived:?}"
+        );
+        // Every site had its share: the top-level ones were all tried, and killed.
+        let city = &report.by_site[&(Mutation::Type, "/city".to_owned())];
+        assert!(city.generated > 0 && city.survived == 0);
+        assert_eq!(site_path("/tags/2"), "/tags/*");
+        assert_eq!(site_path(""), "/");
     }
 
     #[test]

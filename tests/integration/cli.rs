@@ -278,7 +278,7 @@ fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
     ]);
     assert_eq!(builtin.status.code(), Some(0), "{}", stderr(&builtin));
     let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
-    assert!(csv.starts_with("tool,operator,generated,killed,survived,false_rejects,kill_rate\nget_weather,valid,60,0,0,0,\n"), "{csv}");
+    assert!(csv.starts_with("tool,operator,generated,killed,survived,false_rejects,kill_rate,path\nget_weather,valid,60,0,0,0,,\n"), "{csv}");
 
     let weak = toolgauge(&[
         "fuzz",
