@@ -8,7 +8,7 @@ use std::io;
 use std::path::Path;
 
 use super::RunInfo;
-use super::summary::{model_rows, total};
+use super::summary::{model_rows, total, total_of_kind};
 use super::svg::{Bars, Intervals, Lines};
 use crate::call::Failure;
 use crate::metrics::{Aggregate, CellStats, histogram_mean, pass_hat_k};
@@ -33,15 +33,7 @@ fn per_model(info: &RunInfo, stats: &Aggregate, tasks: bool) -> Vec<CellStats> {
     stats
         .cells
         .iter()
-        .map(|cells| {
-            let kind: Vec<CellStats> = cells
-                .iter()
-                .enumerate()
-                .filter(|(s, _)| info.scenarios[*s].task_milestones.is_some() == tasks)
-                .map(|(_, c)| c.clone())
-                .collect();
-            total(&kind)
-        })
+        .map(|cells| total_of_kind(info, cells, tasks))
         .collect()
 }
 

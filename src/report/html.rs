@@ -15,6 +15,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 
 use super::charts::charts;
+use super::session::{index, job_of};
 use super::summary::{comparison_rows, summary_rows};
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::metrics::Aggregate;
@@ -28,9 +29,6 @@ const FAILED_IN_ALL: usize = 300;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Entry {
-    model: String,
-    scenario: String,
-    trial: u32,
     attempt: u32,
     #[serde(rename = "type")]
     kind: String,
@@ -79,22 +77,18 @@ impl HtmlReport {
         if !missing || !path.is_file() {
             return Ok(());
         }
-        let index = |names: Vec<&str>, name: &str| names.iter().position(|n| *n == name);
-        let models: Vec<&str> = info.models.iter().map(|m| m.name.as_str()).collect();
-        let scenarios: Vec<&str> = info.scenarios.iter().map(|s| s.name.as_str()).collect();
+        let models = index(info.models.iter().map(|m| &m.name));
+        let scenarios = index(info.scenarios.iter().map(|s| &s.name));
         let file = std::fs::File::open(&path)?;
-        for line in io::BufReader::new(file).lines() {
-            let Ok(entry) = serde_json::from_str::<Entry>(&line?) else {
-                continue;
-            };
-            let (Some(m), Some(s)) = (
-                index(models.clone(), &entry.model),
-                index(scenarios.clone(), &entry.scenario),
-            ) else {
+        for line in io::BufReader::new(file).split(b'\n') {
+            let line = line?;
+            // Only the kept trials' entries are read whole.
+            let Some((m, s, trial)) = job_of(&line, &models, &scenarios) else {
                 continue;
             };
             if let Some(trials) = self.failed.get_mut(&(m, s))
-                && let Some((_, entries)) = trials.iter_mut().find(|(t, _)| *t == entry.trial)
+                && let Some((_, entries)) = trials.iter_mut().find(|(t, _)| *t == trial)
+                && let Ok(entry) = serde_json::from_slice::<Entry>(&line)
             {
                 entries.push(entry);
             }

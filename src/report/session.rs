@@ -129,12 +129,12 @@ impl Drop for SessionFile {
     }
 }
 
-fn index<'a>(names: impl Iterator<Item = &'a String>) -> HashMap<&'a str, usize> {
+pub(super) fn index<'a>(names: impl Iterator<Item = &'a String>) -> HashMap<&'a str, usize> {
     names.enumerate().map(|(i, n)| (n.as_str(), i)).collect()
 }
 
 /// The job an entry belongs to, if the line is a whole entry of this run.
-fn job_of(
+pub(super) fn job_of(
     line: &[u8],
     models: &HashMap<&str, usize>,
     scenarios: &HashMap<&str, usize>,

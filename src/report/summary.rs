@@ -316,6 +316,18 @@ pub(super) fn total(cells: &[CellStats]) -> CellStats {
     sum
 }
 
+/// A model's cells of one kind summed: its single-turn scenarios
+/// (`tasks` false), or its tasks.
+pub(super) fn total_of_kind(info: &RunInfo, cells: &[CellStats], tasks: bool) -> CellStats {
+    let mut sum = CellStats::new(1);
+    for (s, cell) in cells.iter().enumerate() {
+        if info.scenarios[s].task_milestones.is_some() == tasks {
+            sum.merge(cell);
+        }
+    }
+    sum
+}
+
 pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
     stats
         .cells
@@ -323,17 +335,11 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
         .enumerate()
         .map(|(m, cells)| {
             let sum = total(cells);
-            let of_kind = |task: bool| {
-                let kind: Vec<CellStats> = cells
-                    .iter()
-                    .enumerate()
-                    .filter(|(s, _)| info.scenarios[*s].task_milestones.is_some() == task)
-                    .map(|(_, c)| c.clone())
-                    .collect();
-                total(&kind)
-            };
             // Retries are measured on single-turn scenarios, tasks apart.
-            let (turns, tasks) = (of_kind(false), of_kind(true));
+            let (turns, tasks) = (
+                total_of_kind(info, cells, false),
+                total_of_kind(info, cells, true),
+            );
             let task = tasks.task.clone().unwrap_or_default();
             let columns = TaskColumns::of(info, m, &tasks);
             ModelRow {
