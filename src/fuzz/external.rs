@@ -148,43 +148,15 @@ impl ExternalValidator {
                 ),
             },
             ExternalValidator::Http(http) => http.accepts_all(tool, instances),
-            ExternalValidator::Command { .. } => {
+            ExternalValidator::Command { program, timeout } => {
                 let mut verdicts = Vec::with_capacity(instances.len());
                 for instance in instances {
-                    match self.accepts(tool, instance) {
+                    match run_command(program, *timeout, tool, instance) {
                         Ok(valid) => verdicts.push(valid),
                         Err(error) => return (verdicts, Some(error)),
                     }
                 }
                 (verdicts, None)
-            }
-        }
-    }
-
-    /// Does the validator accept `instance` as arguments of `tool`?
-    pub fn accepts(&self, tool: &str, instance: &Value) -> Result<bool, ExternalError> {
-        match self {
-            ExternalValidator::Lines(lines) => lines
-                .lock()
-                .map_err(|_| std::io::Error::other("the validator's lock is poisoned"))?
-                .accepts(tool, instance),
-            ExternalValidator::Command { program, timeout } => {
-                run_command(program, *timeout, tool, instance)
-            }
-            ExternalValidator::Http(http) => {
-                let HttpValidator {
-                    url,
-                    transport,
-                    runtime,
-                    timeout,
-                } = &**http;
-                let request = ApiRequest {
-                    url: url.clone(),
-                    headers: vec![(TOOL_HEADER, tool.to_owned())],
-                    body: instance.clone(),
-                };
-                let sent = runtime.block_on(transport.send(&request));
-                http_verdict(url, *timeout, instance, sent)
             }
         }
     }
@@ -426,28 +398,6 @@ impl LineValidator {
             None
         });
         (verdicts, fault)
-    }
-
-    fn accepts(&mut self, tool: &str, instance: &Value) -> Result<bool, ExternalError> {
-        let died = |v: &Self| ExternalError::Died {
-            program: v.program.clone(),
-            answered: v.answered,
-        };
-        let request = serde_json::json!({"tool": tool, "instance": instance});
-        let written = serde_json::to_writer(&mut self.stdin, &request)
-            .map_err(std::io::Error::from)
-            .and_then(|()| self.stdin.write_all(b"\n"))
-            .and_then(|()| self.stdin.flush());
-        if written.is_err() {
-            return Err(died(self));
-        }
-        let valid =
-            verdict(&self.lines, self.timeout, &self.program, instance).map_err(|e| match e {
-                ExternalError::Died { .. } => died(self),
-                other => other,
-            })?;
-        self.answered += 1;
-        Ok(valid)
     }
 }
 
