@@ -113,8 +113,18 @@ impl Transport {
     }
 
     pub async fn send(&self, request: &ApiRequest) -> Result<ApiResponse, TransportError> {
-        let url = redact_url(&request.url);
         let body = serde_json::to_vec(&request.body).expect("a request body serializes");
+        self.send_body(&request.url, &request.headers, &body).await
+    }
+
+    /// [`Transport::send`] of a body already written as JSON text.
+    pub async fn send_body(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &[u8],
+    ) -> Result<ApiResponse, TransportError> {
+        let (target, url) = (url, redact_url(url));
         let mut tries = 0;
         loop {
             tries += 1;
@@ -125,7 +135,7 @@ impl Transport {
                     .await
                     .expect("the semaphore is never closed");
                 self.wait_for_pace().await;
-                self.try_once(request, &body).await
+                self.try_once(target, headers, body).await
             };
             let retry_after = match outcome {
                 Ok((response, _)) if (200..300).contains(&response.status) => return Ok(response),
@@ -177,15 +187,16 @@ impl Transport {
     /// One try: the response, and how long it asks us to wait before the next.
     async fn try_once(
         &self,
-        request: &ApiRequest,
+        url: &str,
+        headers: &[(&'static str, String)],
         body: &[u8],
     ) -> Result<(ApiResponse, Option<Duration>), reqwest::Error> {
         let mut builder = self
             .client
-            .post(&request.url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.to_vec());
-        for (name, value) in &request.headers {
+        for (name, value) in headers {
             builder = builder.header(*name, value);
         }
         let response = builder.send().await?;

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::{CliError, EXIT_FAILED};
+use crate::fuzz::differential::{Disagreement, disagreements};
 use crate::fuzz::external::{DEFAULT_CASE_TIMEOUT, ExternalValidator};
-use crate::fuzz::{ToolFuzz, fuzz_schema, fuzz_schema_batched};
+use crate::fuzz::{Cases, Counts, ToolFuzz, wire};
 use crate::tool::{Registry, ToolEnv, ToolSource};
 
 #[derive(Debug, Args)]
@@ -28,13 +30,19 @@ pub struct FuzzArgs {
     /// `false` out); `cmd:PROGRAM` (run once per case: one JSON instance on
     /// stdin, the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid); or an
     /// `http://` URL (gets it as a POST body, the tool's name in the
-    /// x-toolgauge-tool header; a 2xx answer means valid).
-    #[arg(long, default_value = "builtin")]
-    pub validator: String,
+    /// x-toolgauge-tool header; a 2xx answer means valid). Given twice or
+    /// more, the validators are compared: every case goes through each,
+    /// and each case they disagree on is reported, minimised.
+    #[arg(
+        long = "validator",
+        default_value = "builtin",
+        value_name = "VALIDATOR"
+    )]
+    pub validators: Vec<String>,
     /// How long an external validator may take for one case.
     #[arg(long, default_value_t = DEFAULT_CASE_TIMEOUT.as_millis() as u64, value_name = "MS")]
     pub case_timeout_ms: u64,
-    /// Where fuzz.csv goes.
+    /// Where fuzz.csv (and disagreements.csv) go.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
     /// Print case INDEX of the run with seed SEED (and the same --tools and
@@ -43,8 +51,8 @@ pub struct FuzzArgs {
     pub replay: Option<String>,
 }
 
-/// fuzz.csv: one row per tool and operator (`valid` for the valid
-/// instances), each operator's followed by a row per path it broke.
+/// fuzz.csv: one row per tool, validator and operator (`valid` for the
+/// valid instances), each operator's followed by a row per path it broke.
 #[derive(Debug, Serialize)]
 struct FuzzRow<'a> {
     tool: &'a str,
@@ -57,11 +65,108 @@ struct FuzzRow<'a> {
     /// Where in the arguments (array items as `*`); empty on the valid
     /// row and on an operator's total row.
     path: &'a str,
+    /// The `--validator` as given.
+    validator: &'a str,
 }
+
+/// disagreements.csv: one row per tool and site the validators disagree
+/// on, under these columns (written even when there is no row).
+const DISAGREEMENT_COLUMNS: [&str; 8] = [
+    "tool",
+    "operator",
+    "path",
+    "cases",
+    "verdicts",
+    "instance",
+    "minimised",
+    "replay",
+];
+
+#[derive(Debug, Serialize)]
+struct DisagreementRow<'a> {
+    tool: &'a str,
+    /// `valid`, or the keyword the cases break.
+    operator: &'static str,
+    path: &'a str,
+    cases: u64,
+    /// Each validator's verdict on `instance`: `builtin=invalid; ...`.
+    verdicts: String,
+    instance: String,
+    /// The smallest instance with the same verdicts.
+    minimised: String,
+    replay: String,
+}
+
+/// Checks spent minimising one disagreement.
+const MINIMISE_BUDGET: usize = 300;
 
 enum Validator {
     Builtin,
     External(ExternalValidator),
+}
+
+/// A validator and how the user named it.
+struct Named {
+    spec: String,
+    validator: Validator,
+}
+
+impl Named {
+    fn parse(spec: &str, timeout: Duration) -> Result<Named, CliError> {
+        let validator = match spec {
+            "builtin" => Validator::Builtin,
+            other => match ExternalValidator::parse(other, timeout) {
+                Some(Ok(external)) => Validator::External(external),
+                Some(Err(message)) => {
+                    return Err(CliError::Usage(format!("--validator {other:?}: {message}")));
+                }
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "--validator {other:?}: use builtin, lines:PROGRAM, cmd:PROGRAM or an http:// URL"
+                    )));
+                }
+            },
+        };
+        Ok(Named {
+            spec: spec.to_owned(),
+            validator,
+        })
+    }
+
+    /// Verdicts on `instances` as `tool`'s arguments: all, or those
+    /// before a fault and the fault, worded.
+    fn judge(
+        &self,
+        tool: &str,
+        reference: &jsonschema::Validator,
+        instances: &[Value],
+    ) -> (Vec<bool>, Option<String>) {
+        match &self.validator {
+            Validator::Builtin => (
+                instances.iter().map(|v| reference.is_valid(v)).collect(),
+                None,
+            ),
+            // Every case at once: the validator judges them as fast as it
+            // can (pipelined, concurrent), a fault stopping it.
+            Validator::External(external) => {
+                let (verdicts, fault) = external.accepts_all(tool, instances);
+                (
+                    verdicts,
+                    fault.map(|e| format!("validator {} for tool {tool:?}: {e}", self.spec)),
+                )
+            }
+        }
+    }
+}
+
+/// What fuzzing one tool found: a report per validator, and where they
+/// disagree.
+struct ToolResult {
+    tool: String,
+    reports: Vec<ToolFuzz>,
+    disagreements: Vec<Disagreement>,
+    /// The index of the tool's first case in the run.
+    offset: u64,
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
@@ -70,21 +175,12 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
             "--cases must be at least 1 (instances per tool and operator)",
         ));
     }
-    let validator = match args.validator.as_str() {
-        "builtin" => Validator::Builtin,
-        other => match ExternalValidator::parse(other, Duration::from_millis(args.case_timeout_ms))
-        {
-            Some(Ok(external)) => Validator::External(external),
-            Some(Err(message)) => {
-                return Err(CliError::Usage(format!("--validator {other:?}: {message}")));
-            }
-            None => {
-                return Err(CliError::Usage(format!(
-                    "--validator {other:?}: use builtin, lines:PROGRAM, cmd:PROGRAM or an http:// URL"
-                )));
-            }
-        },
-    };
+    let timeout = Duration::from_millis(args.case_timeout_ms);
+    let validators = args
+        .validators
+        .iter()
+        .map(|spec| Named::parse(spec, timeout))
+        .collect::<Result<Vec<_>, _>>()?;
     let defs = super::read_tool_definitions(&args.tools)?;
     let registry = Registry::new(
         defs.into_iter().map(ToolSource::Defined).collect(),
@@ -94,37 +190,47 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
         return replay(&registry, args.cases, spec);
     }
 
-    let mut reports: Vec<(String, ToolFuzz)> = Vec::new();
+    let mut results: Vec<ToolResult> = Vec::new();
     // A validator that gives no verdict stops the run; what it measured
     // before is still written.
     let mut failure = None;
+    let mut offset = 0;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
-        let report = match &validator {
-            Validator::Builtin => fuzz_schema(
-                &def.parameters,
-                reference,
-                args.cases,
-                args.seed,
-                &mut |v| Some(reference.is_valid(v)),
-            ),
-            // Every case is made first; the validator judges them as fast
-            // as it can (pipelined, concurrent), a fault stopping it.
-            Validator::External(external) => fuzz_schema_batched(
-                &def.parameters,
-                reference,
-                args.cases,
-                args.seed,
-                &mut |all| {
-                    let (verdicts, fault) = external.accepts_all(&def.name, all);
-                    if let Some(e) = fault {
-                        failure = Some(format!("validator for tool {:?}: {e}", def.name));
-                    }
-                    verdicts
-                },
-            ),
-        };
-        reports.push((def.name.clone(), report));
+        let cases = Cases::generate(&def.parameters, reference, args.cases, args.seed);
+        let mut verdicts = Vec::with_capacity(validators.len());
+        for validator in &validators {
+            let (judged, fault) = validator.judge(&def.name, reference, &cases.instances);
+            verdicts.push(judged);
+            if fault.is_some() {
+                failure = fault;
+                break;
+            }
+        }
+        let reports = verdicts.iter().map(|v| cases.tally(v)).collect();
+        let mut found = Vec::new();
+        if validators.len() > 1 && failure.is_none() {
+            found = disagreements(&cases, &verdicts);
+            for disagreement in &mut found {
+                disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
+                    let one = std::slice::from_ref(candidate);
+                    validators
+                        .iter()
+                        .map(|v| match v.judge(&def.name, reference, one) {
+                            (verdicts, None) => verdicts.first().copied(),
+                            (_, Some(_)) => None,
+                        })
+                        .collect()
+                });
+            }
+        }
+        results.push(ToolResult {
+            tool: def.name.clone(),
+            reports,
+            disagreements: found,
+            offset,
+        });
+        offset += cases.len() as u64;
         if failure.is_some() {
             break;
         }
@@ -132,100 +238,19 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
 
     // A validator that never answered measured nothing: no file that
     // could be read as a kill rate.
-    let measured = |r: &ToolFuzz| r.valid > 0 || !r.by_mutation.is_empty();
     if let Some(failure) = &failure
-        && !reports.iter().any(|(_, r)| measured(r))
+        && !results
+            .iter()
+            .any(|r| r.reports.iter().any(ToolFuzz::measured))
     {
         return Err(CliError::Usage(failure.clone()));
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Usage(format!("{}: {e}", args.out.display())))?;
-    let path = args.out.join("fuzz.csv");
-    let mut writer = csv::Writer::from_path(&path)
-        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
-    let mut failed = false;
-    println!(
-        "| tool | operator | generated | killed | survived | false rejects | kill rate |\n|---|---|---:|---:|---:|---:|---:|"
-    );
-    let mut offset = 0;
-    for (tool, report) in &reports {
-        let mut rows = vec![FuzzRow {
-            tool,
-            operator: "valid",
-            generated: report.valid,
-            killed: 0,
-            survived: 0,
-            false_rejects: report.false_rejects,
-            kill_rate: None,
-            path: "",
-        }];
-        let row = |operator: &'static str, path, counts: &crate::fuzz::Counts| FuzzRow {
-            tool,
-            operator,
-            generated: counts.generated,
-            killed: counts.killed,
-            survived: counts.survived,
-            false_rejects: 0,
-            kill_rate: Some(counts.killed as f64 / counts.generated.max(1) as f64),
-            path,
-        };
-        // On the terminal, an operator's paths only when it broke several.
-        let mut shown = vec![true]; // the valid row
-        for (mutation, counts) in &report.by_mutation {
-            rows.push(row(mutation.as_str(), "", counts));
-            shown.push(true);
-            let sites: Vec<_> = report
-                .by_site
-                .iter()
-                .filter(|((m, _), _)| m == mutation)
-                .collect();
-            for ((_, path), counts) in &sites {
-                rows.push(row(mutation.as_str(), path, counts));
-                shown.push(sites.len() > 1);
-            }
-        }
-        for (row, shown) in rows.iter().zip(shown) {
-            failed |= row.survived > 0 || row.false_rejects > 0;
-            writer.serialize(row).map_err(CliError::new)?;
-            if !shown {
-                continue;
-            }
-            println!(
-                "| {} | {}{} | {} | {} | {} | {} | {} |",
-                row.tool,
-                row.operator,
-                if row.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", row.path)
-                },
-                row.generated,
-                row.killed,
-                row.survived,
-                row.false_rejects,
-                row.kill_rate
-                    .map_or("-".to_owned(), |r| format!("{:.1}%", 100.0 * r))
-            );
-        }
-        for (mutation, mutant) in &report.survivors {
-            let index = offset + report.survivor_cases.get(mutation).copied().unwrap_or(0);
-            eprintln!(
-                "{tool}: a {} mutant at {} survived: {} (--replay {}:{index})",
-                mutation.as_str(),
-                if mutant.pointer.is_empty() {
-                    "/"
-                } else {
-                    &mutant.pointer
-                },
-                mutant.instance,
-                args.seed
-            );
-        }
-        // Case indices run on over the tools, in order.
-        offset += report.judged();
+    let mut failed = write_fuzz_csv(args, &validators, &results)?;
+    if validators.len() > 1 {
+        failed |= write_disagreements(args, &validators, &results)?;
     }
-    writer.flush().map_err(CliError::new)?;
-    eprintln!("fuzz.csv written to {}", path.display());
     if let Some(failure) = failure {
         return Err(CliError::Usage(format!(
             "{failure}; fuzz.csv holds what was measured before"
@@ -238,28 +263,206 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     })
 }
 
+/// fuzz.csv and its table on the terminal; whether any validator let a
+/// mutant through or rejected a valid instance.
+fn write_fuzz_csv(
+    args: &FuzzArgs,
+    validators: &[Named],
+    results: &[ToolResult],
+) -> Result<bool, CliError> {
+    let path = args.out.join("fuzz.csv");
+    let mut writer = csv::Writer::from_path(&path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let mut failed = false;
+    for (v, validator) in validators.iter().enumerate() {
+        if validators.len() > 1 {
+            println!("\nvalidator {}:\n", validator.spec);
+        }
+        println!(
+            "| tool | operator | generated | killed | survived | false rejects | kill rate |\n|---|---|---:|---:|---:|---:|---:|"
+        );
+        for result in results {
+            let Some(report) = result.reports.get(v) else {
+                continue;
+            };
+            let tool = result.tool.as_str();
+            let mut rows = vec![FuzzRow {
+                tool,
+                operator: "valid",
+                generated: report.valid,
+                killed: 0,
+                survived: 0,
+                false_rejects: report.false_rejects,
+                kill_rate: None,
+                path: "",
+                validator: &validator.spec,
+            }];
+            let row = |operator: &'static str, path, counts: &Counts| FuzzRow {
+                tool,
+                operator,
+                generated: counts.generated,
+                killed: counts.killed,
+                survived: counts.survived,
+                false_rejects: 0,
+                kill_rate: Some(counts.killed as f64 / counts.generated.max(1) as f64),
+                path,
+                validator: &validator.spec,
+            };
+            // On the terminal, an operator's paths only when it broke several.
+            let mut shown = vec![true]; // the valid row
+            for (mutation, counts) in &report.by_mutation {
+                rows.push(row(mutation.as_str(), "", counts));
+                shown.push(true);
+                let sites: Vec<_> = report
+                    .by_site
+                    .iter()
+                    .filter(|((m, _), _)| m == mutation)
+                    .collect();
+                for ((_, path), counts) in &sites {
+                    rows.push(row(mutation.as_str(), path, counts));
+                    shown.push(sites.len() > 1);
+                }
+            }
+            for (row, shown) in rows.iter().zip(shown) {
+                failed |= row.survived > 0 || row.false_rejects > 0;
+                writer.serialize(row).map_err(CliError::new)?;
+                if !shown {
+                    continue;
+                }
+                println!(
+                    "| {} | {}{} | {} | {} | {} | {} | {} |",
+                    row.tool,
+                    row.operator,
+                    if row.path.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" at {}", row.path)
+                    },
+                    row.generated,
+                    row.killed,
+                    row.survived,
+                    row.false_rejects,
+                    row.kill_rate
+                        .map_or("-".to_owned(), |r| format!("{:.1}%", 100.0 * r))
+                );
+            }
+            let by = if validators.len() > 1 {
+                format!(" ({})", validator.spec)
+            } else {
+                String::new()
+            };
+            let replay = |case: u64| format!("(--replay {}:{})", args.seed, result.offset + case);
+            if let Some(example) = &report.false_reject {
+                eprintln!(
+                    "{tool}: a valid instance was rejected{by}: {} {}",
+                    wire::to_string(&example.instance),
+                    replay(example.case)
+                );
+            }
+            for (mutation, example) in &report.survivors {
+                eprintln!(
+                    "{tool}: a {} mutant at {} survived{by}: {} {}",
+                    mutation.as_str(),
+                    if example.pointer.is_empty() {
+                        "/"
+                    } else {
+                        &example.pointer
+                    },
+                    wire::to_string(&example.instance),
+                    replay(example.case)
+                );
+            }
+        }
+    }
+    writer.flush().map_err(CliError::new)?;
+    eprintln!("fuzz.csv written to {}", path.display());
+    Ok(failed)
+}
+
+/// disagreements.csv and the disagreements on the terminal; whether
+/// there were any.
+fn write_disagreements(
+    args: &FuzzArgs,
+    validators: &[Named],
+    results: &[ToolResult],
+) -> Result<bool, CliError> {
+    let path = args.out.join("disagreements.csv");
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_path(&path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    writer
+        .write_record(DISAGREEMENT_COLUMNS)
+        .map_err(CliError::new)?;
+    let total: usize = results.iter().map(|r| r.disagreements.len()).sum();
+    println!(
+        "\n{} site(s) where the {} validators disagree",
+        total,
+        validators.len()
+    );
+    for result in results {
+        for d in &result.disagreements {
+            let verdicts = validators
+                .iter()
+                .zip(&d.verdicts)
+                .map(|(v, valid)| {
+                    format!("{}={}", v.spec, if *valid { "valid" } else { "invalid" })
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let row = DisagreementRow {
+                tool: &result.tool,
+                operator: d.keyword(),
+                path: if d.mutation.is_some() { &d.path } else { "" },
+                cases: d.cases,
+                verdicts,
+                instance: wire::to_string(&d.example.instance),
+                minimised: wire::to_string(&d.minimised),
+                replay: format!("{}:{}", args.seed, result.offset + d.example.case),
+            };
+            println!(
+                "{}: {}{}, {} case(s): {}: {} (--replay {}; minimised from {})",
+                row.tool,
+                row.operator,
+                if row.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", row.path)
+                },
+                row.cases,
+                row.verdicts,
+                row.minimised,
+                row.replay,
+                crate::excerpt::excerpt(&row.instance),
+            );
+            writer.serialize(&row).map_err(CliError::new)?;
+        }
+    }
+    writer.flush().map_err(CliError::new)?;
+    eprintln!("disagreements.csv written to {}", path.display());
+    Ok(total > 0)
+}
+
 /// `--replay SEED:INDEX`: the case, counted over the tools in order.
 fn replay(registry: &Registry, cases: usize, spec: &str) -> Result<ExitCode, CliError> {
     let bad = || CliError::Usage(format!("--replay {spec:?}: use SEED:INDEX, e.g. 1:157"));
     let (seed, index) = spec.split_once(':').ok_or_else(bad)?;
     let seed: u64 = seed.trim().parse().map_err(|_| bad())?;
-    let mut index: u64 = index.trim().parse().map_err(|_| bad())?;
+    let mut index: usize = index.trim().parse().map_err(|_| bad())?;
     let mut total = 0;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
-        match crate::fuzz::case(&def.parameters, reference, cases, seed, index) {
-            Ok(instance) => {
-                println!(
-                    "{}",
-                    serde_json::json!({"tool": def.name, "instance": instance})
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(count) => {
-                index -= count;
-                total += count;
-            }
+        let made = Cases::generate(&def.parameters, reference, cases, seed);
+        if let Some(instance) = made.instances.get(index) {
+            println!(
+                "{{\"tool\":{},\"instance\":{}}}",
+                wire::to_string(&Value::from(def.name.as_str())),
+                wire::to_string(instance)
+            );
+            return Ok(ExitCode::SUCCESS);
         }
+        index -= made.len();
+        total += made.len();
     }
     Err(CliError::Usage(format!(
         "--replay {spec}: the run has {total} case(s) with --cases {cases}"

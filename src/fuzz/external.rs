@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::transport::{ApiRequest, Transport, TransportError, TransportSettings};
+use crate::transport::{Transport, TransportError, TransportSettings};
 
 /// The default time one case may take.
 pub const DEFAULT_CASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -201,12 +201,12 @@ impl HttpValidator {
     ) -> (Vec<bool>, Option<ExternalError>) {
         use futures_util::StreamExt;
         let answers = futures_util::stream::iter(instances.iter().map(|instance| async move {
-            let request = ApiRequest {
-                url: self.url.clone(),
-                headers: vec![(TOOL_HEADER, tool.to_owned())],
-                body: instance.clone(),
-            };
-            let sent = self.transport.send(&request).await;
+            let headers = [(TOOL_HEADER, tool.to_owned())];
+            let body = super::wire::to_string(instance);
+            let sent = self
+                .transport
+                .send_body(&self.url, &headers, body.as_bytes())
+                .await;
             http_verdict(&self.url, self.timeout, instance, sent)
         }))
         .buffered(HTTP_CONCURRENCY);
@@ -266,7 +266,7 @@ fn run_command(
         })?;
     if let Some(mut stdin) = child.stdin.take() {
         // A validator that exits without reading is allowed.
-        let _ = stdin.write_all(instance.to_string().as_bytes());
+        let _ = stdin.write_all(super::wire::to_string(instance).as_bytes());
     }
     let deadline = Instant::now() + timeout;
     loop {
@@ -367,8 +367,7 @@ impl LineValidator {
             scope.spawn(|| {
                 for instance in instances {
                     let request = serde_json::json!({"tool": tool, "instance": instance});
-                    let written = serde_json::to_writer(&mut *stdin, &request)
-                        .map_err(std::io::Error::from)
+                    let written = super::wire::write(&mut *stdin, &request)
                         .and_then(|()| stdin.write_all(b"\n"));
                     if written.is_err() {
                         return;

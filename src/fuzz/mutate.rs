@@ -56,6 +56,40 @@ impl Mutation {
     }
 }
 
+impl Mutation {
+    /// The JSON Schema keyword the mutant breaks, as a schema path ends.
+    pub fn schema_keyword(self) -> &'static str {
+        match self {
+            Mutation::Type | Mutation::NotAnObject => "type",
+            Mutation::Required => "required",
+            Mutation::Enum => "enum",
+            Mutation::Const => "const",
+            Mutation::Minimum => "minimum",
+            Mutation::Maximum => "maximum",
+            Mutation::ExclusiveMinimum => "exclusiveMinimum",
+            Mutation::ExclusiveMaximum => "exclusiveMaximum",
+            Mutation::MultipleOf => "multipleOf",
+            Mutation::MinLength => "minLength",
+            Mutation::MaxLength => "maxLength",
+            Mutation::Pattern => "pattern",
+            Mutation::Format => "format",
+            Mutation::MinItems => "minItems",
+            Mutation::MaxItems => "maxItems",
+            Mutation::UniqueItems => "uniqueItems",
+            Mutation::AdditionalProperties => "additionalProperties",
+        }
+    }
+
+    /// Where a validator reports the mutant broken at `pointer`: there,
+    /// or for a missing property, at the object that lacks it.
+    pub fn reported_at(self, pointer: &str) -> &str {
+        match self {
+            Mutation::Required => pointer.rsplit_once('/').map_or("", |(parent, _)| parent),
+            _ => pointer,
+        }
+    }
+}
+
 /// An instance that breaks one constraint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mutant {
@@ -152,7 +186,11 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
 }
 
 fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+    if key.contains(['~', '/']) {
+        key.replace('~', "~0").replace('/', "~1")
+    } else {
+        key.to_owned()
+    }
 }
 
 type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;
@@ -166,6 +204,17 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
 
     if schema.contains_key("type") {
         emit(Mutation::Type, pointer, Edit::Replace(other_type(value)));
+    }
+    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+    // An integer's other type may also be a number: 1.5 where 1 or 2 is
+    // expected (inward of any bound, so only the type is broken).
+    if integer && let Some(n) = value.as_f64() {
+        let inward = if number("maximum").is_some_and(|max| n + 0.5 > max) {
+            n - 0.5
+        } else {
+            n + 0.5
+        };
+        emit(Mutation::Type, pointer, Edit::Replace(json!(inward)));
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         let mut candidate = json!("not_an_allowed_value");
@@ -181,7 +230,6 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             Edit::Replace(json!({"not": expected})),
         );
     }
-    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
     let as_number = |x: f64| {
         if integer && x.fract() == 0.0 {
             json!(x as i64)
@@ -189,12 +237,17 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             json!(x)
         }
     };
+    // Just outside each bound; for numbers also by a half, which a
+    // validator that truncates to an integer lets through.
     if let Some(min) = number("minimum") {
         emit(
             Mutation::Minimum,
             pointer,
             Edit::Replace(as_number(min - 1.0)),
         );
+        if !integer {
+            emit(Mutation::Minimum, pointer, Edit::Replace(json!(min - 0.5)));
+        }
     }
     if let Some(max) = number("maximum") {
         emit(
@@ -202,6 +255,9 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             pointer,
             Edit::Replace(as_number(max + 1.0)),
         );
+        if !integer {
+            emit(Mutation::Maximum, pointer, Edit::Replace(json!(max + 0.5)));
+        }
     }
     if let Some(min) = number("exclusiveMinimum") {
         emit(
@@ -224,26 +280,67 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             Edit::Replace(json!(current + step / 2.0)),
         );
     }
+    // Lengths count code points: one short in characters beyond the
+    // Basic Multilingual Plane looks long enough in UTF-16 units, and one
+    // too many with combining marks looks short enough in graphemes.
     if let Some(min) = count("minLength").filter(|m| *m > 0) {
+        let short = min as usize - 1;
         emit(
             Mutation::MinLength,
             pointer,
-            Edit::Replace(json!("x".repeat(min as usize - 1))),
+            Edit::Replace(json!("x".repeat(short))),
         );
+        if short > 0 {
+            emit(
+                Mutation::MinLength,
+                pointer,
+                Edit::Replace(json!("\u{1F600}".repeat(short))),
+            );
+        }
     }
     if let Some(max) = count("maxLength") {
+        let long = max as usize + 1;
         emit(
             Mutation::MaxLength,
             pointer,
-            Edit::Replace(json!("x".repeat(max as usize + 1))),
+            Edit::Replace(json!("x".repeat(long))),
         );
+        if long > 1 {
+            let marked: String = "e\u{301}".repeat(long / 2) + if long % 2 == 1 { "x" } else { "" };
+            emit(Mutation::MaxLength, pointer, Edit::Replace(json!(marked)));
+        }
     }
-    if schema.contains_key("pattern") {
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         emit(
             Mutation::Pattern,
             pointer,
             Edit::Replace(json!(" \u{7f}~no match~ ")),
         );
+        // ECMA-262 patterns: `\d` is ASCII digits only, and `$` the very
+        // end, where Python's `re` also takes other digits and a newline.
+        if let Some(text) = value.as_str() {
+            if pattern.contains("\\d") && text.bytes().any(|b| b.is_ascii_digit()) {
+                let arabic_indic: String = text
+                    .chars()
+                    .map(|c| match c.to_digit(10) {
+                        Some(d) => char::from_u32(0x0660 + d).unwrap_or(c),
+                        None => c,
+                    })
+                    .collect();
+                emit(
+                    Mutation::Pattern,
+                    pointer,
+                    Edit::Replace(json!(arabic_indic)),
+                );
+            }
+            if pattern.ends_with('$') && !pattern.ends_with("\\$") {
+                emit(
+                    Mutation::Pattern,
+                    pointer,
+                    Edit::Replace(json!(format!("{text}\n"))),
+                );
+            }
+        }
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
         // Dropped as dishonest when the validator only annotates formats.

@@ -278,7 +278,7 @@ fn fuzz_passes_the_builtin_validator_and_finds_the_holes_of_a_weak_one() {
     ]);
     assert_eq!(builtin.status.code(), Some(0), "{}", stderr(&builtin));
     let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
-    assert!(csv.starts_with("tool,operator,generated,killed,survived,false_rejects,kill_rate,path\nget_weather,valid,60,0,0,0,,\n"), "{csv}");
+    assert!(csv.starts_with("tool,operator,generated,killed,survived,false_rejects,kill_rate,path,validator\nget_weather,valid,60,0,0,0,,,builtin\n"), "{csv}");
 
     let weak = toolgauge(&[
         "fuzz",
@@ -543,4 +543,134 @@ fn fuzz_over_json_lines_keeps_one_validator_process_and_finds_its_holes() {
     );
     let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
     assert!(csv.contains("get_weather,valid,25,0,0,0,"), "{csv}");
+}
+
+#[test]
+fn differential_fuzzing_reports_each_disagreement_minimised_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let fuzz = |validators: &[&str]| {
+        let mut args = vec![
+            "fuzz",
+            "--tools",
+            "scenarios/examples/tools.json",
+            "--cases",
+            "60",
+            "--out",
+            out,
+        ];
+        for v in validators {
+            args.extend(["--validator", v]);
+        }
+        toolgauge(&args)
+    };
+    // The same validator twice agrees with itself.
+    let same = fuzz(&["builtin", "builtin"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(stdout(&same).contains("0 site(s) where the 2 validators disagree"));
+    let rows = std::fs::read_to_string(dir.path().join("disagreements.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 1, "{rows}");
+
+    let weak = "cmd:sh tests/fixtures/weak_validator.sh";
+    let output = fuzz(&["builtin", weak]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let mut reader = csv::Reader::from_path(dir.path().join("disagreements.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let headers = reader.headers().unwrap().clone();
+    assert_eq!(
+        headers.iter().collect::<Vec<_>>(),
+        [
+            "tool",
+            "operator",
+            "path",
+            "cases",
+            "verdicts",
+            "instance",
+            "minimised",
+            "replay"
+        ]
+    );
+    let enum_row = rows
+        .iter()
+        .find(|r| &r[1] == "enum")
+        .expect("an enum disagreement");
+    assert_eq!(&enum_row[2], "/units");
+    assert_eq!(
+        &enum_row[4],
+        format!("builtin=invalid; {weak}=valid").as_str()
+    );
+    // Minimised: the weak validator needs only "city", "units" breaks the
+    // enum, and nothing else is wrong (city keeps its one character).
+    let minimised: Value = serde_json::from_str(&enum_row[6]).unwrap();
+    assert_eq!(minimised["city"].as_str().unwrap().chars().count(), 1);
+    assert_eq!(minimised.as_object().unwrap().len(), 2, "{minimised}");
+    // The original case replays.
+    let replayed = toolgauge(&[
+        "fuzz",
+        "--tools",
+        "scenarios/examples/tools.json",
+        "--cases",
+        "60",
+        "--replay",
+        &enum_row[7],
+    ]);
+    let printed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    assert_eq!(
+        printed["instance"],
+        serde_json::from_str::<Value>(&enum_row[5]).unwrap()
+    );
+    // fuzz.csv holds a report per validator.
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.ends_with(",builtin")));
+    assert!(csv.lines().any(|l| l.ends_with(&format!(",{weak}"))));
+}
+
+/// A Python with jsonschema: $TOOLGAUGE_TEST_PYTHON (set by .ci/run) or
+/// python3; `None` when neither imports it.
+fn python_with_jsonschema() -> Option<String> {
+    let python = std::env::var("TOOLGAUGE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let works = std::process::Command::new(&python)
+        .args(["-c", "import jsonschema"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    works.then_some(python)
+}
+
+#[test]
+fn differential_fuzzing_finds_where_python_jsonschema_departs_from_ecma_patterns() {
+    let Some(python) = python_with_jsonschema() else {
+        eprintln!(
+            "skipped: differential_fuzzing_finds_where_python_jsonschema_departs_from_ecma_patterns: no python3 with jsonschema (.ci/run installs tests/python-requirements.txt)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = "tests/fixtures/order_tools.json";
+    let python_validator = format!("lines:{python} tests/fixtures/jsonschema_lines.py {tools}");
+    let output = toolgauge(&[
+        "fuzz",
+        "--tools",
+        tools,
+        "--cases",
+        "200",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--validator",
+        "builtin",
+        "--validator",
+        &python_validator,
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let mut reader = csv::Reader::from_path(dir.path().join("disagreements.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    // Only the pattern differs: Unicode digits and a final newline.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((&rows[0][1], &rows[0][2]), ("pattern", "/order"));
+    assert!(rows[0][3].parse::<u64>().unwrap() >= 2, "{:?}", rows[0]);
+    let minimised: Value = serde_json::from_str(&rows[0][6]).unwrap();
+    let order = minimised["order"].as_str().unwrap();
+    assert!(!order.is_ascii() || order.ends_with('\n'), "{minimised}");
+    // Integers spelled 5.0 and 1e2 reach Python as floats, and it takes
+    // them as integers, as JSON Schema says: no disagreement on valid cases.
+    assert!(rows.iter().all(|r| &r[1] != "valid"));
 }
