@@ -30,6 +30,8 @@ fn registry(schemas: &Value) -> Registry {
         timeout_ms: 30_000,
         metadata: None,
         simulate: None,
+        http: None,
+        command: None,
     };
     Registry::new(
         vec![

@@ -30,6 +30,8 @@ fn def(name: &str, parameters: Value) -> ToolDef {
         timeout_ms: 30_000,
         metadata: None,
         simulate: None,
+        http: None,
+        command: None,
     }
 }
 

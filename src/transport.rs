@@ -124,6 +124,18 @@ impl Transport {
         headers: &[(&'static str, String)],
         body: &[u8],
     ) -> Result<ApiResponse, TransportError> {
+        self.send_with(reqwest::Method::POST, url, headers, Some(body))
+            .await
+    }
+
+    /// A request of any method, with a JSON body or none.
+    pub async fn send_with(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Option<&[u8]>,
+    ) -> Result<ApiResponse, TransportError> {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
         loop {
@@ -135,7 +147,7 @@ impl Transport {
                     .await
                     .expect("the semaphore is never closed");
                 self.wait_for_pace().await;
-                self.try_once(target, headers, body).await
+                self.try_once(&method, target, headers, body).await
             };
             let retry_after = match outcome {
                 Ok((response, _)) if (200..300).contains(&response.status) => return Ok(response),
@@ -187,15 +199,17 @@ impl Transport {
     /// One try: the response, and how long it asks us to wait before the next.
     async fn try_once(
         &self,
+        method: &reqwest::Method,
         url: &str,
         headers: &[(&'static str, String)],
-        body: &[u8],
+        body: Option<&[u8]>,
     ) -> Result<(ApiResponse, Option<Duration>), reqwest::Error> {
-        let mut builder = self
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
+        let mut builder = self.client.request(method.clone(), url);
+        if let Some(body) = body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_vec());
+        }
         for (name, value) in headers {
             builder = builder.header(*name, value);
         }

@@ -87,6 +87,8 @@ pub fn to_tool(function: &Value, language: Language, values: Values) -> ToolDef 
             ..Metadata::default()
         }),
         simulate: None,
+        http: None,
+        command: None,
     }
 }
 

@@ -1,34 +1,32 @@
-//! `toolgauge check-tools TOOLS.json`
+//! `toolgauge check-tools SOURCE`: every problem of a source's tool
+//! definitions (a file, or an MCP server's `tools/list`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use super::{CliError, EXIT_FAILED};
-use crate::tool::check_definitions_file;
 
 #[derive(Debug, Args)]
 pub struct CheckToolsArgs {
-    /// A JSON array of tool definitions.
-    #[arg(value_name = "TOOLS.json")]
-    pub tools: PathBuf,
+    /// A JSON array of tool definitions, or an MCP server (`mcp:COMMAND
+    /// ARGS...`, `mcp:http://HOST:PORT/mcp`).
+    #[arg(value_name = "TOOLS.json|mcp:SERVER")]
+    pub tools: String,
 }
 
 pub fn run(args: &CheckToolsArgs) -> Result<ExitCode, CliError> {
-    let (defs, problems) = check_definitions_file(&args.tools)?;
-    for problem in &problems {
+    let tools = super::tool_source::load(&args.tools);
+    crate::tool::mcp::shutdown_all();
+    let tools = tools?;
+    for problem in &tools.problems {
         println!("{problem}");
     }
-    if problems.is_empty() {
-        eprintln!(
-            "{}: {} tool(s), no problems",
-            args.tools.display(),
-            defs.len()
-        );
+    if tools.problems.is_empty() {
+        eprintln!("{}: {} tool(s), no problems", tools.label, tools.defs.len());
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("{}: {} problem(s)", args.tools.display(), problems.len());
+        eprintln!("{}: {} problem(s)", tools.label, tools.problems.len());
         Ok(ExitCode::from(EXIT_FAILED))
     }
 }

@@ -18,9 +18,10 @@ pub struct ExecArgs {
     /// The wire format of the response.
     #[arg(long, value_parser = parse_provider)]
     pub provider: Provider,
-    /// A JSON array of tool definitions to register.
-    #[arg(long, value_name = "TOOLS.json")]
-    pub tools: Option<PathBuf>,
+    /// A JSON array of tool definitions to register, or an MCP server's
+    /// tools (`mcp:COMMAND ARGS...`, `mcp:http://HOST:PORT/mcp`).
+    #[arg(long, value_name = "TOOLS.json|mcp:SERVER")]
+    pub tools: Option<String>,
     /// Built-in tools to register (comma-separated, or `all`). Without
     /// --tools or --builtin: echo, math, sleep, and the file tools when
     /// --sandbox is given.
@@ -51,6 +52,13 @@ fn parse_provider(text: &str) -> Result<Provider, crate::provider::UnknownProvid
 }
 
 pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
+    let outcome = exec(args);
+    // Every MCP server started is stopped, whatever happened.
+    crate::tool::mcp::shutdown_all();
+    outcome
+}
+
+fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args)?);
     let body = std::fs::read(&args.response)
         .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", args.response.display())))?;
@@ -143,14 +151,17 @@ fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
         args.builtin.iter().map(|b| b.trim().to_owned()).collect()
     };
     sources.extend(builtins.into_iter().map(ToolSource::Builtin));
-    if let Some(path) = &args.tools {
-        let defs = super::read_tool_definitions(path)?;
-        sources.extend(defs.into_iter().map(ToolSource::Defined));
+    let mut base_dir = None;
+    if let Some(text) = &args.tools {
+        let tools = super::tool_source::load(text)?.usable()?;
+        base_dir = tools.base_dir;
+        sources.extend(tools.sources);
     }
     Registry::new(
         sources,
         ToolEnv {
             sandbox,
+            base_dir,
             ..ToolEnv::default()
         },
     )

@@ -13,13 +13,15 @@ use super::{CliError, EXIT_FAILED};
 use crate::fuzz::differential::{Disagreement, disagreements};
 use crate::fuzz::external::{DEFAULT_CASE_TIMEOUT, ExternalValidator};
 use crate::fuzz::{Cases, Counts, ToolFuzz, wire};
-use crate::tool::{Registry, ToolEnv, ToolSource};
+use crate::tool::{Registry, ToolEnv};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
-    /// A JSON array of tool definitions.
-    #[arg(long, value_name = "TOOLS.json")]
-    pub tools: PathBuf,
+    /// A JSON array of tool definitions, or an MCP server (`mcp:COMMAND
+    /// ARGS...` over stdio, `mcp:http://HOST:PORT/mcp`), whose own
+    /// validation is fuzzed by default (`--validator server`).
+    #[arg(long, value_name = "TOOLS.json|mcp:SERVER")]
+    pub tools: String,
     /// Valid and invalid instances per tool (each).
     #[arg(long, default_value_t = 100)]
     pub cases: usize,
@@ -30,15 +32,21 @@ pub struct FuzzArgs {
     /// `false` out); `cmd:PROGRAM` (run once per case: one JSON instance on
     /// stdin, the tool's name in $TOOLGAUGE_TOOL; exit 0 means valid); or an
     /// `http://` URL (gets it as a POST body, the tool's name in the
-    /// x-toolgauge-tool header; a 2xx answer means valid). Given twice or
-    /// more, the validators are compared: every case goes through each,
-    /// and each case they disagree on is reported, minimised.
-    #[arg(
-        long = "validator",
-        default_value = "builtin",
-        value_name = "VALIDATOR"
-    )]
+    /// x-toolgauge-tool header; a 2xx answer means valid); or `server`, the
+    /// MCP server of `--tools mcp:...` itself (its tools/call: an error
+    /// result or a JSON-RPC error means refused). Given twice or more, the
+    /// validators are compared: every case goes through each, and each
+    /// case they disagree on is reported, minimised. Default: `server`
+    /// for an MCP server's tools, `builtin` otherwise.
+    #[arg(long = "validator", value_name = "VALIDATOR")]
     pub validators: Vec<String>,
+    /// With `--validator server`: the tools that may be called (default:
+    /// those the server annotates read-only; others are never called).
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub allow: Vec<String>,
+    /// With `--validator server`: calls in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
     /// How long an external validator may take for one case.
     #[arg(long, default_value_t = DEFAULT_CASE_TIMEOUT.as_millis() as u64, value_name = "MS")]
     pub case_timeout_ms: u64,
@@ -103,6 +111,54 @@ const MINIMISE_BUDGET: usize = 300;
 enum Validator {
     Builtin,
     External(ExternalValidator),
+    /// The tool source itself: an MCP server's `tools/call`.
+    Server(ServerJudge),
+}
+
+/// Calls a served tool to judge an instance: accepted when the call
+/// succeeds, refused when it comes back an error.
+struct ServerJudge {
+    registry: std::sync::Arc<crate::tool::Registry>,
+    runtime: tokio::runtime::Runtime,
+    timeout: Duration,
+    concurrency: usize,
+}
+
+impl ServerJudge {
+    fn judge(&self, tool: &str, instances: &[Value]) -> (Vec<bool>, Option<String>) {
+        use futures_util::StreamExt;
+        let Some(id) = self.registry.lookup(tool) else {
+            return (Vec::new(), Some(format!("no tool {tool:?}")));
+        };
+        let calls = futures_util::stream::iter(instances.iter().map(|instance| async move {
+            // A fresh trial per case: a server that crashed is started
+            // again for the next.
+            let state = self.registry.new_state();
+            tokio::time::timeout(self.timeout, self.registry.execute(id, instance, &state))
+                .await
+                .map(|outcome| outcome.is_ok())
+        }))
+        .buffered(self.concurrency.max(1));
+        self.runtime.block_on(async {
+            let mut calls = std::pin::pin!(calls);
+            let mut verdicts = Vec::with_capacity(instances.len());
+            while let Some(verdict) = calls.next().await {
+                match verdict {
+                    Ok(accepted) => verdicts.push(accepted),
+                    Err(_) => {
+                        return (
+                            verdicts,
+                            Some(format!(
+                                "tool {tool:?} did not answer within {} ms",
+                                self.timeout.as_millis()
+                            )),
+                        );
+                    }
+                }
+            }
+            (verdicts, None)
+        })
+    }
 }
 
 /// A validator and how the user named it.
@@ -112,9 +168,21 @@ struct Named {
 }
 
 impl Named {
-    fn parse(spec: &str, timeout: Duration) -> Result<Named, CliError> {
+    fn parse(
+        spec: &str,
+        timeout: Duration,
+        server: Option<&dyn Fn() -> Result<ServerJudge, CliError>>,
+    ) -> Result<Named, CliError> {
         let validator = match spec {
             "builtin" => Validator::Builtin,
+            "server" => match server {
+                Some(open) => Validator::Server(open()?),
+                None => {
+                    return Err(CliError::Usage(
+                        "--validator server judges with the tools' own server: give --tools mcp:SERVER".into(),
+                    ));
+                }
+            },
             other => match ExternalValidator::parse(other, timeout) {
                 Some(Ok(external)) => Validator::External(external),
                 Some(Err(message)) => {
@@ -146,6 +214,13 @@ impl Named {
                 instances.iter().map(|v| reference.is_valid(v)).collect(),
                 None,
             ),
+            Validator::Server(server) => {
+                let (verdicts, fault) = server.judge(tool, instances);
+                (
+                    verdicts,
+                    fault.map(|e| format!("validator server for tool {tool:?}: {e}")),
+                )
+            }
             // Every case at once: the validator judges them as fast as it
             // can (pipelined, concurrent), a fault stopping it.
             Validator::External(external) => {
@@ -170,24 +245,70 @@ struct ToolResult {
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
+    let outcome = fuzz(args);
+    // Every MCP server started is stopped, whatever happened.
+    crate::tool::mcp::shutdown_all();
+    outcome
+}
+
+fn fuzz(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     if args.cases == 0 {
         return Err(CliError::new(
             "--cases must be at least 1 (instances per tool and operator)",
         ));
     }
     let timeout = Duration::from_millis(args.case_timeout_ms);
-    let validators = args
-        .validators
-        .iter()
-        .map(|spec| Named::parse(spec, timeout))
-        .collect::<Result<Vec<_>, _>>()?;
-    let defs = super::read_tool_definitions(&args.tools)?;
-    let registry = Registry::new(
-        defs.into_iter().map(ToolSource::Defined).collect(),
-        ToolEnv::default(),
-    )?;
+    let tools = super::tool_source::load(&args.tools)?.usable()?;
+    let registry = std::sync::Arc::new(tools.registry(ToolEnv::default())?);
     if let Some(spec) = &args.replay {
-        return replay(&registry, args.cases, spec);
+        return replay(&registry, args.cases, spec, tools.served);
+    }
+    let open_server = || -> Result<ServerJudge, CliError> {
+        Ok(ServerJudge {
+            registry: registry.clone(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?,
+            timeout,
+            concurrency: args.concurrency,
+        })
+    };
+    let specs: Vec<String> = if args.validators.is_empty() {
+        vec![if tools.served { "server" } else { "builtin" }.to_owned()]
+    } else {
+        args.validators.clone()
+    };
+    let validators = specs
+        .iter()
+        .map(|spec| Named::parse(spec, timeout, tools.served.then_some(&open_server as _)))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A server's tools are called only where allowed: named, or read-only.
+    let calls_server = validators
+        .iter()
+        .any(|v| matches!(v.validator, Validator::Server(_)));
+    if let Some(unknown) = args.allow.iter().find(|n| registry.lookup(n).is_none()) {
+        return Err(CliError::Usage(format!(
+            "--allow {unknown:?}: {} has no such tool (it has {})",
+            tools.label,
+            registry.names().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let allowed = |def: &crate::tool::ToolDef| {
+        !calls_server
+            || args.allow.contains(&def.name)
+            || (args.allow.is_empty() && def.effect == crate::tool::Effect::Read)
+    };
+    let skipped: Vec<&str> = registry
+        .definitions()
+        .filter(|d| !allowed(d))
+        .map(|d| d.name.as_str())
+        .collect();
+    if !skipped.is_empty() {
+        eprintln!(
+            "not called, so not fuzzed (not read-only; --allow NAME to fuzz one): {}",
+            skipped.join(", ")
+        );
     }
 
     let mut results: Vec<ToolResult> = Vec::new();
@@ -198,6 +319,16 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
         let cases = Cases::generate(&def.parameters, reference, args.cases, args.seed);
+        let cases = if tools.served {
+            cases.objects_only()
+        } else {
+            cases
+        };
+        if !allowed(def) {
+            // Case indices still count its cases, as --replay does.
+            offset += cases.len() as u64;
+            continue;
+        }
         let mut verdicts = Vec::with_capacity(validators.len());
         for validator in &validators {
             let (judged, fault) = validator.judge(&def.name, reference, &cases.instances);
@@ -444,7 +575,12 @@ fn write_disagreements(
 }
 
 /// `--replay SEED:INDEX`: the case, counted over the tools in order.
-fn replay(registry: &Registry, cases: usize, spec: &str) -> Result<ExitCode, CliError> {
+fn replay(
+    registry: &Registry,
+    cases: usize,
+    spec: &str,
+    served: bool,
+) -> Result<ExitCode, CliError> {
     let bad = || CliError::Usage(format!("--replay {spec:?}: use SEED:INDEX, e.g. 1:157"));
     let (seed, index) = spec.split_once(':').ok_or_else(bad)?;
     let seed: u64 = seed.trim().parse().map_err(|_| bad())?;
@@ -453,6 +589,7 @@ fn replay(registry: &Registry, cases: usize, spec: &str) -> Result<ExitCode, Cli
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
         let made = Cases::generate(&def.parameters, reference, cases, seed);
+        let made = if served { made.objects_only() } else { made };
         if let Some(instance) = made.instances.get(index) {
             println!(
                 "{{\"tool\":{},\"instance\":{}}}",

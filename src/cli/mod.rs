@@ -14,6 +14,8 @@ mod fuzz;
 mod import;
 mod report;
 mod run;
+mod tool_source;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -55,6 +57,9 @@ pub enum Command {
     Fuzz(FuzzArgs),
     /// Convert an external benchmark's entries into scenario files.
     Import(ImportArgs),
+    /// List a tool source's definitions (a file or an MCP server) in any
+    /// provider's format, checked.
+    Tools(tools::ToolsArgs),
     /// Write reports/bench.csv and bench.md from criterion's results and the Node anchor's.
     BenchReport(BenchReportArgs),
 }
@@ -103,22 +108,6 @@ impl CliError {
     }
 }
 
-/// Read a tool definitions file for a command that will use the tools:
-/// any problem is bad input, and every problem is listed.
-fn read_tool_definitions(path: &std::path::Path) -> Result<Vec<crate::tool::ToolDef>, CliError> {
-    let (defs, problems) = crate::tool::check_definitions_file(path)?;
-    if problems.is_empty() {
-        return Ok(defs);
-    }
-    let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-    Err(CliError::Usage(format!(
-        "{}: {} problem(s) in the tool definitions (see `toolgauge check-tools`):\n{}",
-        path.display(),
-        problems.len(),
-        lines.join("\n")
-    )))
-}
-
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
@@ -128,6 +117,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Report(args) => report::run(&args),
         Command::BenchReport(args) => bench_report::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Tools(args) => tools::run(&args),
         Command::Import(args) => import::run(&args),
     }
 }

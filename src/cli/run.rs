@@ -334,6 +334,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         eprintln!("warning: {skipped}");
     }
     let scenarios = suite.scenarios;
+    // Real tools (MCP servers, endpoints, commands) take real time: on the
+    // paused clock every call's timeout would fire at once.
+    let mut settings = settings;
+    if settings.clock == Clock::Virtual && scenarios.iter().any(|s| s.registry.has_real_tools()) {
+        if !args.quiet {
+            eprintln!(
+                "real tools (MCP servers, HTTP endpoints, commands): running on the real clock"
+            );
+        }
+        settings.clock = Clock::Real;
+    }
     if let Some(run) = &recorded {
         run.check_suite(&scenarios)
             .map_err(|e| CliError::Usage(format!("--resume: {e}; resuming would mix two runs")))?;
@@ -411,8 +422,28 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
                 std::future::pending::<()>().await;
             }
         };
-        match harness::run_until(&plan, &mut reporters, replay, progress, ctrl_c) {
-            Ok(()) => {}
+        let outcome = harness::run_until(&plan, &mut reporters, replay, progress, ctrl_c);
+        // Every server stopped (no process left), then their measures kept.
+        crate::tool::mcp::shutdown_all();
+        match outcome {
+            Ok(()) => {
+                let sources = crate::tool::mcp::source_stats();
+                if !sources.is_empty() {
+                    write_run_json(&plan, &files, &settings, &out)?;
+                    for s in &sources {
+                        eprintln!(
+                            "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s)",
+                            s.source,
+                            s.startups,
+                            s.startup_ms_mean,
+                            s.calls,
+                            s.call_ms_p50,
+                            s.call_ms_p95,
+                            s.call_errors
+                        );
+                    }
+                }
+            }
             Err(RunError::Interrupted { finished, total }) => {
                 eprintln!(
                     "interrupted: {finished} of {total} trial(s) are in {}; \
@@ -558,6 +589,7 @@ fn write_run_json(
             .iter()
             .any(|s| s.registry.lookup(crate::tool::SHELL_TOOL).is_some())
             .then(|| crate::tool::shell::isolation().as_str().to_owned()),
+        tool_sources: crate::tool::mcp::source_stats(),
     };
     record
         .write(out)

@@ -165,6 +165,23 @@ impl Cases {
         self.instances.len()
     }
 
+    /// Without the cases that are not objects: a tool server's
+    /// `tools/call` carries arguments as an object, so they cannot be sent.
+    pub fn objects_only(mut self) -> Cases {
+        let mut kinds = std::mem::take(&mut self.kinds).into_iter();
+        let mut kept_kinds = Vec::with_capacity(kinds.len());
+        self.instances.retain(|instance| {
+            let kind = kinds.next().expect("one kind per instance");
+            let keep = instance.is_object();
+            if keep {
+                kept_kinds.push(kind);
+            }
+            keep
+        });
+        self.kinds = kept_kinds;
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
         self.instances.is_empty()
     }

@@ -95,6 +95,10 @@ pub struct RunRecord {
     /// (`tool::shell::isolation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell_isolation: Option<String>,
+    /// MCP servers the run used: start-ups and `tools/call` round trips
+    /// (written when the run ends).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_sources: Vec<crate::tool::mcp::SourceStats>,
 }
 
 impl RunRecord {

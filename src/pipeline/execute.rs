@@ -248,6 +248,7 @@ fn error_kind_of(failure: &ToolFailure) -> ErrorKind {
     match failure.kind {
         ToolFailureKind::Blocked => ErrorKind::Sandbox,
         ToolFailureKind::Timeout => ErrorKind::Timeout,
+        ToolFailureKind::Invalid => ErrorKind::Validation,
         ToolFailureKind::Runtime
         | ToolFailureKind::NotFound
         | ToolFailureKind::PermissionDenied => ErrorKind::Runtime,

@@ -219,7 +219,11 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     let tool_error = |pointer: &str| {
         let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
         let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
-        let problem = source::from_value::<ToolDef>(tool).err()?;
+        let problem = if tool.get("mcp").is_some() {
+            source::from_value::<super::McpEntry>(tool).err()?
+        } else {
+            source::from_value::<ToolDef>(tool).err()?
+        };
         Some(invalid(
             format!("/tools/{i}{}", problem.pointer),
             problem.message,
@@ -245,6 +249,9 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     };
     let store = Store::seeded(&file.state)
         .map_err(|e| invalid(format!("/state{}", e.pointer), e.problem))?;
+    // Commands (of tools and MCP servers) run in the scenario's folder.
+    let folder = std::path::absolute(path.parent().unwrap_or(Path::new(".")))
+        .unwrap_or_else(|_| PathBuf::from("."));
     let env = ToolEnv {
         sandbox: sandbox_dir
             .as_deref()
@@ -252,33 +259,71 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
             .transpose()
             .map_err(|e| invalid("/files".into(), format!("cannot open the sandbox: {e}")))?,
         store,
+        base_dir: Some(folder.clone()),
     };
-    let sources = file
-        .tools
-        .iter()
-        .enumerate()
-        .map(|(i, tool)| match tool {
-            ToolEntry::Builtin(name) if builtin_definition(name).is_none() => Err(invalid(
-                format!("/tools/{i}"),
-                format!(
-                    "unknown built-in tool {name:?}; the built-ins are {}",
-                    BUILTIN_NAMES.join(", ")
-                ),
-            )),
-            ToolEntry::Builtin(name) => Ok(ToolSource::Builtin(name.clone())),
-            ToolEntry::Defined(def) => Ok(ToolSource::Defined((**def).clone())),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // The entry each MCP tool came from, and its server, for problems.
+    let mut served_by: Vec<(String, usize, String)> = Vec::new();
+    let mut sources = Vec::with_capacity(file.tools.len());
+    for (i, tool) in file.tools.iter().enumerate() {
+        match tool {
+            ToolEntry::Builtin(name) if builtin_definition(name).is_none() => {
+                return Err(invalid(
+                    format!("/tools/{i}"),
+                    format!(
+                        "unknown built-in tool {name:?}; the built-ins are {}",
+                        BUILTIN_NAMES.join(", ")
+                    ),
+                ));
+            }
+            ToolEntry::Builtin(name) => sources.push(ToolSource::Builtin(name.clone())),
+            ToolEntry::Defined(def) => sources.push(ToolSource::Defined((**def).clone())),
+            ToolEntry::Mcp(entry) => {
+                let mut spec = entry.mcp.clone();
+                spec.cwd = Some(
+                    spec.cwd
+                        .map_or_else(|| folder.clone(), |cwd| folder.join(cwd)),
+                );
+                if let Some(program) = spec.command.first_mut() {
+                    *program = crate::tool::resolve_program(program, &folder);
+                }
+                let tools = crate::tool::mcp::McpServer::open(&spec)
+                    .and_then(|server| {
+                        server.tools(entry.only.as_deref(), &entry.read, entry.per_trial)
+                    })
+                    .map_err(|e| invalid(format!("/tools/{i}"), e.to_string()))?;
+                for (def, backend) in tools {
+                    served_by.push((def.name.clone(), i, spec.label()));
+                    sources.push(ToolSource::Backend(def, backend));
+                }
+            }
+        }
+    }
     let registry = Registry::new(sources, env).map_err(|error| match error {
         // The first problem, at its place in this file.
         RegistryError::Definitions(ref problems) if !problems.is_empty() => {
             let problem = &problems[0];
+            if let Some((_, i, label)) = served_by.iter().find(|(n, ..)| *n == problem.tool) {
+                return invalid(
+                    format!("/tools/{i}"),
+                    format!(
+                        "MCP server {label}: tool {:?}: {}{}",
+                        problem.tool,
+                        if problem.pointer.is_empty() {
+                            ""
+                        } else {
+                            &problem.pointer
+                        },
+                        format_args!(" {}", problem.message)
+                    ),
+                );
+            }
             let index = file
                 .tools
                 .iter()
                 .position(|t| match t {
                     ToolEntry::Defined(def) => def.name == problem.tool,
                     ToolEntry::Builtin(name) => *name == problem.tool,
+                    ToolEntry::Mcp(_) => false,
                 })
                 .or_else(|| problem.tool.strip_prefix('#').and_then(|i| i.parse().ok()));
             match index {

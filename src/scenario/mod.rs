@@ -63,12 +63,30 @@ pub struct ScenarioFile {
     pub script: Option<Vec<ScriptTurn>>,
 }
 
-/// A tool of a scenario: a built-in by name, or an inline definition.
+/// A tool of a scenario: a built-in by name, the tools of an MCP server,
+/// or an inline definition.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum ToolEntry {
     Builtin(String),
+    Mcp(Box<McpEntry>),
     Defined(Box<ToolDef>),
+}
+
+/// The tools of an MCP server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpEntry {
+    pub mcp: crate::tool::mcp::McpServerSpec,
+    /// Only these of the server's tools.
+    #[serde(default)]
+    pub only: Option<Vec<String>>,
+    /// Tools to treat as reads, besides those annotated `readOnlyHint`.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// A fresh server per trial, for stateful servers.
+    #[serde(default)]
+    pub per_trial: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -36,6 +36,12 @@ pub trait ToolBackend: Send + Sync + std::fmt::Debug {
 
     /// Run the tool; the caller applies its timeout.
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a>;
+
+    /// Whether the tool runs outside toolgauge (a server, an endpoint, a
+    /// command): it takes real time, so a run with it needs the real clock.
+    fn is_real(&self) -> bool {
+        false
+    }
 }
 
 /// A built-in tool, with the sandbox the file tools are confined to.

@@ -329,6 +329,8 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
         timeout_ms,
         metadata: None,
         simulate: None,
+        http: None,
+        command: None,
     })
 }
 

@@ -5,9 +5,11 @@
 mod backend;
 mod builtin;
 mod check;
+pub mod mcp;
 pub mod quick;
 mod registry;
 mod sandbox;
+mod served;
 pub mod shell;
 mod store;
 pub mod template;
@@ -26,8 +28,19 @@ pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
 };
 pub use sandbox::Sandbox;
+pub use served::{HttpTool, Send as HttpSend};
 pub use store::{STORE_TOOLS, StateError, Store};
 pub use wording::{ArgumentError, argument_error, schema_errors};
+
+/// A command's program as given, or, when it is a relative path (it has
+/// a `/`), that path from `folder`: commands run in their file's folder.
+pub fn resolve_program(program: &str, folder: &std::path::Path) -> String {
+    if program.contains('/') && std::path::Path::new(program).is_relative() {
+        folder.join(program).display().to_string()
+    } else {
+        program.to_owned()
+    }
+}
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -54,6 +67,13 @@ pub struct ToolDef {
     /// For tools with no implementation: what to pretend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulate: Option<Simulate>,
+    /// Served by an HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTool>,
+    /// Served by a command: the program and its arguments; the call's
+    /// arguments as JSON on its stdin, its stdout the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 impl ToolDef {
@@ -209,6 +229,8 @@ pub enum ToolFailureKind {
     Timeout,
     /// A sandbox check refused the path before anything was touched.
     Blocked,
+    /// The tool itself refused its arguments (a server's own validation).
+    Invalid,
 }
 
 impl ToolFailure {

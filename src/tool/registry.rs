@@ -41,6 +41,8 @@ pub struct ToolEnv {
     pub sandbox: Option<Sandbox>,
     /// What the store holds when a trial starts (a scenario's `state`).
     pub store: Store,
+    /// Where `command` tools run: the scenario's or tools file's folder.
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// Why a set of tools cannot be registered.
@@ -95,7 +97,15 @@ pub struct ToolState {
     /// The trial's own copy of the sandbox, when it has one; file tools
     /// use the registry's otherwise.
     pub(super) sandbox: Option<Sandbox>,
+    /// Tells trials apart (a crashed MCP server restarts for the next).
+    pub(super) trial: u64,
+    /// What tools keep for this trial only (its own MCP server, say), by
+    /// the key the tool chose; dropped with the state.
+    resources: Mutex<Vec<(usize, TrialResource)>>,
 }
+
+/// Something a tool keeps for one trial.
+pub(super) type TrialResource = Arc<dyn std::any::Any + Send + Sync>;
 
 impl ToolState {
     /// What the trial's store holds now: `{"collection": [records]}`.
@@ -114,6 +124,24 @@ impl ToolState {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = Some(sandbox);
         self
+    }
+
+    /// The trial's resource under `key`, made by `make` on first use.
+    pub(super) fn resource(
+        &self,
+        key: usize,
+        make: impl FnOnce() -> Result<TrialResource, String>,
+    ) -> Result<TrialResource, String> {
+        let mut resources = self
+            .resources
+            .lock()
+            .map_err(|_| "the trial's resources are poisoned".to_owned())?;
+        if let Some((_, found)) = resources.iter().find(|(k, _)| *k == key) {
+            return Ok(found.clone());
+        }
+        let made = make()?;
+        resources.push((key, made.clone()));
+        Ok(made)
     }
 
     /// A uniform draw in 0..1 from the trial's seed.
@@ -162,9 +190,19 @@ impl Registry {
                     defs.push(def);
                 }
                 ToolSource::Defined(def) => {
-                    backends.push(match &def.simulate {
-                        Some(simulate) => Arc::new(Simulated::new(simulate.clone())),
-                        None => Arc::new(EchoArguments),
+                    let served = super::served::backend_of(&def, env.base_dir.as_deref())
+                        .transpose()
+                        .map_err(|message| {
+                            RegistryError::Definitions(vec![DefinitionProblem {
+                                tool: def.name.clone(),
+                                pointer: String::new(),
+                                message,
+                            }])
+                        })?;
+                    backends.push(match (served, &def.simulate) {
+                        (Some(served), _) => served,
+                        (None, Some(simulate)) => Arc::new(Simulated::new(simulate.clone())),
+                        (None, None) => Arc::new(EchoArguments),
                     });
                     defs.push(def);
                 }
@@ -256,6 +294,11 @@ impl Registry {
         self.new_state_seeded(0)
     }
 
+    /// Whether a tool runs outside toolgauge (see [`ToolBackend::is_real`]).
+    pub fn has_real_tools(&self) -> bool {
+        self.tools.iter().any(|t| t.backend.is_real())
+    }
+
     /// A fresh per-trial state whose latency draws follow `seed`.
     pub fn new_state_seeded(&self, seed: u64) -> ToolState {
         ToolState {
@@ -264,6 +307,8 @@ impl Registry {
             rng: Mutex::new(None),
             store: Mutex::new(self.store.clone()),
             sandbox: None,
+            trial: super::mcp::next_trial(),
+            resources: Mutex::new(Vec::new()),
         }
     }
 

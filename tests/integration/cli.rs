@@ -34,7 +34,7 @@ fn check_tools_prints_every_problem_and_exits_1() {
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.contains(&"get_weather: /efect: unknown field `efect`, expected one of `name`, `description`, `parameters`, `effect`, `timeout_ms`, `metadata`, `simulate`"), "{text}");
+    assert!(lines.contains(&"get_weather: /efect: unknown field `efect`, expected one of `name`, `description`, `parameters`, `effect`, `timeout_ms`, `metadata`, `simulate`, `http`, `command`"), "{text}");
     assert!(lines.contains(&"search.web: /parameters/required/1: \"page\" is required but not defined in properties"), "{text}");
     assert!(lines.contains(&"search.web: /parameters/properties/limit/minimum: invalid JSON Schema: \"1\" is not of type \"number\""), "{text}");
     assert_eq!(lines.len(), 6, "{text}");

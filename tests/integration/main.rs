@@ -9,6 +9,7 @@ mod conformance;
 mod corpus;
 mod harness;
 mod live;
+mod mcp;
 mod robustness;
 mod run;
 mod sandbox;

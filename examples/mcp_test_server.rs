@@ -1,0 +1,276 @@
+//! An MCP server for toolgauge's own tests, built with rmcp's server side:
+//! deterministic tools, a stateful counter, a tool that fails once then
+//! succeeds, a slow tool, a tool that does not validate its input, a tool
+//! that crashes the server, and a destructive one.
+//!
+//! Over stdio by default; `--http` serves streamable HTTP on a free
+//! loopback port and prints `listening on http://127.0.0.1:PORT/mcp`.
+//! With `$MCP_TEST_LOG` set, every call's tool name is appended to that
+//! file, so tests can tell which tools were called.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+/// What the server remembers across calls (shared by every HTTP session).
+#[derive(Default)]
+struct State {
+    counter: AtomicI64,
+    /// Keys `flaky` has failed for once already.
+    failed_once: Mutex<HashSet<String>>,
+}
+
+#[derive(Clone)]
+struct TestServer {
+    state: Arc<State>,
+}
+
+fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
+    let schema = schema.as_object().cloned().unwrap_or_default();
+    let annotations = ToolAnnotations::new().read_only(read_only);
+    let annotations = if name == "delete_everything" {
+        annotations.destructive(true)
+    } else {
+        annotations
+    };
+    Tool::new(name, description, Arc::new(schema)).annotate(annotations)
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "add",
+            "Add two integers.",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"], "additionalProperties": false}),
+            true,
+        ),
+        tool(
+            "counter_increment",
+            "Add `by` (default 1) to the counter and return its value.",
+            json!({"type": "object", "properties": {"by": {"type": "integer", "minimum": 1, "maximum": 100}}, "additionalProperties": false}),
+            false,
+        ),
+        tool(
+            "counter_get",
+            "The counter's value.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            true,
+        ),
+        tool(
+            "flaky",
+            "Look up a key; fails the first time for each key, then succeeds.",
+            json!({"type": "object", "properties": {"key": {"type": "string", "minLength": 1}}, "required": ["key"], "additionalProperties": false}),
+            true,
+        ),
+        tool(
+            "slow",
+            "Wait `ms` milliseconds, then answer.",
+            json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 1000}}, "required": ["ms"], "additionalProperties": false}),
+            true,
+        ),
+        tool(
+            "lenient_echo",
+            "Echo a short text a few times. Does not check its arguments.",
+            json!({"type": "object", "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 20}, "count": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["text", "count"], "additionalProperties": false}),
+            true,
+        ),
+        tool(
+            "crash",
+            "Stop the server at once, as a crashing server would.",
+            json!({"type": "object", "properties": {}}),
+            false,
+        ),
+        tool(
+            "delete_everything",
+            "Destructive: never to be called by a fuzzer unless allowed.",
+            json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}}),
+            false,
+        ),
+    ]
+}
+
+fn text(result: impl Into<String>) -> CallToolResponse {
+    CallToolResult::success(vec![ContentBlock::text(result)]).into()
+}
+
+fn invalid(tool: &str, problem: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("invalid arguments for {tool}: {problem}"), None)
+}
+
+/// Whether `value` is an integer (`5` or `5.0`) within the bounds.
+fn integer_in(value: Option<&Value>, low: f64, high: f64) -> Option<i64> {
+    let n = value?.as_f64()?;
+    (n.fract() == 0.0 && (low..=high).contains(&n)).then_some(n as i64)
+}
+
+/// Only the listed keys.
+fn only(arguments: &Map<String, Value>, keys: &[&str]) -> bool {
+    arguments.keys().all(|k| keys.contains(&k.as_str()))
+}
+
+impl TestServer {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match name {
+            "add" => {
+                let (Some(a), Some(b)) = (
+                    integer_in(arguments.get("a"), -9e15, 9e15),
+                    integer_in(arguments.get("b"), -9e15, 9e15),
+                ) else {
+                    return Err(invalid(name, "a and b must be integers"));
+                };
+                if !only(&arguments, &["a", "b"]) {
+                    return Err(invalid(name, "only a and b are allowed"));
+                }
+                Ok(text((a + b).to_string()))
+            }
+            "counter_increment" => {
+                let by = match arguments.get("by") {
+                    None => 1,
+                    some => integer_in(some, 1.0, 100.0)
+                        .ok_or_else(|| invalid(name, "by must be an integer from 1 to 100"))?,
+                };
+                if !only(&arguments, &["by"]) {
+                    return Err(invalid(name, "only by is allowed"));
+                }
+                Ok(text(
+                    (self.state.counter.fetch_add(by, Ordering::SeqCst) + by).to_string(),
+                ))
+            }
+            "counter_get" => {
+                if !arguments.is_empty() {
+                    return Err(invalid(name, "takes no arguments"));
+                }
+                Ok(text(self.state.counter.load(Ordering::SeqCst).to_string()))
+            }
+            "flaky" => {
+                let Some(key) = arguments
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .filter(|k| !k.is_empty())
+                else {
+                    return Err(invalid(name, "key must be a non-empty string"));
+                };
+                if !only(&arguments, &["key"]) {
+                    return Err(invalid(name, "only key is allowed"));
+                }
+                let first = self
+                    .state
+                    .failed_once
+                    .lock()
+                    .map(|mut keys| keys.insert(key.to_owned()))
+                    .unwrap_or(false);
+                if first {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(
+                        "temporarily unavailable, try again",
+                    )])
+                    .into());
+                }
+                Ok(text(json!({"key": key, "value": key.len()}).to_string()))
+            }
+            "slow" => {
+                let ms = integer_in(arguments.get("ms"), 0.0, 1000.0)
+                    .ok_or_else(|| invalid(name, "ms must be an integer from 0 to 1000"))?;
+                if !only(&arguments, &["ms"]) {
+                    return Err(invalid(name, "only ms is allowed"));
+                }
+                tokio::time::sleep(Duration::from_millis(ms as u64)).await;
+                Ok(text(format!("slept {ms} ms")))
+            }
+            // Deliberately no checks: the fuzzer must find this.
+            "lenient_echo" => Ok(text(Value::Object(arguments).to_string())),
+            "crash" => {
+                eprintln!("mcp_test_server: crash requested, exiting");
+                std::process::exit(3);
+            }
+            "delete_everything" => Ok(text("deleted everything")),
+            other => Err(ErrorData::invalid_params(
+                format!("no tool {other:?}"),
+                None,
+            )),
+        }
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Ok(path) = std::env::var("MCP_TEST_LOG")
+            && let Ok(mut log) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(log, "{}", request.name);
+        }
+        self.call(&request.name, request.arguments.unwrap_or_default())
+            .await
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = TestServer {
+        state: Arc::new(State::default()),
+    };
+    if !std::env::args().any(|a| a == "--http") {
+        server
+            .serve(rmcp::transport::stdio())
+            .await?
+            .waiting()
+            .await?;
+        return Ok(());
+    }
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let service = TowerToHyperService::new(StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        Default::default(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let service = service.clone();
+        tokio::spawn(async move {
+            let _ = Builder::new(TokioExecutor::default())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,87 @@
+//! Where a command's tools come from: a JSON file of definitions, or an
+//! MCP server (`mcp:COMMAND ARGS...` over stdio, `mcp:http://...`).
+
+use std::path::Path;
+
+use super::CliError;
+use crate::tool::mcp::{McpServer, McpServerSpec};
+use crate::tool::{DefinitionProblem, ToolDef, ToolSource, check_definitions};
+
+/// A source's tools, checked: what to register, and every problem found.
+pub struct Tools {
+    /// How messages name the source: the file or the server.
+    pub label: String,
+    pub defs: Vec<ToolDef>,
+    pub problems: Vec<DefinitionProblem>,
+    pub sources: Vec<ToolSource>,
+    /// Tools an MCP server serves (not a file's definitions).
+    pub served: bool,
+    /// Where a file's `command` tools run: its folder.
+    pub base_dir: Option<std::path::PathBuf>,
+}
+
+/// `--tools` as given: `mcp:...` or a path.
+pub fn load(text: &str) -> Result<Tools, CliError> {
+    let Some(server) = text.strip_prefix("mcp:") else {
+        let path = Path::new(text);
+        let (defs, problems) = crate::tool::check_definitions_file(path)?;
+        return Ok(Tools {
+            label: path.display().to_string(),
+            sources: defs.iter().cloned().map(ToolSource::Defined).collect(),
+            defs,
+            problems,
+            served: false,
+            base_dir: std::path::absolute(path.parent().unwrap_or(Path::new("."))).ok(),
+        });
+    };
+    let spec = McpServerSpec::parse(server)
+        .map_err(|e| CliError::Usage(format!("--tools {text:?}: {e}")))?;
+    let server = McpServer::open(&spec).map_err(|e| CliError::Usage(e.to_string()))?;
+    let tools = server
+        .tools(None, &[], false)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let defs: Vec<ToolDef> = tools.iter().map(|(def, _)| def.clone()).collect();
+    let problems = check_definitions(&defs)
+        .into_iter()
+        .map(|mut p| {
+            p.message = format!("(MCP server {}) {}", server.label(), p.message);
+            p
+        })
+        .collect();
+    Ok(Tools {
+        label: format!("MCP server {}", server.label()),
+        defs,
+        problems,
+        sources: tools
+            .into_iter()
+            .map(|(def, backend)| ToolSource::Backend(def, backend))
+            .collect(),
+        served: true,
+        base_dir: None,
+    })
+}
+
+impl Tools {
+    /// The tools registered, ready to run.
+    pub fn registry(&self, env: crate::tool::ToolEnv) -> Result<crate::tool::Registry, CliError> {
+        let env = crate::tool::ToolEnv {
+            base_dir: self.base_dir.clone(),
+            ..env
+        };
+        Ok(crate::tool::Registry::new(self.sources.clone(), env)?)
+    }
+
+    /// For a command that will use the tools: any problem is bad input.
+    pub fn usable(self) -> Result<Tools, CliError> {
+        if self.problems.is_empty() {
+            return Ok(self);
+        }
+        let lines: Vec<String> = self.problems.iter().map(|p| format!("  {p}")).collect();
+        Err(CliError::Usage(format!(
+            "{}: {} problem(s) in the tool definitions (see `toolgauge tools list`):\n{}",
+            self.label,
+            self.problems.len(),
+            lines.join("\n")
+        )))
+    }
+}

@@ -1,0 +1,69 @@
+//! `toolgauge tools list SOURCE`: a source's tool definitions in any
+//! provider's format, with the definition checks run on them.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::{CliError, EXIT_FAILED};
+use crate::provider::Provider;
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub command: ToolsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Print a source's tool definitions and check them (exit 1 on problems).
+    List(ListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A JSON array of tool definitions, or an MCP server:
+    /// `mcp:COMMAND ARGS...` (over stdio) or `mcp:http://HOST:PORT/mcp`.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The format to print: toolgauge's own definitions, or a provider's
+    /// `tools` value.
+    #[arg(long, value_enum, default_value_t = Format::Toolgauge)]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Toolgauge,
+    Openai,
+    Anthropic,
+    Gemini,
+}
+
+pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
+    let ToolsCommand::List(args) = &args.command;
+    let tools = super::tool_source::load(&args.source);
+    crate::tool::mcp::shutdown_all();
+    let tools = tools?;
+    let specs: Vec<_> = tools.defs.iter().map(|d| d.spec()).collect();
+    let printed = match args.format {
+        Format::Toolgauge => serde_json::to_value(&tools.defs).map_err(CliError::new)?,
+        Format::Openai => Provider::OpenAi.format_tools(&specs),
+        Format::Anthropic => Provider::Anthropic.format_tools(&specs),
+        Format::Gemini => Provider::Gemini.format_tools(&specs),
+    };
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&printed).map_err(CliError::new)?
+    );
+    for problem in &tools.problems {
+        eprintln!("{problem}");
+    }
+    if tools.problems.is_empty() {
+        eprintln!("{}: {} tool(s), no problems", tools.label, tools.defs.len());
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{}: {} problem(s)", tools.label, tools.problems.len());
+        Ok(ExitCode::from(EXIT_FAILED))
+    }
+}

@@ -1,0 +1,269 @@
+//! Tools served outside toolgauge with a definition written inline: an
+//! HTTP endpoint (`"http": {...}`) or a command (`"command": [...]`).
+//! Both are slow and real: they run on the real clock, within the tool's
+//! timeout, which the pipeline applies.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
+use super::{ToolFailure, ToolFailureKind};
+use crate::transport::{Transport, TransportError, TransportSettings};
+
+/// An endpoint that runs a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTool {
+    /// `POST` (the default), `GET`, `PUT`, ...
+    #[serde(default = "default_method")]
+    pub method: String,
+    pub url: String,
+    /// How the arguments go: a JSON body (`json`, the default) or the
+    /// query string (`query`: each argument as `name=value`, strings as
+    /// they are, other values as JSON).
+    #[serde(default)]
+    pub send: Send,
+    /// Extra request headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+fn default_method() -> String {
+    "POST".to_owned()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Send {
+    #[default]
+    Json,
+    Query,
+}
+
+/// How much of an error body an error result carries.
+const BODY_EXCERPT: usize = 512;
+
+/// An [`HttpTool`] ready to call: one try per call (tools are not
+/// retried unless the model tries again).
+pub(super) struct HttpBackend {
+    tool: HttpTool,
+    method: reqwest::Method,
+    headers: Vec<(&'static str, String)>,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for HttpBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpBackend")
+            .field("tool", &self.tool)
+            .finish()
+    }
+}
+
+impl HttpBackend {
+    pub(super) fn new(tool: &HttpTool, timeout: std::time::Duration) -> Result<Self, String> {
+        let method = reqwest::Method::from_bytes(tool.method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| format!("{:?} is not an HTTP method", tool.method))?;
+        if !(tool.url.starts_with("http://") || tool.url.starts_with("https://")) {
+            return Err(format!("{:?} is not an http:// or https:// URL", tool.url));
+        }
+        let transport = Transport::new(&TransportSettings {
+            timeout,
+            max_attempts: 1,
+            retry_base: std::time::Duration::ZERO,
+            concurrency: 64,
+            requests_per_minute: None,
+        })
+        .map_err(|e| e.to_string())?;
+        // Header names must live as long as the transport's requests.
+        let headers = tool
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    &*Box::leak(k.to_ascii_lowercase().into_boxed_str()),
+                    v.clone(),
+                )
+            })
+            .collect();
+        Ok(HttpBackend {
+            tool: tool.clone(),
+            method,
+            headers,
+            transport,
+        })
+    }
+
+    async fn call(&self, arguments: &Map<String, Value>) -> Result<String, ToolFailure> {
+        let sent = match self.tool.send {
+            Send::Json => {
+                let body = serde_json::to_vec(arguments).expect("a JSON object serializes");
+                self.transport
+                    .send_with(
+                        self.method.clone(),
+                        &self.tool.url,
+                        &self.headers,
+                        Some(&body),
+                    )
+                    .await
+            }
+            Send::Query => {
+                let pairs = arguments.iter().map(|(k, v)| {
+                    (
+                        k.as_str(),
+                        match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        },
+                    )
+                });
+                let url = reqwest::Url::parse_with_params(&self.tool.url, pairs)
+                    .map_err(|e| ToolFailure::runtime(format!("{}: {e}", self.tool.url)))?;
+                self.transport
+                    .send_with(self.method.clone(), url.as_str(), &self.headers, None)
+                    .await
+            }
+        };
+        match sent {
+            Ok(response) => Ok(String::from_utf8_lossy(&response.body).into_owned()),
+            Err(TransportError::Status {
+                status, excerpt, ..
+            }) => Err(ToolFailure::runtime(format!(
+                "HTTP {status}: {}",
+                cut(&excerpt, BODY_EXCERPT)
+            ))),
+            Err(TransportError::Network {
+                timed_out: true, ..
+            }) => Err(ToolFailure::new(
+                ToolFailureKind::Timeout,
+                format!("{} did not answer in time", self.tool.url),
+            )),
+            Err(other) => Err(ToolFailure::runtime(other.to_string())),
+        }
+    }
+}
+
+fn cut(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+impl ToolBackend for HttpBackend {
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(self.call(call.arguments))
+    }
+
+    fn is_real(&self) -> bool {
+        true
+    }
+}
+
+/// A command that runs a tool: the arguments as JSON on its stdin, its
+/// stdout the result; a non-zero exit is an error result with its stderr.
+#[derive(Debug)]
+pub(super) struct CommandBackend {
+    pub program: Vec<String>,
+    /// Where it runs: the scenario's (or tools file's) folder.
+    pub cwd: Option<PathBuf>,
+}
+
+/// How much stderr an error result carries.
+const STDERR_EXCERPT: usize = 2048;
+
+impl CommandBackend {
+    async fn call(&self, arguments: &Map<String, Value>) -> Result<String, ToolFailure> {
+        let mut command = tokio::process::Command::new(&self.program[0]);
+        command
+            .args(&self.program[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // A call that times out is dropped: so is its process.
+            .kill_on_drop(true);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let label = self.program.join(" ");
+        let mut child = command
+            .spawn()
+            .map_err(|e| ToolFailure::runtime(format!("cannot start {label:?}: {e}")))?;
+        let input = serde_json::to_vec(arguments).expect("a JSON object serializes");
+        let mut stdin = child.stdin.take().expect("piped");
+        let (mut stdout, mut stderr) = (
+            child.stdout.take().expect("piped"),
+            child.stderr.take().expect("piped"),
+        );
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let write = async move {
+            // A command that exits without reading is allowed.
+            let _ = stdin.write_all(&input).await;
+        };
+        let (_, read_out, read_err) = tokio::join!(
+            write,
+            stdout.read_to_end(&mut out),
+            stderr.read_to_end(&mut err)
+        );
+        read_out
+            .and(read_err)
+            .map_err(|e| ToolFailure::runtime(e.to_string()))?;
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| ToolFailure::runtime(e.to_string()))?;
+        if status.success() {
+            return Ok(String::from_utf8_lossy(&out).into_owned());
+        }
+        let stderr = String::from_utf8_lossy(&err);
+        Err(ToolFailure::runtime(format!(
+            "{label:?} exited with {}: {}",
+            status
+                .code()
+                .map_or("a signal".to_owned(), |c| format!("code {c}")),
+            cut(stderr.trim(), STDERR_EXCERPT)
+        )))
+    }
+}
+
+impl ToolBackend for CommandBackend {
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(self.call(call.arguments))
+    }
+
+    fn is_real(&self) -> bool {
+        true
+    }
+}
+
+/// The backend a definition's `http` or `command` asks for, if any.
+pub(super) fn backend_of(
+    def: &super::ToolDef,
+    base: Option<&std::path::Path>,
+) -> Option<Result<Arc<dyn ToolBackend>, String>> {
+    if let Some(http) = &def.http {
+        return Some(
+            HttpBackend::new(http, def.timeout()).map(|b| Arc::new(b) as Arc<dyn ToolBackend>),
+        );
+    }
+    let program = def.command.as_ref()?;
+    if program.is_empty() || program[0].is_empty() {
+        return Some(Err(
+            "\"command\" needs a program: [\"python3\", \"tool.py\"]".into(),
+        ));
+    }
+    let mut program = program.clone();
+    if let Some(folder) = base {
+        program[0] = super::resolve_program(&program[0], folder);
+    }
+    Some(Ok(Arc::new(CommandBackend {
+        program,
+        cwd: base.map(std::path::Path::to_path_buf),
+    })))
+}
