@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{CliError, EXIT_FAILED};
+use super::CliError;
 
 #[derive(Debug, Args)]
 pub struct CheckToolsArgs {
@@ -22,11 +22,5 @@ pub fn run(args: &CheckToolsArgs) -> Result<ExitCode, CliError> {
     for problem in &tools.problems {
         println!("{problem}");
     }
-    if tools.problems.is_empty() {
-        eprintln!("{}: {} tool(s), no problems", tools.label, tools.defs.len());
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("{}: {} problem(s)", tools.label, tools.problems.len());
-        Ok(ExitCode::from(EXIT_FAILED))
-    }
+    Ok(tools.verdict())
 }

@@ -464,11 +464,7 @@ fn write_fuzz_csv(
                     "| {} | {}{} | {} | {} | {} | {} | {} |",
                     row.tool,
                     row.operator,
-                    if row.path.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" at {}", row.path)
-                    },
+                    at(row.path),
                     row.generated,
                     row.killed,
                     row.survived,
@@ -555,11 +551,7 @@ fn write_disagreements(
                 "{}: {}{}, {} case(s): {}: {} (--replay {}; minimised from {})",
                 row.tool,
                 row.operator,
-                if row.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", row.path)
-                },
+                at(row.path),
                 row.cases,
                 row.verdicts,
                 row.minimised,
@@ -572,6 +564,15 @@ fn write_disagreements(
     writer.flush().map_err(CliError::new)?;
     eprintln!("disagreements.csv written to {}", path.display());
     Ok(total > 0)
+}
+
+/// ` at PATH`, or nothing for no path.
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at {path}")
+    }
 }
 
 /// `--replay SEED:INDEX`: the case, counted over the tools in order.

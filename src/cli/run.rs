@@ -430,6 +430,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
                 let sources = crate::tool::mcp::source_stats();
                 if !sources.is_empty() {
                     write_run_json(&plan, &files, &settings, &out)?;
+                    write_tool_sources(&sources, &out)?;
                     for s in &sources {
                         eprintln!(
                             "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s)",
@@ -560,6 +561,20 @@ fn load_models(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>
         models.push(model);
     }
     Ok(models)
+}
+
+/// tool_sources.csv: one row per MCP server the run used.
+fn write_tool_sources(
+    sources: &[crate::tool::mcp::SourceStats],
+    out: &Path,
+) -> Result<(), CliError> {
+    let path = out.join("tool_sources.csv");
+    let mut writer = csv::Writer::from_path(&path)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    for source in sources {
+        writer.serialize(source).map_err(CliError::new)?;
+    }
+    writer.flush().map_err(CliError::new)
 }
 
 fn write_run_json(

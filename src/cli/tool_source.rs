@@ -62,6 +62,18 @@ pub fn load(text: &str) -> Result<Tools, CliError> {
 }
 
 impl Tools {
+    /// The last word on a check of the definitions: a summary line on
+    /// stderr, and exit 1 when there were problems.
+    pub fn verdict(&self) -> std::process::ExitCode {
+        if self.problems.is_empty() {
+            eprintln!("{}: {} tool(s), no problems", self.label, self.defs.len());
+            std::process::ExitCode::SUCCESS
+        } else {
+            eprintln!("{}: {} problem(s)", self.label, self.problems.len());
+            std::process::ExitCode::from(super::EXIT_FAILED)
+        }
+    }
+
     /// The tools registered, ready to run.
     pub fn registry(&self, env: crate::tool::ToolEnv) -> Result<crate::tool::Registry, CliError> {
         let env = crate::tool::ToolEnv {

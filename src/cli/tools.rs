@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{CliError, EXIT_FAILED};
+use super::CliError;
 use crate::provider::Provider;
 
 #[derive(Debug, Args)]
@@ -59,11 +59,5 @@ pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
     for problem in &tools.problems {
         eprintln!("{problem}");
     }
-    if tools.problems.is_empty() {
-        eprintln!("{}: {} tool(s), no problems", tools.label, tools.defs.len());
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("{}: {} problem(s)", tools.label, tools.problems.len());
-        Ok(ExitCode::from(EXIT_FAILED))
-    }
+    Ok(tools.verdict())
 }

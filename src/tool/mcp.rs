@@ -99,7 +99,7 @@ pub enum McpError {
     #[error("MCP server {label}: tools/list failed: {message}")]
     List { label: String, message: String },
     #[error(
-        "MCP server {label}: \"only\" names {name:?}, which the server does not list (it lists {listed})"
+        "MCP server {label}: the entry names {name:?}, which the server does not list (it lists {listed})"
     )]
     NotListed {
         label: String,
@@ -369,8 +369,10 @@ impl McpServer {
                 label: self.label.clone(),
                 message: e.to_string(),
             })?;
-        if let Some(only) = only
-            && let Some(missing) = only.iter().find(|n| !listed.iter().any(|t| t.name == **n))
+        let named = only.into_iter().flatten().chain(read);
+        if let Some(missing) = named
+            .into_iter()
+            .find(|n| !listed.iter().any(|t| t.name == **n))
         {
             return Err(McpError::NotListed {
                 label: self.label.clone(),

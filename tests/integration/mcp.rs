@@ -293,6 +293,13 @@ fn a_run_on_mcp_tools_measures_them_and_leaves_no_server_behind() {
     let source = &run["tool_sources"][0];
     assert_eq!(source["startups"], 1, "{source}");
     assert!(source["calls"].as_u64().unwrap() >= 6, "{source}");
+    let csv = std::fs::read_to_string(out.join("tool_sources.csv")).unwrap();
+    assert!(
+        csv.starts_with(
+            "source,startups,startup_ms_mean,calls,call_errors,call_ms_p50,call_ms_p95\n"
+        ),
+        "{csv}"
+    );
     assert_eq!(processes_with(&marker), 0, "an MCP server outlived the run");
 }
 
