@@ -291,7 +291,10 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                         server.tools(entry.only.as_deref(), &entry.read, entry.per_trial)
                     })
                     .map_err(|e| invalid(format!("/tools/{i}"), e.to_string()))?;
-                for (def, backend) in tools {
+                for (mut def, backend) in tools {
+                    if let Some(ms) = entry.timeout_ms {
+                        def.timeout_ms = ms;
+                    }
                     served_by.push((def.name.clone(), i, spec.label()));
                     sources.push(ToolSource::Backend(def, backend));
                 }

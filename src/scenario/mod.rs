@@ -87,6 +87,10 @@ pub struct McpEntry {
     /// A fresh server per trial, for stateful servers.
     #[serde(default)]
     pub per_trial: bool,
+    /// Each call's timeout (default: the tools' default, 30 s); a server
+    /// that lets it pass is started again for the next trial.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -439,7 +439,8 @@ impl McpServer {
             Slot::Up(connection) if !connection.crashed() => return Ok(connection.clone()),
             Slot::Up(connection) => {
                 let message = self.stopped_message(&connection.stderr);
-                *slot = Slot::Down { trial, message };
+                let old = std::mem::replace(&mut *slot, Slot::Down { trial, message });
+                retire(old);
             }
             Slot::Down { .. } => {}
         }
@@ -472,15 +473,32 @@ impl McpServer {
     /// Mark the server crashed during `trial` (a call found it closed).
     fn mark_crashed(&self, trial: u64, connection: &Connection) -> String {
         let message = self.stopped_message(&connection.stderr);
+        self.mark_down(trial, connection, &message);
+        message
+    }
+
+    /// Mark the server hung during `trial`: a call's timeout fired first.
+    fn mark_hung(&self, trial: u64, connection: &Connection) {
+        let message = format!(
+            "the MCP server {} did not answer a call in time (it is started again for the next trial)",
+            self.label
+        );
+        self.mark_down(trial, connection, &message);
+    }
+
+    fn mark_down(&self, trial: u64, connection: &Connection, message: &str) {
         if let Ok(mut slot) = self.slot.lock()
             && matches!(&*slot, Slot::Up(c) if std::ptr::eq(&**c, connection))
         {
-            *slot = Slot::Down {
-                trial,
-                message: message.clone(),
-            };
+            let old = std::mem::replace(
+                &mut *slot,
+                Slot::Down {
+                    trial,
+                    message: message.to_owned(),
+                },
+            );
+            retire(old);
         }
-        message
     }
 
     fn measured(&self, f: impl FnOnce(&mut Measures)) {
@@ -529,7 +547,16 @@ impl McpServer {
     ) -> Result<String, ToolFailure> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
         let started = Instant::now();
+        // Dropped unanswered (the tool's timeout fired): the server is
+        // taken as hung, and started again for the next trial.
+        let mut unanswered = Unanswered {
+            server: self,
+            connection,
+            trial,
+            answered: false,
+        };
         let answer = connection.service.call_tool_once(params).await;
+        unanswered.answered = true;
         let elapsed = started.elapsed();
         let outcome = match answer {
             Ok(CallToolResponse::Complete(result)) => result_output(result),
@@ -562,6 +589,30 @@ impl McpServer {
             }
         });
         outcome
+    }
+}
+
+/// A call on its way: marks the server hung if it is dropped unanswered.
+struct Unanswered<'a> {
+    server: &'a McpServer,
+    connection: &'a Connection,
+    trial: u64,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.server.mark_hung(self.trial, self.connection);
+        }
+    }
+}
+
+/// A server's connection put out of use: dropped on the servers' runtime,
+/// where its process is killed (once no call holds it any more).
+fn retire(slot: Slot) {
+    if let (Slot::Up(connection), Ok(runtime)) = (slot, runtime()) {
+        runtime.spawn(async move { drop(connection) });
     }
 }
 

@@ -568,3 +568,39 @@ async fn the_reference_server_everything_interoperates() {
     );
     assert_eq!(refused.kind, ToolFailureKind::Invalid);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_mcp_server_is_started_again_for_the_next_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = json!({
+        "mcp": {"command": [test_server().display().to_string(), "--hang-test"]},
+        "only": ["slow", "add"],
+        "timeout_ms": 100
+    });
+    let registry = registry_for(dir.path(), entry);
+    let slow = registry.lookup("slow").unwrap();
+    assert_eq!(registry.definition(slow).timeout_ms, 100);
+    let first = registry.new_state();
+    // The pipeline applies the tool's timeout so: the call is dropped.
+    let timed_out = tokio::time::timeout(
+        registry.definition(slow).timeout(),
+        call(&registry, &first, "slow", json!({"ms": 1000})),
+    )
+    .await;
+    assert!(timed_out.is_err());
+    let after = call(&registry, &first, "add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(
+        after.message.contains("did not answer a call in time"),
+        "{}",
+        after.message
+    );
+    let second = registry.new_state();
+    assert_eq!(
+        call(&registry, &second, "add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap(),
+        "3"
+    );
+}
