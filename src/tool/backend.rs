@@ -42,6 +42,9 @@ pub trait ToolBackend: Send + Sync + std::fmt::Debug {
     fn is_real(&self) -> bool {
         false
     }
+
+    /// Get ready for a trial whose state was just made (before any call).
+    fn prepare(&self, _state: &super::ToolState) {}
 }
 
 /// A built-in tool, with the sandbox the file tools are confined to.

@@ -673,9 +673,36 @@ impl Drop for TrialServer {
     }
 }
 
+impl McpTool {
+    /// The trial's own server, started on first use.
+    fn trial_server(
+        &self,
+        state: &super::ToolState,
+    ) -> Result<super::registry::TrialResource, String> {
+        let key = Arc::as_ptr(&self.server) as usize;
+        state.resource(key, || {
+            let started = Instant::now();
+            let connection = block_on(Connection::start(&self.server.spec))
+                .and_then(|started| started)
+                .map_err(|e| e.to_string());
+            self.server.measured(|m| m.startups.push(started.elapsed()));
+            connection.map(|c| Arc::new(TrialServer(Some(c))) as super::registry::TrialResource)
+        })
+    }
+}
+
 impl ToolBackend for McpTool {
     fn is_real(&self) -> bool {
         true
+    }
+
+    /// A per-trial server starts with the trial, before its clock runs,
+    /// so its start-up is not tool time. (A start that fails is tried
+    /// again, and reported, by the first call.)
+    fn prepare(&self, state: &super::ToolState) {
+        if self.per_trial {
+            let _ = self.trial_server(state);
+        }
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
@@ -688,19 +715,8 @@ impl ToolBackend for McpTool {
                     .call(&connection, trial, &self.name, call.arguments)
                     .await;
             }
-            let key = Arc::as_ptr(&self.server) as usize;
-            let own = call
-                .state
-                .resource(key, || {
-                    let started = Instant::now();
-                    let connection = block_on(Connection::start(&self.server.spec))
-                        .and_then(|started| started)
-                        .map_err(|e| e.to_string());
-                    self.server.measured(|m| m.startups.push(started.elapsed()));
-                    connection.map(|c| {
-                        Arc::new(TrialServer(Some(c))) as Arc<dyn std::any::Any + Send + Sync>
-                    })
-                })
+            let own = self
+                .trial_server(call.state)
                 .map_err(ToolFailure::runtime)?;
             let Some(TrialServer(Some(connection))) = own.downcast_ref::<TrialServer>() else {
                 return Err(ToolFailure::runtime("the trial's MCP server is gone"));

@@ -301,7 +301,7 @@ impl Registry {
 
     /// A fresh per-trial state whose latency draws follow `seed`.
     pub fn new_state_seeded(&self, seed: u64) -> ToolState {
-        ToolState {
+        let state = ToolState {
             executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
             seed,
             rng: Mutex::new(None),
@@ -309,7 +309,11 @@ impl Registry {
             sandbox: None,
             trial: super::mcp::next_trial(),
             resources: Mutex::new(Vec::new()),
+        };
+        for tool in &self.tools {
+            tool.backend.prepare(&state);
         }
+        state
     }
 
     /// Run a tool that finishes at once and cannot hang (echo, math, a

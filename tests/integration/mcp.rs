@@ -202,10 +202,27 @@ async fn a_crashed_mcp_server_gives_error_results_with_its_stderr_and_restarts_f
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
     let dir = tempfile::tempdir().unwrap();
-    let entry = stdio_entry(json!({"only": ["counter_increment"], "per_trial": true}));
+    let marker = "--per-trial-test";
+    let entry = json!({
+        "mcp": {"command": [test_server().display().to_string(), marker]},
+        "only": ["counter_increment"],
+        "per_trial": true
+    });
     let registry = registry_for(dir.path(), entry);
-    for _ in 0..2 {
+    let startups = || {
+        toolgauge::tool::mcp::source_stats()
+            .into_iter()
+            .find(|s| s.source.ends_with(marker))
+            .unwrap()
+            .startups
+    };
+    // One start-up to list the tools.
+    assert_eq!(startups(), 1);
+    for trial in 0..2 {
         let state = registry.new_state();
+        // The trial's own server started with its state, before any call:
+        // its start-up is not tool time.
+        assert_eq!(startups(), 2 + trial);
         assert_eq!(
             call(&registry, &state, "counter_increment", json!({}))
                 .await
@@ -603,4 +620,43 @@ async fn a_hung_mcp_server_is_started_again_for_the_next_trial() {
             .unwrap(),
         "3"
     );
+}
+
+#[test]
+fn exec_runs_a_response_against_an_mcp_servers_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let response = dir.path().join("response.json");
+    std::fs::write(
+        &response,
+        json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 40, "b": 2}},
+                {"type": "tool_use", "id": "toolu_2", "name": "add", "input": {"a": "x", "b": 2}}
+            ],
+            "stop_reason": "tool_use"
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let output = toolgauge(&[
+        "exec",
+        "--provider",
+        "anthropic",
+        "--tools",
+        &format!("mcp:{}", test_server().display()),
+        response.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let messages: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let results = &messages[0]["content"];
+    assert_eq!(results[0]["content"], "42");
+    assert_eq!(results[0]["is_error"], false);
+    // toolgauge's own validation refuses the second before the server.
+    assert_eq!(results[1]["is_error"], true);
 }
