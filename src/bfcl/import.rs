@@ -167,9 +167,9 @@ pub fn scenario(entry: &Entry, answer: Option<&AnswerEntry>) -> Result<Value, Im
         .filter(|turn| !turn.is_empty())
         .ok_or_else(|| fail("the question has no messages".to_owned()))?;
     let expect = if NO_CALL.contains(&category) {
-        json!({"no_call": true})
+        json!({"no_call": true, "rules": "bfcl"})
     } else if category == ANY_CALL {
-        json!({"any_call": true})
+        json!({"any_call": true, "rules": "bfcl"})
     } else {
         let answer = answer.ok_or_else(|| {
             fail("no possible answer for this entry (give --answers FILE)".to_owned())

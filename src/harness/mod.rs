@@ -354,7 +354,18 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
                 break;
             }
         };
-        if turn.parsed.is_ok() && record.failures.is_empty() {
+        if scenario.bfcl_rules
+            && let Ok(parsed) = &turn.parsed
+        {
+            // BFCL's verdict alone decides (the schema's is kept as
+            // schema_errors); a failed one keeps the failures that explain
+            // it, or names the mismatch.
+            match scenario.expectation.bfcl_verdict(&parsed.calls).failure() {
+                None => record.failures.clear(),
+                Some(mismatch) if record.failures.is_empty() => record.failures.push(mismatch),
+                Some(_) => {}
+            }
+        } else if turn.parsed.is_ok() && record.failures.is_empty() {
             record
                 .failures
                 .extend(scenario.expectation.verdict(turn.calls()).failure());
@@ -471,9 +482,14 @@ impl<'p> TrialRun<'p> {
             )
             .await?;
         let failures = turn.failures();
+        let schema_errors = failures
+            .iter()
+            .filter(|f| **f == Failure::Validation)
+            .count() as u32;
         let record = AttemptRecord {
             attempt,
             success: failures.is_empty(),
+            schema_errors,
             failures,
             reason: None,
             calls: turn.calls().len() as u32,

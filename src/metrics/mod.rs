@@ -45,6 +45,9 @@ pub struct AttemptRecord {
     /// Tasks: of this turn's call errors, those a later turn recovered
     /// from (a later turn whose calls all succeeded).
     pub recovered: u32,
+    /// Calls that broke their tool's schema (toolgauge's validation),
+    /// whatever the verdict: under BFCL rules they do not fail it.
+    pub schema_errors: u32,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.

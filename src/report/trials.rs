@@ -51,6 +51,9 @@ pub struct TrialRow {
     /// `turn_limit`, `forbidden_call`, `transport_error`).
     #[serde(default)]
     pub ended: String,
+    /// Calls that broke their tool's schema, whatever the verdict.
+    #[serde(default)]
+    pub schema_errors: u32,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -94,6 +97,7 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             redundant_calls: a.redundant,
             recovered: a.recovered,
             ended: if i + 1 == last { ending } else { "" }.to_owned(),
+            schema_errors: a.schema_errors,
         })
 }
 
@@ -244,6 +248,7 @@ impl<'p> TrialReader<'p> {
             },
             milestones: row.milestones,
             redundant: row.redundant_calls,
+            schema_errors: row.schema_errors,
             recovered: row.recovered,
         };
         Ok(Converted {

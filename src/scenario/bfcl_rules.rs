@@ -6,7 +6,40 @@
 
 use serde_json::{Map, Value};
 
+use super::bfcl_source::{Kind, SourceLanguage, kind};
 use crate::tool::required_names;
+
+/// Java and JavaScript entries: the language, and each parameter's
+/// declared type and items' type.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub language: SourceLanguage,
+    pub params: std::collections::BTreeMap<String, (String, Option<String>)>,
+}
+
+impl Source {
+    /// From an imported tool's `metadata.bfcl` (`language`, and the
+    /// original `parameters`); `None` for Python entries.
+    pub fn of(bfcl: &Value) -> Option<Source> {
+        let language = SourceLanguage::parse(bfcl["language"].as_str()?)?;
+        let params = bfcl["parameters"]["properties"]
+            .as_object()?
+            .iter()
+            .map(|(name, p)| {
+                (
+                    name.clone(),
+                    (
+                        p["type"].as_str().unwrap_or("any").to_owned(),
+                        p.pointer("/items/type")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    ),
+                )
+            })
+            .collect();
+        Some(Source { language, params })
+    }
+}
 
 /// Why a turn's calls do not match, in BFCL's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -74,8 +107,14 @@ pub struct BfclCall {
     pub required: Vec<String>,
     /// Parameter -> JSON Schema type name; absent: any type.
     pub types: Map<String, Value>,
-    /// Java and JavaScript: values are source text, compared as strings.
-    pub source_text: bool,
+    /// Parameter -> its items' type name, for arrays.
+    pub item_types: Map<String, Value>,
+    /// The parameters the function declares: another is unexpected, even
+    /// where the answers list it.
+    pub declared: Vec<String>,
+    /// Java and JavaScript: values are source text, read by their
+    /// declared types.
+    pub source: Option<Source>,
 }
 
 impl BfclCall {
@@ -85,7 +124,7 @@ impl BfclCall {
         name: &str,
         params: &Map<String, Value>,
         schema: &Value,
-        source_text: bool,
+        source: Option<Source>,
     ) -> Result<BfclCall, String> {
         if let Some((key, _)) = params.iter().find(|(_, v)| !v.is_array()) {
             return Err(format!(
@@ -96,20 +135,32 @@ impl BfclCall {
             .as_object()
             .map(|schema| required_names(schema).map(str::to_owned).collect())
             .unwrap_or_default();
-        let types = schema["properties"]
-            .as_object()
+        let properties = schema["properties"].as_object();
+        let types = properties
             .map(|p| {
                 p.iter()
                     .filter_map(|(k, v)| v.get("type").map(|t| (k.clone(), t.clone())))
                     .collect()
             })
             .unwrap_or_default();
+        let item_types = properties
+            .map(|p| {
+                p.iter()
+                    .filter_map(|(k, v)| v.pointer("/items/type").map(|t| (k.clone(), t.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let declared = properties
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_else(|| params.keys().cloned().collect());
         Ok(BfclCall {
             name: name.to_owned(),
             params: params.clone(),
             required,
             types,
-            source_text,
+            item_types,
+            declared,
+            source,
         })
     }
 
@@ -125,27 +176,77 @@ impl BfclCall {
             return Err(Reason::MissingRequired);
         }
         for (key, value) in arguments {
-            let Some(options) = self.params.get(key).and_then(Value::as_array) else {
+            let Some(options) = self
+                .params
+                .get(key)
+                .and_then(Value::as_array)
+                .filter(|_| self.declared.contains(key))
+            else {
                 return Err(Reason::UnexpectedParam);
             };
-            if self.source_text {
-                if !value.is_string() {
+            // Java and JavaScript: source text, read by its declared type.
+            let (value, fits, is_variable, items_ok) = match &self.source {
+                Some(source) => {
+                    let Some(text) = value.as_str() else {
+                        return Err(Reason::TypeError);
+                    };
+                    let (declared, items) = source
+                        .params
+                        .get(key)
+                        .map_or(("any", None), |(d, i)| (d.as_str(), i.as_deref()));
+                    let typed = source.language.convert(text, declared, items);
+                    let expected = source.language.kind_of(declared);
+                    let answer_type = answer_type(options);
+                    let item_kind = items.and_then(|i| source.language.kind_of(i));
+                    let items_ok = !source.language.has_items(declared)
+                        || items_fit(
+                            &typed,
+                            &|item| item_kind.is_none_or(|k| kind(item) == k),
+                            options,
+                        );
+                    (
+                        std::borrow::Cow::Owned(typed.clone()),
+                        expected.is_none_or(|k| kind(&typed) == k),
+                        answer_type.is_some_and(|t| expected.is_some_and(|k| t != k)),
+                        items_ok,
+                    )
+                }
+                None => {
+                    let declared = self.types.get(key);
+                    let answer_type = answer_type(options);
+                    let item_type = self.item_types.get(key);
+                    (
+                        std::borrow::Cow::Borrowed(value),
+                        has_type(value, declared),
+                        answer_type.is_some_and(|t| !has_type(&kind_example(t), declared)),
+                        items_fit(value, &|item| exact_type(item, item_type), options),
+                    )
+                }
+            };
+            let value = value.as_ref();
+            // BFCL's "variable" rule: answers of another type than the
+            // declared one (a name, "dontcare", null) are compared as they
+            // are, and a value of their type is not a type error.
+            if !fits {
+                if answer_type(options) != Some(kind(value)) {
                     return Err(Reason::TypeError);
                 }
-            } else if !has_type(value, self.types.get(key)) {
+                if !options.contains(value) {
+                    return Err(value_reason(value));
+                }
+                continue;
+            }
+            if !items_ok {
                 return Err(Reason::TypeError);
             }
-            let accepted = options.iter().filter(|o| !is_omission(o)).any(|option| {
-                if self.source_text {
-                    same_string(
-                        &source_text(&resolve(option)),
-                        value.as_str().unwrap_or_default(),
-                    )
-                } else {
-                    same_value(option, value)
+            if is_variable {
+                if !options.contains(value) {
+                    return Err(value_reason(value));
                 }
-            });
-            if !accepted {
+                continue;
+            }
+            // `""` among the values is also a value the model may send.
+            if !options.iter().any(|option| same_value(option, value)) {
                 return Err(value_reason(value));
             }
         }
@@ -165,12 +266,25 @@ impl BfclCall {
     pub fn example(&self) -> Map<String, Value> {
         self.params
             .iter()
+            // An answer's parameter the function does not declare is
+            // unexpected to BFCL: left out where it may be.
+            .filter(|(key, options)| {
+                self.declared.contains(key)
+                    || !options
+                        .as_array()
+                        .is_some_and(|o| o.iter().any(is_omission))
+            })
             .filter_map(|(key, options)| {
                 let value = first_acceptable(options)?;
-                let value = if self.source_text {
-                    Value::String(source_text(&value))
-                } else {
-                    value
+                let value = match &self.source {
+                    Some(source) => {
+                        let (declared, items) = source
+                            .params
+                            .get(key)
+                            .map_or(("any", None), |(d, i)| (d.as_str(), i.as_deref()));
+                        Value::String(source.language.write(&value, declared, items))
+                    }
+                    None => value,
                 };
                 Some((key.clone(), value))
             })
@@ -212,14 +326,6 @@ fn resolve(value: &Value) -> Value {
     }
 }
 
-/// How a value is written as source text (Java and JavaScript entries).
-fn source_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 fn has_type(value: &Value, declared: Option<&Value>) -> bool {
     let Some(declared) = declared else {
         return true;
@@ -240,6 +346,57 @@ fn has_type(value: &Value, declared: Option<&Value>) -> bool {
         Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(fits),
         _ => true,
     }
+}
+
+/// The type of the first value that is not an omission.
+fn answer_type(options: &[Value]) -> Option<Kind> {
+    options.iter().find(|o| !is_omission(o)).map(kind)
+}
+
+/// A value of that kind, to ask `has_type` about it.
+fn kind_example(kind: Kind) -> Value {
+    match kind {
+        Kind::Null => Value::Null,
+        Kind::Bool => Value::Bool(false),
+        Kind::Int => Value::from(0),
+        Kind::Float => Value::from(0.5),
+        Kind::String => Value::String(String::new()),
+        Kind::List => Value::Array(Vec::new()),
+        Kind::Dict => Value::Object(Map::new()),
+    }
+}
+
+/// An item of a Python array against its declared JSON Schema type,
+/// exactly: inside an array, an int is not a float.
+fn exact_type(item: &Value, declared: Option<&Value>) -> bool {
+    match declared.and_then(Value::as_str) {
+        Some("number") => kind(item) == Kind::Float,
+        Some("integer") => kind(item) == Kind::Int,
+        Some("string") => item.is_string(),
+        Some("boolean") => item.is_boolean(),
+        Some("array") => item.is_array(),
+        Some("object") => item.is_object(),
+        _ => true,
+    }
+}
+
+/// BFCL's one-level check of an array's items: for some acceptable value
+/// that is a list, every item has the declared item type (`exact`) or the
+/// type of that list's first item; an acceptable value that is not a list
+/// lets any items through.
+fn items_fit(value: &Value, exact: &dyn Fn(&Value) -> bool, options: &[Value]) -> bool {
+    let Some(items) = value.as_array() else {
+        return true;
+    };
+    options.iter().any(|option| match option.as_array() {
+        Some(answer) => {
+            let answer_type = answer_type(answer);
+            items
+                .iter()
+                .all(|item| exact(item) || answer_type == Some(kind(item)))
+        }
+        None => true,
+    })
 }
 
 fn value_reason(value: &Value) -> Reason {
@@ -288,10 +445,7 @@ fn same_dict(expected: &Map<String, Value>, actual: &Map<String, Value>) -> bool
         .all(|(key, options)| match (actual.get(key), options) {
             (None, Value::Array(o)) => o.iter().any(is_omission),
             (None, _) => false,
-            (Some(value), Value::Array(o)) => o
-                .iter()
-                .filter(|o| !is_omission(o))
-                .any(|o| same_value(o, value)),
+            (Some(value), Value::Array(o)) => o.iter().any(|o| same_value(o, value)),
             (Some(value), literal) => same_value(literal, value),
         })
 }
@@ -320,7 +474,7 @@ mod tests {
             "tags": [["New York", "LA"], ""],
             "prefs": [{"size": ["large"], "milk": ["oat", ""]}, ""]
         });
-        BfclCall::new("area", params.as_object().unwrap(), &schema, false).unwrap()
+        BfclCall::new("area", params.as_object().unwrap(), &schema, None).unwrap()
     }
 
     #[test]
@@ -384,7 +538,7 @@ mod tests {
         assert_eq!(rule.check("area", &ok), Ok(()));
         // A parameter without "" among its values must be given.
         let params = json!({"base": [10], "height": [5]});
-        let strict = BfclCall::new("area", params.as_object().unwrap(), &json!({}), false).unwrap();
+        let strict = BfclCall::new("area", params.as_object().unwrap(), &json!({}), None).unwrap();
         assert_eq!(
             strict.check("area", &json!({"base": 10})),
             Err(Reason::MissingOptional)
@@ -392,33 +546,103 @@ mod tests {
     }
 
     #[test]
-    fn source_text_values_are_strings_compared_with_the_written_answer() {
-        let params = json!({"flag": [true], "limit": [50], "name": ["mapController"]});
-        let rule = BfclCall::new("f", params.as_object().unwrap(), &json!({}), true).unwrap();
+    fn source_text_is_read_by_its_declared_type_before_it_is_compared() {
+        let bfcl = json!({
+            "language": "java",
+            "parameters": {"properties": {
+                "flag": {"type": "boolean"},
+                "limit": {"type": "long"},
+                "name": {"type": "String"},
+                "ids": {"type": "ArrayList", "items": {"type": "integer"}}
+            }}
+        });
+        let params =
+            json!({"flag": [true], "limit": [50], "name": ["mapController"], "ids": [[1, 2]]});
+        let rule = BfclCall::new(
+            "f",
+            params.as_object().unwrap(),
+            &json!({}),
+            Source::of(&bfcl),
+        )
+        .unwrap();
+        // The example is written as Java, and reads back right.
+        let example = Value::Object(rule.example());
         assert_eq!(
-            Value::Object(rule.example()),
-            json!({"flag": "true", "limit": "50", "name": "mapController"})
+            example,
+            json!({"flag": "true", "limit": "50L", "name": "mapController", "ids": "new ArrayList<>(Arrays.asList(1, 2))"})
         );
-        assert_eq!(rule.check("f", &Value::Object(rule.example())), Ok(()));
+        assert_eq!(rule.check("f", &example), Ok(()));
+        let with = |key: &str, value: Value| {
+            let mut call = example.clone();
+            call[key] = value;
+            rule.check("f", &call)
+        };
+        // Not text at all; a long without its L (text, not a number).
+        assert_eq!(with("flag", json!(true)), Err(Reason::TypeError));
+        assert_eq!(with("limit", json!("50")), Err(Reason::TypeError));
+        assert_eq!(with("flag", json!("false")), Err(Reason::ValueOthers));
         assert_eq!(
-            rule.check(
-                "f",
-                &json!({"flag": true, "limit": "50", "name": "mapController"})
-            ),
+            with("ids", json!("new int[]{1, 2}")),
             Err(Reason::TypeError)
         );
         assert_eq!(
-            rule.check(
-                "f",
-                &json!({"flag": "false", "limit": "50", "name": "mapController"})
+            with(
+                "ids",
+                json!("new ArrayList<Integer>() {{ add(1); add(2); }}")
             ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn bfcl_variables_nested_types_and_sent_empty_strings() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "x": {"type": "array", "items": {"type": "number"}},
+                "ratio": {"type": "number"},
+                "note": {"type": "string"},
+                "count": {"type": "integer"}
+            }
+        });
+        let params = json!({"x": ["data['sales']"], "ratio": [0.5, ""], "note": ["hi", ""], "count": [3, ""]});
+        let rule = BfclCall::new("f", params.as_object().unwrap(), &schema, None).unwrap();
+        // A variable's name where an array is declared: compared as written.
+        assert_eq!(rule.check("f", &json!({"x": "data['sales']"})), Ok(()));
+        assert_eq!(
+            rule.check("f", &json!({"x": "data['other']"})),
             Err(Reason::ValueString)
+        );
+        // "" may be sent for a string, not for an integer.
+        assert_eq!(
+            rule.check("f", &json!({"x": "data['sales']", "note": ""})),
+            Ok(())
+        );
+        assert_eq!(
+            rule.check("f", &json!({"x": "data['sales']", "count": ""})),
+            Err(Reason::TypeError)
+        );
+        // An int for a float, but not inside an array of floats.
+        let floats = json!({"x": [[1.0, 2.0]]});
+        let rule = BfclCall::new("f", floats.as_object().unwrap(), &schema, None).unwrap();
+        assert_eq!(rule.check("f", &json!({"x": [1.0, 2.0]})), Ok(()));
+        assert_eq!(
+            rule.check("f", &json!({"x": [1, 2]})),
+            Err(Reason::TypeError)
+        );
+        // A parameter the function does not declare is unexpected, even
+        // where the answers list it.
+        let params = json!({"x": [[1.0]], "type": ["credit", ""]});
+        let rule = BfclCall::new("f", params.as_object().unwrap(), &schema, None).unwrap();
+        assert_eq!(
+            rule.check("f", &json!({"x": [1.0], "type": "credit"})),
+            Err(Reason::UnexpectedParam)
         );
     }
 
     #[test]
     fn non_list_answers_are_refused() {
         let params = json!({"base": 10});
-        assert!(BfclCall::new("f", params.as_object().unwrap(), &json!({}), false).is_err());
+        assert!(BfclCall::new("f", params.as_object().unwrap(), &json!({}), None).is_err());
     }
 }

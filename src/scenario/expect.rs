@@ -120,6 +120,23 @@ impl Expectation {
         }
     }
 
+    /// The verdict BFCL's own runner gives: relevance (a call expected, or
+    /// none) by whether the output decodes to a non-empty list of calls
+    /// (a call whose arguments do not decode makes the whole output
+    /// undecodable: "no call"), and calls by BFCL's rules; toolgauge's
+    /// schema validation plays no part.
+    pub fn bfcl_verdict(&self, calls: &[ParsedCall]) -> Verdict {
+        let decoded = calls.iter().all(|c| matches!(c, ParsedCall::Ok(_)));
+        let has_call = decoded && !calls.is_empty();
+        match self {
+            Expectation::NoCall if has_call => Verdict::UnexpectedCall,
+            Expectation::NoCall => Verdict::Match,
+            Expectation::AnyCall if has_call => Verdict::Match,
+            Expectation::AnyCall => Verdict::MissingCall,
+            Expectation::Calls { .. } => self.verdict(calls),
+        }
+    }
+
     /// Why the calls do not match, in BFCL's words, for expectations under
     /// BFCL rules (`None` otherwise, and when they match).
     pub fn reason(&self, calls: &[ParsedCall]) -> Option<Reason> {

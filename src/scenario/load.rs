@@ -385,12 +385,13 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 // some of its ground truth fails its own schema (see
                 // tests/data/bfcl-known-issues.txt), and stays importable.
                 let def = registry.definition(tool);
-                let source_text = def
+                let source = def
                     .metadata
                     .as_ref()
                     .and_then(|m| m.other.get("bfcl"))
-                    .is_some_and(|b| b.get("declared_types").is_some());
-                let rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source_text)
+                    .filter(|b| b.get("declared_types").is_some())
+                    .and_then(super::bfcl_rules::Source::of);
+                let rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
                     .map_err(|message| {
                         let key = message.split(':').next().unwrap_or_default();
                         invalid(format!("{here}/arguments/{}", escape(key)), message)
@@ -456,6 +457,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         }
     };
 
+    let bfcl_rules = task.is_none() && expect.rules == Rules::Bfcl;
     Ok(Scenario {
         name: file.name,
         description: file.description,
@@ -469,6 +471,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
         min_success: file.min_success,
         script: file.script,
         sandbox: sandbox_dir,
+        bfcl_rules,
         digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })
 }

@@ -3,6 +3,7 @@
 //! located errors, and expectations (which calls count as correct).
 
 pub mod bfcl_rules;
+pub mod bfcl_source;
 mod expect;
 mod load;
 mod locate;
@@ -160,6 +161,9 @@ pub struct Scenario {
     pub script: Option<Vec<ScriptTurn>>,
     /// The scenario's sandbox directory, when it has file tools.
     pub sandbox: Option<PathBuf>,
+    /// Judged by BFCL's rules alone (`"rules": "bfcl"`), as BFCL's own
+    /// runner judges: the schema's verdict is only reported.
+    pub bfcl_rules: bool,
     /// A fingerprint of the file's bytes (FNV-1a), so that a resumed or
     /// merged run can tell the suite changed under it.
     pub digest: u64,

@@ -36,7 +36,11 @@ pub use wording::{ArgumentError, argument_error, schema_errors};
 /// a `/`), that path from `folder`: commands run in their file's folder.
 pub fn resolve_program(program: &str, folder: &std::path::Path) -> String {
     if program.contains('/') && std::path::Path::new(program).is_relative() {
-        folder.join(program).display().to_string()
+        let joined = folder.join(program);
+        std::fs::canonicalize(&joined)
+            .unwrap_or(joined)
+            .display()
+            .to_string()
     } else {
         program.to_owned()
     }

@@ -374,9 +374,13 @@ fn java_and_javascript_values_are_source_text_strings_that_match_and_validate() 
             }
         }
         let calls = ground_truth_calls(scenario);
+        // BFCL's checker reads an ArrayList of `any` as strings, so no
+        // writing of these answers (with ints and booleans among strings)
+        // passes it: BFCL's own verdict, checked with its checker.
+        const UNPASSABLE: [&str; 2] = ["simple_java_36", "simple_java_65"];
         assert_eq!(
-            scenario.expectation.verdict(&calls),
-            Verdict::Match,
+            scenario.expectation.verdict(&calls) == Verdict::Match,
+            !UNPASSABLE.contains(&scenario.name.as_str()),
             "{}",
             scenario.name
         );

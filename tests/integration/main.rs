@@ -3,6 +3,7 @@
 mod agent;
 mod bfcl;
 mod bfcl_import;
+mod bfcl_oracle;
 mod browser;
 mod cli;
 mod conformance;
