@@ -39,6 +39,13 @@ impl Source {
             .collect();
         Some(Source { language, params })
     }
+
+    /// A parameter's declared type and items' type (`any` if unknown).
+    fn declared(&self, key: &str) -> (&str, Option<&str>) {
+        self.params
+            .get(key)
+            .map_or(("any", None), |(d, i)| (d.as_str(), i.as_deref()))
+    }
 }
 
 /// Why a turn's calls do not match, in BFCL's words.
@@ -190,10 +197,7 @@ impl BfclCall {
                     let Some(text) = value.as_str() else {
                         return Err(Reason::TypeError);
                     };
-                    let (declared, items) = source
-                        .params
-                        .get(key)
-                        .map_or(("any", None), |(d, i)| (d.as_str(), i.as_deref()));
+                    let (declared, items) = source.declared(key);
                     let typed = source.language.convert(text, declared, items);
                     let expected = source.language.kind_of(declared);
                     let answer_type = answer_type(options);
@@ -278,10 +282,7 @@ impl BfclCall {
                 let value = first_acceptable(options)?;
                 let value = match &self.source {
                     Some(source) => {
-                        let (declared, items) = source
-                            .params
-                            .get(key)
-                            .map_or(("any", None), |(d, i)| (d.as_str(), i.as_deref()));
+                        let (declared, items) = source.declared(key);
                         Value::String(source.language.write(&value, declared, items))
                     }
                     None => value,
