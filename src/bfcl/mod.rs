@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod dialect;
 pub mod import;
+pub mod prompt;
 
 use std::path::{Path, PathBuf};
 

@@ -14,13 +14,33 @@ use crate::call::{MalformedCall, ParsedCall, ToolCall};
 use crate::provider::Provider;
 use crate::scenario::Scenario;
 
+/// How a BFCL run's model answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultsFormat {
+    /// Function calling: `[{"fn_name": "<json arguments>"}, ...]`.
+    #[default]
+    Fc,
+    /// Prompting: call syntax text, `[f(x=1), g(y="a")]`.
+    Prompt,
+}
+
+impl ResultsFormat {
+    pub fn is_fc(&self) -> bool {
+        *self == ResultsFormat::Fc
+    }
+}
+
 /// Recorded results by entry id.
 #[derive(Debug, Default)]
-pub struct BfclResults(FxHashMap<String, Value>);
+pub struct BfclResults {
+    results: FxHashMap<String, Value>,
+    format: ResultsFormat,
+}
 
 impl BfclResults {
     /// Read a result file; `Err` names the line at fault.
-    pub fn load(path: &Path) -> Result<BfclResults, ModelError> {
+    pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ModelError> {
         let fail = |line: usize, problem: String| ModelError::Results {
             path: path.to_owned(),
             line,
@@ -52,16 +72,50 @@ impl BfclResults {
                 .ok_or_else(|| fail(i + 1, format!("entry {id:?} has no \"result\"")))?;
             results.insert(id.to_owned(), result.clone());
         }
-        Ok(BfclResults(results))
+        Ok(BfclResults { results, format })
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.0.contains_key(id)
+        self.results.contains_key(id)
     }
 
     /// The calls recorded for entry `id` (none when it is not recorded).
     pub fn calls(&self, id: &str) -> Vec<ParsedCall> {
-        self.0.get(id).map(result_calls).unwrap_or_default()
+        match (self.results.get(id), self.format) {
+            (None, _) => Vec::new(),
+            (Some(Value::String(text)), ResultsFormat::Prompt) => prompt_calls(id, text),
+            (Some(result), _) => result_calls(result),
+        }
+    }
+}
+
+/// A prompt-mode output as calls, or, when BFCL would fail to decode it,
+/// one malformed call (no call, for relevance).
+fn prompt_calls(id: &str, text: &str) -> Vec<ParsedCall> {
+    let not_calls = |problem: String| {
+        vec![ParsedCall::Malformed(MalformedCall {
+            id: "bfcl_0".to_owned(),
+            name: String::new(),
+            raw_arguments: text.to_owned(),
+            problem,
+        })]
+    };
+    if crate::bfcl::Language::of_id(id) != crate::bfcl::Language::Python {
+        return not_calls("prompt-mode Java and JavaScript outputs are not read yet".to_owned());
+    }
+    match crate::bfcl::prompt::decode_python(text) {
+        Ok(calls) => calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                ParsedCall::Ok(ToolCall {
+                    id: format!("bfcl_{i}"),
+                    name: crate::bfcl::dialect::tool_name(&name),
+                    arguments: Value::Object(arguments),
+                })
+            })
+            .collect(),
+        Err(problem) => not_calls(format!("not call syntax BFCL decodes: {problem}")),
     }
 }
 

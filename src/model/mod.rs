@@ -49,6 +49,11 @@ pub struct ModelFile {
     /// model file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<PathBuf>,
+    /// `bfcl-results`: how the run's model answered: `fc` (function
+    /// calling, the default) or `prompt` (call syntax, decoded as BFCL
+    /// decodes prompting models' outputs).
+    #[serde(default, skip_serializing_if = "bfcl_results::ResultsFormat::is_fc")]
+    pub results_format: bfcl_results::ResultsFormat,
     /// Live kinds (`openai`, `anthropic`, `gemini`): endpoint, key, options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<ApiSettings>,
@@ -295,6 +300,12 @@ impl ModelFile {
                 ));
             }
         }
+        if self.kind != ModelKind::BfclResults && !self.results_format.is_fc() {
+            return Err(ModelError::invalid(
+                "/results_format",
+                "\"results_format\" is only for bfcl-results models",
+            ));
+        }
         match (self.kind.live_provider(), &self.api) {
             (Some(_), Some(api)) => api
                 .check()
@@ -330,7 +341,7 @@ pub fn build(
     }
     if file.kind == ModelKind::BfclResults {
         let path = file.results.as_deref().expect("checked: results is set");
-        let results = BfclResults::load(path)?;
+        let results = BfclResults::load(path, file.results_format)?;
         return Ok(Arc::new(bfcl_results::BfclReplay::new(
             &file.name,
             file.provider,

@@ -25,7 +25,8 @@ import random
 import sys
 from pathlib import Path
 
-from bfcl_eval.constants.enums import Language
+from bfcl_eval.constants.enums import Language, ReturnFormat
+from bfcl_eval.model_handler.utils import default_decode_ast_prompting
 from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 from bfcl_eval.utils import is_empty_output, is_function_calling_format_output
 
@@ -36,6 +37,8 @@ CATEGORIES = [
 ]
 # An FC model whose names have dots replaced, as toolgauge's tools do.
 MODEL = "gpt-4o-2024-11-20-FC"
+# A prompting model: its outputs are call syntax, names as BFCL's.
+PROMPT_MODEL = "gpt-4o-2024-11-20"
 PER_CATEGORY = 40
 # Besides the first PER_CATEGORY: entries whose answers list "dontcare"
 # or null (BFCL's "variable" values), up to this many.
@@ -45,6 +48,8 @@ VARIANTS = [
     "extra_param", "wrong_name", "reordered", "undecodable", "typed_text",
     "dontcare",
 ]
+# Prompt-mode outputs (a `results_format: prompt` model in toolgauge).
+PROMPT_VARIANTS = ["prompt_truth", "prompt_wrong_value", "prompt_fenced", "prompt_prose"]
 
 
 def read_jsonl(path):
@@ -246,6 +251,46 @@ def result_of(calls, docs, lang, typed_text):
     return out
 
 
+def call_syntax(calls):
+    """Python call syntax, as prompting models write it."""
+    return "[" + ", ".join(
+        f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+        for name, args in calls
+    ) + "]"
+
+
+def prompt_result(variant, category, entry, truth, docs, rng):
+    lang = language(category)
+    if variant == "prompt_prose" or lang != Language.PYTHON:
+        return "I would call the function, but I am not sure which."
+    if not truth:
+        # Relevance categories: a call of the first function, or none.
+        return "[]" if variant == "prompt_truth" else f"[{entry['function'][0]['name']}()]"
+    calls = truth
+    if variant == "prompt_wrong_value":
+        calls = mutate("wrong_value", truth, docs, lang, rng) or truth
+    text = call_syntax(calls)
+    if variant == "prompt_fenced":
+        return "```\n" + text[1:-1] + "\n```"
+    return text
+
+
+def bfcl_prompt_verdict(category, entry, answer, result):
+    """BFCL's runner on one prompting model's output."""
+    fmt = {"simple_java": ReturnFormat.JAVA, "simple_javascript": ReturnFormat.JAVASCRIPT}.get(category, ReturnFormat.PYTHON)
+    try:
+        decoded = default_decode_ast_prompting(result, fmt, False)
+    except Exception:
+        decoded = None
+    if "irrelevance" in category or "relevance" in category:
+        has_call = decoded is not None and not is_empty_output(decoded)
+        return not has_call if "irrelevance" in category else has_call
+    if decoded is None or not is_function_calling_format_output(decoded):
+        return False
+    checked = ast_checker(entry["function"], decoded, answer["ground_truth"], language(category), category, PROMPT_MODEL)
+    return bool(checked["valid"])
+
+
 def bfcl_verdict(category, entry, answer, result):
     """BFCL's runner on one FC result: decode, then relevance or AST."""
     try:
@@ -268,7 +313,7 @@ def main(corpora, out_dir=None):
     corpora = Path(corpora)
     out_dir = Path(out_dir or Path(__file__).resolve().parents[1] / "fixtures" / "bfcl_oracle")
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {v: [] for v in VARIANTS}
+    files = {v: [] for v in VARIANTS + PROMPT_VARIANTS}
     verdicts = []
     for category in CATEGORIES:
         every = read_jsonl(corpora / f"BFCL_v4_{category}.json")
@@ -317,6 +362,15 @@ def main(corpora, out_dir=None):
                     "id": entry["id"],
                     "category": category,
                     "valid": bfcl_verdict(category, entry, answer, result),
+                })
+            for variant in PROMPT_VARIANTS:
+                result = prompt_result(variant, category, entry, truth, docs, rng)
+                files[variant].append({"id": entry["id"], "result": result})
+                verdicts.append({
+                    "variant": variant,
+                    "id": entry["id"],
+                    "category": category,
+                    "valid": bfcl_prompt_verdict(category, entry, answer, result),
                 })
     for variant, rows in files.items():
         with open(out_dir / f"{variant}.jsonl", "w") as f:

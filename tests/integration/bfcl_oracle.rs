@@ -89,11 +89,15 @@ fn bfcl_verdicts_agree_with_bfcls_own_checker_on_every_output() {
     let models = dir.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
     for variant in &variants {
-        let model = serde_json::json!({
+        let mut model = serde_json::json!({
             "name": variant,
             "kind": "bfcl-results",
             "results": fixtures().join(format!("{variant}.jsonl")),
         });
+        // Prompting models' outputs are call syntax.
+        if variant.starts_with("prompt_") {
+            model["results_format"] = "prompt".into();
+        }
         std::fs::write(models.join(format!("{variant}.json")), model.to_string()).unwrap();
     }
     let out = dir.path().join("out");
