@@ -242,6 +242,11 @@ impl Connection {
         Ok(Connection { service, stderr })
     }
 
+    /// [`Connection::start`], waited for from any thread.
+    fn start_blocking(spec: &McpServerSpec) -> Result<Connection, McpError> {
+        block_on(Connection::start(spec))?
+    }
+
     /// Stop the server in the background; [`shutdown_all`] waits for it.
     fn stop(self) {
         let Ok(runtime) = runtime() else { return };
@@ -333,7 +338,7 @@ impl McpServer {
             return Ok(server.clone());
         }
         let started = Instant::now();
-        let connection = block_on(Connection::start(spec))??;
+        let connection = Connection::start_blocking(spec)?;
         let server = Arc::new(McpServer {
             spec: spec.clone(),
             label: spec.label(),
@@ -453,8 +458,7 @@ impl McpServer {
             return Err(ToolFailure::runtime(message.clone()));
         }
         let started = Instant::now();
-        let connection = block_on(Connection::start(&self.spec))
-            .and_then(|started| started)
+        let connection = Connection::start_blocking(&self.spec)
             .map_err(|e| ToolFailure::runtime(e.to_string()))?;
         self.measured(|m| m.startups.push(started.elapsed()));
         let connection = Arc::new(connection);
@@ -682,9 +686,8 @@ impl McpTool {
         let key = Arc::as_ptr(&self.server) as usize;
         state.resource(key, || {
             let started = Instant::now();
-            let connection = block_on(Connection::start(&self.server.spec))
-                .and_then(|started| started)
-                .map_err(|e| e.to_string());
+            let connection =
+                Connection::start_blocking(&self.server.spec).map_err(|e| e.to_string());
             self.server.measured(|m| m.startups.push(started.elapsed()));
             connection.map(|c| Arc::new(TrialServer(Some(c))) as super::registry::TrialResource)
         })

@@ -275,24 +275,29 @@ def prompt_result(variant, category, entry, truth, docs, rng):
     return text
 
 
-def bfcl_prompt_verdict(category, entry, answer, result):
-    """BFCL's runner on one prompting model's output."""
-    fmt = {"simple_java": ReturnFormat.JAVA, "simple_javascript": ReturnFormat.JAVASCRIPT}.get(category, ReturnFormat.PYTHON)
-    try:
-        decoded = default_decode_ast_prompting(result, fmt, False)
-    except Exception:
-        decoded = None
+def judge(category, entry, answer, decoded, model):
+    """BFCL's runner on a decoded output (`None`: it did not decode)."""
     if "irrelevance" in category or "relevance" in category:
         has_call = decoded is not None and not is_empty_output(decoded)
         return not has_call if "irrelevance" in category else has_call
     if decoded is None or not is_function_calling_format_output(decoded):
         return False
-    checked = ast_checker(entry["function"], decoded, answer["ground_truth"], language(category), category, PROMPT_MODEL)
+    checked = ast_checker(entry["function"], decoded, answer["ground_truth"], language(category), category, model)
     return bool(checked["valid"])
 
 
+def bfcl_prompt_verdict(category, entry, answer, result):
+    """BFCL's verdict on a prompting model's output (call syntax)."""
+    fmt = {"simple_java": ReturnFormat.JAVA, "simple_javascript": ReturnFormat.JAVASCRIPT}.get(category, ReturnFormat.PYTHON)
+    try:
+        decoded = default_decode_ast_prompting(result, fmt, False)
+    except Exception:
+        decoded = None
+    return judge(category, entry, answer, decoded, PROMPT_MODEL)
+
+
 def bfcl_verdict(category, entry, answer, result):
-    """BFCL's runner on one FC result: decode, then relevance or AST."""
+    """BFCL's verdict on an FC result: a list of {name: "<json arguments>"}."""
     try:
         decoded = []
         for invoked in result:
@@ -300,13 +305,7 @@ def bfcl_verdict(category, entry, answer, result):
             decoded.append({name: json.loads(invoked[name])})
     except Exception:
         decoded = None
-    if "irrelevance" in category or "relevance" in category:
-        has_call = decoded is not None and not is_empty_output(decoded)
-        return not has_call if "irrelevance" in category else has_call
-    if decoded is None or not is_function_calling_format_output(decoded):
-        return False
-    checked = ast_checker(entry["function"], decoded, answer["ground_truth"], language(category), category, MODEL)
-    return bool(checked["valid"])
+    return judge(category, entry, answer, decoded, MODEL)
 
 
 def main(corpora, out_dir=None):
