@@ -137,27 +137,16 @@ impl ServerJudge {
             tokio::time::timeout(self.timeout, self.registry.execute(id, instance, &state))
                 .await
                 .map(|outcome| outcome.is_ok())
+                .map_err(|_| {
+                    format!(
+                        "tool {tool:?} did not answer within {} ms",
+                        self.timeout.as_millis()
+                    )
+                })
         }))
         .buffered(self.concurrency.max(1));
-        self.runtime.block_on(async {
-            let mut calls = std::pin::pin!(calls);
-            let mut verdicts = Vec::with_capacity(instances.len());
-            while let Some(verdict) = calls.next().await {
-                match verdict {
-                    Ok(accepted) => verdicts.push(accepted),
-                    Err(_) => {
-                        return (
-                            verdicts,
-                            Some(format!(
-                                "tool {tool:?} did not answer within {} ms",
-                                self.timeout.as_millis()
-                            )),
-                        );
-                    }
-                }
-            }
-            (verdicts, None)
-        })
+        self.runtime
+            .block_on(crate::fuzz::external::until_fault(calls))
     }
 }
 

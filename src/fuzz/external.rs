@@ -210,18 +210,24 @@ impl HttpValidator {
             http_verdict(&self.url, self.timeout, instance, sent)
         }))
         .buffered(HTTP_CONCURRENCY);
-        self.runtime.block_on(async {
-            let mut answers = std::pin::pin!(answers);
-            let mut verdicts = Vec::with_capacity(instances.len());
-            while let Some(answer) = answers.next().await {
-                match answer {
-                    Ok(valid) => verdicts.push(valid),
-                    Err(error) => return (verdicts, Some(error)),
-                }
-            }
-            (verdicts, None)
-        })
+        self.runtime.block_on(until_fault(answers))
     }
+}
+
+/// Verdicts in order until the first fault: those before it, and it.
+pub async fn until_fault<E>(
+    answers: impl futures_util::Stream<Item = Result<bool, E>>,
+) -> (Vec<bool>, Option<E>) {
+    use futures_util::StreamExt;
+    let mut answers = std::pin::pin!(answers);
+    let mut verdicts = Vec::new();
+    while let Some(answer) = answers.next().await {
+        match answer {
+            Ok(valid) => verdicts.push(valid),
+            Err(error) => return (verdicts, Some(error)),
+        }
+    }
+    (verdicts, None)
 }
 
 /// An HTTP validator: one try per case within `timeout` (a hung server is

@@ -478,13 +478,18 @@ fn fuzz_with_zero_cases_exits_2() {
     assert!(stderr(&output).contains("--cases must be at least 1"));
 }
 
-/// `python3`, or why a test that needs it is skipped.
-fn python() -> Option<&'static str> {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
+/// `python`, if it runs `args` (else a test that needs it is skipped).
+fn python_that_runs(python: String, args: &[&str]) -> Option<String> {
+    let works = std::process::Command::new(&python)
+        .args(args)
         .output()
         .is_ok_and(|o| o.status.success());
-    found.then_some("python3")
+    works.then_some(python)
+}
+
+/// `python3`, or why a test that needs it is skipped.
+fn python() -> Option<String> {
+    python_that_runs("python3".to_owned(), &["--version"])
 }
 
 #[test]
@@ -629,11 +634,7 @@ fn differential_fuzzing_reports_each_disagreement_minimised_and_exits_1() {
 /// python3; `None` when neither imports it.
 fn python_with_jsonschema() -> Option<String> {
     let python = std::env::var("TOOLGAUGE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import jsonschema"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    works.then_some(python)
+    python_that_runs(python, &["-c", "import jsonschema"])
 }
 
 #[test]
