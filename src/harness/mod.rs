@@ -372,13 +372,14 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
         }
         // Under BFCL rules a failed attempt also says why in BFCL's words,
         // whichever stage caught it.
-        record.reason = match (&turn.parsed, record.failures.is_empty()) {
-            (Ok(parsed), false) => scenario
-                .expectation
-                .reason(&parsed.calls)
-                .map(|r| r.as_str().to_owned()),
+        let mismatch = match (&turn.parsed, record.failures.is_empty()) {
+            (Ok(parsed), false) => scenario.expectation.reason(&parsed.calls),
             _ => None,
         };
+        if let Some(mismatch) = mismatch {
+            record.reason = Some(mismatch.reason.as_str().to_owned());
+            record.reason_parameter = mismatch.parameter;
+        }
         record.success = record.failures.is_empty();
         let success = record.success;
         attempts.push(record);

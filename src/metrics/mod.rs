@@ -28,6 +28,8 @@ pub struct AttemptRecord {
     pub failures: Vec<Failure>,
     /// Why the calls did not match, in BFCL's words (BFCL-rules scenarios).
     pub reason: Option<String>,
+    /// The parameter the reason is about, when it is about one.
+    pub reason_parameter: Option<String>,
     pub calls: u32,
     pub model_time: Duration,
     /// The batch's makespan as scheduled.

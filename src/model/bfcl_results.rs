@@ -79,11 +79,12 @@ impl BfclResults {
         self.results.contains_key(id)
     }
 
-    /// The calls recorded for entry `id` (none when it is not recorded).
-    pub fn calls(&self, id: &str) -> Vec<ParsedCall> {
-        match (self.results.get(id), self.format) {
+    /// The calls recorded for entry `scenario` (none when it is not
+    /// recorded).
+    pub fn calls(&self, scenario: &Scenario) -> Vec<ParsedCall> {
+        match (self.results.get(&scenario.name), self.format) {
             (None, _) => Vec::new(),
-            (Some(Value::String(text)), ResultsFormat::Prompt) => prompt_calls(id, text),
+            (Some(Value::String(text)), ResultsFormat::Prompt) => prompt_calls(scenario, text),
             (Some(result), _) => result_calls(result),
         }
     }
@@ -91,7 +92,8 @@ impl BfclResults {
 
 /// A prompt-mode output as calls, or, when BFCL would fail to decode it,
 /// one malformed call (no call, for relevance).
-fn prompt_calls(id: &str, text: &str) -> Vec<ParsedCall> {
+fn prompt_calls(scenario: &Scenario, text: &str) -> Vec<ParsedCall> {
+    let id = scenario.name.as_str();
     let not_calls = |problem: String| {
         vec![ParsedCall::Malformed(MalformedCall {
             id: "bfcl_0".to_owned(),
@@ -100,22 +102,52 @@ fn prompt_calls(id: &str, text: &str) -> Vec<ParsedCall> {
             problem,
         })]
     };
-    if crate::bfcl::Language::of_id(id) != crate::bfcl::Language::Python {
-        return not_calls("prompt-mode Java and JavaScript outputs are not read yet".to_owned());
-    }
-    match crate::bfcl::prompt::decode_python(text) {
+    match crate::bfcl::prompt::decode(text, crate::bfcl::Language::of_id(id)) {
         Ok(calls) => calls
             .into_iter()
             .enumerate()
             .map(|(i, (name, arguments))| {
                 ParsedCall::Ok(ToolCall {
                     id: format!("bfcl_{i}"),
-                    name: crate::bfcl::dialect::tool_name(&name),
+                    name: prompt_tool_name(scenario, &name),
                     arguments: Value::Object(arguments),
                 })
             })
             .collect(),
         Err(problem) => not_calls(format!("not call syntax BFCL decodes: {problem}")),
+    }
+}
+
+/// The tool a prompting model's call names. BFCL compares such names as
+/// written, dots and all: only a function's own name reaches its tool.
+/// Another name stays as written; where it is some tool's name all the
+/// same (`a_b` for the function `a.b`), it is marked so that it reaches
+/// no tool, as it matches no function in BFCL.
+fn prompt_tool_name(scenario: &Scenario, written: &str) -> String {
+    let bfcl_name = |def: &crate::tool::ToolDef| {
+        def.metadata
+            .as_ref()
+            .and_then(|m| m.other.get("bfcl"))
+            .and_then(|b| b["name"].as_str())
+            .map(str::to_owned)
+    };
+    let mut collides = None;
+    for def in scenario.registry.definitions() {
+        match bfcl_name(def) {
+            Some(name) if name == written => return def.name.clone(),
+            Some(name) if def.name == written => collides = Some(name),
+            // Not imported from BFCL: its names are the tools' names.
+            None if def.name == crate::bfcl::dialect::tool_name(written) => {
+                return def.name.clone();
+            }
+            _ => {}
+        }
+    }
+    match collides {
+        Some(function) => format!("{written} (as written; the function is {function})"),
+        // `'f'(x=1)`: BFCL reads a call of no name.
+        None if written.is_empty() => "(no name)".to_owned(),
+        None => written.to_owned(),
     }
 }
 
@@ -161,19 +193,19 @@ impl Model for BfclReplay {
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
         Box::new(ReplayTrial {
             model: self,
-            entry: &start.scenario.name,
+            scenario: start.scenario,
         })
     }
 }
 
 struct ReplayTrial<'a> {
     model: &'a BfclReplay,
-    entry: &'a str,
+    scenario: &'a Scenario,
 }
 
 impl ModelTrial for ReplayTrial<'_> {
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        let calls = self.model.results.calls(self.entry);
+        let calls = self.model.results.calls(self.scenario);
         let mut body = Vec::with_capacity(256);
         self.model.provider.write_response("", &calls, &mut body);
         Box::pin(std::future::ready(Ok(Reply {

@@ -54,6 +54,11 @@ pub struct TrialRow {
     /// Calls that broke their tool's schema, whatever the verdict.
     #[serde(default)]
     pub schema_errors: u32,
+    /// BFCL-rules scenarios: the parameter `reason` is about (the first
+    /// wrong one in the model's order), when it is about one. New columns
+    /// go last, so readers that index columns keep working.
+    #[serde(default)]
+    pub reason_parameter: String,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -98,6 +103,7 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             recovered: a.recovered,
             ended: if i + 1 == last { ending } else { "" }.to_owned(),
             schema_errors: a.schema_errors,
+            reason_parameter: a.reason_parameter.clone().unwrap_or_default(),
         })
 }
 
@@ -223,6 +229,7 @@ impl<'p> TrialReader<'p> {
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
         let reason = (!row.reason.is_empty()).then_some(row.reason);
+        let reason_parameter = (!row.reason_parameter.is_empty()).then_some(row.reason_parameter);
         let task = match (info.scenarios[scenario].task_milestones, row.ended.as_str()) {
             (_, "") => None,
             (Some(milestones), ended) => Some(TaskEnd {
@@ -237,6 +244,7 @@ impl<'p> TrialReader<'p> {
             success: row.attempt_success,
             failures,
             reason,
+            reason_parameter,
             calls: row.calls,
             model_time: duration(row.model_ms),
             tool_time: duration(row.tool_ms),

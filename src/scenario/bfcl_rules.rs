@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::bfcl_source::{Kind, SourceLanguage, kind};
+use super::bfcl_values::{Checker, python_eq};
 use crate::tool::required_names;
 
 /// Java and JavaScript entries: the language, and each parameter's
@@ -104,6 +105,24 @@ impl Reason {
     }
 }
 
+/// A call that does not match: BFCL's reason, and the parameter it is
+/// about (the first wrong one in the order the model wrote them, as BFCL
+/// reports it), when it is about one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub reason: Reason,
+    pub parameter: Option<String>,
+}
+
+impl From<Reason> for Mismatch {
+    fn from(reason: Reason) -> Mismatch {
+        Mismatch {
+            reason,
+            parameter: None,
+        }
+    }
+}
+
 /// One expected call under BFCL's rules.
 #[derive(Debug, Clone)]
 pub struct BfclCall {
@@ -171,98 +190,134 @@ impl BfclCall {
         })
     }
 
-    /// Judge one call (name and arguments).
-    pub fn check(&self, name: &str, arguments: &Value) -> Result<(), Reason> {
+    /// Parameters the imported function declares `any` (its
+    /// `metadata.bfcl`) are strings to BFCL's Python checker, whatever the
+    /// schema lets through (`PYTHON_TYPE_MAPPING`).
+    pub fn read_any_as_string(&mut self, bfcl: &Value) {
+        let Some(properties) = bfcl
+            .pointer("/parameters/properties")
+            .and_then(Value::as_object)
+        else {
+            return;
+        };
+        for (key, declared) in properties {
+            if declared["type"] == "any" {
+                self.types.insert(key.clone(), Value::from("string"));
+            }
+            if declared.pointer("/items/type").is_some_and(|t| t == "any") {
+                self.item_types.insert(key.clone(), Value::from("string"));
+            }
+        }
+    }
+
+    /// Judge one call (name and arguments), in BFCL's order: the name,
+    /// required parameters, each argument as the model wrote them, then
+    /// parameters that may not be left out.
+    pub fn check(&self, name: &str, arguments: &Value) -> Result<(), Mismatch> {
+        let about = |reason: Reason, key: &str| Mismatch {
+            reason,
+            parameter: Some(key.to_owned()),
+        };
         if name != self.name {
-            return Err(Reason::WrongFuncName);
+            return Err(Reason::WrongFuncName.into());
         }
         let Some(arguments) = arguments.as_object() else {
-            return Err(Reason::TypeError);
+            return Err(Reason::TypeError.into());
         };
-        if self.required.iter().any(|r| !arguments.contains_key(r)) {
-            return Err(Reason::MissingRequired);
+        if let Some(missing) = self.required.iter().find(|r| !arguments.contains_key(*r)) {
+            return Err(about(Reason::MissingRequired, missing));
         }
         for (key, value) in arguments {
-            let Some(options) = self
-                .params
-                .get(key)
-                .and_then(Value::as_array)
-                .filter(|_| self.declared.contains(key))
-            else {
-                return Err(Reason::UnexpectedParam);
-            };
-            // Java and JavaScript: source text, read by its declared type.
-            let (value, fits, is_variable, items_ok) = match &self.source {
-                Some(source) => {
-                    let Some(text) = value.as_str() else {
-                        return Err(Reason::TypeError);
-                    };
-                    let (declared, items) = source.declared(key);
-                    let typed = source.language.convert(text, declared, items);
-                    let expected = source.language.kind_of(declared);
-                    let answer_type = answer_type(options);
-                    let item_kind = items.and_then(|i| source.language.kind_of(i));
-                    let items_ok = !source.language.has_items(declared)
-                        || items_fit(
-                            &typed,
-                            &|item| item_kind.is_none_or(|k| kind(item) == k),
-                            options,
-                        );
-                    (
-                        std::borrow::Cow::Owned(typed.clone()),
-                        expected.is_none_or(|k| kind(&typed) == k),
-                        answer_type.is_some_and(|t| expected.is_some_and(|k| t != k)),
-                        items_ok,
-                    )
-                }
-                None => {
-                    let declared = self.types.get(key);
-                    let answer_type = answer_type(options);
-                    let item_type = self.item_types.get(key);
-                    (
-                        std::borrow::Cow::Borrowed(value),
-                        has_type(value, declared),
-                        answer_type.is_some_and(|t| !has_type(&kind_example(t), declared)),
-                        items_fit(value, &|item| exact_type(item, item_type), options),
-                    )
-                }
-            };
-            let value = value.as_ref();
-            // BFCL's "variable" rule: answers of another type than the
-            // declared one (a name, "dontcare", null) are compared as they
-            // are, and a value of their type is not a type error.
-            if !fits {
-                if answer_type(options) != Some(kind(value)) {
-                    return Err(Reason::TypeError);
-                }
-                if !options.contains(value) {
-                    return Err(value_reason(value));
-                }
-                continue;
-            }
-            if !items_ok {
-                return Err(Reason::TypeError);
-            }
-            if is_variable {
-                if !options.contains(value) {
-                    return Err(value_reason(value));
-                }
-                continue;
-            }
-            // `""` among the values is also a value the model may send.
-            if !options.iter().any(|option| same_value(option, value)) {
-                return Err(value_reason(value));
-            }
+            self.check_argument(key, value)
+                .map_err(|reason| about(reason, key))?;
         }
         for (key, options) in &self.params {
             let may_omit = options
                 .as_array()
                 .is_some_and(|o| o.iter().any(is_omission));
             if !arguments.contains_key(key) && !may_omit {
-                return Err(Reason::MissingOptional);
+                return Err(about(Reason::MissingOptional, key));
             }
         }
         Ok(())
+    }
+
+    /// Judge one argument against the acceptable values of its parameter.
+    fn check_argument(&self, key: &str, value: &Value) -> Result<(), Reason> {
+        let Some(options) = self
+            .params
+            .get(key)
+            .and_then(Value::as_array)
+            .filter(|_| self.declared.iter().any(|d| d == key))
+        else {
+            return Err(Reason::UnexpectedParam);
+        };
+        // Java and JavaScript: source text, read by its declared type.
+        let (value, fits, is_variable, items_ok, checker) = match &self.source {
+            Some(source) => {
+                let Some(text) = value.as_str() else {
+                    return Err(Reason::TypeError);
+                };
+                let (declared, items) = source.declared(key);
+                let typed = source.language.convert(text, declared, items);
+                let expected = source.language.kind_of(declared);
+                let answer_type = answer_type(options);
+                let item_kind = items.and_then(|i| source.language.kind_of(i));
+                let items_ok = !source.language.has_items(declared)
+                    || items_fit(
+                        &typed,
+                        &|item| item_kind.is_none_or(|k| kind(item) == k),
+                        options,
+                    );
+                let item_kind = item_kind.filter(|_| source.language.has_items(declared));
+                (
+                    std::borrow::Cow::Owned(typed.clone()),
+                    expected.is_none_or(|k| kind(&typed) == k),
+                    answer_type.is_some_and(|t| expected.is_some_and(|k| t != k)),
+                    items_ok,
+                    Checker::of(expected.or(Some(kind(&typed))), item_kind),
+                )
+            }
+            None => {
+                let declared = self.types.get(key);
+                let answer_type = answer_type(options);
+                let item_type = self.item_types.get(key);
+                // Without a declared type, the value's own picks the checker.
+                let expected = schema_kind(declared).unwrap_or_else(|| kind(value));
+                (
+                    std::borrow::Cow::Borrowed(value),
+                    has_type(value, declared),
+                    answer_type.is_some_and(|t| !has_type(&kind_example(t), declared)),
+                    items_fit(value, &|item| exact_type(item, item_type), options),
+                    Checker::of(Some(expected), schema_kind(item_type)),
+                )
+            }
+        };
+        let value = value.as_ref();
+        // BFCL's "variable" rule: answers of another type than the
+        // declared one (a name, "dontcare", null) are compared as they
+        // are, and a value of their type is not a type error. A wrong one
+        // is `value_error:others` whatever its type, as in BFCL.
+        if !fits {
+            if answer_type(options) != Some(kind(value)) {
+                return Err(Reason::TypeError);
+            }
+            if !options.iter().any(|o| python_eq(o, value)) {
+                return Err(Reason::ValueOthers);
+            }
+            return Ok(());
+        }
+        if !items_ok {
+            return Err(Reason::TypeError);
+        }
+        if is_variable {
+            if !options.iter().any(|o| python_eq(o, value)) {
+                return Err(Reason::ValueOthers);
+            }
+            return Ok(());
+        }
+        // `""` among the values is also a value the model may send.
+        checker.check(value, options)
     }
 
     /// The first acceptable value of each parameter, as a model would send
@@ -354,6 +409,21 @@ fn answer_type(options: &[Value]) -> Option<Kind> {
     options.iter().find(|o| !is_omission(o)).map(kind)
 }
 
+/// A JSON Schema type as the kind BFCL's checker expects; `None` for no
+/// type or several.
+fn schema_kind(declared: Option<&Value>) -> Option<Kind> {
+    Some(match declared?.as_str()? {
+        "string" => Kind::String,
+        "integer" => Kind::Int,
+        "number" => Kind::Float,
+        "boolean" => Kind::Bool,
+        "array" => Kind::List,
+        "object" => Kind::Dict,
+        "null" => Kind::Null,
+        _ => return None,
+    })
+}
+
 /// A value of that kind, to ask `has_type` about it.
 fn kind_example(kind: Kind) -> Value {
     match kind {
@@ -400,61 +470,15 @@ fn items_fit(value: &Value, exact: &dyn Fn(&Value) -> bool, options: &[Value]) -
     })
 }
 
-fn value_reason(value: &Value) -> Reason {
-    match value {
-        Value::String(_) => Reason::ValueString,
-        Value::Array(_) => Reason::ValueList,
-        Value::Object(_) => Reason::ValueDict,
-        _ => Reason::ValueOthers,
-    }
-}
-
-/// BFCL's string normalisation: drop spaces and `,./-_*^`, lowercase, and
-/// treat single and double quotes alike.
-fn normalise(text: &str) -> String {
-    text.chars()
-        .filter(|c| !matches!(c, ' ' | ',' | '.' | '/' | '-' | '_' | '*' | '^'))
-        .flat_map(char::to_lowercase)
-        .map(|c| if c == '\'' { '"' } else { c })
-        .collect()
-}
-
-fn same_string(expected: &str, actual: &str) -> bool {
-    expected == actual || normalise(expected) == normalise(actual)
-}
-
-/// One acceptable value against the model's value.
-fn same_value(expected: &Value, actual: &Value) -> bool {
-    match (expected, actual) {
-        (Value::String(e), Value::String(a)) => same_string(e, a),
-        (Value::Number(e), Value::Number(a)) => e == a || e.as_f64() == a.as_f64(),
-        (Value::Array(e), Value::Array(a)) => {
-            e.len() == a.len() && e.iter().zip(a).all(|(e, a)| same_value(e, a))
-        }
-        (Value::Object(e), Value::Object(a)) => same_dict(e, a),
-        _ => expected == actual,
-    }
-}
-
-/// A nested dict of acceptable values (key -> list) against a concrete one.
-fn same_dict(expected: &Map<String, Value>, actual: &Map<String, Value>) -> bool {
-    if actual.keys().any(|k| !expected.contains_key(k)) {
-        return false;
-    }
-    expected
-        .iter()
-        .all(|(key, options)| match (actual.get(key), options) {
-            (None, Value::Array(o)) => o.iter().any(is_omission),
-            (None, _) => false,
-            (Some(value), Value::Array(o)) => o.iter().any(|o| same_value(o, value)),
-            (Some(value), literal) => same_value(literal, value),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The reason alone.
+    fn check(rule: &BfclCall, name: &str, arguments: &Value) -> Result<(), Reason> {
+        rule.check(name, arguments).map_err(|m| m.reason)
+    }
 
     fn rule() -> BfclCall {
         let schema = json!({
@@ -486,7 +510,7 @@ mod tests {
             example,
             json!({"base": 10, "height": 5.0, "unit": "units", "tags": ["New York", "LA"], "prefs": {"size": "large", "milk": "oat"}})
         );
-        assert_eq!(rule.check("area", &example), Ok(()));
+        assert_eq!(check(&rule, "area", &example), Ok(()));
         let cases = [
             (
                 "volume",
@@ -527,8 +551,43 @@ mod tests {
             ("area", json!([10, 5]), Reason::TypeError),
         ];
         for (name, arguments, reason) in cases {
-            assert_eq!(rule.check(name, &arguments), Err(reason), "{arguments}");
+            assert_eq!(check(&rule, name, &arguments), Err(reason), "{arguments}");
         }
+    }
+
+    #[test]
+    fn the_reason_names_the_first_wrong_parameter_in_the_models_order() {
+        let rule = rule();
+        // Two wrong values: BFCL reports the first the model wrote.
+        let unit_first: Value =
+            serde_json::from_str(r#"{"unit": "feet", "base": 11, "height": 5}"#).unwrap();
+        let base_first: Value =
+            serde_json::from_str(r#"{"base": 11, "unit": "feet", "height": 5}"#).unwrap();
+        let about = |reason, parameter: &str| {
+            Err(Mismatch {
+                reason,
+                parameter: Some(parameter.to_owned()),
+            })
+        };
+        assert_eq!(
+            rule.check("area", &unit_first),
+            about(Reason::ValueString, "unit")
+        );
+        assert_eq!(
+            rule.check("area", &base_first),
+            about(Reason::ValueOthers, "base")
+        );
+        // Required parameters in the function's order; then the answers'.
+        assert_eq!(
+            rule.check("area", &json!({"unit": "units"})),
+            about(Reason::MissingRequired, "base")
+        );
+        let params: Value = serde_json::from_str(r#"{"height": [5], "base": [10]}"#).unwrap();
+        let strict = BfclCall::new("area", params.as_object().unwrap(), &json!({}), None).unwrap();
+        assert_eq!(
+            strict.check("area", &json!({})),
+            about(Reason::MissingOptional, "height")
+        );
     }
 
     #[test]
@@ -536,12 +595,12 @@ mod tests {
         let rule = rule();
         // An int where a float is expected; case and punctuation in strings.
         let ok = json!({"base": 10, "height": 5, "unit": "UNITS", "tags": ["new-york", "l.a."], "prefs": {"size": "Large"}});
-        assert_eq!(rule.check("area", &ok), Ok(()));
+        assert_eq!(check(&rule, "area", &ok), Ok(()));
         // A parameter without "" among its values must be given.
         let params = json!({"base": [10], "height": [5]});
         let strict = BfclCall::new("area", params.as_object().unwrap(), &json!({}), None).unwrap();
         assert_eq!(
-            strict.check("area", &json!({"base": 10})),
+            check(&strict, "area", &json!({"base": 10})),
             Err(Reason::MissingOptional)
         );
     }
@@ -572,11 +631,11 @@ mod tests {
             example,
             json!({"flag": "true", "limit": "50L", "name": "mapController", "ids": "new ArrayList<>(Arrays.asList(1, 2))"})
         );
-        assert_eq!(rule.check("f", &example), Ok(()));
+        assert_eq!(check(&rule, "f", &example), Ok(()));
         let with = |key: &str, value: Value| {
             let mut call = example.clone();
             call[key] = value;
-            rule.check("f", &call)
+            check(&rule, "f", &call)
         };
         // Not text at all; a long without its L (text, not a number).
         assert_eq!(with("flag", json!(true)), Err(Reason::TypeError));
@@ -609,26 +668,26 @@ mod tests {
         let params = json!({"x": ["data['sales']"], "ratio": [0.5, ""], "note": ["hi", ""], "count": [3, ""]});
         let rule = BfclCall::new("f", params.as_object().unwrap(), &schema, None).unwrap();
         // A variable's name where an array is declared: compared as written.
-        assert_eq!(rule.check("f", &json!({"x": "data['sales']"})), Ok(()));
+        assert_eq!(check(&rule, "f", &json!({"x": "data['sales']"})), Ok(()));
         assert_eq!(
-            rule.check("f", &json!({"x": "data['other']"})),
-            Err(Reason::ValueString)
+            check(&rule, "f", &json!({"x": "data['other']"})),
+            Err(Reason::ValueOthers)
         );
         // "" may be sent for a string, not for an integer.
         assert_eq!(
-            rule.check("f", &json!({"x": "data['sales']", "note": ""})),
+            check(&rule, "f", &json!({"x": "data['sales']", "note": ""})),
             Ok(())
         );
         assert_eq!(
-            rule.check("f", &json!({"x": "data['sales']", "count": ""})),
+            check(&rule, "f", &json!({"x": "data['sales']", "count": ""})),
             Err(Reason::TypeError)
         );
         // An int for a float, but not inside an array of floats.
         let floats = json!({"x": [[1.0, 2.0]]});
         let rule = BfclCall::new("f", floats.as_object().unwrap(), &schema, None).unwrap();
-        assert_eq!(rule.check("f", &json!({"x": [1.0, 2.0]})), Ok(()));
+        assert_eq!(check(&rule, "f", &json!({"x": [1.0, 2.0]})), Ok(()));
         assert_eq!(
-            rule.check("f", &json!({"x": [1, 2]})),
+            check(&rule, "f", &json!({"x": [1, 2]})),
             Err(Reason::TypeError)
         );
         // A parameter the function does not declare is unexpected, even
@@ -636,9 +695,35 @@ mod tests {
         let params = json!({"x": [[1.0]], "type": ["credit", ""]});
         let rule = BfclCall::new("f", params.as_object().unwrap(), &schema, None).unwrap();
         assert_eq!(
-            rule.check("f", &json!({"x": [1.0], "type": "credit"})),
+            check(&rule, "f", &json!({"x": [1.0], "type": "credit"})),
             Err(Reason::UnexpectedParam)
         );
+    }
+
+    #[test]
+    fn a_parameter_bfcl_declares_any_is_a_string_to_its_checker() {
+        // The schema lets any type through; BFCL's checker reads `any` as str.
+        let schema = json!({"type": "object", "properties": {
+            "function": {"type": ["string", "number", "integer", "boolean", "object", "array", "null"]},
+            "default_value": {"type": ["string", "number", "integer", "boolean", "object", "array", "null"]}
+        }});
+        let bfcl = json!({"language": "python", "parameters": {"type": "dict", "properties": {
+            "function": {"type": "any"}, "default_value": {"type": "any"}
+        }}});
+        let params = json!({"function": ["lambda x: x**2"], "default_value": [5, ""]});
+        let mut rule = BfclCall::new("f", params.as_object().unwrap(), &schema, None).unwrap();
+        let lenient = rule.clone();
+        rule.read_any_as_string(&bfcl);
+        let list = json!({"function": ["lambda x: x**2"]});
+        assert_eq!(check(&lenient, "f", &list), Err(Reason::ValueList));
+        assert_eq!(check(&rule, "f", &list), Err(Reason::TypeError));
+        // Answers of another type are BFCL's variables: compared as they
+        // are, so a float is no int there.
+        let float = json!({"function": "lambda x: x**2", "default_value": 5.0});
+        assert_eq!(check(&lenient, "f", &float), Ok(()));
+        assert_eq!(check(&rule, "f", &float), Err(Reason::TypeError));
+        let int = json!({"function": "lambda x: x**2", "default_value": 5});
+        assert_eq!(check(&rule, "f", &int), Ok(()));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::bfcl_rules::{BfclCall, Reason};
+use super::bfcl_rules::{BfclCall, Mismatch, Reason};
 use super::matcher::ArgumentMatchers;
 use crate::call::ParsedCall;
 
@@ -139,7 +139,7 @@ impl Expectation {
 
     /// Why the calls do not match, in BFCL's words, for expectations under
     /// BFCL rules (`None` otherwise, and when they match).
-    pub fn reason(&self, calls: &[ParsedCall]) -> Option<Reason> {
+    pub fn reason(&self, calls: &[ParsedCall]) -> Option<Mismatch> {
         let Expectation::Calls {
             calls: expected, ..
         } = self
@@ -149,20 +149,17 @@ impl Expectation {
         if expected.iter().any(|e| e.bfcl.is_none()) {
             return None;
         }
-        if calls.len() != expected.len() {
-            return Some(Reason::WrongCount);
-        }
-        if let ([one], [call]) = (expected.as_slice(), calls) {
-            let rule = one.bfcl.as_ref()?;
-            return match call {
-                ParsedCall::Ok(call) => rule.check(&call.name, &call.arguments).err(),
-                ParsedCall::Malformed(_) => Some(Reason::DecoderFailed),
-            };
-        }
+        // BFCL decodes the whole output before it counts the calls.
         if calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_))) {
-            return Some(Reason::DecoderFailed);
+            return Some(Reason::DecoderFailed.into());
         }
-        (self.verdict(calls) != Verdict::Match).then_some(Reason::CannotFindMatch)
+        if calls.len() != expected.len() {
+            return Some(Reason::WrongCount.into());
+        }
+        if let ([one], [ParsedCall::Ok(call)]) = (expected.as_slice(), calls) {
+            return one.bfcl.as_ref()?.check(&call.name, &call.arguments).err();
+        }
+        (self.verdict(calls) != Verdict::Match).then(|| Reason::CannotFindMatch.into())
     }
 
     /// The calls a correct model makes (for mocks): names and example arguments.
@@ -251,6 +248,38 @@ mod tests {
         assert_eq!(
             Expectation::NoCall.verdict(&[call("f", json!({}))]),
             Verdict::UnexpectedCall
+        );
+    }
+
+    #[test]
+    fn an_undecodable_output_is_decoder_failed_before_its_calls_are_counted() {
+        let rule = |name: &str| {
+            let params = json!({"x": [1]});
+            let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
+            let mut call = expected(name, json!({"x": 1}));
+            call.bfcl =
+                Some(BfclCall::new(name, params.as_object().unwrap(), &schema, None).unwrap());
+            call
+        };
+        let two = Expectation::Calls {
+            calls: vec![rule("f"), rule("g")],
+            order: Order::Any,
+        };
+        // One undecodable output where two calls are expected.
+        let undecodable = [ParsedCall::Malformed(crate::call::MalformedCall {
+            id: "bfcl_0".into(),
+            name: String::new(),
+            raw_arguments: "Sure! [...]".into(),
+            problem: "not calls".into(),
+        })];
+        assert_eq!(two.reason(&undecodable), Some(Reason::DecoderFailed.into()));
+        assert_eq!(
+            two.reason(&[call("f", json!({"x": 1}))]),
+            Some(Reason::WrongCount.into())
+        );
+        assert_eq!(
+            two.reason(&[call("g", json!({"x": 1})), call("f", json!({"x": 2}))]),
+            Some(Reason::CannotFindMatch.into())
         );
     }
 }

@@ -385,17 +385,18 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 // some of its ground truth fails its own schema (see
                 // tests/data/bfcl-known-issues.txt), and stays importable.
                 let def = registry.definition(tool);
-                let source = def
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| m.other.get("bfcl"))
+                let bfcl = def.metadata.as_ref().and_then(|m| m.other.get("bfcl"));
+                let source = bfcl
                     .filter(|b| b.get("declared_types").is_some())
                     .and_then(super::bfcl_rules::Source::of);
-                let rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
+                let mut rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
                     .map_err(|message| {
                         let key = message.split(':').next().unwrap_or_default();
                         invalid(format!("{here}/arguments/{}", escape(key)), message)
                     })?;
+                if let Some(bfcl) = bfcl {
+                    rule.read_any_as_string(bfcl);
+                }
                 let examples: serde_json::Map<String, Value> = rule.example();
                 calls.push(ExpectedCall {
                     name: call.name.clone(),

@@ -4,6 +4,7 @@
 
 pub mod bfcl_rules;
 pub mod bfcl_source;
+pub mod bfcl_values;
 mod expect;
 mod load;
 mod locate;

@@ -7,7 +7,10 @@ checker (the `bfcl-eval` package: the runner's decoding, relevance rules
 and `ast_checker`), and writes them as test data:
 
     tests/fixtures/bfcl_oracle/<variant>.jsonl   one result per entry
-    tests/fixtures/bfcl_oracle/verdicts.jsonl    BFCL's verdict on each
+    tests/fixtures/bfcl_oracle/verdicts.jsonl    BFCL's verdict on each, and
+        on a failure BFCL's error type and the parameter its first error
+        names (a parameter given without a name, which BFCL files under
+        None, is written "<positional>", as toolgauge names it)
 
 `cargo test` (bfcl_oracle.rs) scores the same results with toolgauge and
 compares, without Python. Run with the checker's virtual environment
@@ -19,9 +22,11 @@ With `--check`, it writes nothing and fails unless the committed data is
 exactly what BFCL's checker gives now (.ci/run runs this).
 """
 
+import ast
 import copy
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -43,13 +48,34 @@ PER_CATEGORY = 40
 # Besides the first PER_CATEGORY: entries whose answers list "dontcare"
 # or null (BFCL's "variable" values), up to this many.
 VARIABLE_ENTRIES = 12
+# And Python entries with a parameter of BFCL's type "any" (a str to its
+# checker), up to this many.
+ANY_ENTRIES = 6
 VARIANTS = [
     "truth", "int_for_float", "empty_string", "wrong_value", "drop_optional",
     "extra_param", "wrong_name", "reordered", "undecodable", "typed_text",
-    "dontcare",
+    "dontcare", "any_typed", "two_wrong_values", "empty_list",
 ]
 # Prompt-mode outputs (a `results_format: prompt` model in toolgauge).
-PROMPT_VARIANTS = ["prompt_truth", "prompt_wrong_value", "prompt_fenced", "prompt_prose"]
+PROMPT_VARIANTS = [
+    "prompt_truth", "prompt_wrong_value", "prompt_fenced", "prompt_prose", "prompt_tricky",
+]
+# The cases BFCL's parsers treat specially, one per entry in turn.
+TRICKS = {
+    Language.PYTHON: [
+        "positional", "repeated", "quoted", "no_brackets_two_lines", "nested_call",
+        "trailing_text", "arithmetic", "trailing_comment", "string_name", "underscored_name",
+        "keyword_then_positional", "unary_plus",
+    ],
+    Language.JAVA: [
+        "statement", "positional", "spaced", "two_statements", "repeated", "non_ascii",
+        "new_array_sized",
+    ],
+    Language.JAVASCRIPT: [
+        "statement", "positional", "spaced", "two_statements", "repeated", "non_ascii",
+        "single_quotes", "await",
+    ],
+}
 
 
 def read_jsonl(path):
@@ -178,17 +204,14 @@ def mutate(variant, calls, docs, lang, rng):
         if not args:
             return None
         key = sorted(args)[rng.randrange(len(args))]
-        value = args[key]
-        if isinstance(value, bool):
-            args[key] = not value
-        elif isinstance(value, (int, float)):
-            args[key] = value + 1
-        elif isinstance(value, str):
-            args[key] = value + " elsewhere"
-        elif isinstance(value, list):
-            args[key] = value + [value[0]] if value else ["x"]
-        elif isinstance(value, dict):
-            args[key] = {**value, "unexpected_key": "x"}
+        args[key] = wrong(args[key])
+        return calls
+    if variant == "two_wrong_values":
+        # Written last key first: BFCL reports the first wrong one written.
+        if len(args) < 2:
+            return None
+        keys = sorted(args, reverse=True)
+        calls[0][1] = {k: wrong(args[k]) if k in keys[:2] else args[k] for k in keys}
         return calls
     if variant == "drop_optional":
         optional = [k for k in args if k not in required]
@@ -207,6 +230,65 @@ def mutate(variant, calls, docs, lang, rng):
             return None
         calls.reverse()
         return calls
+    return None
+
+
+def any_params(entry):
+    return [
+        (f["name"], key)
+        for f in entry["function"]
+        for key, prop in f["parameters"].get("properties", {}).items()
+        if prop.get("type") == "any"
+    ]
+
+
+def any_typed_calls(calls, docs):
+    """Another type than str where BFCL declares "any" (Python entries)."""
+    calls = copy.deepcopy(calls)
+    for name, args in calls:
+        props = docs.get(name, {"parameters": {}})["parameters"].get("properties", {})
+        for key, value in args.items():
+            if props.get(key, {}).get("type") != "any":
+                continue
+            if isinstance(value, bool) or value is None:
+                args[key] = str(value)
+            elif isinstance(value, int):
+                args[key] = float(value)
+            elif isinstance(value, float):
+                args[key] = int(value) if value.is_integer() else str(value)
+            elif isinstance(value, str):
+                args[key] = [value]
+            else:
+                args[key] = json.dumps(value)
+            return calls
+    return None
+
+
+def wrong(value):
+    """A value no answer lists, of the same type."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + " elsewhere"
+    if isinstance(value, list):
+        return value + [value[0]] if value else ["x"]
+    if isinstance(value, dict):
+        return {**value, "unexpected_key": "x"}
+    return value
+
+
+def empty_list_calls(calls, ground_truth, docs):
+    """[] for an array that may be left out (BFCL reads "" as an empty list)."""
+    calls = copy.deepcopy(calls)
+    for (name, args), call in zip(calls, ground_truth):
+        (_, params), = call.items()
+        props = docs.get(name, {"parameters": {}})["parameters"].get("properties", {})
+        for key, options in params.items():
+            if "" in options and props.get(key, {}).get("type") in ("array", "tuple"):
+                args[key] = []
+                return calls
     return None
 
 
@@ -251,17 +333,122 @@ def result_of(calls, docs, lang, typed_text):
     return out
 
 
-def call_syntax(calls):
-    """Python call syntax, as prompting models write it."""
+def java_prompt_value(value, declared, items):
+    """A value as a Java programmer writes it in a call."""
+    if isinstance(value, str):
+        if declared == "String":
+            return json.dumps(value, ensure_ascii=False)
+        if declared == "char":
+            return f"'{value}'"
+        return value  # a variable's name, or an expression
+    return java_text(value, declared, items)
+
+
+def js_prompt_value(value, declared, items):
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if declared == "String" else value
+    return js_text(value, declared, items)
+
+
+def call_syntax(calls, lang=Language.PYTHON, docs=None, sep=", "):
+    """Call syntax, as prompting models write it: Python's, or for Java
+    and JavaScript entries their source text."""
+    def argument(name, key, value):
+        if lang == Language.PYTHON:
+            return f"{key}={value!r}"
+        prop = docs.get(name, {"parameters": {"properties": {}}})["parameters"]["properties"].get(key, {})
+        write = java_prompt_value if lang == Language.JAVA else js_prompt_value
+        return f"{key}={write(value, prop.get('type', 'any'), prop.get('items', {}).get('type'))}"
+
     return "[" + ", ".join(
-        f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+        f"{name}(" + sep.join(argument(name, k, v) for k, v in args.items()) + ")"
         for name, args in calls
     ) + "]"
 
 
-def prompt_result(variant, category, entry, truth, docs, rng):
+def tricky(trick, calls, lang, docs):
+    """The output a trick makes of `calls` (the truth)."""
+    text = call_syntax(calls, lang, docs)
+    inner = text[1:-1]
+    first_open = inner.index("(") + 1
+    if trick == "positional":
+        bare = "true" if lang == Language.JAVASCRIPT and len(inner) % 2 else "x"
+        literal = "5" if lang != Language.PYTHON else bare
+        return "[" + inner[:first_open] + f"{bare}, {literal}, " + inner[first_open:] + "]"
+    if trick == "repeated":
+        name, args = calls[0]
+        if not args:
+            return text
+        key = next(iter(args))
+        again = call_syntax([[name, {key: args[key]}]], lang, docs)[len(name) + 2:-2]
+        return "[" + inner[:first_open] + again + ", " + inner[first_open:] + "]"
+    if trick == "quoted":
+        return f"'{text}'"
+    if trick == "no_brackets_two_lines":
+        return inner.replace("), ", ")\n")
+    if trick == "nested_call":
+        name, args = calls[0]
+        if not args:
+            return text
+        key = next(iter(args))
+        return call_syntax([[name, {**args, key: None}]], lang, docs).replace(f"{key}=None", f"{key}=helper(value=1)", 1)
+    if trick == "trailing_text":
+        return text + " Done."
+    if trick in ("arithmetic", "unary_plus"):
+        # BFCL evaluates an operation with Python, and reads `+n` as -n.
+        name, args = calls[0]
+        numbers = [k for k, v in args.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not numbers:
+            return text
+        key = numbers[0]
+        value = args[key]
+        if trick == "unary_plus":
+            written = f"+{value}"
+        elif isinstance(value, int):
+            written = f"{2 * value} // 2"
+        else:
+            written = f"{value!r} * 2 / 2"
+        return call_syntax([[name, {**args, key: None}]] + calls[1:], lang, docs).replace(f"{key}=None", f"{key}={written}", 1)
+    if trick == "trailing_comment":
+        return text + "\n# I called the function above."
+    if trick == "string_name":
+        return "[" + repr(calls[0][0]) + inner[len(calls[0][0]):] + "]"
+    if trick == "underscored_name":
+        return text.replace(calls[0][0] + "(", calls[0][0].replace(".", "_") + "(", 1)
+    if trick == "keyword_then_positional":
+        if "=" not in inner[first_open:inner.index(")")]:
+            return text
+        comma = inner.find(", ", first_open)
+        end = comma if 0 <= comma < inner.index(")") else inner.index(")")
+        return "[" + inner[:end] + ", 'extra'" + inner[end:] + "]"
+    if trick == "statement":
+        return inner + ";"
+    if trick == "spaced":
+        return call_syntax(calls, lang, docs, sep=",\n    ").replace("(", "(\n    ", 1)
+    if trick == "two_statements":
+        return inner + "; helper(value=1);"
+    if trick == "non_ascii":
+        name, args = calls[0]
+        props = docs.get(name, {"parameters": {"properties": {}}})["parameters"]["properties"]
+        strings = [
+            k for k, v in args.items()
+            if isinstance(v, str) and (lang == Language.PYTHON or props.get(k, {}).get("type") == "String")
+        ]
+        if not strings:
+            return text
+        return call_syntax([[name, {**args, strings[0]: args[strings[0]] + " é"}]], lang, docs)
+    if trick == "new_array_sized":
+        return "[" + inner[:first_open] + "data=new int[3], " + inner[first_open:] + "]"
+    if trick == "single_quotes":
+        return re.sub(r'"([^"\\]*)"', r"'\1'", text)
+    if trick == "await":
+        return "await " + inner
+    raise ValueError(trick)
+
+
+def prompt_result(variant, category, entry, truth, docs, rng, index):
     lang = language(category)
-    if variant == "prompt_prose" or lang != Language.PYTHON:
+    if variant == "prompt_prose":
         return "I would call the function, but I am not sure which."
     if not truth:
         # Relevance categories: a call of the first function, or none.
@@ -269,21 +456,43 @@ def prompt_result(variant, category, entry, truth, docs, rng):
     calls = truth
     if variant == "prompt_wrong_value":
         calls = mutate("wrong_value", truth, docs, lang, rng) or truth
-    text = call_syntax(calls)
+    if variant == "prompt_tricky":
+        tricks = TRICKS[lang]
+        return tricky(tricks[index % len(tricks)], truth, lang, docs)
+    text = call_syntax(calls, lang, docs)
     if variant == "prompt_fenced":
         return "```\n" + text[1:-1] + "\n```"
     return text
+
+
+PARAMETER = re.compile(r"parameter:? ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|None)")
+
+
+def failure(checked):
+    """BFCL's error type and the parameter its first error names."""
+    error_type = checked["error_type"]
+    parameter = None
+    # dict_checker's errors name a key inside the dict, not the parameter.
+    if checked["error"] and not error_type.startswith("value_error:dict"):
+        found = PARAMETER.search(str(checked["error"][0]))
+        if found:
+            parameter = ast.literal_eval(found.group(1))
+            if parameter is None:
+                parameter = "<positional>"
+    return {"valid": False, "error_type": error_type, "parameter": parameter}
 
 
 def judge(category, entry, answer, decoded, model):
     """BFCL's runner on a decoded output (`None`: it did not decode)."""
     if "irrelevance" in category or "relevance" in category:
         has_call = decoded is not None and not is_empty_output(decoded)
-        return not has_call if "irrelevance" in category else has_call
-    if decoded is None or not is_function_calling_format_output(decoded):
-        return False
+        return {"valid": not has_call if "irrelevance" in category else has_call}
+    if decoded is None:
+        return {"valid": False, "error_type": "ast_decoder:decoder_failed", "parameter": None}
+    if not is_function_calling_format_output(decoded):
+        return {"valid": False, "error_type": "ast_decoder:decoder_wrong_output_format", "parameter": None}
     checked = ast_checker(entry["function"], decoded, answer["ground_truth"], language(category), category, model)
-    return bool(checked["valid"])
+    return {"valid": True} if checked["valid"] else failure(checked)
 
 
 def bfcl_prompt_verdict(category, entry, answer, result):
@@ -326,7 +535,12 @@ def main(corpora, out_dir=None):
             if e["id"] in answers and lists_variable(answers[e["id"]])
         ][:VARIABLE_ENTRIES]
         lang = language(category)
-        for entry in entries:
+        if lang == Language.PYTHON:
+            entries += [
+                e for e in every[PER_CATEGORY:]
+                if any_params(e) and e not in entries
+            ][:ANY_ENTRIES]
+        for index, entry in enumerate(entries):
             rng = random.Random(entry["id"])
             docs = docs_by_name(entry["function"])
             answer = answers.get(entry["id"])
@@ -347,6 +561,12 @@ def main(corpora, out_dir=None):
                 elif variant == "dontcare":
                     calls = dontcare_calls(answer["ground_truth"])
                     result = result_of(calls if calls is not None else truth, docs, lang, True)
+                elif variant == "any_typed" and lang == Language.PYTHON:
+                    calls = any_typed_calls(truth, docs)
+                    result = result_of(calls if calls is not None else truth, docs, lang, True)
+                elif variant == "empty_list" and lang == Language.PYTHON:
+                    calls = empty_list_calls(truth, answer["ground_truth"], docs)
+                    result = result_of(calls if calls is not None else truth, docs, lang, True)
                 elif variant == "empty_string":
                     calls = empty_string_calls(answer["ground_truth"])
                     result = result_of(calls if calls is not None else truth, docs, lang, True)
@@ -360,16 +580,16 @@ def main(corpora, out_dir=None):
                     "variant": variant,
                     "id": entry["id"],
                     "category": category,
-                    "valid": bfcl_verdict(category, entry, answer, result),
+                    **bfcl_verdict(category, entry, answer, result),
                 })
             for variant in PROMPT_VARIANTS:
-                result = prompt_result(variant, category, entry, truth, docs, rng)
+                result = prompt_result(variant, category, entry, truth, docs, rng, index)
                 files[variant].append({"id": entry["id"], "result": result})
                 verdicts.append({
                     "variant": variant,
                     "id": entry["id"],
                     "category": category,
-                    "valid": bfcl_prompt_verdict(category, entry, answer, result),
+                    **bfcl_prompt_verdict(category, entry, answer, result),
                 })
     for variant, rows in files.items():
         with open(out_dir / f"{variant}.jsonl", "w") as f:

@@ -5,7 +5,8 @@
 //! scored by toolgauge, the way a published run is: imported entries, a
 //! `bfcl-results` model per output variant.
 //!
-//! Every verdict must be BFCL's.
+//! Every verdict must be BFCL's, and every failure's reason BFCL's error
+//! type (in toolgauge's coarser words) about the same parameter.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -124,15 +125,21 @@ fn bfcl_verdicts_agree_with_bfcls_own_checker_on_every_output() {
     let headers = reader.headers().unwrap().clone();
     let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
     let (model, scenario, success) = (column("model"), column("scenario"), column("trial_success"));
-    let mut ours: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let (reason, parameter) = (column("reason"), column("reason_parameter"));
+    let mut ours: BTreeMap<(String, String), (bool, String, String)> = BTreeMap::new();
     for row in reader.records().map(Result::unwrap) {
         ours.insert(
             (row[model].to_owned(), row[scenario].to_owned()),
-            &row[success] == "true",
+            (
+                &row[success] == "true",
+                row[reason].to_owned(),
+                row[parameter].to_owned(),
+            ),
         );
     }
 
     let mut agree: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut reasons_agree: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let mut disagreements = BTreeSet::new();
     for v in &verdicts {
         let (variant, id, category) = (
@@ -141,28 +148,65 @@ fn bfcl_verdicts_agree_with_bfcls_own_checker_on_every_output() {
             v["category"].as_str().unwrap(),
         );
         let theirs = v["valid"].as_bool().unwrap();
-        let mine = *ours
+        let (mine, my_reason, my_parameter) = ours
             .get(&(variant.to_owned(), id.to_owned()))
             .unwrap_or_else(|| panic!("no verdict for {variant} {id}"));
         let tally = agree.entry(category).or_default();
         tally.1 += 1;
-        if mine == theirs {
+        if *mine == theirs {
             tally.0 += 1;
         } else {
             disagreements.insert(format!("{variant} {id} bfcl={theirs} toolgauge={mine}"));
         }
+        // Relevance failures have no error type in BFCL.
+        let Some(error_type) = v["error_type"].as_str() else {
+            continue;
+        };
+        let tally = reasons_agree.entry(category).or_default();
+        tally.1 += 1;
+        let their_reason = reason_in_toolgauges_words(error_type);
+        // BFCL's dict errors name a key inside the dict, not the
+        // parameter; a wrong count of dicts in a list names none.
+        let their_parameter = v["parameter"].as_str();
+        let same_parameter = error_type.starts_with("value_error:dict")
+            || error_type == "value_error:list_dict_count"
+            || their_parameter.unwrap_or_default() == my_parameter;
+        if their_reason == my_reason && same_parameter {
+            tally.0 += 1;
+        } else {
+            disagreements.insert(format!(
+                "{variant} {id} bfcl={error_type} {their_parameter:?} toolgauge={my_reason} {my_parameter:?}"
+            ));
+        }
     }
-    eprintln!("agreement with BFCL's checker, per category:");
+    eprintln!("agreement with BFCL's checker, per category (verdicts; reasons of failures):");
     for (category, (same, all)) in &agree {
+        let (same_reason, failures) = reasons_agree.get(category).copied().unwrap_or_default();
         eprintln!(
-            "  {category}: {same}/{all} ({:.1}%)",
+            "  {category}: {same}/{all} ({:.1}%); {same_reason}/{failures}",
             100.0 * *same as f64 / *all as f64
         );
     }
     assert!(
         disagreements.is_empty(),
-        "{} of {} verdicts differ from BFCL's: {disagreements:#?}",
+        "{} of {} verdicts or reasons differ from BFCL's: {disagreements:#?}",
         disagreements.len(),
         verdicts.len()
     );
+}
+
+/// BFCL's error type in toolgauge's reasons, which are coarser: one
+/// `type_error`, one `value_error:list` and one `value_error:dict`, and
+/// `decoder_failed` for both ways BFCL's runner fails to decode.
+fn reason_in_toolgauges_words(error_type: &str) -> &str {
+    match error_type {
+        "ast_decoder:decoder_failed" | "ast_decoder:decoder_wrong_output_format" => {
+            "decoder_failed"
+        }
+        "value_error:list/tuple" | "value_error:list_dict_count" => "value_error:list",
+        "value_error:dict_key" | "value_error:dict_value" => "value_error:dict",
+        other if other.starts_with("type_error:") => "type_error",
+        other if other.starts_with("value_error:") => other,
+        other => other.rsplit(':').next().unwrap_or(other),
+    }
 }

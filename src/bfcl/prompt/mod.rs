@@ -1,0 +1,94 @@
+//! Prompt-mode outputs: models run by BFCL in prompting mode answer with
+//! call syntax, `[get_weather(city="Paris", days=3), f(x=[1, 2])]`, which
+//! BFCL decodes by the entry's language (`default_decode_ast_prompting`):
+//! Python with Python's parser, Java and JavaScript with tree-sitter's
+//! grammars. Each language's reading is its own module; this one owns the
+//! framing they share and the choice among them.
+
+mod java;
+mod javascript;
+mod python;
+mod python_eval;
+
+use serde_json::{Map, Value};
+
+use super::Language;
+
+/// One decoded call: BFCL's function name (dots kept) and its arguments,
+/// in the order the model wrote them.
+pub type PromptCall = (String, Map<String, Value>);
+
+/// The argument BFCL files under `None`: a Java or JavaScript value given
+/// without a name. No function declares it, so it is always unexpected.
+pub const POSITIONAL: &str = "<positional>";
+
+/// BFCL's parsers recurse; Python stops them near this depth, and the
+/// output then fails to decode.
+const MAX_DEPTH: usize = 900;
+
+/// Decode a prompt-mode output of an entry in `language` as BFCL does;
+/// `Err` says why BFCL's decoder would fail on it.
+pub fn decode(result: &str, language: Language) -> Result<Vec<PromptCall>, String> {
+    let framed = framed(result);
+    match language {
+        Language::Python => python::decode(&framed),
+        // BFCL drops the first and last characters, the brackets it added
+        // or the model wrote.
+        Language::Java => java::decode(without_brackets(&framed)),
+        Language::JavaScript => javascript::decode(without_brackets(&framed)),
+    }
+}
+
+/// The output without code fences, inside `[` and `]`.
+fn framed(result: &str) -> String {
+    let mut text = result
+        .trim_matches(|c| c == '`' || c == '\n' || c == ' ')
+        .to_owned();
+    if !text.starts_with('[') {
+        text.insert(0, '[');
+    }
+    if !text.ends_with(']') {
+        text.push(']');
+    }
+    text
+}
+
+fn without_brackets(framed: &str) -> &str {
+    // `framed` starts with `[` and ends with `]`; `[]` leaves nothing.
+    framed.get(1..framed.len() - 1).unwrap_or_default()
+}
+
+/// Python's `text[1:-1]`, by characters.
+fn strip_ends(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next();
+    chars.next_back();
+    chars.collect()
+}
+
+/// Add an argument; a name given twice is an error for BFCL's Java and
+/// JavaScript parsers ("multiple arguments with the same name").
+fn insert_once(
+    arguments: &mut Map<String, Value>,
+    name: String,
+    value: String,
+) -> Result<(), String> {
+    if arguments.contains_key(&name) {
+        return Err(format!("the argument {name} is given twice"));
+    }
+    arguments.insert(name, Value::String(value));
+    Ok(())
+}
+
+/// A tree-sitter parser for `language`.
+fn parser(language: tree_sitter::Language) -> Result<tree_sitter::Parser, String> {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&language).map_err(|e| e.to_string())?;
+    Ok(parser)
+}
+
+/// BFCL refuses a Java or JavaScript parse whose S-expression shows an
+/// `ERROR` node; a missing token (a `;`, say) is allowed.
+fn has_error_node(tree: &tree_sitter::Tree) -> bool {
+    tree.root_node().to_sexp().contains("ERROR")
+}
