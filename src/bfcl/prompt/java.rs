@@ -153,19 +153,18 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::bfcl::Language;
-    use crate::bfcl::prompt::{POSITIONAL, decode};
+    use crate::bfcl::prompt::{POSITIONAL, decode, decode_one};
 
     fn one(text: &str) -> (String, Value) {
-        let mut calls = decode(text, Language::Java).unwrap();
-        assert_eq!(calls.len(), 1, "{text}");
-        let (name, arguments) = calls.remove(0);
-        (name, Value::Object(arguments))
+        let (name, arguments, _) = decode_one(text, Language::Java);
+        (name, arguments)
     }
 
     #[test]
     fn java_values_are_source_text_rebuilt_as_bfcl_rebuilds_it() {
-        let (name, arguments) = one(
+        let (name, arguments, keys) = decode_one(
             "[Foo.bar(z=1, b=\"x y\", c=new int[]{1, 2}, d=new ArrayList<>(Arrays.asList(1, 2)), e=x, f=-5, g=\"a\" + \"b\", h=new HashMap<String, String>() {{ put(\"k\", \"v\"); }}, i='c')]",
+            Language::Java,
         );
         assert_eq!(name, "Foo.bar");
         assert_eq!(
@@ -177,12 +176,6 @@ mod tests {
             })
         );
         // The model's order is kept.
-        let keys: Vec<&str> = arguments
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
         assert_eq!(keys, ["z", "b", "c", "d", "e", "f", "g", "h", "i"]);
     }
 

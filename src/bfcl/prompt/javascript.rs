@@ -70,31 +70,24 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::bfcl::Language;
-    use crate::bfcl::prompt::{POSITIONAL, decode};
+    use crate::bfcl::prompt::{POSITIONAL, decode, decode_one};
 
     fn one(text: &str) -> (String, Value) {
-        let mut calls = decode(text, Language::JavaScript).unwrap();
-        assert_eq!(calls.len(), 1, "{text}");
-        let (name, arguments) = calls.remove(0);
-        (name, Value::Object(arguments))
+        let (name, arguments, _) = decode_one(text, Language::JavaScript);
+        (name, arguments)
     }
 
     #[test]
     fn javascript_values_are_source_text_as_bfcl_reads_it() {
-        let (name, arguments) = one(
+        let (name, arguments, keys) = decode_one(
             "[validate(b=\"x y\", a=[1, 2], c={k: 1}, d='single', e=userInput, f=`t${x}`, g=4n)]",
+            Language::JavaScript,
         );
         assert_eq!(name, "validate");
         assert_eq!(
             arguments,
             json!({"b": "x y", "a": "[1, 2]", "c": "{k: 1}", "d": "single", "e": "userInput", "f": "`t${x}`", "g": "4n"})
         );
-        let keys: Vec<&str> = arguments
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
         assert_eq!(keys, ["b", "a", "c", "d", "e", "f", "g"]);
     }
 
