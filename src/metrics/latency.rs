@@ -3,6 +3,7 @@
 //! moves to a histogram (3 significant digits), which grows with the range
 //! of its values. Percentiles are the same either way.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -46,7 +47,7 @@ impl Latencies {
     pub fn percentile_ms(&self, q: f64) -> Option<f64> {
         let micros = match self {
             Latencies::Few(samples) if samples.is_empty() => return None,
-            Latencies::Few(samples) => histogram_of(samples).value_at_quantile(q),
+            Latencies::Few(samples) => quantile_of_few(samples, q),
             Latencies::Many(histogram) => histogram.value_at_quantile(q),
         };
         Some(micros as f64 / 1000.0)
@@ -85,6 +86,23 @@ fn histogram_of(samples: &[u64]) -> Histogram<u64> {
     histogram
 }
 
+/// The quantile a histogram of `samples` would give, without building
+/// one: a report reads percentiles of many small cells. Like hdrhistogram,
+/// the sample of rank `ceil(q * n)` (at least 1), reported as the highest
+/// value of its bucket (the lowest for `q = 0`).
+fn quantile_of_few(samples: &[u64], q: f64) -> u64 {
+    static BUCKETS: LazyLock<Histogram<u64>> = LazyLock::new(|| histogram_of(&[]));
+    let q = q.min(1.0);
+    let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+    let mut ranked = samples.to_vec();
+    let (_, &mut sample, _) = ranked.select_nth_unstable(rank - 1);
+    if q == 0.0 {
+        BUCKETS.lowest_equivalent(sample)
+    } else {
+        BUCKETS.highest_equivalent(sample)
+    }
+}
+
 fn record(histogram: &mut Histogram<u64>, micros: u64) {
     // An auto-resizing histogram takes any value up to MAX_MICROS.
     let _ = histogram.record(micros);
@@ -119,7 +137,7 @@ mod tests {
             }
             assert_eq!(matches!(latencies, Latencies::Many(_)), count > FEW);
             let reference = sized_for_an_hour(&samples[..count]);
-            for q in [0.5, 0.95, 0.99] {
+            for q in [0.0, 0.001, 0.25, 0.5, 0.95, 0.99, 1.0, 1.5] {
                 assert_eq!(
                     latencies.percentile_ms(q),
                     Some(reference.value_at_quantile(q) as f64 / 1000.0),
@@ -128,6 +146,24 @@ mod tests {
             }
         }
         assert_eq!(Latencies::default().percentile_ms(0.5), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn few_samples_give_the_histogram_s_quantile(
+            // Few distinct values, so ranks fall among repeats too.
+            samples in proptest::collection::vec(
+                proptest::sample::select(vec![1u64, 2, 999, 2_047, 2_048, 2_049, 70_001, 70_002, MAX_MICROS]),
+                1..=FEW,
+            ),
+            q in 0.0f64..=1.0,
+        ) {
+            let reference = sized_for_an_hour(&samples);
+            proptest::prop_assert_eq!(
+                quantile_of_few(&samples, q),
+                reference.value_at_quantile(q)
+            );
+        }
     }
 
     #[test]

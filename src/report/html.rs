@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::charts::charts;
 use super::session::{index, job_of};
-use super::summary::{comparison_rows, summary_rows};
+use super::summary::{ComparisonRow, comparison_rows, summary_rows};
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::metrics::Aggregate;
 
@@ -24,6 +24,9 @@ use crate::metrics::Aggregate;
 /// size stays bounded whatever the run's.
 const FAILED_PER_CELL: usize = 3;
 const FAILED_IN_ALL: usize = 300;
+/// More significant pairs than this are folded away (66 models make
+/// over 2,000 pairs); comparisons.csv has them all.
+const FOLDED_PAIRS: usize = 10;
 
 /// One entry of a trial's log, as shown.
 #[derive(Debug, Clone, Deserialize)]
@@ -180,6 +183,21 @@ document.querySelector('#model').addEventListener('change', filter);
 document.querySelector('#tag').addEventListener('change', filter);
 "#;
 
+fn pair_list(significant: &[ComparisonRow]) -> Markup {
+    html! {
+        ul {
+            @for c in significant {
+                li {
+                    (c.model_a) " vs " (c.model_b) ": "
+                    (c.difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)))
+                    " (p = " (format!("{:.4}", c.p_value)) ", " (c.only_a) " trials only "
+                    (c.model_a) " got right, " (c.only_b) " only " (c.model_b) ")"
+                }
+            }
+        }
+    }
+}
+
 fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", 100.0 * x))
 }
@@ -197,10 +215,9 @@ fn render(
         let key = |r: &super::summary::SummaryRow| r.head.final_success.unwrap_or(-1.0);
         key(a).total_cmp(&key(b))
     });
-    let significant: Vec<_> = comparison_rows(info, stats)
-        .into_iter()
-        .filter(|c| c.significant)
-        .collect();
+    let comparisons = comparison_rows(info, stats);
+    let pairs = comparisons.len();
+    let significant: Vec<_> = comparisons.into_iter().filter(|c| c.significant).collect();
     let mut tags: Vec<&str> = info
         .scenarios
         .iter()
@@ -232,17 +249,13 @@ fn render(
                 }
                 @if significant.is_empty() {
                     p class="note" { "No difference between models is significant (paired McNemar test, p < 0.05)." }
-                } @else {
-                    ul {
-                        @for c in &significant {
-                            li {
-                                (c.model_a) " vs " (c.model_b) ": "
-                                (c.difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)))
-                                " (p = " (format!("{:.4}", c.p_value)) ", " (c.only_a) " trials only "
-                                (c.model_a) " got right, " (c.only_b) " only " (c.model_b) ")"
-                            }
-                        }
+                } @else if significant.len() > FOLDED_PAIRS {
+                    details {
+                        summary { (significant.len()) " of " (pairs) " model pairs differ significantly (paired McNemar test, p < 0.05)" }
+                        (pair_list(&significant))
                     }
+                } @else {
+                    (pair_list(&significant))
                 }
                 @for chart in charts.iter().filter(|c| c.name != "verdict") {
                     h2 { (chart.title) }
@@ -311,5 +324,27 @@ fn render(
                 script { (PreEscaped(SCRIPT)) }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_runs::ranked_run;
+
+    #[test]
+    fn many_significant_pairs_are_folded_away() {
+        let (info, stats) = ranked_run(12);
+        let page = render(&info, &stats, &Failed::new(), &BTreeMap::new()).into_string();
+        let folded = page
+            .find("<details><summary>66 of 66 model pairs differ significantly")
+            .expect("the pairs are folded");
+        assert_eq!(page.matches("<li>m").count(), 66);
+        assert!(page.find("<li>m").unwrap() > folded);
+
+        let (info, stats) = ranked_run(3);
+        let page = render(&info, &stats, &Failed::new(), &BTreeMap::new()).into_string();
+        assert!(!page.contains("<details><summary>"), "{page}");
+        assert_eq!(page.matches("<li>m").count(), 3);
     }
 }

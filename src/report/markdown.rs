@@ -106,24 +106,7 @@ pub fn terminal_summary(
             cost,
         );
     }
-    let significant: Vec<ComparisonRow> = comparison_rows(info, stats)
-        .into_iter()
-        .filter(|c| c.significant)
-        .collect();
-    if significant.is_empty() && info.models.len() > 1 {
-        text.push_str("No difference between models is significant (paired McNemar, p < 0.05).\n");
-    }
-    for c in &significant {
-        let _ = writeln!(
-            text,
-            "Significant: {} vs {}: {} (p = {:.4})",
-            c.model_a,
-            c.model_b,
-            c.difference
-                .map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)),
-            c.p_value
-        );
-    }
+    text.push_str(&significant_pairs(info, stats, &order, table));
     let rows = summary_rows(info, stats);
     let mut worst: Vec<&SummaryRow> = rows.iter().filter(|r| r.head.trials > 0).collect();
     worst.sort_by(|a, b| {
@@ -159,6 +142,64 @@ pub fn terminal_summary(
         );
     }
     text
+}
+
+/// At most this many model pairs are printed unasked (or with `--table`).
+const PRINTED_PAIRS: usize = 10;
+
+/// The paired differences the terminal shows: every significant pair when
+/// few; otherwise how many there are and the verdict on the first
+/// neighbours in the ranking (`order`, best first), the question a ranking
+/// raises: is each model really ahead of the next? comparisons.csv has
+/// every pair.
+fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: bool) -> String {
+    let mut text = String::new();
+    let rows = comparison_rows(info, stats);
+    let significant: Vec<&ComparisonRow> = rows.iter().filter(|c| c.significant).collect();
+    if significant.is_empty() && info.models.len() > 1 {
+        text.push_str("No difference between models is significant (paired McNemar, p < 0.05).\n");
+    }
+    if table || significant.len() <= PRINTED_PAIRS {
+        for c in &significant {
+            let _ = writeln!(
+                text,
+                "Significant: {} vs {}: {} (p = {:.4})",
+                c.model_a,
+                c.model_b,
+                points(c.difference),
+                c.p_value
+            );
+        }
+        return text;
+    }
+    let _ = writeln!(
+        text,
+        "{} of {} model pairs differ significantly (paired McNemar, p < 0.05; --table prints them; all are in comparisons.csv). Next in the ranking:",
+        significant.len(),
+        rows.len()
+    );
+    for pair in order.windows(2).take(PRINTED_PAIRS) {
+        let (ahead, next) = (pair[0], pair[1]);
+        let paired = stats.paired(ahead, next);
+        let _ = writeln!(
+            text,
+            "  {} vs {}: {} (p = {:.4}) {}",
+            info.models[ahead].name,
+            info.models[next].name,
+            points(paired.rates().map(|(a, b)| a - b)),
+            paired.p_value,
+            if paired.p_value < super::summary::ALPHA {
+                "significant"
+            } else {
+                "not significant"
+            }
+        );
+    }
+    text
+}
+
+fn points(difference: Option<f64>) -> String {
+    difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d))
 }
 
 fn percent(x: f64) -> String {
@@ -335,4 +376,51 @@ fn markdown(
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_runs::ranked_run;
+
+    #[test]
+    fn a_few_significant_pairs_are_all_printed() {
+        let (info, stats) = ranked_run(3);
+        let text = terminal_summary(&info, &stats, false, None);
+        let pairs: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("Significant: "))
+            .collect();
+        assert_eq!(pairs.len(), 3, "{text}");
+    }
+
+    #[test]
+    fn many_models_print_a_count_and_the_ranking_neighbours_not_every_pair() {
+        let (info, stats) = ranked_run(12);
+        let text = terminal_summary(&info, &stats, false, None);
+        assert!(!text.contains("Significant: "), "{text}");
+        assert!(
+            text.contains("66 of 66 model pairs differ significantly"),
+            "{text}"
+        );
+        let neighbours: Vec<&str> = text.lines().filter(|l| l.contains(" vs ")).collect();
+        assert_eq!(neighbours.len(), PRINTED_PAIRS, "{text}");
+        // Best first, each against the next in the ranking, ahead by 10 of 120.
+        assert!(
+            neighbours[0].starts_with("  m11 vs m10: +8.3 points"),
+            "{text}"
+        );
+        assert!(neighbours[9].starts_with("  m2 vs m1: "), "{text}");
+        assert!(
+            neighbours.iter().all(|l| l.ends_with(") significant")),
+            "{text}"
+        );
+        // Asked for the table, every pair.
+        let all = terminal_summary(&info, &stats, true, None);
+        let pairs = all
+            .lines()
+            .filter(|l| l.starts_with("Significant: "))
+            .count();
+        assert_eq!(pairs, 66, "{all}");
+    }
 }

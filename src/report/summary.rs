@@ -17,7 +17,7 @@ use crate::metrics::{
 };
 
 /// Significance level for comparisons.
-const ALPHA: f64 = 0.05;
+pub(super) const ALPHA: f64 = 0.05;
 
 fn opt(x: Option<f64>) -> Option<f64> {
     x.map(round)
