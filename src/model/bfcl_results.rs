@@ -2,15 +2,17 @@
 //! published BFCL run recorded for it, so that run can be scored again by
 //! toolgauge. A result file is JSON Lines of `{"id", "result": [{"fn_name":
 //! "<json arguments>"}, ...]}`; a result of any other shape is a parse
-//! error of the attempt, as BFCL's decoder failing would be.
+//! error of the attempt, as BFCL's decoder failing would be. The entry's
+//! recorded `latency` (seconds) and token counts are replayed with it.
 
 use std::path::Path;
+use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::{Model, ModelError, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
-use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::call::{MalformedCall, ParsedCall, ToolCall, Usage};
 use crate::provider::Provider;
 use crate::scenario::Scenario;
 
@@ -34,8 +36,17 @@ impl ResultsFormat {
 /// Recorded results by entry id.
 #[derive(Debug, Default)]
 pub struct BfclResults {
-    results: FxHashMap<String, Value>,
+    results: FxHashMap<String, Recorded>,
     format: ResultsFormat,
+}
+
+/// One entry as the run recorded it.
+#[derive(Debug)]
+struct Recorded {
+    result: Value,
+    /// How long the model took; zero when not recorded.
+    latency: Duration,
+    usage: Usage,
 }
 
 impl BfclResults {
@@ -70,7 +81,43 @@ impl BfclResults {
             let result = entry
                 .get("result")
                 .ok_or_else(|| fail(i + 1, format!("entry {id:?} has no \"result\"")))?;
-            results.insert(id.to_owned(), result.clone());
+            let latency = match entry.get("latency") {
+                None | Some(Value::Null) => Duration::ZERO,
+                Some(seconds) => seconds
+                    .as_f64()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| {
+                        fail(
+                            i + 1,
+                            format!(
+                                "entry {id:?}: \"latency\" must be seconds, a number of at least 0"
+                            ),
+                        )
+                    })?,
+            };
+            let tokens = |field: &str| {
+                match entry.get(field) {
+                None | Some(Value::Null) => Ok(0),
+                Some(count) => count.as_u64().ok_or_else(|| {
+                    fail(
+                        i + 1,
+                        format!("entry {id:?}: \"{field}\" must be a count, a whole number of at least 0"),
+                    )
+                }),
+            }
+            };
+            let usage = Usage {
+                input_tokens: tokens("input_token_count")?,
+                output_tokens: tokens("output_token_count")?,
+            };
+            results.insert(
+                id.to_owned(),
+                Recorded {
+                    result: result.clone(),
+                    latency,
+                    usage,
+                },
+            );
         }
         Ok(BfclResults { results, format })
     }
@@ -82,11 +129,22 @@ impl BfclResults {
     /// The calls recorded for entry `scenario` (none when it is not
     /// recorded).
     pub fn calls(&self, scenario: &Scenario) -> Vec<ParsedCall> {
-        match (self.results.get(&scenario.name), self.format) {
+        match (
+            self.results.get(&scenario.name).map(|r| &r.result),
+            self.format,
+        ) {
             (None, _) => Vec::new(),
             (Some(Value::String(text)), ResultsFormat::Prompt) => prompt_calls(scenario, text),
             (Some(result), _) => result_calls(result),
         }
+    }
+
+    /// How long the model took on entry `scenario` and the tokens it
+    /// used, as recorded (zero where not).
+    pub fn cost(&self, scenario: &Scenario) -> (Duration, Usage) {
+        self.results
+            .get(&scenario.name)
+            .map_or_else(Default::default, |r| (r.latency, r.usage))
     }
 }
 
@@ -206,12 +264,16 @@ struct ReplayTrial<'a> {
 impl ModelTrial for ReplayTrial<'_> {
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         let calls = self.model.results.calls(self.scenario);
+        let (latency, usage) = self.model.results.cost(self.scenario);
         let mut body = Vec::with_capacity(256);
         self.model.provider.write_response("", &calls, &mut body);
-        Box::pin(std::future::ready(Ok(Reply {
-            body,
-            usage: Default::default(),
-        })))
+        // As a mock's latency: exact and instant on the virtual clock.
+        Box::pin(async move {
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            Ok(Reply { body, usage })
+        })
     }
 }
 
@@ -282,5 +344,32 @@ mod tests {
             matches!(&result_calls(&json!("I cannot help with that"))[0], ParsedCall::Malformed(m) if m.name.is_empty())
         );
         assert!(result_calls(&json!([])).is_empty());
+    }
+
+    #[test]
+    fn a_recorded_latency_or_token_count_that_is_not_one_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        for (bad, field) in [
+            (r#""latency": -1"#, "latency"),
+            (r#""latency": "1.2""#, "latency"),
+            (r#""input_token_count": 2.5"#, "input_token_count"),
+            (r#""output_token_count": -3"#, "output_token_count"),
+        ] {
+            let text = format!(
+                "{{\"id\": \"a\", \"result\": [], \"latency\": 0.5}}\n{{\"id\": \"b\", \"result\": [], {bad}}}\n"
+            );
+            std::fs::write(&path, text).unwrap();
+            let error = BfclResults::load(&path, ResultsFormat::Fc).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                matches!(error, ModelError::Results { line: 2, .. }),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("entry \"b\": \"{field}\" must be")),
+                "{message}"
+            );
+        }
     }
 }

@@ -24,6 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oracle  # noqa: E402
 
+# What a result file records of each entry besides its output.
+RECORDED = ("latency", "input_token_count", "output_token_count")
+
 # Older category names and their v4 ones (the v1 "relevance" is v4's irrelevance).
 V1_CATEGORIES = {
     "simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript",
@@ -89,17 +92,20 @@ def main(results, corpora, toolgauge):
             answer_path = corpora / "possible_answer" / f"BFCL_v4_{category}.json"
             answers = {a["id"]: a for a in oracle.read_jsonl(answer_path)} if answer_path.exists() else {}
             # The oldest files number their entries (`idx`, or a bare number).
-            rows = {
-                v4_id(str(r["id"] if "id" in r else r["idx"])): r["result"]
+            records = {
+                v4_id(str(r["id"] if "id" in r else r["idx"])): r
                 for r in oracle.read_jsonl(path)
             }
+            rows = {i: r["result"] for i, r in records.items()}
             if set(rows) != set(entries) or (not fc and not all(isinstance(r, str) for r in rows.values())):
                 continue
             models = work / "models" / category
             models.mkdir(parents=True, exist_ok=True)
             with open(models / f"{model}.jsonl", "w") as f:
                 for i, result in rows.items():
-                    f.write(json.dumps({"id": i, "result": result}) + "\n")
+                    # The recorded latency and tokens go with the result.
+                    kept = {k: records[i][k] for k in RECORDED if records[i].get(k) is not None}
+                    f.write(json.dumps({"id": i, "result": result, **kept}) + "\n")
             spec = {"name": model, "kind": "bfcl-results", "results": str(models / f"{model}.jsonl")}
             if not fc:
                 spec["results_format"] = "prompt"

@@ -145,7 +145,15 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
     let mut results = String::new();
     for (name, source, result, ..) in &cases {
         copy_as(&imported.join(format!("{source}.json")), name, &suite);
-        results.push_str(&json!({"id": name, "result": result}).to_string());
+        // Published runs record each entry's latency and tokens (here one
+        // without them, as some do).
+        let entry = if *name == "prose" {
+            json!({"id": name, "result": result})
+        } else {
+            json!({"id": name, "result": result, "latency": 1.25,
+                   "input_token_count": 300, "output_token_count": 20})
+        };
+        results.push_str(&entry.to_string());
         results.push('\n');
     }
     let models = dir.path().join("models");
@@ -181,6 +189,13 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
     for (name, _, _, success, failures, reason) in &cases {
         let row = rows.iter().find(|r| &r[1] == *name).unwrap();
         assert_eq!(&row[3], "1");
+        // model_ms, input_tokens, output_tokens: replayed as recorded.
+        let recorded = if *name == "prose" {
+            ["0.0", "0", "0"]
+        } else {
+            ["1250.0", "300", "20"]
+        };
+        assert_eq!([&row[9], &row[13], &row[14]], recorded, "{name}: {row:?}");
         assert_eq!(&row[4] == "true", *success, "{name}: {row:?}");
         assert_eq!(&row[6], *failures, "{name}: {row:?}");
         assert_eq!(&row[7], *reason, "{name}: {row:?}");
