@@ -144,7 +144,8 @@ pub fn terminal_summary(
     text
 }
 
-/// At most this many model pairs are printed unasked (or with `--table`).
+/// At most this many model pairs are printed unasked (`--table` prints
+/// every significant one).
 const PRINTED_PAIRS: usize = 10;
 
 /// The paired differences the terminal shows: every significant pair when
