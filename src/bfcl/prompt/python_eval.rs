@@ -43,12 +43,13 @@ pub fn binary(op: &str, left: &Value, right: &Value) -> Result<Value, String> {
         }
         (Value::String(s), n) | (n, Value::String(s)) if op == "*" => {
             if let Some(Number::Int(times)) = number(n) {
-                return Ok(Value::String(s.repeat(usize::try_from(times).unwrap_or(0))));
+                let times = repetitions(times, s.len())?;
+                return Ok(Value::String(s.repeat(times)));
             }
         }
         (Value::Array(items), n) | (n, Value::Array(items)) if op == "*" => {
             if let Some(Number::Int(times)) = number(n) {
-                let times = usize::try_from(times).unwrap_or(0);
+                let times = repetitions(times, items.len())?;
                 return Ok(Value::Array(
                     (0..times).flat_map(|_| items.iter().cloned()).collect(),
                 ));
@@ -62,6 +63,20 @@ pub fn binary(op: &str, left: &Value, right: &Value) -> Result<Value, String> {
     match (a, b) {
         (Number::Int(a), Number::Int(b)) => ints(op, a, b),
         (a, b) => floats(op, as_f64(a), as_f64(b)),
+    }
+}
+
+/// Python's results longer than this fail here, as they would run out of
+/// memory (a repetition); what a model writes is far shorter.
+const MAX_REPEATED: usize = 1 << 24;
+
+/// How many times to repeat `len` items (a negative count is none); `Err`
+/// when the result would be too long to build.
+fn repetitions(times: i64, len: usize) -> Result<usize, String> {
+    let times = usize::try_from(times).unwrap_or(0);
+    match times.checked_mul(len) {
+        Some(total) if total <= MAX_REPEATED => Ok(times),
+        _ => Err("the result is too long".to_owned()),
     }
 }
 
@@ -91,7 +106,8 @@ fn ints(op: &str, a: i64, b: i64) -> Result<Value, String> {
             }))
         }
         "%" => {
-            let r = a % b;
+            // Only `i64::MIN % -1` overflows; Python's answer is 0.
+            let r = a.checked_rem(b).unwrap_or(0);
             Ok(Value::from(if r != 0 && ((r < 0) != (b < 0)) {
                 r + b
             } else {
@@ -179,5 +195,16 @@ mod tests {
         assert!(b("+", json!("a"), json!(1)).is_err());
         assert_eq!(unary("not", &json!(0)), Ok(json!(true)));
         assert_eq!(unary("~", &json!(5)), Ok(json!(-6)));
+    }
+
+    #[test]
+    fn extreme_operands_give_an_error_or_pythons_answer_never_a_panic() {
+        let b = |op, l: Value, r: Value| binary(op, &l, &r);
+        assert_eq!(b("%", json!(i64::MIN), json!(-1)), Ok(json!(0)));
+        assert!(b("//", json!(i64::MIN), json!(-1)).is_err());
+        assert!(b("*", json!("ab"), json!(i64::MAX)).is_err());
+        assert!(b("*", json!([1, 2]), json!(1_i64 << 40)).is_err());
+        assert_eq!(b("*", json!("ab"), json!(-3)), Ok(json!("")));
+        assert_eq!(b("*", json!(2), json!("ab")), Ok(json!("abab")));
     }
 }
