@@ -9,11 +9,10 @@
 use serde_json::Map;
 use tree_sitter::Node;
 
-use super::{MAX_DEPTH, POSITIONAL, PromptCall, has_error_node, insert_once, parser, strip_ends};
+use super::{MAX_DEPTH, POSITIONAL, PromptCall, has_error_node, insert_once, parse, strip_ends};
 
 pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, String> {
-    let mut parser = parser(tree_sitter_java::LANGUAGE.into())?;
-    let tree = parser.parse(text, None).ok_or("the parser gave up")?;
+    let tree = parse(&tree_sitter_java::LANGUAGE.into(), text)?;
     if has_error_node(&tree) {
         return Err("not Java call syntax".into());
     }

@@ -80,11 +80,13 @@ fn insert_once(
     Ok(())
 }
 
-/// A tree-sitter parser for `language`.
-fn parser(language: tree_sitter::Language) -> Result<tree_sitter::Parser, String> {
+/// `text` parsed with tree-sitter's grammar for `language`.
+fn parse(language: &tree_sitter::Language, text: &str) -> Result<tree_sitter::Tree, String> {
     let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&language).map_err(|e| e.to_string())?;
-    Ok(parser)
+    parser.set_language(language).map_err(|e| e.to_string())?;
+    parser
+        .parse(text, None)
+        .ok_or_else(|| "the parser gave up".to_owned())
 }
 
 /// BFCL refuses a Java or JavaScript parse whose S-expression shows an
@@ -149,9 +151,8 @@ mod tests {
             tree_sitter::Language::from(tree_sitter_java::LANGUAGE),
             tree_sitter::Language::from(tree_sitter_javascript::LANGUAGE),
         ] {
-            let mut parser = parser(language).unwrap();
             for text in texts {
-                let tree = parser.parse(text, None).unwrap();
+                let tree = parse(&language, text).unwrap();
                 assert_eq!(
                     has_error_node(&tree),
                     tree.root_node().to_sexp().contains("ERROR"),

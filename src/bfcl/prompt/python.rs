@@ -13,11 +13,7 @@ use super::{PromptCall, python_eval};
 pub(super) fn decode(framed: &str) -> Result<Vec<PromptCall>, String> {
     // BFCL removes quotes a model may have wrapped the list in.
     let text = framed.trim().trim_matches('\'');
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .map_err(|e| e.to_string())?;
-    let tree = parser.parse(text, None).ok_or("the parser gave up")?;
+    let tree = super::parse(&tree_sitter_python::LANGUAGE.into(), text)?;
     let root = tree.root_node();
     if root.has_error() {
         return Err("not Python call syntax".into());
