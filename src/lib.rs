@@ -16,6 +16,7 @@ pub mod cli;
 pub mod excerpt;
 pub mod fuzz;
 pub mod harness;
+mod json_eq;
 mod json_writer;
 pub mod metrics;
 pub mod model;

@@ -187,7 +187,7 @@ pub fn python_eq(a: &Value, b: &Value) -> bool {
         Value::Bool(b) => Some(f64::from(u8::from(*b))),
         _ => None,
     };
-    match (a, b) {
+    crate::json_eq::equal_by(a, b, &|a, b| match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
             x.as_f64() == y.as_f64()
         }
@@ -196,16 +196,8 @@ pub fn python_eq(a: &Value, b: &Value) -> bool {
         (Value::Number(_) | Value::Bool(_), Value::Number(_) | Value::Bool(_)) => {
             number(a) == number(b)
         }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| python_eq(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| python_eq(v, w)))
-        }
         _ => a == b,
-    }
+    })
 }
 
 #[cfg(test)]

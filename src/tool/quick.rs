@@ -564,18 +564,10 @@ fn compare(a: &Number, b: &Number) -> Option<Ordering> {
 
 /// JSON equality, where numbers are equal by value (1 and 1.0).
 fn equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
+    crate::json_eq::equal_by(a, b, &|a, b| match (a, b) {
         (Value::Number(x), Value::Number(y)) => compare(x, y) == Some(Ordering::Equal),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| equal(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(key, value)| y.get(key).is_some_and(|other| equal(value, other)))
-        }
         _ => a == b,
-    }
+    })
 }
 
 #[cfg(test)]
