@@ -126,25 +126,17 @@ impl BfclResults {
         self.results.contains_key(id)
     }
 
-    /// The calls recorded for entry `scenario` (none when it is not
-    /// recorded).
-    pub fn calls(&self, scenario: &Scenario) -> Vec<ParsedCall> {
-        match (
-            self.results.get(&scenario.name).map(|r| &r.result),
-            self.format,
-        ) {
-            (None, _) => Vec::new(),
-            (Some(Value::String(text)), ResultsFormat::Prompt) => prompt_calls(scenario, text),
-            (Some(result), _) => result_calls(result),
-        }
-    }
-
-    /// How long the model took on entry `scenario` and the tokens it
-    /// used, as recorded (zero where not).
-    pub fn cost(&self, scenario: &Scenario) -> (Duration, Usage) {
-        self.results
-            .get(&scenario.name)
-            .map_or_else(Default::default, |r| (r.latency, r.usage))
+    /// What the run recorded for entry `scenario`: its calls, how long the
+    /// model took and the tokens it used (none and zero when not recorded).
+    pub fn reply(&self, scenario: &Scenario) -> (Vec<ParsedCall>, Duration, Usage) {
+        let Some(recorded) = self.results.get(&scenario.name) else {
+            return Default::default();
+        };
+        let calls = match (&recorded.result, self.format) {
+            (Value::String(text), ResultsFormat::Prompt) => prompt_calls(scenario, text),
+            (result, _) => result_calls(result),
+        };
+        (calls, recorded.latency, recorded.usage)
     }
 }
 
@@ -263,8 +255,7 @@ struct ReplayTrial<'a> {
 
 impl ModelTrial for ReplayTrial<'_> {
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        let calls = self.model.results.calls(self.scenario);
-        let (latency, usage) = self.model.results.cost(self.scenario);
+        let (calls, latency, usage) = self.model.results.reply(self.scenario);
         let mut body = Vec::with_capacity(256);
         self.model.provider.write_response("", &calls, &mut body);
         // As a mock's latency: exact and instant on the virtual clock.

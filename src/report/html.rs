@@ -15,6 +15,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 
 use super::charts::charts;
+use super::markdown::points;
 use super::session::{index, job_of};
 use super::summary::{ComparisonRow, comparison_rows, summary_rows};
 use super::{FinishedTrial, Reporter, RunInfo};
@@ -189,7 +190,7 @@ fn pair_list(significant: &[ComparisonRow]) -> Markup {
             @for c in significant {
                 li {
                     (c.model_a) " vs " (c.model_b) ": "
-                    (c.difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d)))
+                    (points(c.difference))
                     " (p = " (format!("{:.4}", c.p_value)) ", " (c.only_a) " trials only "
                     (c.model_a) " got right, " (c.only_b) " only " (c.model_b) ")"
                 }

@@ -84,10 +84,7 @@ pub fn terminal_summary(
     let width = models.iter().map(|m| m.model.len()).max().unwrap_or(0);
     for &i in &order {
         let m = &mut models[i];
-        let gain = match (m.final_success, m.success_at_1) {
-            (Some(f), Some(a)) => format!("{:+.1} points", 100.0 * (f - a)),
-            _ => "-".to_owned(),
-        };
+        let gain = points(m.final_success.zip(m.success_at_1).map(|(f, a)| f - a));
         let cost = if info.models[i].prices.is_some() {
             format!(", ${:.4}", m.cost_usd)
         } else {
@@ -199,7 +196,8 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
     text
 }
 
-fn points(difference: Option<f64>) -> String {
+/// A difference of rates in percentage points (`-` when unknown).
+pub(super) fn points(difference: Option<f64>) -> String {
     difference.map_or("-".to_owned(), |d| format!("{:+.1} points", 100.0 * d))
 }
 

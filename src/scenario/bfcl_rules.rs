@@ -298,23 +298,21 @@ impl BfclCall {
         // declared one (a name, "dontcare", null) are compared as they
         // are, and a value of their type is not a type error. A wrong one
         // is `value_error:others` whatever its type, as in BFCL.
-        if !fits {
-            if answer_type(options) != Some(kind(value)) {
-                return Err(Reason::TypeError);
-            }
-            if !options.iter().any(|o| python_eq(o, value)) {
-                return Err(Reason::ValueOthers);
-            }
-            return Ok(());
-        }
-        if !items_ok {
+        let type_error = if fits {
+            !items_ok
+        } else {
+            answer_type(options) != Some(kind(value))
+        };
+        if type_error {
             return Err(Reason::TypeError);
         }
-        if is_variable {
-            if !options.iter().any(|o| python_eq(o, value)) {
-                return Err(Reason::ValueOthers);
-            }
-            return Ok(());
+        if !fits || is_variable {
+            let listed = options.iter().any(|o| python_eq(o, value));
+            return if listed {
+                Ok(())
+            } else {
+                Err(Reason::ValueOthers)
+            };
         }
         // `""` among the values is also a value the model may send.
         checker.check(value, options)
