@@ -68,16 +68,26 @@ pub enum ErrorKind {
     Timeout,
     /// A path pointed outside the sandbox; nothing was touched.
     Sandbox,
+    /// The tool could not be run at all (its command does not start, its
+    /// endpoint or MCP server is gone): not the model's doing, and the
+    /// trial is lost to infrastructure.
+    #[serde(rename = "tool_unavailable")]
+    Unavailable,
+    /// Not run: the reply was cut by the output token limit before the
+    /// call was complete.
+    Truncated,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::Parse,
         ErrorKind::UnknownTool,
         ErrorKind::Validation,
         ErrorKind::Runtime,
         ErrorKind::Timeout,
         ErrorKind::Sandbox,
+        ErrorKind::Unavailable,
+        ErrorKind::Truncated,
     ];
 
     /// Its name: the failure it counts as in reports.
@@ -126,7 +136,9 @@ pub enum Failure {
     Runtime,
     Timeout,
     Sandbox,
-    /// The reply was not a response of the model's wire format.
+    /// The reply was not a response of the model's wire format (an empty
+    /// object, an HTML page, an API error): the server's doing, not the
+    /// model's, and the trial is lost to infrastructure.
     BadResponse,
     /// A call was made where none was wanted.
     UnexpectedCall,
@@ -147,11 +159,17 @@ pub enum Failure {
     WrongAnswer,
     /// A task used every turn it had without answering.
     TurnLimit,
+    /// The reply was cut by the output token limit (`max_tokens`): not
+    /// the model's mistake, and never fed back as one.
+    Truncated,
+    /// A tool could not be run at all: the trial is lost to
+    /// infrastructure.
+    ToolUnavailable,
 }
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 16] = [
+    pub const ALL: [Failure; 18] = [
         Failure::Parse,
         Failure::UnknownTool,
         Failure::Validation,
@@ -168,6 +186,8 @@ impl Failure {
         Failure::WrongFinalState,
         Failure::WrongAnswer,
         Failure::TurnLimit,
+        Failure::Truncated,
+        Failure::ToolUnavailable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -188,17 +208,25 @@ impl Failure {
             Failure::WrongFinalState => "wrong_final_state",
             Failure::WrongAnswer => "wrong_answer",
             Failure::TurnLimit => "turn_limit",
+            Failure::Truncated => "truncated",
+            Failure::ToolUnavailable => "tool_unavailable",
         }
     }
 
-    /// The kind named `text` in a report.
-    pub fn parse(text: &str) -> Option<Failure> {
-        Failure::ALL.into_iter().find(|f| f.as_str() == text)
+    /// A failure of the infrastructure, not of the model: the request
+    /// failed, the server's reply was not its format, or a tool could not
+    /// run. A trial that meets one is lost, and measures nothing.
+    pub fn is_infrastructure(self) -> bool {
+        matches!(
+            self,
+            Failure::TransportError | Failure::BadResponse | Failure::ToolUnavailable
+        )
     }
 
-    /// Did a call (or the reply carrying it) fail, as opposed to a verdict
-    /// on the calls or the task?
-    pub fn is_call_error(self) -> bool {
+    /// An error the model was told about in the results it got back, so
+    /// that a later attempt is self-correction from feedback (the others:
+    /// a verdict on calls that ran, or a missing call, get no error text).
+    pub fn is_told(self) -> bool {
         matches!(
             self,
             Failure::Parse
@@ -207,13 +235,22 @@ impl Failure {
                 | Failure::Runtime
                 | Failure::Timeout
                 | Failure::Sandbox
-                | Failure::BadResponse
         )
     }
 
-    /// Its column in summary.csv, `failures_<name>`; a transport error has
-    /// its own `transport_errors` column (it counts trials, not attempts),
-    /// and a task's verdicts have the task columns.
+    /// The kind named `text` in a report.
+    pub fn parse(text: &str) -> Option<Failure> {
+        Failure::ALL.into_iter().find(|f| f.as_str() == text)
+    }
+
+    /// Did a call fail, as opposed to a verdict on the calls or the task?
+    pub fn is_call_error(self) -> bool {
+        self.is_told()
+    }
+
+    /// Its column in summary.csv, `failures_<name>`; infrastructure
+    /// failures have the lost-trial columns (they count trials, not
+    /// attempts), and a task's verdicts have the task columns.
     pub fn column(self) -> Option<&'static str> {
         Some(match self {
             Failure::Parse => "failures_parse",
@@ -222,11 +259,13 @@ impl Failure {
             Failure::Runtime => "failures_runtime",
             Failure::Timeout => "failures_timeout",
             Failure::Sandbox => "failures_sandbox",
-            Failure::BadResponse => "failures_bad_response",
             Failure::UnexpectedCall => "failures_unexpected_call",
             Failure::MissingCall => "failures_missing_call",
             Failure::WrongCall => "failures_wrong_call",
+            Failure::Truncated => "failures_truncated",
             Failure::TransportError
+            | Failure::BadResponse
+            | Failure::ToolUnavailable
             | Failure::ForbiddenCall
             | Failure::MilestoneMissed
             | Failure::WrongFinalState
@@ -245,6 +284,8 @@ impl From<ErrorKind> for Failure {
             ErrorKind::Runtime => Failure::Runtime,
             ErrorKind::Timeout => Failure::Timeout,
             ErrorKind::Sandbox => Failure::Sandbox,
+            ErrorKind::Unavailable => Failure::ToolUnavailable,
+            ErrorKind::Truncated => Failure::Truncated,
         }
     }
 }

@@ -18,11 +18,16 @@ pub fn excerpt(text: &str) -> Cow<'_, str> {
     if text.char_indices().nth(MAX_CHARS).is_none() {
         return Cow::Borrowed(text);
     }
-    Cow::Owned(format!(
-        "{}… ({} bytes)",
-        prefix(text, SHOWN_CHARS),
-        text.len()
-    ))
+    cut(text, SHOWN_CHARS)
+}
+
+/// The first `chars` characters of `text` and its length when it is
+/// longer: `<html>… (5120 bytes)`.
+pub fn cut(text: &str, chars: usize) -> Cow<'_, str> {
+    if text.char_indices().nth(chars).is_none() {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(format!("{}… ({} bytes)", prefix(text, chars), text.len()))
 }
 
 fn prefix(text: &str, chars: usize) -> &str {

@@ -51,6 +51,24 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 pub struct ApiResponse {
     pub status: u16,
     pub body: Vec<u8>,
+    /// Where the time went.
+    pub timing: Timing,
+}
+
+/// Where a request's time went: the server's share (the try that was
+/// answered, sent to read) apart from toolgauge's own queue (waiting for
+/// a permit and for the pace) and from the tries that failed before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The answered try: request sent to response body read.
+    pub request: Duration,
+    /// Waiting for a permit (requests in flight) and for the pace
+    /// (requests per minute), over every try.
+    pub queued: Duration,
+    /// Tries before the answered one.
+    pub retries: u32,
+    /// Those tries and the backoff between them.
+    pub retrying: Duration,
 }
 
 /// A request that failed after its retries. Messages never hold a key.
@@ -138,19 +156,28 @@ impl Transport {
     ) -> Result<ApiResponse, TransportError> {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
+        let mut timing = Timing::default();
         loop {
             tries += 1;
-            let outcome = {
+            let queued = Instant::now();
+            let (outcome, sent) = {
                 let _permit = self
                     .in_flight
                     .acquire()
                     .await
                     .expect("the semaphore is never closed");
                 self.wait_for_pace().await;
-                self.try_once(&method, target, headers, body).await
+                timing.queued += queued.elapsed();
+                let sent = Instant::now();
+                (self.try_once(&method, target, headers, body).await, sent)
             };
             let retry_after = match outcome {
-                Ok((response, _)) if (200..300).contains(&response.status) => return Ok(response),
+                Ok((mut response, _)) if (200..300).contains(&response.status) => {
+                    timing.request = sent.elapsed();
+                    timing.retries = tries - 1;
+                    response.timing = timing;
+                    return Ok(response);
+                }
                 Ok((response, retry_after)) => {
                     let retry = RETRY_STATUSES.contains(&response.status);
                     if !retry || tries >= self.max_attempts {
@@ -180,6 +207,7 @@ impl Transport {
             let wait =
                 retry_after.unwrap_or_else(|| backoff(self.retry_base, tries, rand::random()));
             tokio::time::sleep(wait.min(MAX_WAIT)).await;
+            timing.retrying += sent.elapsed();
         }
     }
 
@@ -221,7 +249,15 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let body = response.bytes().await?.to_vec();
-        Ok((ApiResponse { status, body }, retry_after))
+        let timing = Timing::default();
+        Ok((
+            ApiResponse {
+                status,
+                body,
+                timing,
+            },
+            retry_after,
+        ))
     }
 }
 

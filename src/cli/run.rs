@@ -73,6 +73,12 @@ pub struct RunArgs {
     /// Exit 1 when pass^K of any model x scenario is under RATE.
     #[arg(long, value_name = "K:RATE")]
     pub min_pass_k: Option<String>,
+    /// The share of a model x scenario's trials it may lose to
+    /// infrastructure (transport errors, replies not of the provider's
+    /// format, tools that cannot run) before the run fails [default: 0,
+    /// any lost trial fails the run].
+    #[arg(long, value_name = "RATE")]
+    pub max_lost: Option<f64>,
     /// Run the K-th of N deterministic parts (1-based).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
@@ -130,6 +136,7 @@ impl Settings {
     ) -> Result<Settings, CliError> {
         let min_success = args.min_success.map(check_rate).transpose()?;
         let min_pass_k = args.min_pass_k.as_deref().map(parse_pass_k).transpose()?;
+        let max_lost = args.max_lost.map(check_rate).transpose()?;
         let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
         let clock = args.clock.map(|clock| match clock {
             ClockArg::Virtual if !live_network => Clock::Virtual,
@@ -158,6 +165,7 @@ impl Settings {
                 thresholds: Thresholds {
                     min_success,
                     min_pass_k,
+                    max_lost: max_lost.unwrap_or(0.0),
                 },
             },
             Some(run) => {
@@ -200,6 +208,7 @@ impl Settings {
                             run.min_success,
                         )?,
                         min_pass_k: recorded_option("--min-pass-k", min_pass_k, run.min_pass_k)?,
+                        max_lost: recorded_value("--max-lost", max_lost, run.max_lost)?,
                     },
                 }
             }
@@ -596,6 +605,7 @@ fn write_run_json(
         shard: settings.shard.map(|s| s.to_string()),
         min_success: settings.thresholds.min_success,
         min_pass_k: settings.thresholds.min_pass_k,
+        max_lost: settings.thresholds.max_lost,
         models: models.to_vec(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),

@@ -349,7 +349,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
     for attempt in 1..=max_attempts {
         let (turn, mut record) = match run.step(attempt, returned.as_deref()).await? {
             Step::Turn(turn, record) => (turn, record),
-            Step::Transport(record) => {
+            Step::Lost(record) => {
                 attempts.push(record);
                 break;
             }
@@ -413,10 +413,12 @@ struct TrialRun<'p> {
 /// One reply, through the pipeline.
 enum Step {
     /// The turn, and its record: the calls' failures, counts and times.
-    Turn(Turn, AttemptRecord),
-    /// The request failed after its retries: not the model's failure; the
-    /// trial ends here and is counted apart, and the run goes on.
-    Transport(AttemptRecord),
+    Turn(Box<Turn>, AttemptRecord),
+    /// Lost to infrastructure (the request failed after its retries, the
+    /// reply is not the format's, a tool could not run): not the model's
+    /// failure; the trial ends here and is counted apart, and the run
+    /// goes on.
+    Lost(AttemptRecord),
 }
 
 impl<'p> TrialRun<'p> {
@@ -456,7 +458,7 @@ impl<'p> TrialRun<'p> {
             Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
             Err(ReplyError::Transport(error)) => {
                 eprintln!("{} / {}: {error}", self.model.name(), self.scenario.name);
-                return Ok(Step::Transport(AttemptRecord {
+                return Ok(Step::Lost(AttemptRecord {
                     attempt,
                     failures: vec![Failure::TransportError],
                     model_time: asked.elapsed(),
@@ -464,7 +466,10 @@ impl<'p> TrialRun<'p> {
                 }));
             }
         };
-        let model_time = asked.elapsed();
+        let timing = reply.timing.unwrap_or(crate::transport::Timing {
+            request: asked.elapsed(),
+            ..Default::default()
+        });
         if let Some(log) = &mut self.log {
             log.set_coordinates(Coordinates {
                 model: self.model.name(),
@@ -494,14 +499,47 @@ impl<'p> TrialRun<'p> {
             failures,
             reason: None,
             calls: turn.calls().len() as u32,
-            model_time,
+            model_time: timing.request,
+            queue_time: timing.queued,
+            retries: timing.retries,
+            retry_time: timing.retrying,
             tool_time: turn.batch.makespan,
             serial_time: turn.batch.serial_makespan(),
             ideal_time: turn.batch.ideal_makespan,
             usage: reply.usage,
             ..AttemptRecord::default()
         };
-        Ok(Step::Turn(turn, record))
+        if let Some(lost) = record
+            .failures
+            .iter()
+            .copied()
+            .find(|f| f.is_infrastructure())
+        {
+            let why = match (&turn.parsed, lost) {
+                (Err(error), _) => error.to_string(),
+                (Ok(_), _) => turn
+                    .batch
+                    .results
+                    .iter()
+                    .find(|r| r.error_kind == Some(crate::call::ErrorKind::Unavailable))
+                    .map_or_else(String::new, |r| {
+                        format!("tool {} could not run: {}", r.name, r.content)
+                    }),
+            };
+            eprintln!(
+                "{} / {} trial {}: lost ({lost}): {}",
+                self.model.name(),
+                self.scenario.name,
+                self.trial,
+                crate::excerpt::cut(&why, 300)
+            );
+            let mut record = record;
+            // Only the infrastructure failure: the rest measured nothing.
+            record.failures = vec![lost];
+            record.success = false;
+            return Ok(Step::Lost(record));
+        }
+        Ok(Step::Turn(Box::new(turn), record))
     }
 
     /// What Record logged over the trial.

@@ -85,6 +85,10 @@ pub struct RunRecord {
     pub shard: Option<String>,
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,
+    /// The share of a cell's trials it may lose to infrastructure
+    /// (`--max-lost`; 0: any lost trial fails the run).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_lost: f64,
     pub models: Vec<ModelFile>,
     pub scenarios: Vec<String>,
     /// A fingerprint of the scenario files (`scenario::suite_digest`):
@@ -99,6 +103,10 @@ pub struct RunRecord {
     /// (written when the run ends).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_sources: Vec<crate::tool::mcp::SourceStats>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl RunRecord {
@@ -141,6 +149,7 @@ impl RunRecord {
         Thresholds {
             min_success: self.min_success,
             min_pass_k: self.min_pass_k,
+            max_lost: self.max_lost,
         }
     }
 

@@ -40,9 +40,9 @@ pub(super) async fn run_task(
     for number in 1..=task.max_turns {
         let (turn, mut record) = match run.step(number, returned.as_deref()).await? {
             Step::Turn(turn, record) => (turn, record),
-            Step::Transport(record) => {
+            Step::Lost(record) => {
                 turns.push(record);
-                ending = Ending::TransportError;
+                ending = Ending::Lost;
                 break;
             }
         };
@@ -72,7 +72,7 @@ pub(super) async fn run_task(
 
     let success = match ending {
         // Already failed, or not the model's doing: nothing more to judge.
-        Ending::ForbiddenCall | Ending::TransportError => false,
+        Ending::ForbiddenCall | Ending::Lost => false,
         Ending::Answer | Ending::TurnLimit => {
             let sandbox = copy
                 .as_ref()

@@ -31,7 +31,15 @@ pub struct AttemptRecord {
     /// The parameter the reason is about, when it is about one.
     pub reason_parameter: Option<String>,
     pub calls: u32,
+    /// The model's time: for a live model, request sent to response read
+    /// on the try that was answered; for a mock, its simulated latency.
     pub model_time: Duration,
+    /// Live models: time in toolgauge's own queue (a permit, the pace).
+    pub queue_time: Duration,
+    /// Live models: requests tried again before this one was answered,
+    /// and the time those tries and their backoff took.
+    pub retries: u32,
+    pub retry_time: Duration,
     /// The batch's makespan as scheduled.
     pub tool_time: Duration,
     /// All calls one after the other.
@@ -65,6 +73,16 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
+    /// The infrastructure failure that lost the trial, if one did: then
+    /// it measured nothing of the model.
+    pub fn lost(&self) -> Option<Failure> {
+        self.attempts
+            .iter()
+            .flat_map(|a| &a.failures)
+            .copied()
+            .find(|f| f.is_infrastructure())
+    }
+
     pub fn success(&self) -> bool {
         match self.task {
             Some(end) => end.success,
@@ -99,9 +117,21 @@ pub struct CellStats {
     pub sum_efficiency: f64,
     pub model_ms: Latencies,
     pub tool_ms: Latencies,
-    /// Trials ended by a failed request (not counted in `trials`).
-    pub transport_errors: u64,
-    /// Tokens over every attempt, transport-error trials included.
+    /// Trials lost to infrastructure, by cause (`transport_error`,
+    /// `bad_response`, `tool_unavailable`): not counted in `trials`.
+    pub lost: BTreeMap<Failure, u64>,
+    /// Trials whose first attempt failed with an error the model was told
+    /// about (a call error in its results), and how many of those were
+    /// fixed later: self-correction from feedback.
+    pub told: (u64, u64),
+    /// Trials whose first attempt failed with no error text to go on
+    /// (wrong or missing calls, a cut reply): retried after a nudge only.
+    pub nudged: (u64, u64),
+    /// Live models: time in toolgauge's own queue, and requests tried
+    /// again, over every attempt.
+    pub queue: Duration,
+    pub retries: u64,
+    /// Tokens over every attempt, lost trials included.
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Model and tool time over every attempt (what a CI report shows as
@@ -125,7 +155,11 @@ impl CellStats {
             sum_efficiency: 0.0,
             model_ms: Latencies::default(),
             tool_ms: Latencies::default(),
-            transport_errors: 0,
+            lost: BTreeMap::new(),
+            told: (0, 0),
+            nudged: (0, 0),
+            queue: Duration::ZERO,
+            retries: 0,
             input_tokens: 0,
             output_tokens: 0,
             busy: Duration::ZERO,
@@ -138,14 +172,12 @@ impl CellStats {
             self.input_tokens += attempt.usage.input_tokens;
             self.output_tokens += attempt.usage.output_tokens;
             self.busy += attempt.model_time + attempt.tool_time;
+            self.queue += attempt.queue_time;
+            self.retries += u64::from(attempt.retries);
         }
-        // A request that failed says nothing about the model.
-        if trial
-            .attempts
-            .iter()
-            .any(|a| a.failures.contains(&Failure::TransportError))
-        {
-            self.transport_errors += 1;
+        // A trial lost to infrastructure says nothing about the model.
+        if let Some(cause) = trial.lost() {
+            *self.lost.entry(cause).or_default() += 1;
             return;
         }
         self.trials += 1;
@@ -177,6 +209,14 @@ impl CellStats {
             return;
         }
         if let Some(first) = trial.attempts.first().filter(|a| !a.success) {
+            let fixed = u64::from(trial.success());
+            let path = if first.failures.iter().any(|f| f.is_told()) {
+                &mut self.told
+            } else {
+                &mut self.nudged
+            };
+            path.0 += 1;
+            path.1 += fixed;
             let mut kinds = first.failures.clone();
             kinds.sort_unstable();
             kinds.dedup();
@@ -246,10 +286,45 @@ impl CellStats {
         })
     }
 
+    /// Trials lost to infrastructure, whatever the cause.
+    pub fn lost_trials(&self) -> u64 {
+        self.lost.values().sum()
+    }
+
+    /// Trials lost to `cause`.
+    pub fn lost_to(&self, cause: Failure) -> u64 {
+        self.lost.get(&cause).copied().unwrap_or(0)
+    }
+
+    /// Of the trials run (measured or lost), the share lost.
+    pub fn lost_share(&self) -> f64 {
+        ratio(self.lost_trials(), self.trials + self.lost_trials())
+    }
+
+    /// Of the trials whose first attempt failed with an error the model
+    /// was told about, the share fixed later.
+    pub fn fixed_after_feedback(&self) -> Option<f64> {
+        (self.told.0 > 0).then(|| ratio(self.told.1, self.told.0))
+    }
+
+    /// Of the trials whose first attempt failed with no error to go on,
+    /// the share fixed after a nudge only.
+    pub fn fixed_after_nudge(&self) -> Option<f64> {
+        (self.nudged.0 > 0).then(|| ratio(self.nudged.1, self.nudged.0))
+    }
+
     /// Merge another cell's measures into this one (shards, model totals).
     pub fn merge(&mut self, other: &CellStats) {
         self.trials += other.trials;
-        self.transport_errors += other.transport_errors;
+        for (cause, n) in &other.lost {
+            *self.lost.entry(*cause).or_default() += n;
+        }
+        self.told.0 += other.told.0;
+        self.told.1 += other.told.1;
+        self.nudged.0 += other.nudged.0;
+        self.nudged.1 += other.nudged.1;
+        self.queue += other.queue;
+        self.retries += other.retries;
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.busy += other.busy;
@@ -355,5 +430,57 @@ mod tests {
         }
         let p50 = cell.tool_ms.percentile_ms(0.5).unwrap();
         assert!((p50 - 100.0).abs() < 0.1, "{p50}"); // 3 significant digits
+    }
+
+    #[test]
+    fn self_correction_after_feedback_is_counted_apart_from_retries_after_a_nudge() {
+        let mut cell = CellStats::new(3);
+        // Told of a validation error, then fixed.
+        cell.add(&trial(vec![
+            attempt(1, false, &[Failure::Validation]),
+            attempt(2, true, &[]),
+        ]));
+        // A wrong call gets no error text: fixed on a nudge only.
+        cell.add(&trial(vec![
+            attempt(1, false, &[Failure::WrongCall]),
+            attempt(2, true, &[]),
+        ]));
+        cell.add(&trial(vec![
+            attempt(1, false, &[Failure::MissingCall]),
+            attempt(2, false, &[Failure::MissingCall]),
+            attempt(3, false, &[Failure::MissingCall]),
+        ]));
+        // Both kinds at once: the model was told something.
+        cell.add(&trial(vec![
+            attempt(1, false, &[Failure::WrongCall, Failure::Runtime]),
+            attempt(2, false, &[Failure::Runtime]),
+            attempt(3, false, &[Failure::Runtime]),
+        ]));
+        assert_eq!(cell.told, (2, 1));
+        assert_eq!(cell.nudged, (2, 1));
+        assert_eq!(cell.fixed_after_feedback(), Some(0.5));
+        assert_eq!(cell.fixed_after_nudge(), Some(0.5));
+    }
+
+    #[test]
+    fn a_lost_trial_measures_nothing_and_is_counted_by_cause() {
+        let mut cell = CellStats::new(3);
+        cell.add(&trial(vec![attempt(1, true, &[])]));
+        for cause in [
+            Failure::TransportError,
+            Failure::BadResponse,
+            Failure::ToolUnavailable,
+        ] {
+            cell.add(&trial(vec![
+                attempt(1, false, &[Failure::Validation]),
+                attempt(2, false, &[cause]),
+            ]));
+        }
+        assert_eq!(cell.trials, 1);
+        assert_eq!(cell.final_success(), 1.0);
+        assert_eq!(cell.lost_trials(), 3);
+        assert_eq!(cell.lost_to(Failure::BadResponse), 1);
+        assert_eq!(cell.lost_share(), 0.75);
+        assert!(!cell.failures.contains_key(&Failure::Validation));
     }
 }

@@ -15,8 +15,9 @@ pub enum Ending {
     TurnLimit,
     /// A forbidden call ended it at once.
     ForbiddenCall,
-    /// A request failed after its retries: not the model's doing.
-    TransportError,
+    /// Lost to infrastructure (a failed request, a reply not of the
+    /// format, a tool that could not run): not the model's doing.
+    Lost,
 }
 
 impl Ending {
@@ -24,7 +25,7 @@ impl Ending {
         Ending::Answer,
         Ending::TurnLimit,
         Ending::ForbiddenCall,
-        Ending::TransportError,
+        Ending::Lost,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,7 +33,7 @@ impl Ending {
             Ending::Answer => "answer",
             Ending::TurnLimit => "turn_limit",
             Ending::ForbiddenCall => "forbidden_call",
-            Ending::TransportError => "transport_error",
+            Ending::Lost => "lost",
         }
     }
 

@@ -263,7 +263,11 @@ impl ModelTrial for ReplayTrial<'_> {
             if !latency.is_zero() {
                 tokio::time::sleep(latency).await;
             }
-            Ok(Reply { body, usage })
+            Ok(Reply {
+                body,
+                usage,
+                timing: None,
+            })
         })
     }
 }

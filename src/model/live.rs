@@ -110,10 +110,10 @@ impl LiveModel {
             conversation,
             tools,
         });
-        let (status, body) = match &self.source {
+        let (status, body, timing) = match &self.source {
             Source::Network(transport) => {
                 let response = transport.send(&request).await?;
-                (response.status, response.body)
+                (response.status, response.body, Some(response.timing))
             }
             Source::Replay(replayer) => {
                 let exchange = replayer.answer(&request, &position)?;
@@ -121,7 +121,7 @@ impl LiveModel {
                     Value::String(text) => text.clone().into_bytes(),
                     other => serde_json::to_vec(other).expect("serializes"),
                 };
-                (exchange.status, body)
+                (exchange.status, body, None)
             }
         };
         let json: Option<Value> = serde_json::from_slice(&body).ok();
@@ -145,7 +145,14 @@ impl LiveModel {
             .as_ref()
             .map(|v| self.provider.usage(v))
             .unwrap_or_default();
-        Ok((Reply { body, usage }, json))
+        Ok((
+            Reply {
+                body,
+                usage,
+                timing,
+            },
+            json,
+        ))
     }
 }
 
@@ -184,9 +191,9 @@ struct LiveTrial<'a> {
     start: TrialStart<'a>,
     conversation: Conversation,
     tools: Vec<FunctionSpec>,
-    /// The last reply as JSON, to add to the conversation with what its
-    /// calls got back.
-    last_reply: Option<Value>,
+    /// The last reply, as received and as JSON, to add to the
+    /// conversation with what its calls got back.
+    last_reply: Option<(Vec<u8>, Value)>,
 }
 
 impl ModelTrial for LiveTrial<'_> {
@@ -196,7 +203,11 @@ impl ModelTrial for LiveTrial<'_> {
             let messages: Vec<Value> = returned
                 .and_then(|bytes| serde_json::from_slice(bytes).ok())
                 .unwrap_or_default();
-            self.conversation.push_turn(&reply, messages);
+            let (body, reply) = reply;
+            // The same bytes give the same call ids as the pipeline's Parse.
+            if let Ok(parsed) = self.model.provider.parse_response(&body) {
+                self.conversation.push_turn(&reply, &parsed, messages);
+            }
         }
         Box::pin(async move {
             let position = Position {
@@ -210,7 +221,7 @@ impl ModelTrial for LiveTrial<'_> {
                 .ask(&self.conversation, &self.tools, position)
                 .await?;
             // A reply that is not JSON adds nothing to the conversation.
-            self.last_reply = json;
+            self.last_reply = json.map(|json| (reply.body.clone(), json));
             Ok(reply)
         })
     }

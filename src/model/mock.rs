@@ -156,6 +156,7 @@ impl ModelTrial for MockTrial<'_> {
             Ok(Reply {
                 body,
                 usage: Default::default(),
+                timing: None,
             })
         })
     }

@@ -27,7 +27,7 @@ use crate::call::{Prices, Usage};
 use crate::provider::{ApiSettings, Provider};
 use crate::scenario::Scenario;
 use crate::source::{self, FileError};
-use crate::transport::TransportError;
+use crate::transport::{Timing, TransportError};
 
 pub use bfcl_results::BfclResults;
 pub use live::{LiveModel, LiveOptions};
@@ -207,6 +207,10 @@ pub enum ReplyError {
 pub struct Reply {
     pub body: Vec<u8>,
     pub usage: Usage,
+    /// A request's timing (live models): the server's time apart from
+    /// toolgauge's queue and retries. `None`: the whole wait was the
+    /// model's (mocks, replays).
+    pub timing: Option<Timing>,
 }
 
 /// A reply to come.

@@ -249,6 +249,7 @@ fn error_kind_of(failure: &ToolFailure) -> ErrorKind {
         ToolFailureKind::Blocked => ErrorKind::Sandbox,
         ToolFailureKind::Timeout => ErrorKind::Timeout,
         ToolFailureKind::Invalid => ErrorKind::Validation,
+        ToolFailureKind::Unavailable => ErrorKind::Unavailable,
         ToolFailureKind::Runtime
         | ToolFailureKind::NotFound
         | ToolFailureKind::PermissionDenied => ErrorKind::Runtime,

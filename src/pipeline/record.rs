@@ -1,5 +1,7 @@
-//! Record: the JSONL session log. Per call, a `tool_call` entry and then a
-//! `tool_result` entry whose `parentId` is the call entry's id. In a run,
+//! Record: the JSONL session log. Per reply, a `model_reply` entry (what
+//! the model said: its text, why it stopped, its reasoning, its tokens,
+//! or why the reply could not be read); then per call, a `tool_call`
+//! entry and a `tool_result` entry whose `parentId` is the call entry's id. In a run,
 //! every entry also carries its coordinates (`model`, `scenario`, `trial`,
 //! `attempt`), and ids count within one trial. A batch is
 //! serialized into memory first and written with one `write_all` and a
@@ -14,6 +16,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::Batch;
 use crate::call::{ParsedCall, ToolResult};
 use crate::json_writer::{write_str, write_u64, write_value};
+use crate::provider::{ParsedResponse, ResponseError};
 
 /// A JSONL session log over any writer (a file, or memory in tests).
 #[derive(Debug)]
@@ -109,6 +112,37 @@ impl<W: Write> SessionLog<W> {
         &mut self.out
     }
 
+    /// Append one reply's entries, what the model said and then its calls
+    /// and their results, and flush them.
+    pub fn record_turn(
+        &mut self,
+        parsed: &Result<ParsedResponse, ResponseError>,
+        body: &[u8],
+        batch: &Batch,
+    ) -> io::Result<()> {
+        let id = self.take_id();
+        let at = millis(
+            batch
+                .started_at
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
+        write_reply_entry(
+            &mut self.buffer,
+            &self.context,
+            id,
+            self.last_id,
+            at,
+            parsed,
+            body,
+        );
+        self.last_id = Some(id);
+        match parsed {
+            Ok(response) if !response.calls.is_empty() => self.record(&response.calls, batch),
+            _ => self.flush_buffer(),
+        }
+    }
+
     /// Append the entries of one batch and flush them.
     pub fn record(&mut self, calls: &[ParsedCall], batch: &Batch) -> io::Result<()> {
         let base_ms = batch
@@ -139,6 +173,10 @@ impl<W: Write> SessionLog<W> {
             );
             self.last_id = Some(result_id);
         }
+        self.flush_buffer()
+    }
+
+    fn flush_buffer(&mut self) -> io::Result<()> {
         let written = self
             .out
             .write_all(&self.buffer)
@@ -165,6 +203,68 @@ fn millis(since_epoch: Duration) -> u64 {
 // Both entry shapes are fixed: keys are constant bytes, and only values
 // need work (escaping every key again cost a measurable share of the
 // per-call time).
+
+/// How much of a body that is not a response the log keeps.
+const BODY_EXCERPT: usize = 2048;
+
+/// `{"id":"e1","parentId":..,"timestamp":..,"type":"model_reply","text":..,"finishReason":..,"truncated":..,"reasoning":..,"calls":..,"inputTokens":..,"outputTokens":..}`,
+/// or for a body that is not a response, `"error"` and an excerpt of the `"body"`.
+fn write_reply_entry(
+    out: &mut Vec<u8>,
+    context: &[u8],
+    id: u64,
+    parent: Option<u64>,
+    timestamp: u64,
+    parsed: &Result<ParsedResponse, ResponseError>,
+    body: &[u8],
+) {
+    out.push(b'{');
+    out.extend_from_slice(context);
+    out.extend_from_slice(b"\"id\":");
+    write_id(out, id);
+    out.extend_from_slice(b",\"parentId\":");
+    match parent {
+        Some(parent) => write_id(out, parent),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"timestamp\":");
+    write_u64(out, timestamp);
+    out.extend_from_slice(b",\"type\":\"model_reply\"");
+    match parsed {
+        Ok(response) => {
+            out.extend_from_slice(b",\"text\":");
+            write_str(out, &response.text);
+            out.extend_from_slice(b",\"finishReason\":");
+            match &response.finish_reason {
+                Some(reason) => write_str(out, reason),
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(if response.truncated {
+                b",\"truncated\":true"
+            } else {
+                b",\"truncated\":false"
+            });
+            if !response.reasoning.is_empty() {
+                out.extend_from_slice(b",\"reasoning\":");
+                write_str(out, &response.reasoning);
+            }
+            out.extend_from_slice(b",\"calls\":");
+            write_u64(out, response.calls.len() as u64);
+            out.extend_from_slice(b",\"inputTokens\":");
+            write_u64(out, response.usage.input_tokens);
+            out.extend_from_slice(b",\"outputTokens\":");
+            write_u64(out, response.usage.output_tokens);
+        }
+        Err(error) => {
+            out.extend_from_slice(b",\"error\":");
+            write_str(out, &error.to_string());
+            out.extend_from_slice(b",\"body\":");
+            let text = String::from_utf8_lossy(body);
+            write_str(out, &crate::excerpt::cut(&text, BODY_EXCERPT));
+        }
+    }
+    out.extend_from_slice(b"}\n");
+}
 
 /// `{"id":"e1","parentId":null,"timestamp":..,"type":"tool_call","callId":..,"tool":..,"arguments":..}`
 fn write_call_entry(

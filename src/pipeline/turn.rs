@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::time::{Duration, SystemTime};
 
 use super::{Batch, Pipeline, SessionLog};
-use crate::call::{Failure, ParsedCall};
+use crate::call::{ErrorKind, Failure, ParsedCall, ToolResult};
 use crate::provider::{ParsedResponse, Provider, ResponseError};
 use crate::tool::ToolState;
 
@@ -32,16 +32,45 @@ impl Turn {
     }
 
     /// What went wrong, one failure per failed call; a reply that could
-    /// not be read is one `bad_response`.
+    /// not be read is one `bad_response`, a reply cut by the token limit
+    /// one `truncated` (its calls were not run).
     pub fn failures(&self) -> Vec<Failure> {
-        if self.parsed.is_err() {
-            return vec![Failure::BadResponse];
+        match &self.parsed {
+            Err(_) => return vec![Failure::BadResponse],
+            Ok(parsed) if parsed.truncated => return vec![Failure::Truncated],
+            Ok(_) => {}
         }
         self.batch
             .results
             .iter()
             .filter_map(|r| r.error_kind.map(Failure::from))
             .collect()
+    }
+}
+
+/// What the model is told of a reply cut by the output token limit: the
+/// truth, not that its calls were malformed.
+pub const TRUNCATED_NOTE: &str = "Your reply was cut off at the output token limit before it was \
+complete, so none of its calls were run. Send it again, shorter.";
+
+/// The results of calls that were not run, because their reply was cut
+/// by the token limit: each answered, as every format requires.
+fn not_run(calls: &[ParsedCall]) -> Batch {
+    Batch {
+        results: calls
+            .iter()
+            .map(|call| ToolResult {
+                call_id: call.id().to_owned(),
+                name: call.name().to_owned(),
+                content: TRUNCATED_NOTE.to_owned(),
+                error_kind: Some(ErrorKind::Truncated),
+                started: Duration::ZERO,
+                elapsed: Duration::ZERO,
+            })
+            .collect(),
+        makespan: Duration::ZERO,
+        ideal_makespan: Duration::ZERO,
+        started_at: SystemTime::now(),
     }
 }
 
@@ -58,24 +87,23 @@ impl Pipeline {
     ) -> io::Result<Turn> {
         let parsed = provider.parse_response(body);
         let batch = match &parsed {
+            Ok(response) if response.truncated => not_run(&response.calls),
             Ok(response) => self.run_with(&response.calls, state).await,
-            Err(_) => Batch {
-                results: Vec::new(),
-                makespan: Duration::ZERO,
-                ideal_makespan: Duration::ZERO,
-                started_at: SystemTime::now(),
-            },
+            Err(_) => not_run(&[]),
         };
         let mut returned = Vec::with_capacity(64 + 128 * batch.results.len());
-        if batch.results.is_empty() {
-            returned.extend_from_slice(b"[]");
-        } else {
-            provider.write_results(&batch.results, &mut returned);
+        match &parsed {
+            Ok(response) if response.truncated && batch.results.is_empty() => {
+                let note = provider.text_message("user", TRUNCATED_NOTE);
+                returned.push(b'[');
+                crate::json_writer::write_value(&mut returned, &note);
+                returned.push(b']');
+            }
+            _ if batch.results.is_empty() => returned.extend_from_slice(b"[]"),
+            _ => provider.write_results(&batch.results, &mut returned),
         }
-        if let (Some(log), Ok(response)) = (log, &parsed)
-            && !response.calls.is_empty()
-        {
-            log.record(&response.calls, &batch)?;
+        if let Some(log) = log {
+            log.record_turn(&parsed, body, &batch)?;
         }
         Ok(Turn {
             parsed,

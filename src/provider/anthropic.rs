@@ -23,6 +23,10 @@ struct Body<'a> {
     kind: LooseStr<'a>,
     #[serde(borrow, default)]
     content: Option<Vec<Block<'a>>>,
+    #[serde(borrow, default)]
+    stop_reason: LooseStr<'a>,
+    #[serde(default)]
+    usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -39,6 +43,8 @@ struct Block<'a> {
     input: Option<Value>,
     #[serde(borrow, default)]
     text: LooseStr<'a>,
+    #[serde(borrow, default)]
+    thinking: LooseStr<'a>,
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
@@ -57,19 +63,25 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         reason: "it has no `content` array".to_owned(),
     })?;
     let mut ids = IdMaker::new(body);
-    let mut response = ParsedResponse::default();
+    let mut response = ParsedResponse {
+        usage: parsed.usage.as_ref().map(usage_block).unwrap_or_default(),
+        ..ParsedResponse::default()
+    };
+    response.stopped(parsed.stop_reason.as_deref(), "max_tokens");
     for block in blocks {
         match block.kind.as_deref() {
             Some("text") => {
                 if let Some(text) = block.text.as_deref() {
-                    if !response.text.is_empty() {
-                        response.text.push('\n');
-                    }
-                    response.text.push_str(text);
+                    super::append_line(&mut response.text, text);
+                }
+            }
+            Some("thinking") => {
+                if let Some(thinking) = block.thinking.as_deref() {
+                    super::append_line(&mut response.reasoning, thinking);
                 }
             }
             // Server tools (`server_tool_use`, `mcp_tool_use`) run at the
-            // provider, thinking is not for us: only client calls count.
+            // provider: only client calls count.
             Some("tool_use") => {
                 let index = response.calls.len();
                 let id = ids.id_for(block.id.as_deref(), index);
@@ -185,14 +197,51 @@ pub(super) fn text_message(role: &str, text: &str) -> Value {
     json!({"role": role, "content": [{"type": "text", "text": text}]})
 }
 
-/// The model's own message in its reply, to send back next turn.
-pub(super) fn reply_message(reply: &Value) -> Value {
-    json!({"role": "assistant", "content": reply["content"].clone()})
+/// The assistant turn as the Messages API defines it: its content blocks
+/// with only their defined fields (`text`; `tool_use` with the id its
+/// result answers; `thinking` and `redacted_thinking` whole with their
+/// signatures, which the API requires back unchanged); server tools'
+/// blocks as sent; anything else left out.
+pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Option<Value> {
+    let mut calls = parsed.calls.iter();
+    let mut content = Vec::new();
+    for block in reply["content"].as_array().into_iter().flatten() {
+        let kind = block["type"].as_str().unwrap_or_default();
+        let kept = match kind {
+            "text" => json!({"type": "text", "text": block["text"]}),
+            "tool_use" => {
+                let Some(call) = calls.next() else { continue };
+                let input = match call {
+                    ParsedCall::Ok(call) => call.arguments.clone(),
+                    ParsedCall::Malformed(_) => block["input"].clone(),
+                };
+                json!({"type": "tool_use", "id": call.id(), "name": call.name(), "input": input})
+            }
+            "thinking" => json!({
+                "type": "thinking",
+                "thinking": block["thinking"],
+                "signature": block["signature"],
+            }),
+            "redacted_thinking" => json!({"type": "redacted_thinking", "data": block["data"]}),
+            kind if kind.starts_with("server_tool_use")
+                || kind.starts_with("mcp_tool")
+                || kind.ends_with("_tool_result") =>
+            {
+                block.clone()
+            }
+            _ => continue,
+        };
+        content.push(kept);
+    }
+    (!content.is_empty()).then(|| json!({"role": "assistant", "content": content}))
 }
 
 /// Cached input tokens count as input.
 pub(super) fn usage(reply: &Value) -> Usage {
-    let block = &reply["usage"];
+    usage_block(&reply["usage"])
+}
+
+fn usage_block(block: &Value) -> Usage {
     Usage {
         input_tokens: count(&block["input_tokens"])
             + count(&block["cache_read_input_tokens"])

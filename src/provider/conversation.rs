@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::Provider;
+use super::{ParsedResponse, Provider};
 
 /// What a model is sent.
 #[derive(Debug, Clone)]
@@ -47,11 +47,11 @@ impl Conversation {
         self.messages.push(self.provider.text_message(role, text));
     }
 
-    /// Add the model's reply (its message as the provider returned it) and
-    /// the messages Return produced for its calls, exactly as produced.
-    pub fn push_turn(&mut self, reply: &Value, returned: Vec<Value>) {
-        let message = self.provider.reply_message(reply);
-        if !message.is_null() {
+    /// Add the model's turn (its message as the format defines it, built
+    /// from the reply and what Parse read of it) and the messages Return
+    /// produced for its calls, exactly as produced.
+    pub fn push_turn(&mut self, reply: &Value, parsed: &ParsedResponse, returned: Vec<Value>) {
+        if let Some(message) = self.provider.assistant_message(reply, parsed) {
             self.messages.push(message);
         }
         if returned.is_empty() {

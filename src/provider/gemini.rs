@@ -28,12 +28,17 @@ struct Body<'a> {
     prompt_feedback: Option<IgnoredAny>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    usage_metadata: Option<Value>,
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Candidate<'a> {
     #[serde(borrow, default)]
     content: Option<Content<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: LooseStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -81,14 +86,23 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
             reason: "it has no `candidates`".to_owned(),
         });
     };
-    let parts = candidates
-        .into_iter()
-        .next()
+    let mut response = ParsedResponse {
+        usage: parsed
+            .usage_metadata
+            .as_ref()
+            .map(usage_block)
+            .unwrap_or_default(),
+        ..ParsedResponse::default()
+    };
+    let candidate = candidates.into_iter().next();
+    if let Some(candidate) = &candidate {
+        response.stopped(candidate.finish_reason.as_deref(), "MAX_TOKENS");
+    }
+    let parts = candidate
         .and_then(|candidate| candidate.content)
         .and_then(|content| content.parts)
         .unwrap_or_default();
     let mut ids = IdMaker::new(body);
-    let mut response = ParsedResponse::default();
     for part in parts {
         if let Some(call) = part.function_call {
             let index = response.calls.len();
@@ -100,13 +114,12 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
             response
                 .calls
                 .push(make_call(id, call.name.as_deref(), arguments));
-        } else if let Some(text) = part.text.as_deref()
-            && part.thought != Some(Value::Bool(true))
-        {
-            if !response.text.is_empty() {
-                response.text.push('\n');
+        } else if let Some(text) = part.text.as_deref() {
+            if part.thought == Some(Value::Bool(true)) {
+                super::append_line(&mut response.reasoning, text);
+            } else {
+                super::append_line(&mut response.text, text);
             }
-            response.text.push_str(text);
         }
     }
     Ok(response)
@@ -233,14 +246,60 @@ pub(super) fn text_message(role: &str, text: &str) -> Value {
     json!({"role": role, "parts": [{"text": text}]})
 }
 
-/// The model's own message in its reply, to send back next turn.
-pub(super) fn reply_message(reply: &Value) -> Value {
-    reply["candidates"][0]["content"].clone()
+/// The model turn as generateContent defines it: its parts with only
+/// their defined fields (`text`, `thought`, `functionCall` with the id
+/// the model gave, and `thoughtSignature`, which Gemini 3 requires back
+/// on the part it came with); anything a server added is left out.
+pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Option<Value> {
+    const PART_FIELDS: [&str; 6] = [
+        "text",
+        "thought",
+        "thoughtSignature",
+        "functionCall",
+        "executableCode",
+        "codeExecutionResult",
+    ];
+    let mut calls = parsed.calls.iter();
+    let mut parts = Vec::new();
+    for part in reply["candidates"][0]["content"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let mut kept = Map::new();
+        for field in PART_FIELDS {
+            if let Some(value) = part.get(field) {
+                kept.insert(field.to_owned(), value.clone());
+            }
+        }
+        if kept.contains_key("functionCall")
+            && let Some(call) = calls.next()
+        {
+            let mut function = Map::new();
+            if let Some(id) = model_given_id(call.id()) {
+                function.insert("id".into(), json!(id));
+            }
+            function.insert("name".into(), json!(call.name()));
+            let args = match call {
+                ParsedCall::Ok(call) => call.arguments.clone(),
+                ParsedCall::Malformed(_) => part["functionCall"]["args"].clone(),
+            };
+            function.insert("args".into(), args);
+            kept.insert("functionCall".into(), Value::Object(function));
+        }
+        if !kept.is_empty() {
+            parts.push(Value::Object(kept));
+        }
+    }
+    (!parts.is_empty()).then(|| json!({"role": "model", "parts": parts}))
 }
 
 /// Thinking tokens count as output.
 pub(super) fn usage(reply: &Value) -> Usage {
-    let block = &reply["usageMetadata"];
+    usage_block(&reply["usageMetadata"])
+}
+
+fn usage_block(block: &Value) -> Usage {
     Usage {
         input_tokens: count(&block["promptTokenCount"]),
         output_tokens: count(&block["candidatesTokenCount"]) + count(&block["thoughtsTokenCount"]),

@@ -158,12 +158,15 @@ impl Provider {
         }
     }
 
-    /// The model's own message in a reply, as it goes back next turn.
-    pub fn reply_message(self, reply: &Value) -> Value {
+    /// The model's own message as it goes back next turn: exactly what
+    /// the format defines for an assistant turn (text, calls with the ids
+    /// their results answer, reasoning the API requires back), never a
+    /// field a server added. `None` when the reply holds nothing to send.
+    pub fn assistant_message(self, reply: &Value, parsed: &ParsedResponse) -> Option<Value> {
         match self {
-            Provider::OpenAi => openai::reply_message(reply),
-            Provider::Anthropic => anthropic::reply_message(reply),
-            Provider::Gemini => gemini::reply_message(reply),
+            Provider::OpenAi => Some(openai::assistant_message(parsed)),
+            Provider::Anthropic => anthropic::assistant_message(reply, parsed),
+            Provider::Gemini => gemini::assistant_message(reply, parsed),
         }
     }
 
@@ -242,6 +245,32 @@ pub struct ParsedResponse {
     pub text: String,
     /// Client tool calls in the order sent; server-side tools are left out.
     pub calls: Vec<ParsedCall>,
+    /// Why the model stopped, as the server wrote it (`finish_reason`,
+    /// `stop_reason`, `finishReason`), when it said.
+    pub finish_reason: Option<String>,
+    /// The reply was cut by the output token limit: what it holds is not
+    /// what the model meant to send, so it is not the model's mistake.
+    pub truncated: bool,
+    /// The reasoning the format shows (a summary, thinking text), joined.
+    pub reasoning: String,
+    /// Tokens, from the reply's usage block (zero when it has none).
+    pub usage: Usage,
+}
+
+impl ParsedResponse {
+    /// Set the stop reason; `limit` is the format's word for the token limit.
+    fn stopped(&mut self, reason: Option<&str>, limit: &str) {
+        self.truncated = reason == Some(limit);
+        self.finish_reason = reason.map(str::to_owned);
+    }
+}
+
+/// Add `part` to `text` on a line of its own.
+fn append_line(text: &mut String, part: &str) {
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(part);
 }
 
 /// A body that is not a usable response at all. Problems with a single call

@@ -23,18 +23,28 @@ struct Body<'a> {
     choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow, default)]
     message: Option<Message<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: LooseStr<'a>,
 }
 
 #[derive(Deserialize)]
 struct Message<'a> {
     #[serde(default)]
     content: Option<Value>,
+    /// Compatible servers' reasoning text (vLLM, llama.cpp, DeepSeek):
+    /// shown in the log, never sent back (DeepSeek refuses it).
+    #[serde(borrow, default)]
+    reasoning_content: LooseStr<'a>,
+    #[serde(borrow, default)]
+    reasoning: LooseStr<'a>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<RawCall<'a>>>,
 }
@@ -81,8 +91,16 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     };
     let mut response = ParsedResponse {
         text: content_text(message.content.as_ref()),
-        calls: Vec::new(),
+        reasoning: message
+            .reasoning_content
+            .as_deref()
+            .or(message.reasoning.as_deref())
+            .unwrap_or_default()
+            .to_owned(),
+        usage: parsed.usage.as_ref().map(usage_block).unwrap_or_default(),
+        ..ParsedResponse::default()
     };
+    response.stopped(choice.finish_reason.as_deref(), "length");
     let mut ids = IdMaker::new(body);
     for raw in message.tool_calls.unwrap_or_default() {
         if raw.kind.as_deref().is_some_and(|kind| kind != "function") {
@@ -237,15 +255,44 @@ pub(super) fn text_message(role: &str, text: &str) -> Value {
     json!({"role": role, "content": text})
 }
 
-/// The model's own message in its reply, to send back next turn.
-pub(super) fn reply_message(reply: &Value) -> Value {
-    reply["choices"][0]["message"].clone()
+/// The assistant turn as Chat Completions defines it: `content` a string
+/// (`""` beside calls: some servers refuse `null`), `tool_calls` with
+/// `id`, `type` and `function` (arguments as the JSON text sent), nothing
+/// else (a server's own extras, such as a legacy `function_call`, are
+/// refused by other servers, and reasoning text is not sent back).
+pub(super) fn assistant_message(parsed: &ParsedResponse) -> Value {
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), json!(parsed.text));
+    if !parsed.calls.is_empty() {
+        let calls: Vec<Value> = parsed
+            .calls
+            .iter()
+            .map(|call| {
+                let arguments = match call {
+                    ParsedCall::Ok(call) => call.arguments.to_string(),
+                    ParsedCall::Malformed(call) => call.raw_arguments.clone(),
+                };
+                json!({
+                    "id": call.id(),
+                    "type": "function",
+                    "function": {"name": call.name(), "arguments": arguments},
+                })
+            })
+            .collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(message)
 }
 
 pub(super) fn usage(reply: &Value) -> Usage {
+    usage_block(&reply["usage"])
+}
+
+fn usage_block(block: &Value) -> Usage {
     Usage {
-        input_tokens: count(&reply["usage"]["prompt_tokens"]),
-        output_tokens: count(&reply["usage"]["completion_tokens"]),
+        input_tokens: count(&block["prompt_tokens"]),
+        output_tokens: count(&block["completion_tokens"]),
     }
 }
 

@@ -46,6 +46,18 @@ struct Entry {
     is_error: bool,
     #[serde(default)]
     error_kind: Option<String>,
+    /// A `model_reply`: what the model said and why it stopped, or why
+    /// its reply could not be read.
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    finish_reason: Option<String>,
+    #[serde(default)]
+    truncated: bool,
+    #[serde(default)]
+    reasoning: String,
+    #[serde(default)]
+    error: Option<String>,
 }
 
 /// Failed trials by (model, scenario): the trial and its log entries.
@@ -152,6 +164,10 @@ details { margin: 6px 0; } summary { cursor: pointer; }
 .call { font-family: monospace; color: #0b4f8a; white-space: pre-wrap; }
 .result { font-family: monospace; white-space: pre-wrap; margin-left: 16px; }
 .error { color: #a33; }
+.said { white-space: pre-wrap; margin-left: 16px; color: #333; }
+.banner { padding: 10px 14px; border-radius: 4px; font-weight: 600; margin: 12px 0; }
+.banner.pass { background: #e7f6e7; color: #1d5e1d; }
+.banner.fail { background: #fdecea; color: #8a1f11; }
 "#;
 
 const SCRIPT: &str = r#"
@@ -227,6 +243,8 @@ fn render(
     tags.sort_unstable();
     tags.dedup();
     let scenario_index = |name: &str| info.scenarios.iter().position(|s| s.name == name);
+    let violations = super::violations(info, stats);
+    let lost: u64 = stats.cells.iter().flatten().map(|c| c.lost_trials()).sum();
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -242,7 +260,27 @@ fn render(
                     (info.trials) " trial(s), seed " (info.seed) ", feedback " (info.feedback)
                     ", clock " (info.clock) "."
                 }
+                @if violations.is_empty() {
+                    div class="banner pass" { "PASSED: every check held"
+                        @if lost > 0 { " (" (lost) " lost trial(s) allowed by --max-lost)" } }
+                } @else {
+                    div class="banner fail" {
+                        "FAILED: " (violations.len()) " check(s) did not hold"
+                        ul { @for v in &violations { li { (v.model) " / " (v.scenario) ": " (v.message) } } }
+                    }
+                }
                 h2 { "Verdict" }
+                @if lost > 0 {
+                    p class="banner fail" {
+                        (lost) " trial(s) lost to infrastructure, counted in no rate: "
+                        @for (m, cells) in stats.cells.iter().enumerate() {
+                            @let total = super::summary::total(cells);
+                            @if total.lost_trials() > 0 {
+                                (info.models[m].name) ": " (total.lost_trials()) " of " (total.trials + total.lost_trials()) " (" (super::lost_causes(&total)) "). "
+                            }
+                        }
+                    }
+                }
                 @if let Some(verdict) = charts.iter().find(|c| c.name == "verdict") {
                     div class="chart" { (PreEscaped(&verdict.svg)) }
                 } @else {
@@ -277,7 +315,7 @@ fn render(
                         @for r in &rows {
                             @let s = scenario_index(&r.head.scenario);
                             @let tags = s.map(|s| info.scenarios[s].tags.join(" ")).unwrap_or_default();
-                            tr class=(if r.head.passed { "" } else { "below" }) data-model=(r.head.model) data-tags=(tags) {
+                            tr class=(if r.head.passed.failed() { "below" } else { "" }) data-model=(r.head.model) data-tags=(tags) {
                                 td { (r.head.model) } td { (r.head.scenario) } td { (tags) }
                                 td { (r.head.trials) }
                                 td data-v=(r.head.final_success.unwrap_or(-1.0)) { (percent(r.head.final_success)) }
@@ -286,7 +324,7 @@ fn render(
                                 td data-v=(r.head.self_correction_rate.unwrap_or(-1.0)) { (percent(r.head.self_correction_rate)) }
                                 td data-v=(r.task.progress_rate.unwrap_or(-1.0)) { (percent(r.task.progress_rate)) }
                                 td { (r.failures.iter().sum::<u64>()) }
-                                td { (if r.head.passed { "yes" } else { "no" }) }
+                                td { (r.head.passed.as_str()) }
                             }
                         }
                     }
@@ -307,10 +345,27 @@ fn render(
                         details {
                             summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
                             @if entries.is_empty() {
-                                p class="note" { "No call logged: the model made none, or the run had no session log (--no-session)." }
+                                p class="note" { "Nothing logged: the run had no session log (--no-session), or the trial was lost before a reply." }
                             }
                             @for entry in entries {
-                                @if entry.kind == "tool_call" {
+                                @if entry.kind == "model_reply" {
+                                    div class="turn" { (step) (entry.attempt) ": the model said" }
+                                    @if let Some(error) = &entry.error {
+                                        div class="said error" { "[not a response] " (error) }
+                                    } @else {
+                                        @if !entry.reasoning.is_empty() {
+                                            div class="said note" { "[reasoning] " (entry.reasoning) }
+                                        }
+                                        div class="said" {
+                                            @if entry.text.is_empty() { i { "(no text)" } } @else { (entry.text) }
+                                            " "
+                                            span class=(if entry.truncated { "note error" } else { "note" }) {
+                                                "[finish: " (entry.finish_reason.as_deref().unwrap_or("not given"))
+                                                @if entry.truncated { ", cut by the token limit" } "]"
+                                            }
+                                        }
+                                    }
+                                } @else if entry.kind == "tool_call" {
                                     div class="turn call" { (step) (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
                                 } @else {
                                     div class=(if entry.is_error { "result error" } else { "result" }) {

@@ -11,7 +11,8 @@ use super::summary::{
     model_rows, summary_rows,
 };
 use super::{Reporter, RunInfo, Violation, violations};
-use crate::metrics::Aggregate;
+use crate::call::Failure;
+use crate::metrics::{Aggregate, CellStats};
 
 /// Writes summary.md when the run finishes.
 pub struct Markdown {
@@ -68,13 +69,13 @@ pub fn terminal_summary(
     report: Option<&Path>,
 ) -> String {
     let mut text = String::from(
-        "Verdict (final success [95% interval], success at once, self-correction gain, p50 latency):\n",
+        "Verdict (final success of the trials measured [95% interval], success at once, self-correction gain, p50 latency):\n",
     );
     let mut models = model_rows(info, stats);
-    let latency: Vec<Option<f64>> = stats
+    let totals: Vec<CellStats> = stats
         .cells
         .iter()
-        .map(|cells| super::summary::total(cells).model_ms.percentile_ms(0.5))
+        .map(|c| super::summary::total(c))
         .collect();
     let mut order: Vec<usize> = (0..models.len()).collect();
     order.sort_by(|a, b| {
@@ -84,6 +85,7 @@ pub fn terminal_summary(
     let width = models.iter().map(|m| m.model.len()).max().unwrap_or(0);
     for &i in &order {
         let m = &mut models[i];
+        let total = &totals[i];
         let gain = points(m.final_success.zip(m.success_at_1).map(|(f, a)| f - a));
         let cost = if info.models[i].prices.is_some() {
             format!(", ${:.4}", m.cost_usd)
@@ -92,16 +94,43 @@ pub fn terminal_summary(
         };
         let _ = writeln!(
             text,
-            "  {:width$}  {} [{}, {}]  at once {}  self-correction {}  p50 {}{}",
+            "  {:width$}  {} of {} measured [{}, {}]  at once {}  self-correction {}{}  p50 {}{}",
             m.model,
             percent_opt(m.final_success),
+            m.trials,
             percent_opt(m.wilson_low),
             percent_opt(m.wilson_high),
             percent_opt(m.success_at_1),
             gain,
-            latency[i].map_or("-".to_owned(), |ms| format!("{ms:.0} ms")),
+            correction_paths(total),
+            total
+                .model_ms
+                .percentile_ms(0.5)
+                .map_or("-".to_owned(), |ms| format!("{ms:.0} ms")),
             cost,
         );
+        let lost = total.lost_trials();
+        if lost > 0 {
+            let _ = writeln!(
+                text,
+                "  {:width$}  LOST {lost} of {} trials: {} (not the model's doing; counted in no rate above)",
+                "",
+                total.trials + lost,
+                super::lost_causes(total),
+            );
+        }
+        let truncated = total
+            .failures
+            .get(&Failure::Truncated)
+            .copied()
+            .unwrap_or(0);
+        if truncated > 0 {
+            let _ = writeln!(
+                text,
+                "  {:width$}  {truncated} repl(ies) cut by the output token limit (truncated: raise max_tokens)",
+                "",
+            );
+        }
     }
     text.push_str(&significant_pairs(info, stats, &order, table));
     let rows = summary_rows(info, stats);
@@ -194,6 +223,26 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
         );
     }
     text
+}
+
+/// Where self-correction came from: trials whose first failure the model
+/// was told about, and trials retried after a nudge only.
+fn correction_paths(total: &CellStats) -> String {
+    let mut parts = Vec::new();
+    if total.told.0 > 0 {
+        parts.push(format!("after feedback {}/{}", total.told.1, total.told.0));
+    }
+    if total.nudged.0 > 0 {
+        parts.push(format!(
+            "after a nudge {}/{}",
+            total.nudged.1, total.nudged.0
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} fixed)", parts.join(", "))
+    }
 }
 
 /// A difference of rates in percentage points (`-` when unknown).
@@ -305,11 +354,11 @@ fn models_table(models: &[ModelRow]) -> String {
                 .map_or("-".to_owned(), |a| format!("{a:.2}"))
         );
     }
-    let transport: u64 = models.iter().map(|m| m.transport_errors).sum();
-    if transport > 0 {
+    let lost: u64 = models.iter().map(|m| m.lost_trials).sum();
+    if lost > 0 {
         let _ = writeln!(
             md,
-            "\n{transport} trial(s) ended by a transport error (a request that failed after its retries): not counted as model failures; see transport_errors in summary.csv."
+            "\n**{lost} trial(s) lost to infrastructure** (transport errors, replies not of the provider's format, tools that could not run): not counted in any rate; see lost_trials and its causes in summary.csv."
         );
     }
     md

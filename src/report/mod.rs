@@ -110,11 +110,14 @@ impl RunInfo {
     }
 }
 
-/// CI thresholds: on final success, and on pass^k.
+/// CI thresholds: on final success, on pass^k, and on the share of
+/// trials a cell may lose to infrastructure (0 unless allowed: a lost
+/// trial fails the run).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Thresholds {
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,
+    pub max_lost: f64,
 }
 
 /// A model x scenario under its threshold, or not measured.
@@ -128,16 +131,25 @@ pub struct Violation {
 /// Why a cell fails the run, if it does.
 pub fn cell_violations(info: &RunInfo, scenario: usize, cell: &CellStats) -> Vec<String> {
     let mut found = Vec::new();
+    let lost = cell.lost_trials();
     if cell.trials == 0 {
         // Trials were run but none measured the model: never a pass. (A
         // cell with no trial at all belongs to another shard.)
-        if cell.transport_errors > 0 {
+        if lost > 0 {
             found.push(format!(
-                "not measured: all {} trial(s) ended by a transport error",
-                cell.transport_errors
+                "not measured: all {lost} trial(s) lost ({})",
+                lost_causes(cell)
             ));
         }
         return found;
+    }
+    if lost > 0 && cell.lost_share() > info.thresholds.max_lost {
+        found.push(format!(
+            "{lost} of {} trial(s) lost ({}), more than --max-lost {} allows",
+            cell.trials + lost,
+            lost_causes(cell),
+            info.thresholds.max_lost
+        ));
     }
     if let Some(min) = info.threshold(scenario)
         && cell.final_success() < min
@@ -151,6 +163,15 @@ pub fn cell_violations(info: &RunInfo, scenario: usize, cell: &CellStats) -> Vec
         }
     }
     found
+}
+
+/// What lost a cell's trials: `transport error 3, bad response 1`.
+pub fn lost_causes(cell: &CellStats) -> String {
+    cell.lost
+        .iter()
+        .map(|(cause, n)| format!("{} {n}", cause.as_str().replace('_', " ")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every violation of the run, in model x scenario order; a run that

@@ -65,14 +65,62 @@ pub(super) struct SummaryHead {
     pub wilson_high: Option<f64>,
     pub mean_attempts: Option<f64>,
     pub self_correction_rate: Option<f64>,
+    /// Empty with fewer than 3 measured trials: pass^3 is undefined then.
     pub pass_k_3: Option<f64>,
     pub threshold: Option<f64>,
-    pub passed: bool,
+    /// `yes` or `no` against the thresholds that apply; `-` when none
+    /// but the lost-trial check does, and it passed.
+    pub passed: Passed,
+}
+
+/// A cell's verdict against the run's checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Passed {
+    Yes,
+    No,
+    /// No success threshold applies (and nothing failed).
+    #[default]
+    NoThreshold,
+}
+
+impl Passed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Passed::Yes => "yes",
+            Passed::No => "no",
+            Passed::NoThreshold => "-",
+        }
+    }
+
+    /// Did the cell fail a check?
+    pub fn failed(self) -> bool {
+        self == Passed::No
+    }
+}
+
+impl Serialize for Passed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
 pub(super) struct SummaryTail {
+    /// Trials lost to infrastructure, by cause: not in `trials`.
     pub transport_errors: u64,
+    pub bad_responses: u64,
+    pub tools_unavailable: u64,
+    pub lost_trials: u64,
+    /// Of the trials whose first attempt failed with an error the model
+    /// was told about, the share fixed later (self-correction from
+    /// feedback); and of those with no error to go on (wrong or missing
+    /// calls, a cut reply), the share fixed after a nudge only.
+    pub fixed_after_feedback: Option<f64>,
+    pub fixed_after_nudge: Option<f64>,
+    /// Live models: time in toolgauge's own queue and requests tried
+    /// again, apart from the model's time.
+    pub queue_ms: f64,
+    pub retries: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
@@ -182,6 +230,11 @@ pub(super) struct ModelRow {
     pub mean_speedup: Option<f64>,
     pub mean_efficiency: Option<f64>,
     pub transport_errors: u64,
+    /// Trials lost to infrastructure, every cause (transport errors
+    /// included): not in `trials`.
+    pub lost_trials: u64,
+    pub fixed_after_feedback: Option<f64>,
+    pub fixed_after_nudge: Option<f64>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
@@ -269,15 +322,23 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             wilson_high: measured(cell, |c| c.wilson().1),
             mean_attempts: retries(opt(cell.mean_attempts_to_success())),
             self_correction_rate: retries(opt(cell.self_correction_rate())),
-            pass_k_3: measured(cell, |c| pass_hat_k(c.successes(), c.trials, 3)),
+            pass_k_3: measured(cell, |c| pass_hat_k(c.successes(), c.trials, 3))
+                .filter(|_| cell.trials >= 3),
             threshold: info.threshold(s),
-            passed: cell_violations(info, s, cell).is_empty(),
+            passed: passed(info, s, cell),
         },
         failures: counted_failures()
             .map(|(kind, _)| cell.failures.get(&kind).copied().unwrap_or(0))
             .collect(),
         tail: SummaryTail {
-            transport_errors: cell.transport_errors,
+            transport_errors: cell.lost_to(Failure::TransportError),
+            bad_responses: cell.lost_to(Failure::BadResponse),
+            tools_unavailable: cell.lost_to(Failure::ToolUnavailable),
+            lost_trials: cell.lost_trials(),
+            fixed_after_feedback: retries(opt(cell.fixed_after_feedback())),
+            fixed_after_nudge: retries(opt(cell.fixed_after_nudge())),
+            queue_ms: round(cell.queue.as_secs_f64() * 1e3),
+            retries: cell.retries,
             input_tokens: cell.input_tokens,
             output_tokens: cell.output_tokens,
             cost_usd: cost(info, m, cell),
@@ -293,6 +354,18 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             tool_p95_ms: cell.tool_ms.percentile_ms(0.95),
             tool_p99_ms: cell.tool_ms.percentile_ms(0.99),
         },
+    }
+}
+
+/// A cell's verdict: `no` on any violation, else `yes` where a success
+/// threshold applies, `-` where none does.
+fn passed(info: &RunInfo, s: usize, cell: &CellStats) -> Passed {
+    if !cell_violations(info, s, cell).is_empty() {
+        Passed::No
+    } else if info.threshold(s).is_some() || info.thresholds.min_pass_k.is_some() {
+        Passed::Yes
+    } else {
+        Passed::NoThreshold
     }
 }
 
@@ -361,7 +434,10 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
                 mean_attempts: opt(turns.mean_attempts_to_success()),
                 mean_speedup: opt(sum.mean_speedup().map(|s| s.0)),
                 mean_efficiency: opt(sum.mean_speedup().map(|s| s.2)),
-                transport_errors: sum.transport_errors,
+                transport_errors: sum.lost_to(Failure::TransportError),
+                lost_trials: sum.lost_trials(),
+                fixed_after_feedback: opt(turns.fixed_after_feedback()),
+                fixed_after_nudge: opt(turns.fixed_after_nudge()),
                 input_tokens: sum.input_tokens,
                 output_tokens: sum.output_tokens,
                 cost_usd: cost(info, m, &sum),
@@ -487,6 +563,41 @@ impl Reporter for SummaryCsvs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::test_runs::ranked_run;
+
+    #[test]
+    fn pass_k_is_empty_below_k_trials_and_passed_says_dash_without_a_threshold() {
+        // 20 trials each: m0 gets none right, m1 half.
+        let (mut info, stats) = ranked_run(2);
+        let row = summary_row(&info, 1, 0, &stats.cells[1][0]);
+        assert!(row.head.pass_k_3.is_some());
+        assert_eq!(row.head.passed, Passed::NoThreshold);
+        info.thresholds.min_success = Some(0.4);
+        assert_eq!(
+            summary_row(&info, 1, 0, &stats.cells[1][0]).head.passed,
+            Passed::Yes
+        );
+        assert_eq!(
+            summary_row(&info, 0, 0, &stats.cells[0][0]).head.passed,
+            Passed::No
+        );
+        let mut two = CellStats::new(1);
+        for success in [true, true] {
+            two.add(&crate::metrics::TrialRecord {
+                model: 0,
+                scenario: 0,
+                trial: 0,
+                attempts: vec![crate::metrics::AttemptRecord {
+                    attempt: 1,
+                    success,
+                    ..Default::default()
+                }],
+                task: None,
+            });
+        }
+        // pass^3 of 2 trials is undefined, not 0.
+        assert_eq!(summary_row(&info, 0, 0, &two).head.pass_k_3, None);
+    }
 
     #[test]
     fn summary_columns_keep_their_contract() {
@@ -505,10 +616,10 @@ mod tests {
                 "failures_runtime",
                 "failures_timeout",
                 "failures_sandbox",
-                "failures_bad_response",
                 "failures_unexpected_call",
                 "failures_missing_call",
                 "failures_wrong_call",
+                "failures_truncated",
             ]
         );
         let passed = header.iter().position(|c| c == "passed").unwrap();

@@ -48,7 +48,7 @@ pub struct TrialRow {
     #[serde(default)]
     pub recovered: u32,
     /// Tasks, on the last turn only: why the loop stopped (`answer`,
-    /// `turn_limit`, `forbidden_call`, `transport_error`).
+    /// `turn_limit`, `forbidden_call`, `lost`).
     #[serde(default)]
     pub ended: String,
     /// Calls that broke their tool's schema, whatever the verdict.
@@ -59,6 +59,15 @@ pub struct TrialRow {
     /// go last, so readers that index columns keep working.
     #[serde(default)]
     pub reason_parameter: String,
+    /// Live models: time in toolgauge's own queue (a permit, the pace),
+    /// apart from `model_ms`.
+    #[serde(default)]
+    pub queue_ms: f64,
+    /// Live models: tries before the answered one, and their time.
+    #[serde(default)]
+    pub retries: u32,
+    #[serde(default)]
+    pub retry_ms: f64,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -104,6 +113,9 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             ended: if i + 1 == last { ending } else { "" }.to_owned(),
             schema_errors: a.schema_errors,
             reason_parameter: a.reason_parameter.clone().unwrap_or_default(),
+            queue_ms: millis(a.queue_time),
+            retries: a.retries,
+            retry_ms: millis(a.retry_time),
         })
 }
 
@@ -247,6 +259,9 @@ impl<'p> TrialReader<'p> {
             reason_parameter,
             calls: row.calls,
             model_time: duration(row.model_ms),
+            queue_time: duration(row.queue_ms),
+            retries: row.retries,
+            retry_time: duration(row.retry_ms),
             tool_time: duration(row.tool_ms),
             serial_time: duration(row.serial_ms),
             ideal_time: duration(row.ideal_ms),

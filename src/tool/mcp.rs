@@ -455,11 +455,11 @@ impl McpServer {
         } = &*slot
             && *crashed_in == trial
         {
-            return Err(ToolFailure::runtime(message.clone()));
+            return Err(ToolFailure::unavailable(message.clone()));
         }
         let started = Instant::now();
         let connection = Connection::start_blocking(&self.spec)
-            .map_err(|e| ToolFailure::runtime(e.to_string()))?;
+            .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
         self.measured(|m| m.startups.push(started.elapsed()));
         let connection = Arc::new(connection);
         *slot = Slot::Up(connection.clone());
@@ -579,7 +579,9 @@ impl McpServer {
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 // Let the stderr reader catch the server's last words.
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                Err(ToolFailure::runtime(self.mark_crashed(trial, connection)))
+                Err(ToolFailure::unavailable(
+                    self.mark_crashed(trial, connection),
+                ))
             }
             Err(other) => Err(ToolFailure::runtime(format!(
                 "MCP server {}: {other}",
@@ -720,12 +722,12 @@ impl ToolBackend for McpTool {
             }
             let own = self
                 .trial_server(call.state)
-                .map_err(ToolFailure::runtime)?;
+                .map_err(ToolFailure::unavailable)?;
             let Some(TrialServer(Some(connection))) = own.downcast_ref::<TrialServer>() else {
-                return Err(ToolFailure::runtime("the trial's MCP server is gone"));
+                return Err(ToolFailure::unavailable("the trial's MCP server is gone"));
             };
             if connection.crashed() {
-                return Err(ToolFailure::runtime(
+                return Err(ToolFailure::unavailable(
                     self.server.stopped_message(&connection.stderr),
                 ));
             }

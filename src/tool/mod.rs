@@ -235,6 +235,9 @@ pub enum ToolFailureKind {
     Blocked,
     /// The tool itself refused its arguments (a server's own validation).
     Invalid,
+    /// The tool could not be run at all: its command does not start, its
+    /// endpoint refuses connections, its MCP server is gone.
+    Unavailable,
 }
 
 impl ToolFailure {
@@ -247,6 +250,11 @@ impl ToolFailure {
 
     pub fn runtime(message: impl Into<String>) -> Self {
         Self::new(ToolFailureKind::Runtime, message)
+    }
+
+    /// The tool could not be run at all (not the model's doing).
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ToolFailureKind::Unavailable, message)
     }
 
     pub fn blocked(message: impl Into<String>) -> Self {

@@ -144,7 +144,8 @@ impl HttpBackend {
                 ToolFailureKind::Timeout,
                 format!("{} did not answer in time", self.tool.url),
             )),
-            Err(other) => Err(ToolFailure::runtime(other.to_string())),
+            // No connection at all: the endpoint is down, not the call wrong.
+            Err(other) => Err(ToolFailure::unavailable(other.to_string())),
         }
     }
 }
@@ -194,7 +195,7 @@ impl CommandBackend {
         let label = self.program.join(" ");
         let mut child = command
             .spawn()
-            .map_err(|e| ToolFailure::runtime(format!("cannot start {label:?}: {e}")))?;
+            .map_err(|e| ToolFailure::unavailable(format!("cannot start {label:?}: {e}")))?;
         let input = serde_json::to_vec(arguments).expect("a JSON object serializes");
         let mut stdin = child.stdin.take().expect("piped");
         let (mut stdout, mut stderr) = (

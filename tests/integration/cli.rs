@@ -105,8 +105,11 @@ fn exec_prints_provider_messages_and_writes_the_session() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(entries.len(), 8);
-    assert_eq!(entries[5]["errorKind"], "validation");
+    // What the model said, then a call and its result per call.
+    assert_eq!(entries.len(), 9);
+    assert_eq!(entries[0]["type"], "model_reply");
+    assert_eq!(entries[0]["calls"], 4);
+    assert_eq!(entries[6]["errorKind"], "validation");
 }
 
 #[test]
@@ -123,12 +126,13 @@ fn exec_session_appends_to_an_existing_log_with_ids_that_go_on() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(entries.len(), 16);
+    assert_eq!(entries.len(), 18);
     let ids: std::collections::BTreeSet<&str> =
         entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(ids.len(), 16, "ids repeat: {log}");
-    // The second run's first call follows the first run's last result.
-    assert_eq!(entries[8]["parentId"], entries[7]["id"]);
+    assert_eq!(ids.len(), 18, "ids repeat: {log}");
+    // The second run's reply follows the first run's last result.
+    assert_eq!(entries[9]["type"], "model_reply");
+    assert_eq!(entries[9]["parentId"], entries[8]["id"]);
 }
 
 #[test]

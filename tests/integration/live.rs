@@ -13,16 +13,16 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::corpora;
 
-const KEY: &str = "sk-test-SECRET-9f8e7d6c5b4a";
+pub(crate) const KEY: &str = "sk-test-SECRET-9f8e7d6c5b4a";
 const KEY_ENV: &str = "TOOLGAUGE_TEST_LIVE_KEY";
 
-fn corpus_body(file: &str) -> Value {
+pub(crate) fn corpus_body(file: &str) -> Value {
     let path = corpora().join("provider-responses").join(file);
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// A real reply of each provider, made to call get_weather with `args`.
-fn reply(provider: &str, args: Value) -> Value {
+pub(crate) fn reply(provider: &str, args: Value) -> Value {
     match provider {
         "openai" => {
             let mut body = corpus_body(
@@ -54,7 +54,7 @@ fn reply(provider: &str, args: Value) -> Value {
     }
 }
 
-fn make_suite(dir: &Path, prompt: &str) -> PathBuf {
+pub(crate) fn make_suite(dir: &Path, prompt: &str) -> PathBuf {
     let suite = dir.join("suite");
     std::fs::create_dir_all(&suite).unwrap();
     let scenario = json!({
@@ -83,7 +83,7 @@ fn make_suite(dir: &Path, prompt: &str) -> PathBuf {
     suite
 }
 
-fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Value) -> PathBuf {
+pub(crate) fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Value) -> PathBuf {
     let mut api = json!({
         "model": format!("{provider}-test-model"),
         "base_url": base_url,
@@ -108,7 +108,7 @@ fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Value) -> PathB
     path
 }
 
-async fn toolgauge(args: Vec<String>, key: Option<&str>) -> Output {
+pub(crate) async fn toolgauge(args: Vec<String>, key: Option<&str>) -> Output {
     let key = key.map(str::to_owned);
     tokio::task::spawn_blocking(move || {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgauge"));
@@ -123,7 +123,7 @@ async fn toolgauge(args: Vec<String>, key: Option<&str>) -> Output {
     .unwrap()
 }
 
-fn run_args(suite: &Path, model: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+pub(crate) fn run_args(suite: &Path, model: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "run",
         suite.to_str().unwrap(),
@@ -137,11 +137,11 @@ fn run_args(suite: &Path, model: &Path, out: &Path, extra: &[&str]) -> Vec<Strin
     args
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn rows(out: &Path) -> Vec<csv::StringRecord> {
+pub(crate) fn rows(out: &Path) -> Vec<csv::StringRecord> {
     csv::Reader::from_path(out.join("trials.csv"))
         .unwrap()
         .records()
@@ -164,7 +164,7 @@ fn all_text(dir: &Path) -> String {
 }
 
 /// The API root of `provider` on the mock server.
-fn base_url(provider: &str, server: &MockServer) -> String {
+pub(crate) fn base_url(provider: &str, server: &MockServer) -> String {
     match provider {
         "gemini" => format!("{}/v1beta", server.uri()),
         _ => format!("{}/v1", server.uri()),
@@ -172,7 +172,7 @@ fn base_url(provider: &str, server: &MockServer) -> String {
 }
 
 /// The endpoint path each provider is posted to.
-fn endpoint(provider: &str) -> &'static str {
+pub(crate) fn endpoint(provider: &str) -> &'static str {
     match provider {
         "openai" => "/v1/chat/completions",
         "anthropic" => "/v1/messages",
@@ -454,7 +454,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
         );
         let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
         assert!(
-            summary.contains("1 trial(s) ended by a transport error"),
+            summary.contains("1 trial(s) lost to infrastructure"),
             "{summary}"
         );
         assert!(!stderr(&output).contains(KEY));
@@ -518,7 +518,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
 fn assert_unmeasured_run_fails(out: &Path, output: &std::process::Output) {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(output));
     assert!(
-        stderr(output).contains("not measured: all 1 trial(s) ended by a transport error"),
+        stderr(output).contains("not measured: all 1 trial(s) lost (transport error 1)"),
         "{}",
         stderr(output)
     );
@@ -533,7 +533,8 @@ fn assert_unmeasured_run_fails(out: &Path, output: &std::process::Output) {
     let column = |name: &str| &row[headers.iter().position(|h| h == name).unwrap()];
     assert_eq!(column("final_success"), "");
     assert_eq!(column("success_at_1"), "");
-    assert_eq!(column("passed"), "false");
+    assert_eq!(column("passed"), "no");
+    assert_eq!(column("lost_trials"), "1");
 }
 
 #[tokio::test]
@@ -564,7 +565,7 @@ fn the_example_live_model_files_load() {
 }
 
 /// A real final reply of each provider: text, no call, the turn ended.
-fn text_reply(provider: &str, text: &str) -> Value {
+pub(crate) fn text_reply(provider: &str, text: &str) -> Value {
     let mut body = reply(provider, json!({}));
     match provider {
         "openai" => {

@@ -61,7 +61,7 @@ fn seeded_runs_write_identical_reports() {
     // run.json records the concurrency; everything else is the same.
     assert_same(&a, &b, &FILES[..8]);
     let trials = read(&a, "trials.csv");
-    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd,milestones,redundant_calls,recovered,ended,schema_errors,reason_parameter\n"));
+    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd,milestones,redundant_calls,recovered,ended,schema_errors,reason_parameter,queue_ms,retries,retry_ms\n"));
     // 4 models x 35 scenarios x 6 trials, in order, each trial once.
     let summary = read(&a, "summary.csv");
     assert_eq!(summary.lines().count(), 1 + 4 * 35);
@@ -594,11 +594,11 @@ fn every_call_of_every_trial_is_recorded_with_its_coordinates() {
         );
         *logged.entry(key).or_insert(0u64) += 1;
     }
-    // A tool_call and a tool_result entry per call, for every attempt.
+    // What the model said, then a tool_call and a tool_result entry per
+    // call, for every attempt.
     let expected: std::collections::HashMap<_, _> = calls_by_attempt
         .into_iter()
-        .filter(|(_, calls)| *calls > 0)
-        .map(|(key, calls)| (key, 2 * calls))
+        .map(|(key, calls)| (key, 1 + 2 * calls))
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(logged, expected);

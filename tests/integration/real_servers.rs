@@ -1,0 +1,515 @@
+//! Live models against servers that behave as the real ones people run:
+//! they add fields of their own to replies and refuse them (and `null`
+//! content) when sent back, require reasoning back unchanged, answer 200
+//! with something that is not the format, cut replies at the token limit,
+//! and make requests wait. Each test says what a real server did.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::live::{
+    KEY, base_url, make_suite, model_file, reply, run_args, stderr, text_reply, toolgauge,
+};
+
+/// Answers with `replies` in order (the last one again when they run
+/// out), after checking each request with `refuse`: a refusal is an HTTP
+/// error with the server's own words, as the real server gives it.
+struct Scripted<F> {
+    replies: Mutex<VecDeque<Value>>,
+    refuse: F,
+}
+
+impl<F: Fn(&Value) -> Option<(u16, String)> + Send + Sync> Respond for Scripted<F> {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if let Some((status, message)) = (self.refuse)(&body) {
+            return ResponseTemplate::new(status)
+                .set_body_json(json!({"error": {"message": message}}));
+        }
+        let mut replies = self.replies.lock().unwrap();
+        let next = if replies.len() > 1 {
+            replies.pop_front().unwrap()
+        } else {
+            replies[0].clone()
+        };
+        ResponseTemplate::new(200).set_body_json(next)
+    }
+}
+
+async fn serve<F>(replies: Vec<Value>, refuse: F) -> MockServer
+where
+    F: Fn(&Value) -> Option<(u16, String)> + Send + Sync + 'static,
+{
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Scripted {
+            replies: Mutex::new(replies.into()),
+            refuse,
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A reply as llama-cpp-python 0.3.36 writes one under
+/// `chatml-function-calling`: `content: null` beside the calls, and a
+/// legacy `function_call` whose name ends in a colon.
+fn llama_cpp_reply(arguments: Value) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "smollm2-135m",
+        "choices": [{"index": 0, "message": {
+            "content": null,
+            "tool_calls": [{"id": "call__0_get_weather_cmpl-1", "type": "function",
+                "function": {"name": "get_weather", "arguments": arguments.to_string()}}],
+            "role": "assistant",
+            "function_call": {"name": "get_weather:", "arguments": arguments.to_string()}
+        }, "logprobs": null, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 222, "completion_tokens": 12, "total_tokens": 234}
+    })
+}
+
+/// What llama-cpp-python refuses with HTTP 500 (a pydantic validation
+/// error, or its template failing): an assistant message whose content is
+/// null or absent, or that carries fields the format does not define.
+fn refuses_what_llama_cpp_python_refuses(body: &Value) -> Option<(u16, String)> {
+    for message in body["messages"].as_array()? {
+        if message["role"] != "assistant" {
+            continue;
+        }
+        if !message["content"].is_string() {
+            return Some((
+                500,
+                "7 validation errors: ... Input should be 'system'".to_owned(),
+            ));
+        }
+        for key in message.as_object()?.keys() {
+            if !["role", "content", "tool_calls", "name"].contains(&key.as_str()) {
+                return Some((500, format!("7 validation errors: ... {key}")));
+            }
+        }
+    }
+    None
+}
+
+/// A column of trials.csv by name.
+fn column(out: &Path, name: &str) -> Vec<String> {
+    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+    let at = reader.headers().unwrap().iter().position(|h| h == name);
+    let at = at.unwrap_or_else(|| panic!("no column {name}"));
+    reader
+        .records()
+        .map(|r| r.unwrap()[at].to_owned())
+        .collect()
+}
+
+/// A column of summary.csv's first row by name.
+fn summary(out: &Path, name: &str) -> String {
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let at = reader.headers().unwrap().iter().position(|h| h == name);
+    let at = at.unwrap_or_else(|| panic!("no column {name}"));
+    reader.records().next().unwrap().unwrap()[at].to_owned()
+}
+
+/// `args` (from `run_args`, one trial) with `trials` trials instead.
+fn with_trials(mut args: Vec<String>, trials: u32) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--trials").unwrap();
+    args[at + 1] = trials.to_string();
+    args
+}
+
+fn session(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn return_sends_the_assistant_turn_as_the_format_defines_it_not_an_echo() {
+    let server = serve(
+        vec![
+            llama_cpp_reply(json!({"city": "Paris", "units": "kelvin"})),
+            llama_cpp_reply(json!({"city": "Paris"})),
+        ],
+        refuses_what_llama_cpp_python_refuses,
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The second attempt was reached and answered, not refused.
+    assert_eq!(column(&out, "attempt"), ["1", "2"]);
+    assert_eq!(column(&out, "failures"), ["validation", ""]);
+    assert_eq!(column(&out, "trial_success"), ["true", "true"]);
+
+    let requests = server.received_requests().await.unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let assistant = &second["messages"][2];
+    assert_eq!(
+        assistant,
+        &json!({"role": "assistant", "content": "", "tool_calls": [{
+            "id": "call__0_get_weather_cmpl-1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"units\":\"kelvin\"}"}
+        }]})
+    );
+    // What the model said is in the log for every attempt.
+    let replies: Vec<Value> = session(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "model_reply")
+        .collect();
+    assert_eq!(replies.len(), 2);
+    assert!(replies.iter().all(|r| r["finishReason"] == "tool_calls"));
+    assert_eq!(replies[0]["inputTokens"], 222);
+}
+
+#[tokio::test]
+async fn reasoning_goes_back_as_each_api_requires_and_server_extras_do_not() {
+    // Anthropic: thinking blocks must come back unchanged, signature and all.
+    let mut thinking = reply("anthropic", json!({"city": "Paris", "units": "kelvin"}));
+    thinking["content"] = json!([
+        {"type": "thinking", "thinking": "The user wants Paris.", "signature": "sig-abc"},
+        {"type": "text", "text": "Let me check.", "citations": null},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+         "input": {"city": "Paris", "units": "kelvin"}, "caller": {"type": "direct"}}
+    ]);
+    let fixed = reply("anthropic", json!({"city": "Paris"}));
+    let server = serve(vec![thinking, fixed], |body| {
+        let assistant = body["messages"].as_array()?.get(1)?;
+        let blocks = assistant["content"].as_array()?;
+        (blocks[0]
+            != json!({"type": "thinking", "thinking": "The user wants Paris.", "signature": "sig-abc"}))
+        .then(|| (400, "messages.1.content.0: thinking blocks must be passed back unmodified".to_owned()))
+    })
+    .await;
+    // Gemini: the part's thoughtSignature comes back; a field the server
+    // added is refused ("Unknown name"), as Gemini refuses it.
+    let mut signed = reply("gemini", json!({"city": "Paris", "units": "kelvin"}));
+    signed["candidates"][0]["content"]["parts"] = json!([{
+        "functionCall": {"name": "get_weather", "args": {"city": "Paris", "units": "kelvin"}},
+        "thoughtSignature": "c2lnbmF0dXJl",
+        "serverTrace": "x-1"
+    }]);
+    let gemini = serve(
+        vec![signed, reply("gemini", json!({"city": "Paris"}))],
+        |body| {
+            let parts = body["contents"].as_array()?.get(1)?["parts"].as_array()?;
+            if parts[0].get("serverTrace").is_some() {
+                return Some((
+                    400,
+                    "Invalid JSON payload received. Unknown name \"serverTrace\"".into(),
+                ));
+            }
+            (parts[0]["thoughtSignature"] != "c2lnbmF0dXJl").then(|| {
+                (
+                    400,
+                    "Function call is missing a thought_signature".to_owned(),
+                )
+            })
+        },
+    )
+    .await;
+    for (provider, server) in [("anthropic", &server), ("gemini", &gemini)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = model_file(dir.path(), provider, &base_url(provider, server), json!({}));
+        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let out = dir.path().join("out");
+        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{provider}: {}",
+            stderr(&output)
+        );
+        assert_eq!(column(&out, "failures"), ["validation", ""], "{provider}");
+    }
+    let replies: Vec<Value> = session_of_anthropic(&server).await;
+    assert_eq!(replies.len(), 2);
+}
+
+/// The requests the Anthropic server received.
+async fn session_of_anthropic(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reply_that_is_not_the_providers_format_is_a_lost_trial_and_fails_the_run() {
+    for (label, body) in [
+        (
+            "empty object",
+            ResponseTemplate::new(200).set_body_json(json!({})),
+        ),
+        (
+            "html page",
+            ResponseTemplate::new(200)
+                .set_body_string("<!doctype html><html><body>Welcome to nginx!</body></html>"),
+        ),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(body)
+            .mount(&server)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let model = model_file(
+            dir.path(),
+            "openai",
+            &base_url("openai", &server),
+            json!({}),
+        );
+        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let out = dir.path().join("out");
+        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{label}: {}",
+            stderr(&output)
+        );
+        assert!(
+            printed.contains("LOST 1 of 1 trials: bad response 1"),
+            "{label}: {printed}"
+        );
+        assert_eq!(column(&out, "failures"), ["bad_response"], "{label}");
+        assert_eq!(summary(&out, "lost_trials"), "1", "{label}");
+        assert_eq!(
+            summary(&out, "trials"),
+            "0",
+            "{label}: nothing charged to the model"
+        );
+        assert_eq!(summary(&out, "passed"), "no", "{label}");
+        // The log says what came back instead of a response.
+        let entries = session(&out);
+        assert!(entries[0]["error"].is_string(), "{label}: {entries:?}");
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("FAILED: 1 check(s)"), "{label}");
+    }
+}
+
+#[tokio::test]
+async fn lost_trials_fail_the_run_unless_max_lost_allows_them() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = with_trials(run_args(&suite, &model, &dir.path().join(out), extra), 2);
+        args.extend(["--concurrency", "1"].map(str::to_owned));
+        toolgauge(args, Some(KEY))
+    };
+    let strict = run("strict", &[]).await;
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+    assert!(
+        stderr(&strict)
+            .contains("1 of 2 trial(s) lost (bad response 1), more than --max-lost 0 allows"),
+        "{}",
+        stderr(&strict)
+    );
+    // The rate is over the trial measured, and says so.
+    assert!(
+        String::from_utf8_lossy(&strict.stdout).contains("100.0% of 1 measured"),
+        "{}",
+        String::from_utf8_lossy(&strict.stdout)
+    );
+    server.reset().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let allowed = run("allowed", &["--max-lost", "0.5"]).await;
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+}
+
+#[test]
+fn a_tool_that_cannot_run_is_a_lost_trial_not_the_models_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let tool = |name: &str, backend: Value| {
+        let mut tool = json!({
+            "name": name, "description": "Looks a city up.", "effect": "read",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        });
+        for (k, v) in backend.as_object().unwrap() {
+            tool[k] = v.clone();
+        }
+        tool
+    };
+    for (name, backend) in [
+        (
+            "missing_command",
+            json!({"command": ["./no-such-tool-anywhere"]}),
+        ),
+        (
+            "endpoint_down",
+            json!({"http": {"url": "http://127.0.0.1:9/lookup"}}),
+        ),
+    ] {
+        let scenario = json!({
+            "name": name,
+            "tools": [tool("lookup", backend)],
+            "prompt": "Look Paris up.",
+            "expect": {"calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}
+        });
+        std::fs::write(suite.join(format!("{name}.json")), scenario.to_string()).unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = crate::toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        printed.contains("LOST 4 of 4 trials: tool unavailable 4"),
+        "{printed}"
+    );
+    assert!(
+        column(&out, "failures")
+            .iter()
+            .all(|f| f == "tool_unavailable"),
+        "{:?}",
+        column(&out, "failures")
+    );
+    assert!(
+        !printed.contains("0.0%"),
+        "nothing charged to the model: {printed}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_cut_by_the_token_limit_is_truncated_and_the_model_is_told_so() {
+    let mut cut = llama_cpp_reply(json!({}));
+    cut["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] =
+        json!("{\"city\": \"Pa");
+    cut["choices"][0]["finish_reason"] = json!("length");
+    let mut prose = text_reply("anthropic", "I will look up the weather in");
+    prose["stop_reason"] = json!("max_tokens");
+    let openai = serve(
+        vec![cut, llama_cpp_reply(json!({"city": "Paris"}))],
+        refuses_what_llama_cpp_python_refuses,
+    )
+    .await;
+    let anthropic = serve(
+        vec![prose, reply("anthropic", json!({"city": "Paris"}))],
+        |_| None,
+    )
+    .await;
+    for (provider, server) in [("openai", &openai), ("anthropic", &anthropic)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = model_file(dir.path(), provider, &base_url(provider, server), json!({}));
+        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let out = dir.path().join("out");
+        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{provider}: {}",
+            stderr(&output)
+        );
+        // Not a parse error, not a missing call: the limit cut it.
+        assert_eq!(column(&out, "failures"), ["truncated", ""], "{provider}");
+        assert!(
+            printed.contains("cut by the output token limit"),
+            "{provider}: {printed}"
+        );
+        assert_eq!(summary(&out, "failures_parse"), "0", "{provider}");
+        assert_eq!(summary(&out, "failures_truncated"), "1", "{provider}");
+        let requests = server.received_requests().await.unwrap();
+        let second = String::from_utf8_lossy(&requests[1].body);
+        assert!(
+            second.contains("cut off at the output token limit"),
+            "{provider}: {second}"
+        );
+        assert!(!second.contains("not valid JSON"), "{provider}: {second}");
+        assert_eq!(session(&out)[0]["truncated"], true, "{provider}");
+    }
+}
+
+#[tokio::test]
+async fn model_time_is_the_servers_and_the_queue_is_reported_apart() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    // 120 requests a minute: each request starts 0.5 s after the last.
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({"requests_per_minute": 120}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let args = with_trials(run_args(&suite, &model, &out, &[]), 3);
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let ms = |name| -> Vec<f64> {
+        column(&out, name)
+            .iter()
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (model_ms, queue_ms) = (ms("model_ms"), ms("queue_ms"));
+    // The pace made the later requests wait about 0.5 s and 1 s: that
+    // wait is queue time, and the model's time stays a loopback answer.
+    let mut waited = queue_ms.clone();
+    waited.sort_by(f64::total_cmp);
+    assert!(waited[1] >= 400.0 && waited[2] >= 900.0, "{queue_ms:?}");
+    assert!(model_ms.iter().all(|ms| *ms < 400.0), "{model_ms:?}");
+}
