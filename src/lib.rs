@@ -13,6 +13,7 @@
 pub mod bfcl;
 pub mod call;
 pub mod cli;
+pub mod doctor;
 pub mod excerpt;
 pub mod fuzz;
 pub mod harness;

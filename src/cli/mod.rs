@@ -9,6 +9,7 @@
 
 mod bench_report;
 mod check_tools;
+mod doctor;
 mod exec;
 mod fuzz;
 mod import;
@@ -23,6 +24,7 @@ use clap::{Parser, Subcommand};
 
 pub use bench_report::BenchReportArgs;
 pub use check_tools::CheckToolsArgs;
+pub use doctor::DoctorArgs;
 pub use exec::ExecArgs;
 pub use fuzz::FuzzArgs;
 pub use import::ImportArgs;
@@ -51,6 +53,11 @@ pub enum Command {
     Exec(ExecArgs),
     /// Run a suite: models x scenarios x trials, with self-correction; write reports.
     Run(RunArgs),
+    /// Probe a live model's endpoint before trusting a run against it: tool
+    /// calls, whether tool results and errors reach the model, parallel
+    /// calls, tool_choice, truncation, usage (exit 1 when a self-correction
+    /// run would not measure what it claims).
+    Doctor(DoctorArgs),
     /// Merge shard reports, or compare a run against a baseline.
     Report(ReportArgs),
     /// Fuzz tool validators with generated valid and invalid arguments.
@@ -114,6 +121,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::CheckTools(args) => check_tools::run(&args),
         Command::Exec(args) => exec::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
         Command::Report(args) => report::run(&args),
         Command::BenchReport(args) => bench_report::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),

@@ -98,6 +98,12 @@ pub struct RunArgs {
     /// for pure throughput runs.
     #[arg(long)]
     pub no_session: bool,
+    /// Probe every live model's endpoint first (`toolgauge doctor`; the
+    /// findings are kept in the run folder as doctor-<model>.json and
+    /// reused on --resume) and warn when tool results or errors do not
+    /// reach the model.
+    #[arg(long)]
+    pub doctor: bool,
     /// No progress output (the verdict is still printed).
     #[arg(long)]
     pub quiet: bool,
@@ -328,6 +334,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     let settings = Settings::resolve(args, recorded.as_ref(), live_network)?;
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::Usage(format!("{}: cannot create: {e}", out.display())))?;
+    if replayer.is_none() {
+        for file in files.iter().filter(|f| f.is_live()) {
+            super::doctor::before_run(file, &out, args.doctor)?;
+        }
+    }
 
     let sandbox_root = tempfile::tempdir()
         .map_err(|e| CliError::Usage(format!("cannot create a sandbox folder: {e}")))?;

@@ -23,6 +23,19 @@ pub struct LiveOptions {
     pub replay: Option<PathBuf>,
 }
 
+/// The API key a model file names (`api.api_key_env`), read from the
+/// environment; `None` when it names none (a local server).
+pub fn api_key(settings: &ApiSettings) -> Result<Option<String>, String> {
+    let Some(variable) = &settings.api_key_env else {
+        return Ok(None);
+    };
+    std::env::var(variable).map(Some).map_err(|_| {
+        format!(
+            "the environment variable {variable} (api.api_key_env) is not set; export the API key there"
+        )
+    })
+}
+
 /// A model behind an API, ready to answer.
 pub struct LiveModel {
     name: String,
@@ -70,16 +83,11 @@ impl LiveModel {
                 Transport::new(&settings.transport()).map_err(|e| fail(e.to_string()))?,
             ),
         };
-        let key = match (&source, &settings.api_key_env) {
-            (Source::Network(_), Some(variable)) => {
-                Some(std::env::var(variable).map_err(|_| {
-                    fail(format!(
-                        "the environment variable {variable} (api.api_key_env) is not set; \
-                     export the API key there, or --replay a recording"
-                    ))
-                })?)
+        let key = match &source {
+            Source::Network(_) => {
+                api_key(settings).map_err(|e| fail(format!("{e}, or --replay a recording")))?
             }
-            _ => None,
+            Source::Replay(_) => None,
         };
         let recorder = options
             .record

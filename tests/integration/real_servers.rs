@@ -513,3 +513,145 @@ async fn model_time_is_the_servers_and_the_queue_is_reported_apart() {
     assert!(waited[1] >= 400.0 && waited[2] >= 900.0, "{queue_ms:?}");
     assert!(model_ms.iter().all(|ms| *ms < 400.0), "{model_ms:?}");
 }
+
+/// An OpenAI-compatible server for doctor's probes: it calls the tool
+/// when asked (twice when asked for two), answers in text after a tool
+/// result or under `tool_choice: none`, stops at `max_tokens`, and counts
+/// prompt tokens as words. `shows_results`: whether tool messages reach
+/// "the model" (the prompt and the answer), as on a server whose chat
+/// template renders them; without, as llama-cpp-python's
+/// chatml-function-calling, which renders them empty.
+struct ProbedServer {
+    shows_results: bool,
+}
+
+impl Respond for ProbedServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let seen: Vec<&str> = messages
+            .iter()
+            .filter(|m| self.shows_results || m["role"] != "tool")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let prompt_tokens = seen
+            .iter()
+            .map(|t| t.split_whitespace().count())
+            .sum::<usize>();
+        let last = messages.last().unwrap();
+        let call = |key: &str, i: usize| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "lookup_word", "arguments": json!({"key": key}).to_string()}})
+        };
+        let (message, finish) = if body["max_tokens"] == 8 {
+            (
+                json!({"role": "assistant", "content": "The sea was"}),
+                "length",
+            )
+        } else if last["role"] == "tool" {
+            let heard = if self.shows_results {
+                last["content"].as_str().unwrap()
+            } else {
+                ""
+            };
+            (
+                json!({"role": "assistant", "content": format!("You said: {heard}")}),
+                "stop",
+            )
+        } else if body["tool_choice"] == "none" {
+            (
+                json!({"role": "assistant", "content": "I cannot look it up."}),
+                "stop",
+            )
+        } else if last["content"].as_str().unwrap().contains("twice") {
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": [call("alpha", 0), call("beta", 1)]}),
+                "tool_calls",
+            )
+        } else {
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": [call("alpha", 0)]}),
+                "tool_calls",
+            )
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn doctor_says_whether_tool_results_reach_the_model_and_run_warns() {
+    for shows_results in [true, false] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ProbedServer { shows_results })
+            .mount(&server)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let model = model_file(
+            dir.path(),
+            "openai",
+            &base_url("openai", &server),
+            json!({}),
+        );
+        let json_path = dir.path().join("doctor.json");
+        let output = toolgauge(
+            vec![
+                "doctor".into(),
+                model.to_str().unwrap().into(),
+                "--json".into(),
+                json_path.to_str().unwrap().into(),
+            ],
+            Some(KEY),
+        )
+        .await;
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+        let line = |probe: &str| -> String {
+            printed
+                .lines()
+                .find(|l| l.trim_start().starts_with(probe))
+                .unwrap_or_else(|| panic!("no {probe} line: {printed}"))
+                .to_owned()
+        };
+        let shown = if shows_results { "yes" } else { "no" };
+        for probe in ["tool results shown", "error results shown"] {
+            assert!(
+                line(probe).split_whitespace().any(|w| w == shown),
+                "{shows_results}: {printed}"
+            );
+        }
+        assert!(line("tool call").contains("yes"), "{printed}");
+        assert!(line("parallel calls").contains("yes  "), "{printed}");
+        assert!(line("tool_choice none").contains("yes"), "{printed}");
+        assert!(
+            line("finish reason on truncation").contains("finish reason length"),
+            "{printed}"
+        );
+        assert!(line("usage reported").contains("yes"), "{printed}");
+        assert_eq!(
+            output.status.code(),
+            Some(if shows_results { 0 } else { 1 }),
+            "{printed}"
+        );
+        let saved: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+        assert_eq!(saved["findings"][1]["verdict"], shown);
+
+        // run --doctor probes first, keeps the findings, and warns.
+        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let out = dir.path().join("out");
+        let mut args = run_args(&suite, &model, &out, &["--doctor"]);
+        args.push("--max-lost".into());
+        args.push("1".into());
+        let output = toolgauge(args, Some(KEY)).await;
+        assert!(out.join("doctor-openai-live.json").is_file());
+        assert_eq!(
+            stderr(&output).contains("doctor says tool results shown: no"),
+            !shows_results,
+            "{}",
+            stderr(&output)
+        );
+    }
+}

@@ -1,0 +1,528 @@
+//! `doctor`: probes a live endpoint the way a careful engineer would
+//! before trusting a run against it, and says what it found with the
+//! evidence. A self-correction run means something only when the model
+//! can call a tool and is shown what its calls got back; many compatible
+//! servers drop tool results from the prompt without a word. Where the
+//! server reports usage, "shown" is read off the prompt tokens (a longer
+//! result must cost more), which does not depend on how capable the
+//! model is; a nonce the model repeats is further evidence.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::call::{ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
+use crate::model::ModelFile;
+use crate::model::live::api_key;
+use crate::provider::{ApiSettings, Ask, Conversation, ParsedResponse, Provider, ToolChoice};
+use crate::transport::{ApiRequest, Transport};
+
+/// What a probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Yes,
+    No,
+    /// The probe could not tell (the evidence says why).
+    Unknown,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Yes => "yes",
+            Verdict::No => "no",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// One line of the diagnosis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub probe: String,
+    pub verdict: Verdict,
+    pub evidence: String,
+}
+
+/// What doctor found of one model's endpoint (doctor's `--json`, and
+/// `doctor-<model>.json` in a run folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub model: String,
+    pub endpoint: String,
+    pub findings: Vec<Finding>,
+}
+
+/// The probes a self-correction run cannot do without.
+pub const ESSENTIAL: [&str; 3] = [TOOL_CALL, RESULTS_SHOWN, ERRORS_SHOWN];
+
+pub const TOOL_CALL: &str = "tool call";
+pub const RESULTS_SHOWN: &str = "tool results shown";
+pub const ERRORS_SHOWN: &str = "error results shown";
+const PARALLEL: &str = "parallel calls";
+const REQUIRED: &str = "tool_choice required";
+const NONE: &str = "tool_choice none";
+const TRUNCATION: &str = "finish reason on truncation";
+const USAGE: &str = "usage reported";
+const STREAMING: &str = "streaming";
+
+impl Diagnosis {
+    pub fn verdict(&self, probe: &str) -> Option<Verdict> {
+        self.findings
+            .iter()
+            .find(|f| f.probe == probe)
+            .map(|f| f.verdict)
+    }
+
+    /// The essential probes that did not say yes: a self-correction run
+    /// against this endpoint would not measure what it claims.
+    pub fn missing(&self) -> Vec<&Finding> {
+        self.findings
+            .iter()
+            .filter(|f| ESSENTIAL.contains(&f.probe.as_str()) && f.verdict != Verdict::Yes)
+            .collect()
+    }
+
+    /// The findings as a table for the terminal.
+    pub fn table(&self) -> String {
+        let mut text = format!("doctor: {} at {}\n", self.model, self.endpoint);
+        let width = self
+            .findings
+            .iter()
+            .map(|f| f.probe.len())
+            .max()
+            .unwrap_or(0);
+        for finding in &self.findings {
+            let _ = writeln!(
+                text,
+                "  {:width$}  {:7}  {}",
+                finding.probe,
+                finding.verdict.as_str(),
+                finding.evidence
+            );
+        }
+        match self.missing().as_slice() {
+            [] => text.push_str("A self-correction run against this endpoint can be trusted.\n"),
+            missing => {
+                let names: Vec<&str> = missing.iter().map(|f| f.probe.as_str()).collect();
+                let _ = writeln!(
+                    text,
+                    "A self-correction run against this endpoint would not measure what it claims: {} not confirmed.",
+                    names.join(", ")
+                );
+            }
+        }
+        text
+    }
+}
+
+/// Why doctor could not probe at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error("model {model:?}: doctor probes live models (kind openai, anthropic or gemini)")]
+    NotLive { model: String },
+    #[error("model {model:?}: {problem}")]
+    Setup { model: String, problem: String },
+}
+
+/// The word a probe hides in a tool result, for the model to repeat.
+const NONCE: &str = "PLUM-7391";
+const TOOL: &str = "lookup_word";
+const SYSTEM: &str = "You are a helpful assistant. Use the tools when asked.";
+
+/// A result long enough that showing it costs many prompt tokens.
+fn long_result(error: bool) -> String {
+    let mut text = if error {
+        format!("Error: the key alpha is retired; its word is now {NONCE}. ")
+    } else {
+        format!("The word for key alpha is {NONCE}. ")
+    };
+    for i in 0..40 {
+        let _ = write!(text, "Archive entry {i} lists no other word for this key. ");
+    }
+    text
+}
+
+struct Prober {
+    provider: Provider,
+    settings: ApiSettings,
+    key: Option<String>,
+    transport: Transport,
+    tools: Vec<FunctionSpec>,
+}
+
+/// What came back for one probe's request.
+struct Answer {
+    json: Value,
+    parsed: Result<ParsedResponse, String>,
+}
+
+/// Probe the endpoint of a live model file.
+pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
+    let (Some(provider), Some(settings)) = (file.kind.live_provider(), &file.api) else {
+        return Err(DoctorError::NotLive {
+            model: file.name.clone(),
+        });
+    };
+    let setup = |problem: String| DoctorError::Setup {
+        model: file.name.clone(),
+        problem,
+    };
+    settings.check().map_err(|e| setup(e.to_string()))?;
+    let mut settings = settings.clone();
+    // Without it some servers only answer in text (llama-cpp-python).
+    settings.tool_choice.get_or_insert(ToolChoice::Auto);
+    let prober = Prober {
+        provider,
+        key: api_key(&settings).map_err(setup)?,
+        transport: Transport::new(&settings.transport()).map_err(|e| setup(e.to_string()))?,
+        settings,
+        tools: vec![FunctionSpec {
+            name: TOOL.to_owned(),
+            description: "Look up the word stored under a key.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"key": {"type": "string", "description": "The key, e.g. alpha."}},
+                "required": ["key"]
+            }),
+        }],
+    };
+    let endpoint = prober
+        .provider
+        .request(&prober.ask_of(&Conversation::new(provider, &[]), &prober.settings))
+        .url;
+    let mut findings = Vec::new();
+    let (call, usage) = prober.tool_call().await;
+    findings.push(call);
+    findings.push(prober.shown(RESULTS_SHOWN, false).await);
+    findings.push(prober.shown(ERRORS_SHOWN, true).await);
+    findings.push(prober.parallel().await);
+    findings.push(prober.choice(REQUIRED, ToolChoice::Required).await);
+    findings.push(prober.choice(NONE, ToolChoice::None).await);
+    findings.push(prober.truncation().await);
+    findings.push(usage);
+    findings.push(Finding {
+        probe: STREAMING.to_owned(),
+        verdict: Verdict::Unknown,
+        evidence: "not probed: toolgauge does not stream replies yet".to_owned(),
+    });
+    Ok(Diagnosis {
+        model: file.name.clone(),
+        endpoint: crate::transport::redact_url(&endpoint),
+        findings,
+    })
+}
+
+fn finding(probe: &str, verdict: Verdict, evidence: impl Into<String>) -> Finding {
+    Finding {
+        probe: probe.to_owned(),
+        verdict,
+        evidence: evidence.into(),
+    }
+}
+
+impl Prober {
+    fn ask_of<'a>(&'a self, conversation: &'a Conversation, settings: &'a ApiSettings) -> Ask<'a> {
+        Ask {
+            settings,
+            key: self.key.as_deref(),
+            conversation,
+            tools: &self.tools,
+        }
+    }
+
+    fn opening(&self, user: &str) -> Conversation {
+        Conversation::new(
+            self.provider,
+            &[
+                json!({"role": "system", "content": SYSTEM}),
+                json!({"role": "user", "content": user}),
+            ],
+        )
+    }
+
+    async fn send(
+        &self,
+        conversation: &Conversation,
+        settings: &ApiSettings,
+    ) -> Result<Answer, String> {
+        let request: ApiRequest = self.provider.request(&self.ask_of(conversation, settings));
+        let response = self
+            .transport
+            .send(&request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let json: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+        let parsed = self
+            .provider
+            .parse_response(&response.body)
+            .map_err(|e| e.to_string());
+        Ok(Answer { json, parsed })
+    }
+
+    /// A plain call, and whether the reply reports usage.
+    async fn tool_call(&self) -> (Finding, Finding) {
+        let conversation =
+            self.opening("Look up the word for key alpha with the lookup_word tool.");
+        let answer = match self.send(&conversation, &self.settings).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                return (
+                    finding(
+                        TOOL_CALL,
+                        Verdict::No,
+                        format!("the request failed: {error}"),
+                    ),
+                    finding(USAGE, Verdict::Unknown, "no reply to read"),
+                );
+            }
+        };
+        let usage = self.provider.usage(&answer.json);
+        let usage = if usage.input_tokens > 0 {
+            finding(
+                USAGE,
+                Verdict::Yes,
+                format!(
+                    "{} input, {} output tokens",
+                    usage.input_tokens, usage.output_tokens
+                ),
+            )
+        } else {
+            finding(USAGE, Verdict::No, "the reply has no token counts")
+        };
+        let call = match &answer.parsed {
+            Err(error) => finding(TOOL_CALL, Verdict::No, error.clone()),
+            Ok(parsed) => match parsed.calls.first() {
+                Some(ParsedCall::Ok(call)) if call.name == TOOL => finding(
+                    TOOL_CALL,
+                    Verdict::Yes,
+                    format!("{}({})", call.name, call.arguments),
+                ),
+                Some(other) => finding(
+                    TOOL_CALL,
+                    Verdict::No,
+                    format!("a call toolgauge cannot use: {:?}", other.name()),
+                ),
+                None => finding(TOOL_CALL, Verdict::No, said(parsed)),
+            },
+        };
+        (call, usage)
+    }
+
+    /// The conversation after a call of lookup_word answered with `content`.
+    fn after_result(&self, content: &str, error: bool) -> Conversation {
+        let mut conversation = self.opening(
+            "Call lookup_word with key alpha, then answer with the word it gives, and nothing else.",
+        );
+        let call = ParsedCall::Ok(ToolCall {
+            id: "call_doctor_1".to_owned(),
+            name: TOOL.to_owned(),
+            arguments: json!({"key": "alpha"}),
+        });
+        let reply = self
+            .provider
+            .format_response("", std::slice::from_ref(&call));
+        let parsed = ParsedResponse {
+            calls: vec![call],
+            ..ParsedResponse::default()
+        };
+        let returned = self.provider.format_results(&[ToolResult {
+            call_id: "call_doctor_1".to_owned(),
+            name: TOOL.to_owned(),
+            content: content.to_owned(),
+            error_kind: error.then_some(ErrorKind::Runtime),
+            started: Default::default(),
+            elapsed: Default::default(),
+        }]);
+        conversation.push_turn(&reply, &parsed, returned);
+        conversation
+    }
+
+    /// Is a tool result (an error result) shown to the model? The same
+    /// conversation with a short and a long result: a server that shows
+    /// it counts more prompt tokens for the long one.
+    async fn shown(&self, probe: &str, error: bool) -> Finding {
+        let short = if error { "Error: not found." } else { "ok" };
+        let long = long_result(error);
+        let (short_answer, long_answer) = match (
+            self.send(&self.after_result(short, error), &self.settings)
+                .await,
+            self.send(&self.after_result(&long, error), &self.settings)
+                .await,
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                return finding(
+                    probe,
+                    Verdict::No,
+                    format!("a conversation with a tool result was refused: {e}"),
+                );
+            }
+        };
+        let repeated = long_answer
+            .parsed
+            .as_ref()
+            .is_ok_and(|p| p.text.to_uppercase().contains(NONCE));
+        let (few, many) = (
+            self.provider.usage(&short_answer.json).input_tokens,
+            self.provider.usage(&long_answer.json).input_tokens,
+        );
+        let words = long.split_whitespace().count();
+        if few > 0 && many > 0 {
+            let grown = many.saturating_sub(few);
+            return if grown * 4 >= words as u64 {
+                finding(
+                    probe,
+                    Verdict::Yes,
+                    format!(
+                        "prompt tokens grew by {grown} with a {words}-word result{}",
+                        if repeated {
+                            "; the model repeated the word in it"
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+            } else {
+                finding(
+                    probe,
+                    Verdict::No,
+                    format!(
+                        "{few} prompt tokens with a 1-line result and {many} with a {words}-word one: the server does not put the result in the prompt"
+                    ),
+                )
+            };
+        }
+        // No token counts: only the model's own words can tell.
+        if repeated {
+            return finding(
+                probe,
+                Verdict::Yes,
+                format!("the model repeated {NONCE} from the result"),
+            );
+        }
+        let control = self
+            .send(
+                &self.opening(&format!("The word is {NONCE}. Answer with the word only.")),
+                &self.settings,
+            )
+            .await;
+        match control {
+            Ok(answer)
+                if answer
+                    .parsed
+                    .as_ref()
+                    .is_ok_and(|p| p.text.to_uppercase().contains(NONCE)) =>
+            {
+                finding(
+                    probe,
+                    Verdict::No,
+                    format!(
+                        "the model repeats {NONCE} from a user message but not from a tool result"
+                    ),
+                )
+            }
+            _ => finding(
+                probe,
+                Verdict::Unknown,
+                "no token counts, and the model does not repeat a word from a user message either",
+            ),
+        }
+    }
+
+    async fn parallel(&self) -> Finding {
+        let mut settings = self.settings.clone();
+        settings.parallel_tool_calls = Some(true);
+        let conversation = self.opening(
+            "Look up the words for keys alpha and beta: call lookup_word twice in one reply.",
+        );
+        match self.send(&conversation, &settings).await {
+            Err(error) => finding(PARALLEL, Verdict::No, format!("refused: {error}")),
+            Ok(Answer {
+                parsed: Err(error), ..
+            }) => finding(PARALLEL, Verdict::No, error),
+            Ok(Answer {
+                parsed: Ok(parsed), ..
+            }) => {
+                let calls = parsed.calls.len();
+                let verdict = if calls >= 2 {
+                    Verdict::Yes
+                } else {
+                    Verdict::No
+                };
+                finding(PARALLEL, verdict, format!("{calls} call(s) in one reply"))
+            }
+        }
+    }
+
+    async fn choice(&self, probe: &str, choice: ToolChoice) -> Finding {
+        let mut settings = self.settings.clone();
+        settings.tool_choice = Some(choice);
+        let conversation = self.opening("Look up the word for key alpha.");
+        let wants_call = choice == ToolChoice::Required;
+        match self.send(&conversation, &settings).await {
+            Err(error) => finding(probe, Verdict::No, format!("refused: {error}")),
+            Ok(Answer {
+                parsed: Err(error), ..
+            }) => finding(probe, Verdict::No, error),
+            Ok(Answer {
+                parsed: Ok(parsed), ..
+            }) => {
+                let called = !parsed.calls.is_empty();
+                let verdict = if called == wants_call {
+                    Verdict::Yes
+                } else {
+                    Verdict::No
+                };
+                let evidence = if called {
+                    format!("{} call(s)", parsed.calls.len())
+                } else {
+                    said(&parsed)
+                };
+                finding(probe, verdict, evidence)
+            }
+        }
+    }
+
+    async fn truncation(&self) -> Finding {
+        let mut settings = self.settings.clone();
+        settings.max_tokens = Some(8);
+        settings.tool_choice = Some(ToolChoice::None);
+        let conversation = self.opening("Write a story of at least 200 words about the sea.");
+        match self.send(&conversation, &settings).await {
+            Err(error) => finding(TRUNCATION, Verdict::Unknown, format!("refused: {error}")),
+            Ok(Answer {
+                parsed: Err(error), ..
+            }) => finding(TRUNCATION, Verdict::Unknown, error),
+            Ok(Answer {
+                parsed: Ok(parsed), ..
+            }) => {
+                let reason = parsed.finish_reason.as_deref().unwrap_or("none given");
+                let verdict = if parsed.truncated {
+                    Verdict::Yes
+                } else {
+                    Verdict::No
+                };
+                finding(
+                    TRUNCATION,
+                    verdict,
+                    format!("max_tokens 8: finish reason {reason}"),
+                )
+            }
+        }
+    }
+}
+
+/// What a reply without a call said, shortened.
+fn said(parsed: &ParsedResponse) -> String {
+    if parsed.text.is_empty() {
+        "no call and no text".to_owned()
+    } else {
+        format!(
+            "no call; it said {:?}",
+            crate::excerpt::cut(&parsed.text, 60)
+        )
+    }
+}
