@@ -12,6 +12,7 @@
 
 pub mod bfcl;
 pub mod call;
+pub mod child;
 pub mod cli;
 pub mod doctor;
 pub mod excerpt;

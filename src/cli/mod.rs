@@ -15,6 +15,7 @@ mod fuzz;
 mod import;
 mod report;
 mod run;
+mod signals;
 mod tool_source;
 mod tools;
 
@@ -34,7 +35,8 @@ pub use run::RunArgs;
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
-/// 128 + SIGINT, as shells report a command stopped by Ctrl-C.
+/// 128 + SIGINT, as shells report a command stopped by Ctrl-C (143 for
+/// SIGTERM).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Measure how LLM agents call tools.
@@ -117,6 +119,7 @@ impl CliError {
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    signals::install();
     match cli.command {
         Command::CheckTools(args) => check_tools::run(&args),
         Command::Exec(args) => exec::run(&args),

@@ -155,7 +155,13 @@ impl Settings {
         });
         let settings = match recorded {
             None => Settings {
-                suite: SuitePaths(args.suites.clone()),
+                // Whole paths: `--resume` works from any folder.
+                suite: SuitePaths(
+                    args.suites
+                        .iter()
+                        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                        .collect(),
+                ),
                 trials: args.trials.unwrap_or(DEFAULT_TRIALS),
                 seed: args.seed.unwrap_or(DEFAULT_SEED),
                 concurrency: args.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
@@ -436,13 +442,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             }
             None => None,
         };
-        let ctrl_c = async {
-            // Without a handler (no signal support here) a run just goes on.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        let outcome = harness::run_until(&plan, &mut reporters, replay, progress, ctrl_c);
+        // SIGINT and SIGTERM stop the run the same way.
+        let outcome = harness::run_until(
+            &plan,
+            &mut reporters,
+            replay,
+            progress,
+            super::signals::requested(),
+        );
         // Every server stopped (no process left), then their measures kept.
         crate::tool::mcp::shutdown_all();
         match outcome {
@@ -466,13 +473,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
                 }
             }
             Err(RunError::Interrupted { finished, total }) => {
+                let (signal, code) =
+                    super::signals::received().unwrap_or(("SIGINT", EXIT_INTERRUPTED));
+                let resume = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
                 eprintln!(
-                    "interrupted: {finished} of {total} trial(s) are in {}; \
+                    "interrupted ({signal}): {finished} of {total} trial(s) are in {}; \
                      continue with: toolgauge run --resume {}",
                     trials_path.display(),
-                    out.display()
+                    resume.display()
                 );
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                return Ok(ExitCode::from(code));
             }
             Err(RunError::Io(e)) => return Err(io_error(e)),
             Err(error @ RunError::NotRecorded(_)) => return Err(CliError::new(error)),

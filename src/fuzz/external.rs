@@ -258,18 +258,22 @@ fn run_command(
     tool: &str,
     instance: &Value,
 ) -> Result<bool, ExternalError> {
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(program)
         .env(TOOL_ENV, tool)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|source| ExternalError::Spawn {
-            program: program.to_owned(),
-            source,
-        })?;
+        .stderr(Stdio::null());
+    // Its own group: a timeout ends the shell and what it ran.
+    let mut child =
+        crate::child::own(&mut command)
+            .spawn()
+            .map_err(|source| ExternalError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
     if let Some(mut stdin) = child.stdin.take() {
         // A validator that exits without reading is allowed.
         let _ = stdin.write_all(super::wire::to_string(instance).as_bytes());
@@ -287,7 +291,7 @@ fn run_command(
             }
             Some(status) => return Ok(status.success()),
             None if Instant::now() >= deadline => {
-                let _ = child.kill();
+                crate::child::kill_group(child.id());
                 let _ = child.wait();
                 return Err(ExternalError::Hung {
                     what: program.to_owned(),
@@ -321,17 +325,19 @@ impl LineValidator {
         if program.trim().is_empty() {
             return Err(ValidatorSpecError::NoProgram);
         }
-        let mut child = Command::new("sh")
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|source| ValidatorSpecError::Spawn {
+            .stderr(Stdio::inherit());
+        let mut child = crate::child::own(&mut command).spawn().map_err(|source| {
+            ValidatorSpecError::Spawn {
                 program: program.to_owned(),
                 source,
-            })?;
+            }
+        })?;
         let stdin = BufWriter::new(child.stdin.take().expect("piped"));
         let stdout = child.stdout.take().expect("piped");
         let (send, lines) = std::sync::mpsc::channel();
@@ -389,7 +395,7 @@ impl LineValidator {
                     }
                     Err(error) => {
                         // Unblocks the writer, whatever the process was doing.
-                        let _ = child.kill();
+                        crate::child::kill_group(child.id());
                         return Some(match error {
                             ExternalError::Died { program, .. } => ExternalError::Died {
                                 program,
@@ -442,7 +448,7 @@ fn verdict(
 
 impl Drop for LineValidator {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        crate::child::kill_group(self.child.id());
         let _ = self.child.wait();
     }
 }

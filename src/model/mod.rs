@@ -265,7 +265,9 @@ impl ModelFile {
     pub fn load(path: &Path) -> Result<ModelFile, ModelError> {
         let mut file: ModelFile = source::read_json(path)?;
         if let (Some(results), Some(dir)) = (&file.results, path.parent()) {
-            file.results = Some(dir.join(results));
+            // Whole, so that run.json names it from any folder.
+            let joined = dir.join(results);
+            file.results = Some(std::path::absolute(&joined).unwrap_or(joined));
         }
         file.check().map_err(|e| e.in_file(path))?;
         Ok(file)

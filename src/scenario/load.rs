@@ -279,10 +279,15 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
             ToolEntry::Defined(def) => sources.push(ToolSource::Defined((**def).clone())),
             ToolEntry::Mcp(entry) => {
                 let mut spec = entry.mcp.clone();
-                spec.cwd = Some(
-                    spec.cwd
-                        .map_or_else(|| folder.clone(), |cwd| folder.join(cwd)),
-                );
+                let cwd = match &spec.cwd {
+                    None => folder.clone(),
+                    // Inside the scenario's folder, like every path it names.
+                    Some(cwd) => folder.join(
+                        crate::tool::sandbox_path(&cwd.to_string_lossy())
+                            .map_err(|m| invalid(format!("/tools/{i}/mcp/cwd"), m))?,
+                    ),
+                };
+                spec.cwd = Some(cwd);
                 if let Some(program) = spec.command.first_mut() {
                     *program = crate::tool::resolve_program(program, &folder);
                 }

@@ -213,17 +213,43 @@ impl Task {
         let mut final_files = Vec::with_capacity(file.final_state.files.len());
         for (path, expected) in &file.final_state.files {
             let here = format!("/task/final_state/files/{}", escape(path));
+            // Checked against the trial's sandbox only: never a host file.
+            let relative = crate::tool::sandbox_path(path).map_err(|m| (here.clone(), m))?;
             let matcher = Matcher::from_value(expected).map_err(|m| (here.clone(), m))?;
-            final_files.push((path.clone(), matcher));
+            final_files.push((relative.to_string_lossy().into_owned(), matcher));
         }
+        let seeded = registry.seeded_store();
+        let can_add = registry.lookup("store_put").is_some();
         let mut final_store = Vec::new();
         for (collection, records) in &file.final_state.store {
+            if !seeded.collection_names().any(|c| c == collection) {
+                let known: Vec<&str> = seeded.collection_names().collect();
+                return Err((
+                    format!("/task/final_state/store/{}", escape(collection)),
+                    format!(
+                        "the scenario's state has no collection {collection:?} (it has {}), and no tool can make one",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+            }
             for (id, expected) in records {
                 let here = format!(
                     "/task/final_state/store/{}/{}",
                     escape(collection),
                     escape(id)
                 );
+                if expected.is_null() && !can_add && seeded.record(collection, id).is_none() {
+                    return Err((
+                        here,
+                        format!(
+                            "{collection:?} holds no record {id:?} and no tool can add one, so \"must be gone\" cannot fail"
+                        ),
+                    ));
+                }
                 let fields = match expected {
                     Value::Null => None,
                     Value::Object(fields) => Some(
@@ -256,6 +282,16 @@ impl Task {
                 .collect::<Result<_, _>>()?,
             Some(one) => vec![Matcher::from_value(one).map_err(|m| ("/task/answer".into(), m))?],
         };
+        if file.milestones.is_empty()
+            && file.final_state.files.is_empty()
+            && file.final_state.store.is_empty()
+            && answer.is_empty()
+        {
+            return Err((
+                "/task".into(),
+                "a task needs at least one check that can fail: \"milestones\", \"final_state\" or \"answer\"".into(),
+            ));
+        }
         if answer.iter().any(|m| matches!(m, Matcher::Result { .. })) {
             return Err((
                 "/task/answer".into(),
@@ -517,11 +553,12 @@ mod tests {
     }
 
     fn task(block: Value) -> Task {
-        let registry = Registry::builtins(
-            &["store_find", "store_get", "store_put"],
-            crate::tool::ToolEnv::default(),
-        )
-        .unwrap();
+        let state = json!({"orders": [{"id": "o-1", "status": "paid"}, {"id": "o-2"}]});
+        let env = crate::tool::ToolEnv {
+            store: crate::tool::Store::seeded(state.as_object().unwrap()).unwrap(),
+            ..crate::tool::ToolEnv::default()
+        };
+        let registry = Registry::builtins(&["store_find", "store_get", "store_put"], env).unwrap();
         Task::compile(&serde_json::from_value(block).unwrap(), &registry).unwrap()
     }
 

@@ -46,7 +46,14 @@ pub struct McpServerSpec {
     /// A streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How long start-up may take: spawned (or connected) to `initialize`
+    /// answered and `tools/list` read [default: 30000].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_ms: Option<u64>,
 }
+
+/// The start-up deadline when a server names none.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
 
 impl McpServerSpec {
     /// A command line (`node server.js stdio`) or a URL, as given on the
@@ -77,6 +84,14 @@ impl McpServerSpec {
                     .into(),
             )),
         }
+    }
+
+    /// Spawn (or connect) to `initialize` answered and `tools/list` read.
+    pub fn startup_timeout(&self) -> Duration {
+        Duration::from_millis(
+            self.startup_timeout_ms
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
+        )
     }
 
     /// How messages name the server.
@@ -192,9 +207,8 @@ impl std::fmt::Debug for Connection {
 static STOPPING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
 
 impl Connection {
-    async fn start(spec: &McpServerSpec) -> Result<Connection, McpError> {
+    async fn start_with(spec: &McpServerSpec, stderr: StderrTail) -> Result<Connection, McpError> {
         let label = spec.label();
-        let stderr = StderrTail::default();
         let start_error = |message: String, stderr: &StderrTail| McpError::Start {
             label: label.clone(),
             message,
@@ -208,6 +222,9 @@ impl Connection {
         } else {
             let mut command = tokio::process::Command::new(&spec.command[0]);
             command.args(&spec.command[1..]).envs(&spec.env);
+            // Killed with toolgauge, however it dies; this runs on the
+            // servers' runtime, whose thread lives as long as toolgauge.
+            crate::child::die_with_us(&mut command);
             if let Some(cwd) = &spec.cwd {
                 command.current_dir(cwd);
             }
@@ -242,9 +259,32 @@ impl Connection {
         Ok(Connection { service, stderr })
     }
 
-    /// [`Connection::start`], waited for from any thread.
+    /// [`Connection::start`] within the start-up deadline, waited for from
+    /// any thread. A server that lets it pass is dropped, and its process
+    /// group with it.
     fn start_blocking(spec: &McpServerSpec) -> Result<Connection, McpError> {
-        block_on(Connection::start(spec))?
+        let deadline = spec.startup_timeout();
+        let owned = spec.clone();
+        // Spawned as a task of the servers' runtime: the child is started
+        // from its thread, which the death signal follows.
+        let started = runtime()?.spawn(async move {
+            let spec = &owned;
+            let stderr = StderrTail::default();
+            match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone())).await
+            {
+                Ok(started) => started,
+                Err(_) => Err(McpError::Start {
+                    label: spec.label(),
+                    message: format!(
+                        "no answer to initialize within {} ms (startup_timeout_ms); is it an MCP server speaking JSON-RPC on its stdout?",
+                        deadline.as_millis()
+                    ),
+                    stderr: stderr.text(),
+                }),
+            }
+        });
+        block_on(started)?
+            .map_err(|e| McpError::Spec(format!("the MCP start-up task failed: {e}")))?
     }
 
     /// Stop the server in the background; [`shutdown_all`] waits for it.
@@ -369,11 +409,22 @@ impl McpServer {
             label: self.label.clone(),
             message: e.message,
         })?;
-        let listed =
-            block_on(connection.service.list_all_tools())?.map_err(|e| McpError::List {
-                label: self.label.clone(),
-                message: e.to_string(),
-            })?;
+        let deadline = self.spec.startup_timeout();
+        // The timer is made inside the servers' runtime.
+        let listed = block_on(async {
+            tokio::time::timeout(deadline, connection.service.list_all_tools()).await
+        })?
+        .map_err(|_| McpError::List {
+            label: self.label.clone(),
+            message: format!(
+                "no answer within {} ms (startup_timeout_ms)",
+                deadline.as_millis()
+            ),
+        })?
+        .map_err(|e| McpError::List {
+            label: self.label.clone(),
+            message: e.to_string(),
+        })?;
         let named = only.into_iter().flatten().chain(read);
         if let Some(missing) = named
             .into_iter()

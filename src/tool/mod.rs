@@ -27,23 +27,56 @@ pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
 };
-pub use sandbox::Sandbox;
+pub use sandbox::{Sandbox, relative_path as sandbox_path};
 pub use served::{HttpTool, Send as HttpSend};
 pub use store::{STORE_TOOLS, StateError, Store};
 pub use wording::{ArgumentError, argument_error, schema_errors};
 
-/// A command's program as given, or, when it is a relative path (it has
-/// a `/`), that path from `folder`: commands run in their file's folder.
+/// A command's program: a relative path (it has a `/`) from `folder`, as
+/// commands run in their file's folder; a bare name from PATH, or else
+/// from beside the toolgauge executable (and its `examples/` folders), so
+/// that programs built with it (the repository's MCP test server) are
+/// found wherever cargo puts them; anything else as given.
 pub fn resolve_program(program: &str, folder: &std::path::Path) -> String {
-    if program.contains('/') && std::path::Path::new(program).is_relative() {
-        let joined = folder.join(program);
-        std::fs::canonicalize(&joined)
-            .unwrap_or(joined)
-            .display()
-            .to_string()
-    } else {
-        program.to_owned()
+    let path = std::path::Path::new(program);
+    if program.contains('/') {
+        if path.is_relative() {
+            let joined = folder.join(program);
+            return std::fs::canonicalize(&joined)
+                .unwrap_or(joined)
+                .display()
+                .to_string();
+        }
+        return program.to_owned();
     }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()));
+    if on_path {
+        return program.to_owned();
+    }
+    beside_executable(program).map_or_else(|| program.to_owned(), |p| p.display().to_string())
+}
+
+/// `program` next to the running executable: in its folder, its
+/// `examples/`, or the `examples/` of cargo's other profile.
+fn beside_executable(program: &str) -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    // Test binaries live in <profile>/deps.
+    let profile = if dir.ends_with("deps") {
+        dir.parent()?
+    } else {
+        dir
+    };
+    let target = profile.parent()?;
+    [
+        profile.join(program),
+        profile.join("examples").join(program),
+        target.join("debug/examples").join(program),
+        target.join("release/examples").join(program),
+    ]
+    .into_iter()
+    .find(|candidate| candidate.is_file())
 }
 
 /// Default per-call timeout.

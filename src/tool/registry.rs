@@ -246,6 +246,11 @@ impl Registry {
         Self::new(sources, env)
     }
 
+    /// What every trial's store starts with (the scenario's `state`).
+    pub fn seeded_store(&self) -> &Store {
+        &self.store
+    }
+
     pub fn lookup(&self, name: &str) -> Option<ToolId> {
         self.by_name.get(name).copied()
     }

@@ -13,6 +13,43 @@ pub struct Sandbox {
     root: PathBuf,
 }
 
+/// `requested` as a path below a sandbox root, checked by its text alone:
+/// refused when it has a NUL byte or a backslash, is absolute (or a drive,
+/// or `~`), or climbs above the root with `..`. What a scenario names
+/// (`files`, `final_state.files`) is checked with this when it loads;
+/// what a model asks for is checked with it, and for links, at each call.
+pub fn relative_path(requested: &str) -> Result<PathBuf, String> {
+    if requested.contains('\0') {
+        return Err("path blocked: it contains a NUL byte".to_owned());
+    }
+    if requested.contains('\\') {
+        return Err(format!(
+            "path blocked: {requested:?} contains a backslash; use / between names"
+        ));
+    }
+    let absolute =
+        || format!("path blocked: {requested:?} is absolute; give a path relative to the sandbox");
+    if requested.starts_with('/') || requested.starts_with('~') || has_drive_prefix(requested) {
+        return Err(absolute());
+    }
+    let mut relative = PathBuf::new();
+    for component in Path::new(requested).components() {
+        match component {
+            Component::Normal(name) => relative.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !relative.pop() {
+                    return Err(format!(
+                        "path blocked: {requested:?} leads outside the sandbox"
+                    ));
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return Err(absolute()),
+        }
+    }
+    Ok(relative)
+}
+
 impl Sandbox {
     /// Open `dir` as a sandbox; it must exist and be a directory.
     pub fn new(dir: impl AsRef<Path>) -> io::Result<Self> {
@@ -35,39 +72,7 @@ impl Sandbox {
     /// `..` that climbs above the root, and symlinks (even dangling ones)
     /// that lead outside.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, ToolFailure> {
-        if requested.contains('\0') {
-            return Err(ToolFailure::blocked("path blocked: it contains a NUL byte"));
-        }
-        if requested.contains('\\') {
-            return Err(ToolFailure::blocked(format!(
-                "path blocked: {requested:?} contains a backslash; use / between names"
-            )));
-        }
-        if requested.starts_with('/') || requested.starts_with('~') || has_drive_prefix(requested) {
-            return Err(ToolFailure::blocked(format!(
-                "path blocked: {requested:?} is absolute; give a path relative to the sandbox"
-            )));
-        }
-
-        let mut relative = PathBuf::new();
-        for component in Path::new(requested).components() {
-            match component {
-                Component::Normal(name) => relative.push(name),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if !relative.pop() {
-                        return Err(ToolFailure::blocked(format!(
-                            "path blocked: {requested:?} leads outside the sandbox"
-                        )));
-                    }
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(ToolFailure::blocked(format!(
-                        "path blocked: {requested:?} is absolute; give a path relative to the sandbox"
-                    )));
-                }
-            }
-        }
+        let relative = relative_path(requested).map_err(ToolFailure::blocked)?;
         let joined = self.root.join(&relative);
         if self.has_link_below_root(&relative) {
             self.check_links(requested, &joined)?;

@@ -189,6 +189,7 @@ impl CommandBackend {
             .stderr(Stdio::piped())
             // A call that times out is dropped: so is its process.
             .kill_on_drop(true);
+        crate::child::own_async(&mut command);
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
         }

@@ -10,7 +10,6 @@
 //! deadline, so a virtual-clock run waits for it like a real one.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -156,9 +155,10 @@ fn shell(command: &str, dir: &Path) -> Command {
         .env("LANG", "C.UTF-8")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so a timeout ends whatever it started.
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // Its own process group, so a timeout ends whatever it started; and
+    // killed with toolgauge.
+    crate::child::own(&mut shell);
     shell
 }
 
@@ -173,7 +173,7 @@ fn run_blocking(command: &str, dir: &Path, timeout: Duration) -> Result<String, 
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() >= deadline => {
-                kill_group(child.id());
+                crate::child::kill_group(child.id());
                 let _ = child.wait();
                 break None;
             }
@@ -203,15 +203,6 @@ fn run_blocking(command: &str, dir: &Path, timeout: Duration) -> Result<String, 
             }
             Ok(text)
         }
-    }
-}
-
-/// End the process group `pid` leads.
-fn kill_group(pid: u32) {
-    // SAFETY: killpg only sends a signal; a group that is gone is an error
-    // we ignore.
-    unsafe {
-        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
     }
 }
 

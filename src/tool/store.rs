@@ -83,6 +83,11 @@ impl Store {
         ))
     }
 
+    /// The collections' names, in order.
+    pub fn collection_names(&self) -> impl Iterator<Item = &str> {
+        self.collections.keys().map(String::as_str)
+    }
+
     /// One record.
     pub fn record(&self, name: &str, id: &str) -> Option<Value> {
         let record = self.collections.get(name)?.get(id)?;

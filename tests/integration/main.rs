@@ -11,6 +11,7 @@ mod corpus;
 mod harness;
 mod live;
 mod mcp;
+mod processes;
 mod real_model;
 mod real_servers;
 mod robustness;

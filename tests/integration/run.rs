@@ -662,3 +662,28 @@ fn the_terminal_gives_the_verdict_first_and_the_table_when_short_or_asked() {
         1 + 4 * 35
     );
 }
+
+#[test]
+fn resume_works_from_any_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let first = crate::toolgauge(&[
+        "run",
+        "scenarios/starter/math_add.json",
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // The suite was named relative to the repository; resume from elsewhere.
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(["run", "--resume", out.to_str().unwrap(), "--quiet"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+}

@@ -87,3 +87,80 @@ async fn traversal_attempts_are_blocked_and_touch_nothing_outside() {
     outside.sort();
     assert_eq!(outside, ["sandbox", "secret.txt"]);
 }
+
+/// Every field of a scenario file that names a path, with the scenario
+/// that names it there: each escape is a load error at that field.
+#[test]
+fn every_path_a_scenario_names_is_refused_when_it_leaves_the_sandbox() {
+    let escapes = [
+        "/etc/hostname",
+        "../../../../etc/hostname",
+        "a/../../etc/hostname",
+    ];
+    for escape in escapes {
+        let fields: [(&str, serde_json::Value); 3] = [
+            (
+                "/files",
+                json!({"name": "s", "tools": ["read_file"], "prompt": "p",
+                       "files": {escape: "x"}, "expect": {"no_call": true}}),
+            ),
+            (
+                "/task/final_state/files",
+                json!({"name": "s", "tools": ["read_file"], "prompt": "p",
+                       "files": {"notes.txt": "x"},
+                       "task": {"final_state": {"files": {escape: {"$contains": "localhost"}}}}}),
+            ),
+            (
+                "/tools/0/mcp/cwd",
+                json!({"name": "s", "tools": [{"mcp": {"command": ["true"], "cwd": escape}}],
+                       "prompt": "p", "expect": {"no_call": true}}),
+            ),
+        ];
+        for (field, scenario) in fields {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.json");
+            std::fs::write(&path, scenario.to_string()).unwrap();
+            let error = toolgauge::scenario::load_scenario(&path, dir.path())
+                .err()
+                .unwrap_or_else(|| panic!("{field} {escape:?} loaded"))
+                .to_string();
+            assert!(error.contains(field), "{field} {escape:?}: {error}");
+            assert!(
+                error.contains("path blocked"),
+                "{field} {escape:?}: {error}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_task_or_final_state_that_cannot_fail_is_refused() {
+    let cases = [
+        (
+            json!({"name": "s", "tools": ["echo"], "prompt": "p", "task": {}}),
+            "a task needs at least one check that can fail",
+        ),
+        (
+            json!({"name": "s", "tools": ["store_get"], "prompt": "p",
+                   "state": {"orders": [{"id": "1"}]},
+                   "task": {"final_state": {"store": {"refunds": {"1": {"amount": 5}}}}}}),
+            "no collection \"refunds\"",
+        ),
+        (
+            json!({"name": "s", "tools": ["store_get"], "prompt": "p",
+                   "state": {"orders": [{"id": "1"}]},
+                   "task": {"final_state": {"store": {"orders": {"9": null}}}}}),
+            "cannot fail",
+        ),
+    ];
+    for (scenario, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, scenario.to_string()).unwrap();
+        let error = toolgauge::scenario::load_scenario(&path, dir.path())
+            .err()
+            .unwrap_or_else(|| panic!("{scenario} loaded"))
+            .to_string();
+        assert!(error.contains(expected), "{scenario}: {error}");
+    }
+}

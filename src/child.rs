@@ -1,0 +1,69 @@
+//! Every process toolgauge starts has an owner that ends it: each child
+//! leads a process group of its own (so that ending it ends whatever it
+//! started), and on Linux the kernel kills it when toolgauge dies, however
+//! toolgauge dies (`PR_SET_PDEATHSIG`, SIGKILL and crashes included). The
+//! signal follows the thread that started the child, so children that
+//! outlive a call are started from threads that live as long as toolgauge
+//! (the MCP servers' runtime, the main thread).
+
+/// Make `command` an owned child: its own process group, killed with us.
+pub fn own(command: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    command.process_group(0);
+    // SAFETY: the closure runs in the child between fork and exec, and
+    // calls only async-signal-safe functions.
+    unsafe {
+        command.pre_exec(move || die_with_parent(parent));
+    }
+    command
+}
+
+/// [`own`] for tokio's commands.
+pub fn own_async(command: &mut tokio::process::Command) -> &mut tokio::process::Command {
+    let parent = std::process::id() as libc::pid_t;
+    command.process_group(0);
+    // SAFETY: as in `own`.
+    unsafe {
+        command.pre_exec(move || die_with_parent(parent));
+    }
+    command
+}
+
+/// [`own`]'s death signal alone, for a command whose process group is set
+/// elsewhere (rmcp's process wrapper makes MCP servers group leaders).
+pub fn die_with_us(command: &mut tokio::process::Command) -> &mut tokio::process::Command {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: as in `own`.
+    unsafe {
+        command.pre_exec(move || die_with_parent(parent));
+    }
+    command
+}
+
+/// In the child: be killed when the parent dies; if it died already (the
+/// race between fork and this call), go now.
+fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl, getppid and _exit are async-signal-safe.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
+    Ok(())
+}
+
+/// End a child's whole process group (it and whatever it started).
+pub fn kill_group(pid: u32) {
+    // SAFETY: killpg only sends a signal; a group that is gone is an error
+    // we ignore.
+    unsafe {
+        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
