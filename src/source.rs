@@ -94,7 +94,7 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, F
 
 fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError {
     let (line, column) = (error.line(), error.column());
-    let message = strip_position(&error.to_string());
+    let message = in_json_words(&strip_position(&error.to_string()));
     if error.is_syntax() || error.is_eof() {
         FileError::Syntax {
             path: path.to_owned(),
@@ -126,8 +126,38 @@ pub struct ShapeProblem {
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, ShapeProblem> {
     serde_path_to_error::deserialize(value).map_err(|error| ShapeProblem {
         pointer: pointer_of(error.path()),
-        message: error.into_inner().to_string(),
+        message: in_json_words(&error.into_inner().to_string()),
     })
+}
+
+/// serde's message with Rust's type names in JSON's words: `expected
+/// u64` reads `expected a whole number >= 0`.
+pub fn in_json_words(message: &str) -> String {
+    const WORDS: [(&str, &str); 12] = [
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected u32", "expected a whole number >= 0"),
+        ("expected u16", "expected a whole number >= 0"),
+        ("expected u8", "expected a whole number >= 0"),
+        ("expected usize", "expected a whole number >= 0"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("invalid type: map", "invalid type: object"),
+    ];
+    let mut text = message.to_owned();
+    for (rust, json) in WORDS {
+        text = text.replace(rust, json);
+    }
+    if let Some(at) = text.find("expected struct ") {
+        let end = text[at + 16..]
+            .find(|c: char| !c.is_alphanumeric() && c != '_')
+            .map_or(text.len(), |e| at + 16 + e);
+        text.replace_range(at..end, "expected an object");
+    }
+    text.replace("invalid type: sequence", "invalid type: array")
 }
 
 /// serde_path_to_error's path as an RFC 6901 JSON pointer.

@@ -106,6 +106,25 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                     "note: most cells are in one run only: were both runs of the same suite and models?"
                 );
             }
+            for m in &comparison.models {
+                let flag = if m.significant_drop() {
+                    drops += 1;
+                    "DROP"
+                } else {
+                    ""
+                };
+                println!(
+                    "model {} over {} cell(s): {:.1}% -> {:.1}% ({:+.1} pp), {} down, {} up (sign test, {}) {flag}",
+                    m.model,
+                    m.cells,
+                    100.0 * m.baseline,
+                    100.0 * m.current,
+                    100.0 * (m.current - m.baseline),
+                    m.drops,
+                    m.gains,
+                    crate::report::p_text(m.p_value),
+                );
+            }
             if drops > 0 {
                 eprintln!("{drops} significant drop(s)");
                 Ok(ExitCode::from(EXIT_FAILED))

@@ -65,7 +65,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Write into an `--out` folder that already holds a run, replacing it.
-    #[arg(long)]
+    #[arg(long, requires = "out")]
     pub force: bool,
     /// Exit 1 when any model x scenario succeeds less often than this.
     #[arg(long, value_name = "RATE")]
@@ -316,6 +316,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         Some(run) => recorded_models(args, run)?,
         None => load_models(&args.models, args.suites.first().map(PathBuf::as_path))?,
     };
+    if args.replay.is_some() && !files.iter().any(ModelFile::is_live) {
+        return Err(CliError::new(
+            "--replay answers live models from a recording, and no model of this run is live \
+             (kind openai, anthropic or gemini); leave --replay out, or name live models with --models",
+        ));
+    }
     let live_options = LiveOptions {
         record: args.record.clone(),
         replay: args.replay.clone(),

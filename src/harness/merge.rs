@@ -23,6 +23,25 @@ pub enum MergeError {
     Suite(Vec<LoadError>),
     #[error("{0}; merging would mix two suites")]
     SuiteChanged(#[from] SuiteChanged),
+    #[error("{} is given twice", dir.display())]
+    GivenTwice { dir: PathBuf },
+    #[error(
+        "{} and {} are both shard {shard}: the same shard twice, or a shard of another run",
+        first.display(),
+        other.display()
+    )]
+    SameShard {
+        first: PathBuf,
+        other: PathBuf,
+        shard: String,
+    },
+    #[error("{} is {shard} of another split than {}'s {first_shard}", other.display(), first.display())]
+    OtherSplit {
+        first: PathBuf,
+        first_shard: String,
+        other: PathBuf,
+        shard: String,
+    },
     #[error("the shards hold {held} of the {expected} trials: is a shard missing or unfinished?")]
     Incomplete { held: u64, expected: u64 },
     #[error(
@@ -56,6 +75,7 @@ pub struct Merged {
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let first = dirs.first().ok_or(MergeError::NoShards)?;
     let mut record = RunRecord::read(first)?;
+    check_shards(dirs)?;
     for dir in &dirs[1..] {
         let other = RunRecord::read(dir)?;
         let same = RunRecord {
@@ -150,6 +170,42 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
 /// What reporters know of a recorded run. The scenarios give their
 /// limits and thresholds; the digest in run.json says they are the ones
 /// the run ran.
+/// Each folder once, each shard once, all of one split: a folder given
+/// twice or a shard of another run is named, not found later as a count
+/// that does not add up.
+fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
+    let mut seen: Vec<(PathBuf, PathBuf, Option<String>)> = Vec::new();
+    for dir in dirs {
+        let canonical = dir.canonicalize().map_err(at(dir))?;
+        let shard = RunRecord::read(dir)?.shard;
+        for (earlier, earlier_canonical, earlier_shard) in &seen {
+            if *earlier_canonical == canonical {
+                return Err(MergeError::GivenTwice { dir: dir.clone() });
+            }
+            match (earlier_shard, &shard) {
+                (Some(a), Some(b)) if a == b => {
+                    return Err(MergeError::SameShard {
+                        first: earlier.clone(),
+                        other: dir.clone(),
+                        shard: b.clone(),
+                    });
+                }
+                (Some(a), Some(b)) if a.split('/').nth(1) != b.split('/').nth(1) => {
+                    return Err(MergeError::OtherSplit {
+                        first: earlier.clone(),
+                        first_shard: a.clone(),
+                        other: dir.clone(),
+                        shard: b.clone(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        seen.push((dir.clone(), canonical, shard));
+    }
+    Ok(())
+}
+
 fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
     let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
         path: std::env::temp_dir(),

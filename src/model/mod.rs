@@ -105,8 +105,12 @@ pub struct Parameters {
     pub p_first: f64,
     /// After a failed attempt k, the probability that attempt k+1 is
     /// correct: `p_fix[0]` for the second attempt, `p_fix[1]` for the
-    /// third, the last value for any later one.
-    #[serde(default)]
+    /// third, the last value for any later one. Absent: `p_first`.
+    #[serde(
+        default,
+        deserialize_with = "non_empty_probabilities",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub p_fix: Vec<f64>,
     /// Relative weights of the error operators; missing ones weigh 1.
     #[serde(default)]
@@ -121,6 +125,19 @@ pub struct Parameters {
 
 fn one() -> f64 {
     1.0
+}
+
+/// `p_fix` given empty says nothing: refused, not read as "absent".
+fn non_empty_probabilities<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<f64>, D::Error> {
+    let values = Vec::<f64>::deserialize(deserializer)?;
+    if values.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty list gives no probability: give one per later attempt ([0.8, 0.5]), or leave p_fix out (later attempts then use p_first)",
+        ));
+    }
+    Ok(values)
 }
 
 impl Default for Parameters {

@@ -50,17 +50,25 @@ pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
     };
 
     // The verdict: models ranked by final success.
-    let mut ranked: Vec<(String, f64, f64, f64)> = model_rows(info, stats)
+    // Each model keeps its own colour (its index) in every chart.
+    let mut ranked: Vec<(usize, (String, f64, f64, f64))> = model_rows(info, stats)
         .into_iter()
-        .filter_map(|m| Some((m.model, m.final_success?, m.wilson_low?, m.wilson_high?)))
+        .enumerate()
+        .filter_map(|(i, m)| {
+            Some((
+                i,
+                (m.model, m.final_success?, m.wilson_low?, m.wilson_high?),
+            ))
+        })
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ranked.sort_by(|a, b| b.1.1.total_cmp(&a.1.1));
     if !ranked.is_empty() {
         let title = "Final success by model";
         let svg = Intervals {
             title: title.to_owned(),
             unit: "final success, with its 95% Wilson interval".to_owned(),
-            rows: ranked,
+            colours: ranked.iter().map(|(i, _)| *i).collect(),
+            rows: ranked.into_iter().map(|(_, row)| row).collect(),
         }
         .render();
         push("verdict", title, svg);
@@ -75,30 +83,33 @@ pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
             .max()
             .unwrap_or(1)
             .min(MAX_K);
-        let series = names
+        let (colours, series): (Vec<usize>, Vec<_>) = names
             .iter()
             .zip(&turns)
-            .filter(|(_, c)| c.trials > 0)
-            .map(|(name, c)| {
+            .enumerate()
+            .filter(|(_, (_, c))| c.trials > 0)
+            .map(|(m, (name, c))| {
                 let points = (1..=k_max)
                     .map(|k| (f64::from(k), c.success_by(k)))
                     .collect();
-                (name.clone(), points)
+                (m, (name.clone(), points))
             })
-            .collect();
+            .unzip();
         let title = "Retry curve: success by attempt";
         let svg = Lines {
             title: title.to_owned(),
             x_label: "attempt".to_owned(),
             y_label: "succeeded by this attempt".to_owned(),
             series,
+            colours,
         }
         .render();
         push("retry_curve", title, svg);
     }
 
     // pass^k: the mean over a model's cells of the chance that k trials all succeed.
-    let pass_series: Vec<(String, Vec<(f64, f64)>)> = stats
+    type Series = (String, Vec<(f64, f64)>);
+    let (pass_colours, pass_series): (Vec<usize>, Vec<Series>) = stats
         .cells
         .iter()
         .enumerate()
@@ -115,9 +126,9 @@ pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
                         .then(|| (k as f64, values.iter().sum::<f64>() / values.len() as f64))
                 })
                 .collect();
-            (!points.is_empty()).then(|| (names[m].clone(), points))
+            (!points.is_empty()).then(|| (m, (names[m].clone(), points)))
         })
-        .collect();
+        .unzip();
     if !pass_series.is_empty() {
         let title = "pass^k: every one of k trials succeeds";
         let svg = Lines {
@@ -125,6 +136,7 @@ pub fn charts(info: &RunInfo, stats: &Aggregate) -> Vec<Chart> {
             x_label: "k (trials that must all succeed)".to_owned(),
             y_label: "pass^k, mean over scenarios".to_owned(),
             series: pass_series,
+            colours: pass_colours,
         }
         .render();
         push("pass_k", title, svg);

@@ -1,5 +1,7 @@
 //! `report compare`: a run's summary.csv against a baseline's, per model x
-//! scenario measured in both.
+//! scenario measured in both, and per model over every cell both runs
+//! measured (a sign test over the cells: a small drop in every cell is a
+//! drop, though no one cell shows it).
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +35,28 @@ pub struct Change {
     /// The intervals do not overlap: `Some(true)` a significant drop,
     /// `Some(false)` a significant gain.
     pub significant_drop: Option<bool>,
+}
+
+/// One model over every cell both runs measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelChange {
+    pub model: String,
+    pub cells: usize,
+    /// Mean final success over those cells, in each run.
+    pub baseline: f64,
+    pub current: f64,
+    /// Cells that went down, and up (ties left out).
+    pub drops: usize,
+    pub gains: usize,
+    /// The exact two-sided sign test on drops against gains.
+    pub p_value: f64,
+}
+
+impl ModelChange {
+    /// More cells went down than chance allows.
+    pub fn significant_drop(&self) -> bool {
+        self.drops > self.gains && self.p_value < crate::report::summary::ALPHA
+    }
 }
 
 /// Why two runs cannot be compared.
@@ -85,6 +109,8 @@ fn read_summary(dir: &Path) -> Result<Vec<SummaryLine>, CompareError> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub changes: Vec<Change>,
+    /// Per model, over the cells both runs measured, in first-seen order.
+    pub models: Vec<ModelChange>,
     pub only_baseline: usize,
     pub only_current: usize,
 }
@@ -137,8 +163,79 @@ pub fn compare(baseline: &Path, current: &Path) -> Result<Comparison, CompareErr
         });
     }
     Ok(Comparison {
+        models: model_changes(&changes),
         changes,
         only_baseline: before.len() - common,
         only_current: after.len() - common,
     })
+}
+
+/// Each model's cells taken together.
+fn model_changes(changes: &[Change]) -> Vec<ModelChange> {
+    let mut models: Vec<ModelChange> = Vec::new();
+    for change in changes {
+        let at = match models.iter().position(|m| m.model == change.model) {
+            Some(at) => at,
+            None => {
+                models.push(ModelChange {
+                    model: change.model.clone(),
+                    cells: 0,
+                    baseline: 0.0,
+                    current: 0.0,
+                    drops: 0,
+                    gains: 0,
+                    p_value: 1.0,
+                });
+                models.len() - 1
+            }
+        };
+        let model = &mut models[at];
+        model.cells += 1;
+        model.baseline += change.baseline;
+        model.current += change.current;
+        model.drops += usize::from(change.current < change.baseline);
+        model.gains += usize::from(change.current > change.baseline);
+    }
+    for model in &mut models {
+        model.baseline /= model.cells as f64;
+        model.current /= model.cells as f64;
+        // McNemar's exact test is the sign test on the discordant pairs.
+        model.p_value = crate::metrics::mcnemar_p_value(model.drops as u64, model.gains as u64);
+    }
+    models
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(dir: &Path, rate: f64, low: f64, high: f64) {
+        let mut text = String::from("model,scenario,final_success,wilson_low,wilson_high\n");
+        for s in 0..20 {
+            text.push_str(&format!("m,s{s},{rate},{low},{high}\n"));
+        }
+        std::fs::write(dir.join("summary.csv"), text).unwrap();
+    }
+
+    #[test]
+    fn a_drop_across_the_whole_suite_is_significant_though_no_cell_shows_it() {
+        let (before, after) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // 5 trials a cell: 100% [56.6%, 100%] then 80% [37.6%, 96.4%].
+        summary(before.path(), 1.0, 0.566, 1.0);
+        summary(after.path(), 0.8, 0.376, 0.964);
+        let comparison = compare(before.path(), after.path()).unwrap();
+        assert!(
+            comparison
+                .changes
+                .iter()
+                .all(|c| c.significant_drop.is_none())
+        );
+        let model = &comparison.models[0];
+        assert_eq!((model.cells, model.drops, model.gains), (20, 20, 0));
+        assert!(model.significant_drop(), "{model:?}");
+        assert!((model.current - model.baseline + 0.2).abs() < 1e-9);
+        // The same suite again: nothing went down.
+        let same = compare(before.path(), before.path()).unwrap();
+        assert!(!same.models[0].significant_drop());
+    }
 }

@@ -153,7 +153,7 @@ const STYLE: &str = r#"
 body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
-th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: right; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
 th { cursor: pointer; background: #f6f6f6; position: sticky; top: 0; }
 td:nth-child(-n+3), th:nth-child(-n+3) { text-align: left; }
 tr.below td { background: #fff3f0; }
@@ -207,7 +207,7 @@ fn pair_list(significant: &[ComparisonRow]) -> Markup {
                 li {
                     (c.model_a) " vs " (c.model_b) ": "
                     (points(c.difference))
-                    " (p = " (format!("{:.4}", c.p_value)) ", " (c.only_a) " trials only "
+                    " (" (super::p_text(c.p_value)) ", " (c.only_a) " trials only "
                     (c.model_a) " got right, " (c.only_b) " only " (c.model_b) ")"
                 }
             }
@@ -296,9 +296,9 @@ fn render(
                 } @else {
                     (pair_list(&significant))
                 }
+                // Each chart's title is its own (inside the SVG), once.
                 @for chart in charts.iter().filter(|c| c.name != "verdict") {
-                    h2 { (chart.title) }
-                    div class="chart" { (PreEscaped(&chart.svg)) }
+                    div class="chart" id=(chart.name) { (PreEscaped(&chart.svg)) }
                 }
                 h2 { "By scenario (worst first)" }
                 div class="filters" {

@@ -190,11 +190,11 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
         for c in &significant {
             let _ = writeln!(
                 text,
-                "Significant: {} vs {}: {} (p = {:.4})",
+                "Significant: {} vs {}: {} ({})",
                 c.model_a,
                 c.model_b,
                 points(c.difference),
-                c.p_value
+                super::p_text(c.p_value)
             );
         }
         return text;
@@ -210,11 +210,11 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
         let paired = stats.paired(ahead, next);
         let _ = writeln!(
             text,
-            "  {} vs {}: {} (p = {:.4}) {}",
+            "  {} vs {}: {} ({}) {}",
             info.models[ahead].name,
             info.models[next].name,
             points(paired.rates().map(|(a, b)| a - b)),
-            paired.p_value,
+            super::p_text(paired.p_value),
             if paired.p_value < super::summary::ALPHA {
                 "significant"
             } else {
@@ -387,7 +387,7 @@ fn markdown(
         for c in comparisons {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.4} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 c.model_a,
                 c.model_b,
                 percent_opt(c.success_a),
@@ -396,7 +396,7 @@ fn markdown(
                     .map_or("-".to_owned(), |d| format!("{:+.1} pp", 100.0 * d)),
                 c.only_a,
                 c.only_b,
-                c.p_value,
+                super::p_text(c.p_value).trim_start_matches("p = "),
                 if c.significant { "yes" } else { "no" }
             );
         }

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::call::Prices;
 use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
 
-pub use compare::{Change, CompareError, Comparison, compare};
+pub use compare::{Change, CompareError, Comparison, ModelChange, compare};
 pub use html::HtmlReport;
 pub use junit::JUnitXml;
 pub use markdown::{Markdown, terminal_summary};
@@ -324,6 +324,15 @@ impl Reporter for Gate {
     fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
         self.violations = violations(info, stats);
         Ok(())
+    }
+}
+
+/// A p-value as a person reads it: `p < 0.0001` rather than `p = 0.0000`.
+pub fn p_text(p: f64) -> String {
+    if p < 0.0001 {
+        "p < 0.0001".to_owned()
+    } else {
+        format!("p = {p:.4}")
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Intervals {
     pub unit: String,
     /// Label, value, low, high: fractions.
     pub rows: Vec<(String, f64, f64, f64)>,
+    /// Each row's palette index (a model's own, so that it has one colour
+    /// in every chart); a row without one takes its position.
+    pub colours: Vec<usize>,
 }
 
 /// Lines over x (attempt, k), one per series; y in 0..=1.
@@ -54,6 +57,8 @@ pub struct Lines {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Each series' palette index, as in [`Intervals`].
+    pub colours: Vec<usize>,
 }
 
 fn number(x: f64, percent: bool) -> String {
@@ -85,12 +90,18 @@ fn legend_height(n: usize) -> f64 {
 }
 
 fn legend(series: &[String], top: f64) -> Markup {
+    legend_in(series, &[], top)
+}
+
+/// A legend whose entries take the palette indices `colours` (their
+/// position where it has none).
+fn legend_in(series: &[String], colours: &[usize], top: f64) -> Markup {
     html! {
         @for (i, name) in series.iter().enumerate() {
             @let x = LEFT + 135.0 * (i % LEGEND_COLUMNS) as f64;
             @let y = top + 16.0 * (i / LEGEND_COLUMNS) as f64;
             g class="legend" {
-                rect x=(x) y=(y - 10.0) width="12" height="12" fill=(colour(i)) {}
+                rect x=(x) y=(y - 10.0) width="12" height="12" fill=(colour(colours.get(i).copied().unwrap_or(i))) {}
                 text x=(x + 16.0) y=(y) { (name) }
             }
         }
@@ -219,8 +230,9 @@ impl Intervals {
                 @let y = TOP + 20.0 + 24.0 * r as f64;
                 @let text = format!("{label}: {} [{}, {}]", number(*value, true), number(*low, true), number(*high, true));
                 text x=(LEFT - 8.0) y=(y + 4.0) text-anchor="end" { (label) }
-                line x1=(x(*low)) x2=(x(*high)) y1=(y) y2=(y) stroke=(colour(r)) stroke-width="3" {}
-                circle class="mark" cx=(x(*value)) cy=(y) r="5" fill=(colour(r)) data-value=(value) { title { (text) } }
+                @let c = colour(self.colours.get(r).copied().unwrap_or(r));
+                line x1=(x(*low)) x2=(x(*high)) y1=(y) y2=(y) stroke=(c) stroke-width="3" {}
+                circle class="mark" cx=(x(*value)) cy=(y) r="5" fill=(c) data-value=(value) { title { (text) } }
                 text x=(x(*high) + 6.0) y=(y + 4.0) { (number(*value, true)) " [" (number(*low, true)) ", " (number(*high, true)) "]" }
             }
         };
@@ -257,7 +269,7 @@ impl Lines {
             xs
         };
         let body = html! {
-            (legend(&names, TOP))
+            (legend_in(&names, &self.colours, TOP))
             @for i in 0..=4 {
                 @let y = py(f64::from(i) / 4.0);
                 line x1=(LEFT) x2=(LEFT + plot) y1=(y) y2=(y) stroke="#ddd" {}
@@ -270,9 +282,10 @@ impl Lines {
             text x="14" y=((top + bottom) / 2.0) transform=(format!("rotate(-90 14 {})", (top + bottom) / 2.0)) text-anchor="middle" { (self.y_label) }
             @for (s, (name, points)) in self.series.iter().enumerate() {
                 @let path: Vec<String> = points.iter().map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y))).collect();
-                polyline points=(path.join(" ")) fill="none" stroke=(colour(s)) stroke-width="2" {}
+                @let c = colour(self.colours.get(s).copied().unwrap_or(s));
+                polyline points=(path.join(" ")) fill="none" stroke=(c) stroke-width="2" {}
                 @for (x, y) in points {
-                    circle class="mark" cx=(px(*x)) cy=(py(*y)) r="4" fill=(colour(s)) data-value=(y) {
+                    circle class="mark" cx=(px(*x)) cy=(py(*y)) r="4" fill=(c) data-value=(y) {
                         title { (name) " at " (number(*x, false)) ": " (number(*y, true)) }
                     }
                 }
@@ -328,6 +341,7 @@ mod tests {
             title: "Final success".into(),
             unit: "final success (95% interval)".into(),
             rows: vec![("m1".into(), 0.9, 0.8, 0.95), ("m2".into(), 0.5, 0.4, 0.6)],
+            colours: vec![1, 0],
         }
         .render();
         assert_eq!(intervals.matches("<circle class=\"mark\"").count(), 2);
@@ -337,9 +351,20 @@ mod tests {
             x_label: "attempt".into(),
             y_label: "success by attempt".into(),
             series: vec![("m1".into(), vec![(1.0, 0.6), (2.0, 0.9), (3.0, 0.95)])],
+            colours: vec![1],
         }
         .render();
         assert_eq!(lines.matches("<circle class=\"mark\"").count(), 3);
+        // A model's colour is its own, whatever its place in the chart.
+        let second = colour(1);
+        assert!(
+            intervals.find(second) < intervals.find(colour(0)),
+            "{intervals}"
+        );
+        assert!(
+            lines.contains(second) && !lines.contains(colour(0)),
+            "{lines}"
+        );
         assert!(lines.contains("m1 at 2: 90.0%"));
     }
 }

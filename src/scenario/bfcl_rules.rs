@@ -332,7 +332,14 @@ impl BfclCall {
                         .is_some_and(|o| o.iter().any(is_omission))
             })
             .filter_map(|(key, options)| {
-                let value = first_acceptable(options)?;
+                // A required parameter is sent even where the answer lists
+                // `""` first (BFCL's data has such entries: its checker
+                // then wants the parameter all the same).
+                let value = if self.required.iter().any(|r| r == key) {
+                    first_given(options)?
+                } else {
+                    first_acceptable(options)?
+                };
                 let value = match &self.source {
                     Some(source) => {
                         let (declared, items) = source.declared(key);
@@ -359,6 +366,12 @@ pub fn first_acceptable(options: &Value) -> Option<Value> {
         return None;
     }
     Some(resolve(first))
+}
+
+/// The first acceptable value that is not an omission.
+fn first_given(options: &Value) -> Option<Value> {
+    let given = options.as_array()?.iter().find(|o| !is_omission(o))?;
+    Some(resolve(given))
 }
 
 /// A nested dict of acceptable values becomes one concrete dict.

@@ -231,8 +231,15 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
     };
     if let Some(error) = schema_validator().iter_errors(&value).next() {
         let pointer = error.instance_path().to_string();
-        return Err(tool_error(&pointer)
-            .unwrap_or_else(|| invalid(pointer, crate::excerpt::schema_error_message(&error))));
+        let message = crate::excerpt::schema_error_message(&error);
+        // The expect block's branches differ by which key is set: say so.
+        if pointer == "/expect" && message.contains("'oneOf'") {
+            return Err(invalid(
+                pointer,
+                "give exactly one of \"calls\" (at least one call), \"no_call\": true or \"any_call\": true".into(),
+            ));
+        }
+        return Err(tool_error(&pointer).unwrap_or_else(|| invalid(pointer, message)));
     }
     let file: ScenarioFile = source::from_value(&value).map_err(|problem| {
         tool_error(&problem.pointer).unwrap_or_else(|| invalid(problem.pointer, problem.message))
@@ -566,7 +573,7 @@ mod tests {
         );
         assert_eq!(
             message(&tool(r#", "timeout_ms": "100""#)),
-            "s.json:2:101: /tools/1/timeout_ms: invalid type: string \"100\", expected u64"
+            "s.json:2:101: /tools/1/timeout_ms: invalid type: string \"100\", expected a whole number >= 0"
         );
         assert!(
             message(&tool(r#", "simulat": {}"#))

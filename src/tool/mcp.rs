@@ -125,6 +125,21 @@ pub enum McpError {
     Runtime(std::io::Error),
 }
 
+/// rmcp's error text worded for a person: no Rust type names, no
+/// internal plumbing ("Send message error Transport [rmcp::...]").
+fn worded(message: &str) -> String {
+    static TYPE_NAMES: OnceLock<regex::Regex> = OnceLock::new();
+    let type_names = TYPE_NAMES
+        .get_or_init(|| regex::Regex::new(r"\s*\[[^\]]*::[^\]]*\]").expect("a valid pattern"));
+    let text = type_names.replace_all(message, "");
+    text.replace("Send message error Transport error: ", "")
+        .replace("Send message error Transport", "")
+        .replace(", when send initialize request", " (sending initialize)")
+        .replace("Client error: ", "")
+        .trim()
+        .to_owned()
+}
+
 fn stderr_note(stderr: &str) -> String {
     if stderr.is_empty() {
         String::new()
@@ -218,7 +233,7 @@ impl Connection {
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
                 .await
-                .map_err(|e| start_error(e.to_string(), &stderr))?
+                .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
         } else {
             let mut command = tokio::process::Command::new(&spec.command[0]);
             command.args(&spec.command[1..]).envs(&spec.env);
@@ -252,7 +267,7 @@ impl Connection {
                 Err(e) => {
                     // Let the stderr reader catch the server's last words.
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    return Err(start_error(e.to_string(), &stderr));
+                    return Err(start_error(worded(&e.to_string()), &stderr));
                 }
             }
         };

@@ -188,11 +188,56 @@ pub struct Simulate {
 
 /// A simulated latency in milliseconds: fixed, or drawn per execution from
 /// a distribution (deterministic from the trial's seed).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Latency {
     Fixed(u64),
     Drawn(LatencyDistribution),
+}
+
+/// What a latency may be, for messages.
+const LATENCY_FORMS: &str = "give whole milliseconds >= 0 (120), {\"uniform\": [LOW, HIGH]} with LOW <= HIGH, or {\"exponential\": MEAN} with MEAN > 0";
+
+impl<'de> Deserialize<'de> for Latency {
+    /// Read with messages that say what is accepted (serde's own for an
+    /// untagged enum names the Rust type), and bounds checked.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(deserializer)?;
+        let bad = |what: String| D::Error::custom(format!("{what}: {LATENCY_FORMS}"));
+        match &value {
+            Value::Number(n) => n
+                .as_u64()
+                .map(Latency::Fixed)
+                .ok_or_else(|| bad(format!("{n} is not a whole number of milliseconds >= 0"))),
+            Value::Object(map) if map.len() == 1 => {
+                let (kind, given) = map.iter().next().expect("one entry");
+                match kind.as_str() {
+                    "uniform" => match given
+                        .as_array()
+                        .map(|b| b.iter().map(Value::as_u64).collect::<Vec<_>>())
+                        .as_deref()
+                    {
+                        Some([Some(low), Some(high)]) if low <= high => {
+                            Ok(Latency::Drawn(LatencyDistribution::Uniform([*low, *high])))
+                        }
+                        _ => Err(bad(format!("uniform {given} is not [LOW, HIGH]"))),
+                    },
+                    "exponential" => match given.as_f64() {
+                        Some(mean) if mean > 0.0 && mean.is_finite() => {
+                            Ok(Latency::Drawn(LatencyDistribution::Exponential(mean)))
+                        }
+                        _ => Err(bad(format!("exponential {given} is not a mean > 0"))),
+                    },
+                    other => Err(bad(format!("{other:?} is not a distribution"))),
+                }
+            }
+            other => Err(bad(format!(
+                "{} is not a latency",
+                crate::excerpt::json_excerpt(other)
+            ))),
+        }
+    }
 }
 
 impl Default for Latency {
@@ -201,8 +246,8 @@ impl Default for Latency {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LatencyDistribution {
     /// Uniform between the two bounds, inclusive: `{"uniform": [50, 150]}`.
     Uniform([u64; 2]),

@@ -322,6 +322,9 @@ fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
     )
     .unwrap()
     .lines()
+    // The scripted example sends a required parameter even where BFCL's
+    // answer lists "" (may be left out) first: those answers validate.
+    .filter(|l| !l.contains("absent from the answer"))
     .filter_map(|l| l.split_once(" -- ").map(|(id, _)| id.to_owned()))
     .filter(|id| {
         let entry = id.split('#').next().unwrap();

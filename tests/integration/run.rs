@@ -167,6 +167,27 @@ fn merged_shards_equal_one_run() {
     ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is a shard missing"));
+
+    // A shard given twice is named, not counted.
+    let merge = |given: &[&PathBuf]| {
+        let mut args = vec!["report", "merge"];
+        args.extend(given.iter().map(|s| s.to_str().unwrap()));
+        args.extend(["--out", merged.to_str().unwrap(), "--force"]);
+        toolgauge(&args)
+    };
+    let twice = merge(&[&shards[0], &shards[0], &shards[1], &shards[2]]);
+    assert_eq!(twice.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&twice.stderr);
+    assert!(stderr.contains("shard1 is given twice"), "{stderr}");
+    // So is a copy of a shard: the same shard twice.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for file in ["run.json", "trials.csv"] {
+        std::fs::copy(shards[1].join(file), copy.join(file)).unwrap();
+    }
+    let same = merge(&[&shards[0], &shards[1], &copy]);
+    let stderr = String::from_utf8_lossy(&same.stderr);
+    assert!(stderr.contains("are both shard 2/3"), "{stderr}");
 }
 
 #[test]
@@ -686,4 +707,46 @@ fn resume_works_from_any_folder() {
         .output()
         .unwrap();
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+}
+
+/// The always-right model is right on every shipped scenario (bar those
+/// whose own script says otherwise): a scenario it fails is a broken
+/// scenario, or a broken judge. MCP scenarios run in their own CI smoke.
+#[test]
+fn the_scripted_model_passes_every_shipped_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec!["run"];
+    let suites: Vec<String> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !["models", "examples", "mcp"].iter().any(|s| p.ends_with(s)))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(suites.len() >= 4, "{suites:?}");
+    args.extend(suites.iter().map(String::as_str));
+    let out_text = out.display().to_string();
+    args.extend([
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "1",
+        "--quiet",
+        "--no-session",
+        "--out",
+        &out_text,
+    ]);
+    let output = crate::toolgauge(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let failed: Vec<String> = reader
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[at("final_success")] != "1.0")
+        .map(|r| r[at("scenario")].to_owned())
+        .filter(|s| !s.ends_with("scripted_never_fixed"))
+        .collect();
+    assert!(failed.is_empty(), "the scripted model fails: {failed:?}");
 }

@@ -52,6 +52,8 @@ fn every_report_format_matches_its_snapshot() {
         "run.json",
     ] {
         let text = std::fs::read_to_string(out.join(file)).unwrap();
+        // run.json names the suite whole: the temporary folder varies.
+        let text = text.replace(&format!("{}/", dir.path().display()), "");
         insta::assert_snapshot!(file, text);
     }
     // Every chart, as summary.md links it and report.html embeds it.
@@ -126,4 +128,102 @@ fn the_task_charts_match_their_snapshots() {
         let svg = std::fs::read_to_string(dir.path().join(format!("out/{name}.svg"))).unwrap();
         insta::assert_snapshot!(format!("chart_{name}.svg"), svg);
     }
+}
+
+/// Bad input gets one line naming the file and field and what is
+/// accepted: no Rust type name, no serde plumbing, no rmcp internals.
+#[test]
+fn bad_input_messages_name_the_field_and_what_it_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = |extra: serde_json::Value| {
+        let mut tool = serde_json::json!({"name": "t", "description": "d",
+            "parameters": {"type": "object", "properties": {}}});
+        for (k, v) in extra.as_object().unwrap() {
+            tool[k] = v.clone();
+        }
+        serde_json::json!({"name": "s", "tools": [tool], "prompt": "p", "expect": {"no_call": true}})
+    };
+    let scenarios = [
+        (
+            "latency_negative",
+            tool(serde_json::json!({"simulate": {"result": "ok", "latency_ms": -5}})),
+        ),
+        (
+            "latency_reversed",
+            tool(
+                serde_json::json!({"simulate": {"result": "ok", "latency_ms": {"uniform": [100, 1]}}}),
+            ),
+        ),
+        (
+            "timeout_text",
+            tool(serde_json::json!({"timeout_ms": "slow"})),
+        ),
+        ("effect_typo", tool(serde_json::json!({"effect": "reed"}))),
+        (
+            "expect_two_ways",
+            serde_json::json!({"name": "s", "tools": ["echo"], "prompt": "p",
+            "expect": {"calls": [{"name": "echo", "arguments": {}}], "no_call": true}}),
+        ),
+        (
+            "mcp_url_down",
+            serde_json::json!({"name": "s", "tools": [{"mcp": {"url": "http://127.0.0.1:9/mcp"}}], "prompt": "p", "expect": {"no_call": true}}),
+        ),
+    ];
+    let scripted = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/models/scripted.json");
+    let mut lines = Vec::new();
+    let mut run = |label: &str, args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{label}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = stderr.lines().last().unwrap_or_default();
+        let line = line.replace(&format!("{}/", dir.path().display()), "");
+        lines.push(format!("{label}: {line}"));
+    };
+    for (name, scenario) in &scenarios {
+        let file = format!("{name}.json");
+        std::fs::write(dir.path().join(&file), scenario.to_string()).unwrap();
+        run(
+            name,
+            &[
+                "run",
+                &file,
+                "--models",
+                scripted.to_str().unwrap(),
+                "--out",
+                "o",
+            ],
+        );
+    }
+    std::fs::write(
+        dir.path().join("p_fix.json"),
+        r#"{"name": "m", "kind": "stochastic", "parameters": {"p_fix": []}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("ok.json"),
+        tool(serde_json::json!({})).to_string(),
+    )
+    .unwrap();
+    run(
+        "p_fix_empty",
+        &["run", "ok.json", "--models", "p_fix.json", "--out", "o"],
+    );
+    run(
+        "replay_without_live_models",
+        &[
+            "run",
+            "ok.json",
+            "--models",
+            scripted.to_str().unwrap(),
+            "--replay",
+            "rec",
+            "--out",
+            "o",
+        ],
+    );
+    insta::assert_snapshot!(lines.join("\n"));
 }
