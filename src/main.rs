@@ -13,6 +13,12 @@ use toolgauge::cli::Cli;
 static GLOBAL: MiMalloc = MiMalloc;
 
 fn main() -> ExitCode {
+    // Output piped into `head` ends quietly, as for any Unix tool, instead
+    // of a panic on the closed pipe.
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match toolgauge::cli::run(cli) {
         Ok(code) => code,

@@ -635,6 +635,7 @@ fn write_run_json(
         max_lost: settings.thresholds.max_lost,
         models: models.to_vec(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+        scenario_infos: crate::harness::scenario_infos(&plan.scenarios),
         suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),
         shell_isolation: plan
             .scenarios

@@ -20,8 +20,26 @@ pub struct Tools {
     pub base_dir: Option<std::path::PathBuf>,
 }
 
-/// `--tools` as given: `mcp:...` or a path.
+/// `--tools` as given: `mcp:...`, `builtin` (toolgauge's own tools, as a
+/// scenario names them) or a path.
 pub fn load(text: &str) -> Result<Tools, CliError> {
+    if text == "builtin" && !Path::new(text).exists() {
+        let defs: Vec<ToolDef> = crate::tool::BUILTIN_NAMES
+            .iter()
+            .filter_map(|name| crate::tool::builtin_definition(name))
+            .collect();
+        return Ok(Tools {
+            label: "the built-in tools".to_owned(),
+            problems: check_definitions(&defs),
+            sources: crate::tool::BUILTIN_NAMES
+                .iter()
+                .map(|name| ToolSource::Builtin((*name).to_owned()))
+                .collect(),
+            defs,
+            served: false,
+            base_dir: None,
+        });
+    }
     let Some(server) = text.strip_prefix("mcp:") else {
         let path = Path::new(text);
         let (defs, problems) = crate::tool::check_definitions_file(path)?;

@@ -22,7 +22,9 @@ pub enum ToolsCommand {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A JSON array of tool definitions, or an MCP server:
+    /// A JSON array of tool definitions; `builtin`, toolgauge's own tools
+    /// (their names, descriptions and argument schemas, as a scenario's
+    /// `"tools": ["store_put"]` gets them); or an MCP server:
     /// `mcp:COMMAND ARGS...` (over stdio) or `mcp:http://HOST:PORT/mcp`.
     #[arg(value_name = "SOURCE")]
     pub source: String,

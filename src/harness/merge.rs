@@ -206,7 +206,13 @@ fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
     Ok(())
 }
 
+/// What the reports need of the run: from run.json, which keeps it, so
+/// that no suite is loaded and no MCP server started; from the suite for
+/// a run folder written before run.json kept it.
 fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
+    if let Some(info) = record.recorded_info() {
+        return Ok(info);
+    }
     let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
         path: std::env::temp_dir(),
         source,

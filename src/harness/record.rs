@@ -91,6 +91,10 @@ pub struct RunRecord {
     pub max_lost: f64,
     pub models: Vec<ModelFile>,
     pub scenarios: Vec<String>,
+    /// What reports need of each scenario, in order: `report merge` and
+    /// `report html` read them here, and start nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenario_infos: Vec<crate::report::ScenarioInfo>,
     /// A fingerprint of the scenario files (`scenario::suite_digest`):
     /// resuming or merging over a suite edited since is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,9 +157,20 @@ impl RunRecord {
         }
     }
 
+    /// What reporters know of the run from this record alone, when it
+    /// keeps its scenarios' infos (runs since they were kept).
+    pub fn recorded_info(&self) -> Option<RunInfo> {
+        (self.scenario_infos.len() == self.scenarios.len() && !self.scenarios.is_empty())
+            .then(|| self.info_with(self.scenario_infos.clone()))
+    }
+
     /// What reporters know of the run, from this record and the suite's
     /// scenarios (for their limits): no model is made ready for it.
     pub fn info(&self, scenarios: &[Scenario]) -> RunInfo {
+        self.info_with(super::scenario_infos(scenarios))
+    }
+
+    fn info_with(&self, scenarios: Vec<crate::report::ScenarioInfo>) -> RunInfo {
         RunInfo {
             models: self
                 .models
@@ -166,7 +181,7 @@ impl RunRecord {
                     max_attempts: file.kind.max_attempts(),
                 })
                 .collect(),
-            scenarios: super::scenario_infos(scenarios),
+            scenarios,
             trials: self.trials,
             seed: self.seed,
             feedback: super::file_name(&self.feedback),

@@ -65,15 +65,20 @@ pub struct ModelInfo {
     pub max_attempts: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// What reports need of a scenario; run.json keeps it, so that reports of
+/// a run folder never load (or start) its suite.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioInfo {
     pub name: String,
     /// 1 for a task (its turns are inside the one attempt).
     pub max_attempts: u32,
     /// Set for a task: how many milestones it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_milestones: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// The scenario's own success threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_success: Option<f64>,
 }
 

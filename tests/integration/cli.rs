@@ -679,3 +679,28 @@ fn differential_fuzzing_finds_where_python_jsonschema_departs_from_ecma_patterns
     // them as integers, as JSON Schema says: no disagreement on valid cases.
     assert!(rows.iter().all(|r| &r[1] != "valid"));
 }
+
+#[test]
+fn tools_list_builtin_prints_every_built_in_tool_with_its_schema() {
+    let output = toolgauge(&["tools", "list", "builtin"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tools: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, toolgauge::tool::BUILTIN_NAMES);
+    let put = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "store_put")
+        .unwrap();
+    assert_eq!(put["parameters"]["type"], "object");
+    assert!(
+        put["parameters"]["properties"]["collection"].is_object(),
+        "{put}"
+    );
+}

@@ -660,3 +660,68 @@ fn exec_runs_a_response_against_an_mcp_servers_tools() {
     // toolgauge's own validation refuses the second before the server.
     assert_eq!(results[1]["is_error"], true);
 }
+
+/// Reports of a run folder read run.json, never the suite: `report merge`
+/// and `report html` start no MCP server (each start leaves a line).
+#[test]
+fn report_merge_and_html_start_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let starts = dir.path().join("starts.log");
+    let command = format!(
+        "echo start >> {}; exec {}",
+        starts.display(),
+        test_server().display()
+    );
+    let scenario = json!({
+        "name": "mcp_add",
+        "tools": [{"mcp": {"command": ["sh", "-c", command]}, "only": ["add"]}],
+        "prompt": "add 1 2",
+        "expect": {"calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}
+    });
+    std::fs::write(suite.join("add.json"), scenario.to_string()).unwrap();
+    let out = dir.path().join("run");
+    let run = toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let count = || std::fs::read_to_string(&starts).unwrap().lines().count();
+    let after_run = count();
+    assert!(after_run >= 1);
+    let merged = dir.path().join("merged");
+    let merge = toolgauge(&[
+        "report",
+        "merge",
+        out.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        merge.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&merge.stderr)
+    );
+    let html = toolgauge(&["report", "html", out.to_str().unwrap()]);
+    assert_eq!(
+        html.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    assert_eq!(count(), after_run, "a report started the MCP server");
+}
