@@ -21,22 +21,20 @@ pub fn own(command: &mut std::process::Command) -> &mut std::process::Command {
 
 /// [`own`] for tokio's commands.
 pub fn own_async(command: &mut tokio::process::Command) -> &mut tokio::process::Command {
-    let parent = std::process::id() as libc::pid_t;
-    command.process_group(0);
-    // SAFETY: as in `own`.
-    unsafe {
-        command.pre_exec(move || die_with_parent(parent));
-    }
+    own(command.as_std_mut());
     command
 }
 
 /// [`own`]'s death signal alone, for a command whose process group is set
 /// elsewhere (rmcp's process wrapper makes MCP servers group leaders).
 pub fn die_with_us(command: &mut tokio::process::Command) -> &mut tokio::process::Command {
+    use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: as in `own`.
     unsafe {
-        command.pre_exec(move || die_with_parent(parent));
+        command
+            .as_std_mut()
+            .pre_exec(move || die_with_parent(parent));
     }
     command
 }

@@ -218,17 +218,7 @@ fn write_reply_entry(
     parsed: &Result<ParsedResponse, ResponseError>,
     body: &[u8],
 ) {
-    out.push(b'{');
-    out.extend_from_slice(context);
-    out.extend_from_slice(b"\"id\":");
-    write_id(out, id);
-    out.extend_from_slice(b",\"parentId\":");
-    match parent {
-        Some(parent) => write_id(out, parent),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\"timestamp\":");
-    write_u64(out, timestamp);
+    write_head(out, context, id, parent, timestamp);
     out.extend_from_slice(b",\"type\":\"model_reply\"");
     match parsed {
         Ok(response) => {
@@ -275,17 +265,7 @@ fn write_call_entry(
     timestamp: u64,
     call: &ParsedCall,
 ) {
-    out.push(b'{');
-    out.extend_from_slice(context);
-    out.extend_from_slice(b"\"id\":");
-    write_id(out, id);
-    out.extend_from_slice(b",\"parentId\":");
-    match parent {
-        Some(parent) => write_id(out, parent),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\"timestamp\":");
-    write_u64(out, timestamp);
+    write_head(out, context, id, parent, timestamp);
     out.extend_from_slice(b",\"type\":\"tool_call\",\"callId\":");
     write_str(out, call.id());
     out.extend_from_slice(b",\"tool\":");
@@ -308,14 +288,7 @@ fn write_result_entry(
     timestamp: u64,
     result: &ToolResult,
 ) {
-    out.push(b'{');
-    out.extend_from_slice(context);
-    out.extend_from_slice(b"\"id\":");
-    write_id(out, id);
-    out.extend_from_slice(b",\"parentId\":");
-    write_id(out, parent);
-    out.extend_from_slice(b",\"timestamp\":");
-    write_u64(out, timestamp);
+    write_head(out, context, id, Some(parent), timestamp);
     out.extend_from_slice(b",\"type\":\"tool_result\",\"callId\":");
     write_str(out, &result.call_id);
     out.extend_from_slice(b",\"tool\":");
@@ -334,6 +307,22 @@ fn write_result_entry(
     out.extend_from_slice(b",\"elapsedUs\":");
     write_u64(out, result.elapsed.as_micros() as u64);
     out.extend_from_slice(b"}\n");
+}
+
+/// What every entry starts with: `{` and its coordinates, `id`,
+/// `parentId` and `timestamp` (the caller goes on with `,"type":...`).
+fn write_head(out: &mut Vec<u8>, context: &[u8], id: u64, parent: Option<u64>, timestamp: u64) {
+    out.push(b'{');
+    out.extend_from_slice(context);
+    out.extend_from_slice(b"\"id\":");
+    write_id(out, id);
+    out.extend_from_slice(b",\"parentId\":");
+    match parent {
+        Some(parent) => write_id(out, parent),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"timestamp\":");
+    write_u64(out, timestamp);
 }
 
 /// Entry ids are `"e1"`, `"e2"`, ... within a log.

@@ -29,6 +29,17 @@ fn processes_with(marker: &str) -> Vec<u32> {
     found
 }
 
+/// The parent of `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// Whether `pid` is a live process (a zombie awaiting its reaper is not).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -182,18 +193,13 @@ fn busy_run(dir: &Path) -> (Child, u32) {
     let out = dir.join("out");
     let child = spawn_run(Path::new("scenarios/mcp/parallel_slow.json"), &out, "20000");
     let parent = child.id();
-    let mut server = 0;
+    let ours = || {
+        processes_with("mcp_test_server")
+            .into_iter()
+            .find(|pid| parent_of(*pid) == Some(parent))
+    };
     assert!(
-        eventually(Duration::from_secs(30), || {
-            processes_with("mcp_test_server").into_iter().any(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                let ppid = stat
-                    .rsplit(')')
-                    .next()
-                    .and_then(|s| s.split_whitespace().nth(1));
-                ppid == Some(&parent.to_string())
-            })
-        }),
+        eventually(Duration::from_secs(30), || ours().is_some()),
         "the test server never started"
     );
     // Started, and running trials (not still loading the suite).
@@ -204,17 +210,7 @@ fn busy_run(dir: &Path) -> (Child, u32) {
         }),
         "no trial finished"
     );
-    for pid in processes_with("mcp_test_server") {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().nth(1))
-            == Some(&parent.to_string())
-        {
-            server = pid;
-        }
-    }
+    let server = ours().unwrap_or(0);
     assert!(
         server != 0 && alive(server),
         "the test server is not running"

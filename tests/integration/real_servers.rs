@@ -96,6 +96,20 @@ fn refuses_what_llama_cpp_python_refuses(body: &Value) -> Option<(u16, String)> 
     None
 }
 
+/// One trial of the weather scenario against `server` speaking
+/// `provider`'s format: the run's folder (its `out`) and what it printed.
+async fn one_trial(
+    provider: &str,
+    server: &MockServer,
+) -> (tempfile::TempDir, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(dir.path(), provider, &base_url(provider, server), json!({}));
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    (dir, output)
+}
+
 /// A column of trials.csv by name.
 fn column(out: &Path, name: &str) -> Vec<String> {
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
@@ -140,16 +154,8 @@ async fn return_sends_the_assistant_turn_as_the_format_defines_it_not_an_echo() 
         refuses_what_llama_cpp_python_refuses,
     )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let (dir, output) = one_trial("openai", &server).await;
     let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // The second attempt was reached and answered, not refused.
     assert_eq!(column(&out, "attempt"), ["1", "2"]);
@@ -223,11 +229,8 @@ async fn reasoning_goes_back_as_each_api_requires_and_server_extras_do_not() {
     )
     .await;
     for (provider, server) in [("anthropic", &server), ("gemini", &gemini)] {
-        let dir = tempfile::tempdir().unwrap();
-        let model = model_file(dir.path(), provider, &base_url(provider, server), json!({}));
-        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let (dir, output) = one_trial(provider, server).await;
         let out = dir.path().join("out");
-        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -269,16 +272,8 @@ async fn a_reply_that_is_not_the_providers_format_is_a_lost_trial_and_fails_the_
             .respond_with(body)
             .mount(&server)
             .await;
-        let dir = tempfile::tempdir().unwrap();
-        let model = model_file(
-            dir.path(),
-            "openai",
-            &base_url("openai", &server),
-            json!({}),
-        );
-        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let (dir, output) = one_trial("openai", &server).await;
         let out = dir.path().join("out");
-        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
         let printed = String::from_utf8_lossy(&output.stdout);
         assert_eq!(
             output.status.code(),
@@ -446,11 +441,8 @@ async fn a_reply_cut_by_the_token_limit_is_truncated_and_the_model_is_told_so() 
     )
     .await;
     for (provider, server) in [("openai", &openai), ("anthropic", &anthropic)] {
-        let dir = tempfile::tempdir().unwrap();
-        let model = model_file(dir.path(), provider, &base_url(provider, server), json!({}));
-        let suite = make_suite(dir.path(), "Weather in Paris?");
+        let (dir, output) = one_trial(provider, server).await;
         let out = dir.path().join("out");
-        let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
         let printed = String::from_utf8_lossy(&output.stdout);
         assert_eq!(
             output.status.code(),
