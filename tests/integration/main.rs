@@ -8,6 +8,7 @@ mod browser;
 mod cli;
 mod conformance;
 mod corpus;
+mod docs;
 mod harness;
 mod live;
 mod mcp;

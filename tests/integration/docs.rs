@@ -1,0 +1,143 @@
+//! The front door and the book hold together: every relative link in
+//! README.md, ARCHITECTURE.md, reports/README.md and docs/ leads to a file
+//! that exists (and a heading, when it names one), every chapter is in the
+//! book's SUMMARY.md, every included file exists, and README.md stays a
+//! front door (at most 150 lines).
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The text of `file` outside fenced code blocks.
+fn prose(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut fenced = false;
+    let mut kept = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// A heading's anchor as GitHub and mdBook make it.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .collect::<String>()
+        .replace(' ', "-")
+}
+
+fn anchors(file: &Path) -> Vec<String> {
+    prose(file)
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|l| slug(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// Every `](target)` of the prose.
+fn links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        if let Some(end) = rest.find(')') {
+            found.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+    }
+    found
+}
+
+fn documents() -> Vec<PathBuf> {
+    let mut files = vec![
+        root().join("README.md"),
+        root().join("ARCHITECTURE.md"),
+        root().join("reports/README.md"),
+    ];
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    files.extend(chapters);
+    files
+}
+
+#[test]
+fn every_link_in_the_readme_and_the_book_leads_somewhere() {
+    let mut broken = Vec::new();
+    for file in documents() {
+        let dir = file.parent().unwrap();
+        let text = prose(&file);
+        for link in links(&text) {
+            if link.starts_with("http://")
+                || link.starts_with("https://")
+                || link.starts_with("mailto:")
+            {
+                continue;
+            }
+            let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                dir.join(path)
+            };
+            if !target.exists() {
+                broken.push(format!("{}: {link}: no such file", file.display()));
+                continue;
+            }
+            if !anchor.is_empty() && !anchors(&target).iter().any(|a| a == anchor) {
+                broken.push(format!("{}: {link}: no such heading", file.display()));
+            }
+        }
+        for line in text.lines() {
+            if let Some(included) = line.trim().strip_prefix("{{#include ")
+                && let Some(path) = included.strip_suffix("}}")
+                && !dir.join(path.trim()).is_file()
+            {
+                broken.push(format!(
+                    "{}: includes {path}, which does not exist",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_chapter_is_in_the_book_and_the_readme_stays_short() {
+    let summary = std::fs::read_to_string(root().join("docs/SUMMARY.md")).unwrap();
+    for chapter in documents()
+        .iter()
+        .filter(|p| p.starts_with(root().join("docs")))
+    {
+        let name = chapter.file_name().unwrap().to_str().unwrap();
+        if name != "SUMMARY.md" {
+            assert!(
+                summary.contains(&format!("]({name})")),
+                "{name} is not in SUMMARY.md"
+            );
+        }
+    }
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 150,
+        "README.md has {} lines",
+        readme.lines().count()
+    );
+}
