@@ -141,3 +141,57 @@ fn every_chapter_is_in_the_book_and_the_readme_stays_short() {
         readme.lines().count()
     );
 }
+
+/// The fenced `json` blocks of the book's chapters.
+fn json_blocks() -> Vec<(PathBuf, String)> {
+    let mut blocks = Vec::new();
+    for file in documents()
+        .into_iter()
+        .filter(|p| p.starts_with(root().join("docs")))
+    {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut current: Option<String> = None;
+        for line in text.lines() {
+            match (&mut current, line.trim_start()) {
+                (None, "```json") => current = Some(String::new()),
+                (Some(_), "```") => blocks.push((file.clone(), current.take().unwrap())),
+                (Some(block), _) => {
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    blocks
+}
+
+/// Every whole scenario the book shows loads, every live model file it
+/// shows is one toolgauge accepts: examples a reader copies work.
+#[test]
+fn every_scenario_and_model_file_in_the_book_loads() {
+    let (mut scenarios, mut models) = (0, 0);
+    for (file, block) in json_blocks() {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&block) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("example.json");
+        std::fs::write(&path, &block).unwrap();
+        if value.get("expect").is_some() || value.get("task").is_some() {
+            toolgauge::scenario::load_scenario(&path, dir.path()).unwrap_or_else(|e| {
+                panic!("{}: a scenario that does not load: {e}", file.display())
+            });
+            scenarios += 1;
+        } else if value.get("api").is_some() {
+            toolgauge::model::ModelFile::load(&path).unwrap_or_else(|e| {
+                panic!("{}: a model file that does not load: {e}", file.display())
+            });
+            models += 1;
+        }
+    }
+    assert!(
+        scenarios >= 1 && models >= 1,
+        "{scenarios} scenario(s), {models} model file(s)"
+    );
+}
