@@ -479,12 +479,12 @@ async fn model_time_is_the_servers_and_the_queue_is_reported_apart() {
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    // 120 requests a minute: each request starts 0.5 s after the last.
+    // 60 requests a minute: each request starts 1 s after the last.
     let model = model_file(
         dir.path(),
         "openai",
         &base_url("openai", &server),
-        json!({"requests_per_minute": 120}),
+        json!({"requests_per_minute": 60}),
     );
     let suite = make_suite(dir.path(), "Weather in Paris?");
     let out = dir.path().join("out");
@@ -498,12 +498,13 @@ async fn model_time_is_the_servers_and_the_queue_is_reported_apart() {
             .collect()
     };
     let (model_ms, queue_ms) = (ms("model_ms"), ms("queue_ms"));
-    // The pace made the later requests wait about 0.5 s and 1 s: that
+    // The pace made the later requests wait about 1 s and 2 s: that
     // wait is queue time, and the model's time stays a loopback answer.
     let mut waited = queue_ms.clone();
     waited.sort_by(f64::total_cmp);
-    assert!(waited[1] >= 400.0 && waited[2] >= 900.0, "{queue_ms:?}");
-    assert!(model_ms.iter().all(|ms| *ms < 400.0), "{model_ms:?}");
+    assert!(waited[1] >= 900.0 && waited[2] >= 1900.0, "{queue_ms:?}");
+    // Had the queue been counted, the last request's time would be 2 s.
+    assert!(model_ms.iter().all(|ms| *ms < 900.0), "{model_ms:?}");
 }
 
 /// An OpenAI-compatible server for doctor's probes: it calls the tool
