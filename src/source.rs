@@ -160,6 +160,21 @@ pub fn in_json_words(message: &str) -> String {
     text.replace("invalid type: sequence", "invalid type: array")
 }
 
+/// A key as one segment of a JSON pointer (RFC 6901: `~` is `~0`, `/` is
+/// `~1`); borrowed when it needs neither. The one place this is written.
+pub fn pointer_segment(key: &str) -> std::borrow::Cow<'_, str> {
+    if key.contains(['~', '/']) {
+        std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
+    } else {
+        std::borrow::Cow::Borrowed(key)
+    }
+}
+
+/// The key a JSON pointer segment names: [`pointer_segment`] undone.
+pub fn pointer_key(segment: &str) -> String {
+    segment.replace("~1", "/").replace("~0", "~")
+}
+
 /// serde_path_to_error's path as an RFC 6901 JSON pointer.
 fn pointer_of(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
@@ -171,7 +186,7 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
             }
             Segment::Map { key } | Segment::Enum { variant: key } => {
                 pointer.push('/');
-                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                pointer.push_str(&pointer_segment(key));
             }
             Segment::Unknown => pointer.push_str("/?"),
         }
@@ -274,6 +289,18 @@ mod tests {
     #[allow(dead_code)]
     struct Item {
         count: u32,
+    }
+
+    #[test]
+    fn pointer_segments_escape_and_unescape_as_rfc_6901_says() {
+        assert_eq!(pointer_segment("a/b~c"), "a~1b~0c");
+        assert_eq!(pointer_key("a~1b~0c"), "a/b~c");
+        // "~01" is "~1" escaped, not "/".
+        assert_eq!(pointer_key(&pointer_segment("~1")), "~1");
+        assert!(matches!(
+            pointer_segment("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
         }
         Edit::Remove => {
             let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-            let key = key.replace("~1", "/").replace("~0", "~");
+            let key = crate::source::pointer_key(key);
             if let Some(Value::Object(map)) = copy.pointer_mut(parent) {
                 map.remove(&key);
             }
@@ -186,11 +186,7 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
 }
 
 fn escape(key: &str) -> String {
-    if key.contains(['~', '/']) {
-        key.replace('~', "~0").replace('/', "~1")
-    } else {
-        key.to_owned()
-    }
+    crate::source::pointer_segment(key).into_owned()
 }
 
 type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;

@@ -210,7 +210,7 @@ fn break_call(
             let clue = match mutant.mutation {
                 SchemaMutation::Required => {
                     let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
-                    format!("'{}'", key.replace("~1", "/").replace("~0", "~"))
+                    format!("'{}'", crate::source::pointer_key(key))
                 }
                 _ => mutant.pointer.clone(),
             };

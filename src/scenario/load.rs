@@ -391,7 +391,7 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                     format!("no tool named {:?} in this scenario's tools", call.name),
                 ));
             };
-            let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
+            let escape = crate::source::pointer_segment;
             if expect.rules == Rules::Bfcl {
                 // BFCL's answers are judged by its rules, not by the schema:
                 // some of its ground truth fails its own schema (see

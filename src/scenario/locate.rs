@@ -6,10 +6,7 @@
 pub fn locate(text: &str, pointer: &str) -> (usize, usize) {
     let bytes = text.as_bytes();
     let mut pos = skip_ws(bytes, 0);
-    let segments = pointer
-        .split('/')
-        .skip(1)
-        .map(|s| s.replace("~1", "/").replace("~0", "~"));
+    let segments = pointer.split('/').skip(1).map(crate::source::pointer_key);
     for segment in segments {
         match find_child(bytes, pos, &segment) {
             Some(child) => pos = child,

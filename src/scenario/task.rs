@@ -137,7 +137,7 @@ pub type TaskProblem = (String, String);
 impl Task {
     /// Check a task block against the scenario's tools.
     pub fn compile(file: &TaskFile, registry: &Registry) -> Result<Task, TaskProblem> {
-        let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
+        let escape = crate::source::pointer_segment;
         if file.max_turns == 0 {
             return Err((
                 "/task/max_turns".into(),

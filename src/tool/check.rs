@@ -275,7 +275,7 @@ fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(Strin
 
 /// Escape a property name for use in a JSON pointer (RFC 6901).
 pub(crate) fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
+    crate::source::pointer_segment(segment).into_owned()
 }
 
 #[cfg(test)]
