@@ -303,18 +303,14 @@ async fn a_reply_that_is_not_the_providers_format_is_a_lost_trial_and_fails_the_
 
 #[tokio::test]
 async fn lost_trials_fail_the_run_unless_max_lost_allows_them() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+    // The first reply is `{}`, every later one a good call.
+    let flaky = || {
+        serve(
+            vec![json!({}), reply("openai", json!({"city": "Paris"}))],
+            |_| None,
         )
-        .mount(&server)
-        .await;
+    };
+    let server = flaky().await;
     let dir = tempfile::tempdir().unwrap();
     let model = model_file(
         dir.path(),
@@ -342,18 +338,14 @@ async fn lost_trials_fail_the_run_unless_max_lost_allows_them() {
         "{}",
         String::from_utf8_lossy(&strict.stdout)
     );
-    server.reset().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
-        )
-        .mount(&server)
-        .await;
+    // A fresh server at another port: the model file is written again.
+    let server = flaky().await;
+    model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
     let allowed = run("allowed", &["--max-lost", "0.5"]).await;
     assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
 }
