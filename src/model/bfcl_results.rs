@@ -257,7 +257,10 @@ impl ModelTrial for ReplayTrial<'_> {
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         let (calls, latency, usage) = self.model.results.reply(self.scenario);
         let mut body = Vec::with_capacity(256);
-        self.model.provider.write_response("", &calls, &mut body);
+        // The body says the recorded tokens, as the log shows them.
+        self.model
+            .provider
+            .write_response_with("", &calls, usage, &mut body);
         // As a mock's latency: exact and instant on the virtual clock.
         Box::pin(async move {
             if !latency.is_zero() {

@@ -14,7 +14,7 @@ use super::{
     api_error_message, count, make_call, non_empty, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
-use crate::json_writer::{write_separated, write_str};
+use crate::json_writer::{write_separated, write_str, write_u64};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -152,7 +152,7 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
 }
 
 /// A message as the API sends it, written straight into `out`.
-pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], usage: Usage, out: &mut Vec<u8>) {
     out.extend_from_slice(
         b"{\"id\":\"msg_toolgauge\",\"type\":\"message\",\"role\":\"assistant\",\
           \"model\":\"toolgauge-mock\",\"content\":[",
@@ -182,9 +182,11 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
     } else {
         b"\"tool_use\""
     });
-    out.extend_from_slice(
-        b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}",
-    );
+    out.extend_from_slice(b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":");
+    write_u64(out, usage.input_tokens);
+    out.extend_from_slice(b",\"output_tokens\":");
+    write_u64(out, usage.output_tokens);
+    out.extend_from_slice(b"}}");
 }
 
 pub(super) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";

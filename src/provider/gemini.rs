@@ -16,7 +16,7 @@ use super::{
     ResponseError, count, make_call, non_empty, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
-use crate::json_writer::{write_separated, write_str};
+use crate::json_writer::{write_separated, write_str, write_u64};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -205,7 +205,7 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
 
 /// A generateContent response as the API sends it, written straight into
 /// `out`.
-pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], usage: Usage, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[");
     if !text.is_empty() {
         out.extend_from_slice(b"{\"text\":");
@@ -232,10 +232,14 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
         out.extend_from_slice(b"}}");
     });
     out.extend_from_slice(
-        b"]},\"finishReason\":\"STOP\",\"index\":0}],\
-          \"usageMetadata\":{\"promptTokenCount\":0,\"candidatesTokenCount\":0,\"totalTokenCount\":0},\
-          \"modelVersion\":\"toolgauge-mock\"}",
+        b"]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":",
     );
+    write_u64(out, usage.input_tokens);
+    out.extend_from_slice(b",\"candidatesTokenCount\":");
+    write_u64(out, usage.output_tokens);
+    out.extend_from_slice(b",\"totalTokenCount\":");
+    write_u64(out, usage.input_tokens + usage.output_tokens);
+    out.extend_from_slice(b"},\"modelVersion\":\"toolgauge-mock\"}");
 }
 
 pub(super) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";

@@ -182,10 +182,22 @@ impl Provider {
     /// The body a model of this wire format would send for `text` and
     /// `calls`, written straight into `out` (the mock models' replies).
     pub fn write_response(self, text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+        self.write_response_with(text, calls, Usage::default(), out);
+    }
+
+    /// [`Provider::write_response`] with a usage block that says `usage`
+    /// (a replayed run's recorded token counts).
+    pub fn write_response_with(
+        self,
+        text: &str,
+        calls: &[ParsedCall],
+        usage: Usage,
+        out: &mut Vec<u8>,
+    ) {
         match self {
-            Provider::OpenAi => openai::write_response(text, calls, out),
-            Provider::Anthropic => anthropic::write_response(text, calls, out),
-            Provider::Gemini => gemini::write_response(text, calls, out),
+            Provider::OpenAi => openai::write_response(text, calls, usage, out),
+            Provider::Anthropic => anthropic::write_response(text, calls, usage, out),
+            Provider::Gemini => gemini::write_response(text, calls, usage, out),
         }
     }
 }

@@ -14,7 +14,7 @@ use super::{
     make_call, non_empty,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
-use crate::json_writer::{write_separated, write_str, write_value};
+use crate::json_writer::{write_separated, write_str, write_u64, write_value};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -197,7 +197,7 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
 }
 
 /// A chat completion as the API sends it, written straight into `out`.
-pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>) {
+pub(super) fn write_response(text: &str, calls: &[ParsedCall], usage: Usage, out: &mut Vec<u8>) {
     out.extend_from_slice(
         b"{\"id\":\"chatcmpl-toolgauge\",\"object\":\"chat.completion\",\"created\":0,\
           \"model\":\"toolgauge-mock\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\
@@ -243,9 +243,13 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], out: &mut Vec<u8>
     } else {
         b"\"tool_calls\""
     });
-    out.extend_from_slice(
-        b"}],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}",
-    );
+    out.extend_from_slice(b"}],\"usage\":{\"prompt_tokens\":");
+    write_u64(out, usage.input_tokens);
+    out.extend_from_slice(b",\"completion_tokens\":");
+    write_u64(out, usage.output_tokens);
+    out.extend_from_slice(b",\"total_tokens\":");
+    write_u64(out, usage.input_tokens + usage.output_tokens);
+    out.extend_from_slice(b"}}");
 }
 
 pub(super) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

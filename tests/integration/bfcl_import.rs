@@ -196,6 +196,15 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
             ["1250.0", "300", "20"]
         };
         assert_eq!([&row[9], &row[13], &row[14]], recorded, "{name}: {row:?}");
+        // The log says the same tokens as trials.csv.
+        let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+        let reply: serde_json::Value = log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["scenario"] == *name && e["type"] == "model_reply")
+            .unwrap();
+        assert_eq!(reply["inputTokens"].to_string(), recorded[1], "{name}");
+        assert_eq!(reply["outputTokens"].to_string(), recorded[2], "{name}");
         assert_eq!(&row[4] == "true", *success, "{name}: {row:?}");
         assert_eq!(&row[6], *failures, "{name}: {row:?}");
         assert_eq!(&row[7], *reason, "{name}: {row:?}");
