@@ -4,8 +4,10 @@
 //! each case, no process toolgauge started is left, by PID and by a
 //! marker in its command line.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -40,30 +42,63 @@ fn parent_of(pid: u32) -> Option<u32> {
         .ok()
 }
 
-/// Whether `pid` is a live process (a zombie awaiting its reaper is not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
+/// Whether `pid` has ended within `limit`: waits on the kernel's word
+/// (a pidfd becomes readable when the process exits), not on a clock.
+fn exits_within(pid: u32, limit: Duration) -> bool {
+    // SAFETY: pidfd_open and poll only read; the fd is closed below.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
+        if fd < 0 {
+            return true; // no such process: gone already
+        }
+        let mut event = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ready = libc::poll(&mut event, 1, limit.as_millis() as i32);
+        libc::close(fd);
+        ready == 1
+    }
 }
 
-/// Poll `condition` until it holds or `limit` passes; whether it held.
-fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
+/// Every process whose command line holds `marker` ends within `limit`.
+fn all_exit_within(marker: &str, limit: Duration) -> bool {
+    processes_with(marker)
+        .into_iter()
+        .all(|pid| exits_within(pid, limit))
+}
+
+/// The lines `reader` gives, sent one by one as they come.
+fn lines_of(reader: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// Wait, at most `limit`, for a line holding `needle`; the lines read.
+fn wait_for_line(lines: &Receiver<String>, needle: &str, limit: Duration) -> Vec<String> {
     let until = Instant::now() + limit;
-    loop {
-        if condition() {
-            return true;
+    let mut seen = Vec::new();
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains(needle);
+                seen.push(line);
+                if found {
+                    return seen;
+                }
+            }
+            Err(_) => break,
         }
-        if Instant::now() > until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
+    panic!("no line with {needle:?} within {limit:?}: {seen:?}");
 }
 
 fn suite_with(
@@ -89,6 +124,10 @@ fn suite_with(
 }
 
 fn spawn_run(suite: &Path, out: &Path, trials: &str) -> Child {
+    spawn_run_with(suite, out, trials, &["--quiet"])
+}
+
+fn spawn_run_with(suite: &Path, out: &Path, trials: &str, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_toolgauge"))
         .args([
             "run",
@@ -96,13 +135,8 @@ fn spawn_run(suite: &Path, out: &Path, trials: &str) -> Child {
             "--models",
             "scenarios/models/scripted.json",
         ])
-        .args([
-            "--trials",
-            trials,
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        .args(["--trials", trials, "--out", out.to_str().unwrap()])
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -149,7 +183,7 @@ fn an_mcp_server_that_never_answers_stops_the_run_within_its_startup_deadline() 
         );
         assert!(started.elapsed() < Duration::from_secs(20), "{marker}");
         assert!(
-            eventually(Duration::from_secs(5), || processes_with(marker).is_empty()),
+            all_exit_within(marker, Duration::from_secs(5)),
             "{marker}: left running: {:?}",
             processes_with(marker)
         );
@@ -160,18 +194,21 @@ fn an_mcp_server_that_never_answers_stops_the_run_within_its_startup_deadline() 
 fn sigint_during_start_up_stops_at_once_and_leaves_no_server() {
     let dir = tempfile::tempdir().unwrap();
     let marker = "1000.789";
+    // The server says it started through a FIFO the test reads: no clock.
+    let fifo = dir.path().join("started");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let command = format!("echo up > {}; exec sleep {marker}", fifo.display());
     let suite = suite_with(
         dir.path(),
         "slow_start",
-        json!(["sleep", marker]),
+        json!(["sh", "-c", command]),
         json!({}),
     );
     let child = spawn_run(&suite, &dir.path().join("out"), "1");
-    assert!(
-        eventually(Duration::from_secs(20), || !processes_with(marker)
-            .is_empty()),
-        "the server never started"
-    );
+    let started = lines_of(std::fs::File::open(&fifo).unwrap());
+    wait_for_line(&started, "up", Duration::from_secs(20));
     let server = processes_with(marker)[0];
     signal(&child, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
@@ -182,50 +219,40 @@ fn sigint_during_start_up_stops_at_once_and_leaves_no_server() {
         "{stderr}"
     );
     assert!(
-        eventually(Duration::from_secs(5), || !alive(server)),
+        exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived toolgauge"
     );
 }
 
 /// A run of the MCP suite's slow scenario, long enough to be stopped in
-/// the middle; the test server's PID once it serves.
-fn busy_run(dir: &Path) -> (Child, u32) {
+/// the middle, once it reports progress (running trials, not loading the
+/// suite): the run, the test server's PID and the run's stderr lines.
+fn busy_run(dir: &Path) -> (Child, u32, Receiver<String>) {
     let out = dir.join("out");
-    let child = spawn_run(Path::new("scenarios/mcp/parallel_slow.json"), &out, "20000");
+    let mut child = spawn_run_with(
+        Path::new("scenarios/mcp/parallel_slow.json"),
+        &out,
+        "20000",
+        &[],
+    );
+    let stderr = lines_of(child.stderr.take().unwrap());
+    wait_for_line(&stderr, "progress:", Duration::from_secs(60));
     let parent = child.id();
-    let ours = || {
-        processes_with("mcp_test_server")
-            .into_iter()
-            .find(|pid| parent_of(*pid) == Some(parent))
-    };
-    assert!(
-        eventually(Duration::from_secs(30), || ours().is_some()),
-        "the test server never started"
-    );
-    // Started, and running trials (not still loading the suite).
-    let trials = out.join("trials.csv");
-    assert!(
-        eventually(Duration::from_secs(30), || {
-            std::fs::read_to_string(&trials).is_ok_and(|t| t.lines().count() > 1)
-        }),
-        "no trial finished"
-    );
-    let server = ours().unwrap_or(0);
-    assert!(
-        server != 0 && alive(server),
-        "the test server is not running"
-    );
-    (child, server)
+    let server = processes_with("mcp_test_server")
+        .into_iter()
+        .find(|pid| parent_of(*pid) == Some(parent))
+        .expect("the test server is not running");
+    (child, server, stderr)
 }
 
 #[test]
 fn sigterm_stops_a_run_as_ctrl_c_does_and_the_server_goes_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, server) = busy_run(dir.path());
+    let (mut child, server, lines) = busy_run(dir.path());
     signal(&child, libc::SIGTERM);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    let status = child.wait().unwrap();
+    let stderr = lines.iter().collect::<Vec<_>>().join("\n");
+    assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("interrupted (SIGTERM)"), "{stderr}");
     // The hint names the folder whole, so it works from anywhere.
     let out = std::path::absolute(dir.path().join("out")).unwrap();
@@ -234,7 +261,7 @@ fn sigterm_stops_a_run_as_ctrl_c_does_and_the_server_goes_with_it() {
         "{stderr}"
     );
     assert!(
-        eventually(Duration::from_secs(5), || !alive(server)),
+        exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived the run"
     );
 }
@@ -242,11 +269,11 @@ fn sigterm_stops_a_run_as_ctrl_c_does_and_the_server_goes_with_it() {
 #[test]
 fn a_killed_toolgauge_takes_its_mcp_server_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, server) = busy_run(dir.path());
+    let (mut child, server, _) = busy_run(dir.path());
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
     assert!(
-        eventually(Duration::from_secs(5), || !alive(server)),
+        exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived a killed toolgauge"
     );
 }
@@ -284,7 +311,7 @@ fn a_command_validator_that_times_out_leaves_no_process_behind() {
     );
     assert!(started.elapsed() < Duration::from_secs(20));
     assert!(
-        eventually(Duration::from_secs(5), || processes_with(marker).is_empty()),
+        all_exit_within(marker, Duration::from_secs(5)),
         "left running: {:?}",
         processes_with(marker)
     );
