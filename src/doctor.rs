@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use crate::call::{ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
 use crate::model::ModelFile;
 use crate::model::live::api_key;
-use crate::provider::{ApiSettings, Ask, Conversation, ParsedResponse, Provider, ToolChoice};
+use crate::provider::{
+    ApiSettings, Ask, Conversation, ParsedResponse, Provider, ResponseError, ToolChoice,
+};
 use crate::transport::{ApiRequest, Transport};
 
 /// What a probe found.
@@ -156,7 +158,7 @@ struct Prober {
 /// What came back for one probe's request.
 struct Answer {
     json: Value,
-    parsed: Result<ParsedResponse, String>,
+    parsed: Result<ParsedResponse, ResponseError>,
 }
 
 /// Probe the endpoint of a live model file.
@@ -176,7 +178,7 @@ pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
     settings.tool_choice.get_or_insert(ToolChoice::Auto);
     let prober = Prober {
         provider,
-        key: api_key(&settings).map_err(setup)?,
+        key: api_key(&settings).map_err(|e| setup(e.to_string()))?,
         transport: Transport::new(&settings.transport()).map_err(|e| setup(e.to_string()))?,
         settings,
         tools: vec![FunctionSpec {
@@ -255,10 +257,7 @@ impl Prober {
             .await
             .map_err(|e| e.to_string())?;
         let json: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
-        let parsed = self
-            .provider
-            .parse_response(&response.body)
-            .map_err(|e| e.to_string());
+        let parsed = self.provider.parse_response(&response.body);
         Ok(Answer { json, parsed })
     }
 
@@ -293,7 +292,7 @@ impl Prober {
             finding(USAGE, Verdict::No, "the reply has no token counts")
         };
         let call = match &answer.parsed {
-            Err(error) => finding(TOOL_CALL, Verdict::No, error.clone()),
+            Err(error) => finding(TOOL_CALL, Verdict::No, error.to_string()),
             Ok(parsed) => match parsed.calls.first() {
                 Some(ParsedCall::Ok(call)) if call.name == TOOL => finding(
                     TOOL_CALL,
@@ -442,7 +441,7 @@ impl Prober {
             Err(error) => finding(PARALLEL, Verdict::No, format!("refused: {error}")),
             Ok(Answer {
                 parsed: Err(error), ..
-            }) => finding(PARALLEL, Verdict::No, error),
+            }) => finding(PARALLEL, Verdict::No, error.to_string()),
             Ok(Answer {
                 parsed: Ok(parsed), ..
             }) => {
@@ -466,7 +465,7 @@ impl Prober {
             Err(error) => finding(probe, Verdict::No, format!("refused: {error}")),
             Ok(Answer {
                 parsed: Err(error), ..
-            }) => finding(probe, Verdict::No, error),
+            }) => finding(probe, Verdict::No, error.to_string()),
             Ok(Answer {
                 parsed: Ok(parsed), ..
             }) => {
@@ -495,7 +494,7 @@ impl Prober {
             Err(error) => finding(TRUNCATION, Verdict::Unknown, format!("refused: {error}")),
             Ok(Answer {
                 parsed: Err(error), ..
-            }) => finding(TRUNCATION, Verdict::Unknown, error),
+            }) => finding(TRUNCATION, Verdict::Unknown, error.to_string()),
             Ok(Answer {
                 parsed: Ok(parsed), ..
             }) => {

@@ -492,7 +492,7 @@ impl<'p> TrialRun<'p> {
             .iter()
             .filter(|f| **f == Failure::Validation)
             .count() as u32;
-        let record = AttemptRecord {
+        let mut record = AttemptRecord {
             attempt,
             success: failures.is_empty(),
             schema_errors,
@@ -515,9 +515,9 @@ impl<'p> TrialRun<'p> {
             .copied()
             .find(|f| f.is_infrastructure())
         {
-            let why = match (&turn.parsed, lost) {
-                (Err(error), _) => error.to_string(),
-                (Ok(_), _) => turn
+            let why = match &turn.parsed {
+                Err(error) => error.to_string(),
+                Ok(_) => turn
                     .batch
                     .results
                     .iter()
@@ -533,7 +533,6 @@ impl<'p> TrialRun<'p> {
                 self.trial,
                 crate::excerpt::cut(&why, 300)
             );
-            let mut record = record;
             // Only the infrastructure failure: the rest measured nothing.
             record.failures = vec![lost];
             record.success = false;

@@ -23,16 +23,23 @@ pub struct LiveOptions {
     pub replay: Option<PathBuf>,
 }
 
+/// The variable a model file names for its key is not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the environment variable {variable} (api.api_key_env) is not set; export the API key there"
+)]
+pub struct MissingKey {
+    pub variable: String,
+}
+
 /// The API key a model file names (`api.api_key_env`), read from the
 /// environment; `None` when it names none (a local server).
-pub fn api_key(settings: &ApiSettings) -> Result<Option<String>, String> {
+pub fn api_key(settings: &ApiSettings) -> Result<Option<String>, MissingKey> {
     let Some(variable) = &settings.api_key_env else {
         return Ok(None);
     };
-    std::env::var(variable).map(Some).map_err(|_| {
-        format!(
-            "the environment variable {variable} (api.api_key_env) is not set; export the API key there"
-        )
+    std::env::var(variable).map(Some).map_err(|_| MissingKey {
+        variable: variable.clone(),
     })
 }
 
