@@ -9,14 +9,20 @@
 /// Make `command` an owned child: its own process group, killed with us.
 pub fn own(command: &mut std::process::Command) -> &mut std::process::Command {
     use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
     command.process_group(0);
+    set_death_signal(command);
+    command
+}
+
+/// The kernel kills the child when the thread that starts it ends.
+fn set_death_signal(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the child between fork and exec, and
     // calls only async-signal-safe functions.
     unsafe {
         command.pre_exec(move || die_with_parent(parent));
     }
-    command
 }
 
 /// [`own`] for tokio's commands.
