@@ -83,7 +83,12 @@ fn scenarios(dir: &Path) -> (Scenario, Scenario) {
     let load = |value: serde_json::Value, name: &str| {
         let path = dir.join(format!("{name}.json"));
         std::fs::write(&path, value.to_string()).unwrap();
-        load_scenario(&path, &dir.join("sandboxes")).unwrap()
+        load_scenario(
+            &path,
+            &dir.join("sandboxes"),
+            &toolgauge::tool::mcp::ToolServers::new(),
+        )
+        .unwrap()
     };
     (load(task, "chain"), load(single, "single"))
 }
@@ -127,13 +132,17 @@ fn bench(c: &mut Criterion) {
 
     // The agent suite on the three stochastic mocks: tasks per second.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let suite = load_suite(&root.join("agent"), &dir.path().join("suite"))
-        .unwrap()
-        .scenarios
-        .into_iter()
-        // The shell task waits on real processes: not a measure of toolgauge.
-        .filter(|s| s.registry.lookup(toolgauge::tool::SHELL_TOOL).is_none())
-        .collect();
+    let suite = load_suite(
+        &root.join("agent"),
+        &dir.path().join("suite"),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap()
+    .scenarios
+    .into_iter()
+    // The shell task waits on real processes: not a measure of toolgauge.
+    .filter(|s| s.registry.lookup(toolgauge::tool::SHELL_TOOL).is_none())
+    .collect();
     let models = ["reference", "careless", "attentive"].map(model).to_vec();
     let suite_plan = plan(suite, models, 20);
     group.throughput(Throughput::Elements(suite_plan.jobs().count() as u64));

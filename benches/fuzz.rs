@@ -18,7 +18,13 @@ const CASES: usize = 100;
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/starter");
     let sandbox = tempfile::tempdir().unwrap();
-    let scenarios = load_suite(&root, sandbox.path()).unwrap().scenarios;
+    let scenarios = load_suite(
+        &root,
+        sandbox.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap()
+    .scenarios;
     // Every distinct tool of the suite, once.
     let mut tools = Vec::new();
     for scenario in &scenarios {

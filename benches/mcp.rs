@@ -13,7 +13,7 @@ use mimalloc::MiMalloc;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
-use toolgauge::tool::mcp::{McpServer, McpServerSpec};
+use toolgauge::tool::mcp::{McpServerSpec, ToolServers};
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
 // As in the binary.
@@ -58,7 +58,10 @@ fn bench(c: &mut Criterion) {
         command: vec![server.display().to_string(), "--bench".into()],
         ..McpServerSpec::default()
     };
-    let tools = McpServer::open(&spec)
+    // Stopped when the bench ends.
+    let servers = ToolServers::new();
+    let tools = servers
+        .open(&spec)
         .unwrap()
         .tools(Some(&["add".to_owned()]), &[], false)
         .unwrap();
@@ -94,7 +97,6 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
     drop(runtime);
-    toolgauge::tool::mcp::shutdown_all();
 }
 
 criterion_group!(benches, bench);

@@ -21,9 +21,13 @@ const TRIALS: u32 = 20;
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let sandbox = tempfile::tempdir().unwrap();
-    let scenarios = load_suite(&root.join("starter"), sandbox.path())
-        .unwrap()
-        .scenarios;
+    let scenarios = load_suite(
+        &root.join("starter"),
+        sandbox.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap()
+    .scenarios;
     let models = ["reference", "careless", "attentive"]
         .iter()
         .map(|m| {

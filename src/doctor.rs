@@ -127,6 +127,78 @@ pub enum DoctorError {
     NotLive { model: String },
     #[error("model {model:?}: {problem}")]
     Setup { model: String, problem: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a doctor result: {source}", path.display())]
+    NotADiagnosis {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+/// Probe the endpoint of a live model file on a runtime of its own.
+pub fn diagnose_blocking(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DoctorError::Setup {
+            model: file.name.clone(),
+            problem: format!("cannot start the probes: {e}"),
+        })?;
+    runtime.block_on(diagnose(file))
+}
+
+impl Diagnosis {
+    /// Write the findings as JSON to `path`.
+    pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
+        let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
+        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+/// The diagnosis of `file` for a run in `out`: the one cached there
+/// (`doctor-<model>.json`), or with `probe_now` a new probe, cached. Gives
+/// a warning for each probe that says a self-correction run against it
+/// would not measure what it claims.
+pub fn before_run(
+    file: &ModelFile,
+    out: &std::path::Path,
+    probe_now: bool,
+) -> Result<Vec<String>, DoctorError> {
+    let cached = out.join(format!("doctor-{}.json", file.name));
+    let diagnosis: Diagnosis = match std::fs::read(&cached) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|source| DoctorError::NotADiagnosis {
+                path: cached.clone(),
+                source,
+            })?
+        }
+        Err(_) if probe_now => {
+            let diagnosis = diagnose_blocking(file)?;
+            diagnosis.save(&cached)?;
+            diagnosis
+        }
+        Err(_) => return Ok(Vec::new()),
+    };
+    Ok(diagnosis
+        .missing()
+        .into_iter()
+        .map(|finding| {
+            format!(
+                "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
+                file.name,
+                finding.probe,
+                finding.verdict.as_str(),
+                finding.evidence
+            )
+        })
+        .collect())
 }
 
 /// The word a probe hides in a tool result, for the model to repeat.

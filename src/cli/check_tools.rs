@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::CliError;
+use crate::tool::mcp::ToolServers;
 
 #[derive(Debug, Args)]
 pub struct CheckToolsArgs {
@@ -16,9 +17,8 @@ pub struct CheckToolsArgs {
 }
 
 pub fn run(args: &CheckToolsArgs) -> Result<ExitCode, CliError> {
-    let tools = super::tool_source::load(&args.tools);
-    crate::tool::mcp::shutdown_all();
-    let tools = tools?;
+    // The server (for mcp:SERVER) is stopped once its tools are read.
+    let tools = super::tool_source::load(&args.tools, &ToolServers::new())?;
     for problem in &tools.problems {
         println!("{problem}");
     }

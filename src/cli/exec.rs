@@ -11,6 +11,7 @@ use clap::Args;
 use super::CliError;
 use crate::pipeline::{ExecMode, ExecOptions, Pipeline, SessionLog};
 use crate::provider::Provider;
+use crate::tool::mcp::ToolServers;
 use crate::tool::{BUILTIN_NAMES, Registry, SHELL_TOOL, Sandbox, ToolEnv, ToolSource};
 
 #[derive(Debug, Args)]
@@ -52,14 +53,14 @@ fn parse_provider(text: &str) -> Result<Provider, crate::provider::UnknownProvid
 }
 
 pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
-    let outcome = exec(args);
-    // Every MCP server started is stopped, whatever happened.
-    crate::tool::mcp::shutdown_all();
-    outcome
+    // Every MCP server started is stopped when `servers` goes, whatever
+    // happened.
+    let servers = ToolServers::new();
+    exec(args, &servers)
 }
 
-fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
-    let registry = Arc::new(build_registry(args)?);
+fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
+    let registry = Arc::new(build_registry(args, servers)?);
     let body = std::fs::read(&args.response)
         .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", args.response.display())))?;
     // Checked before anything runs: a body that is not a response is bad input.
@@ -126,7 +127,7 @@ fn exec(args: &ExecArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
+fn build_registry(args: &ExecArgs, servers: &ToolServers) -> Result<Registry, CliError> {
     let sandbox = match &args.sandbox {
         Some(dir) => Some(
             Sandbox::new(dir)
@@ -153,7 +154,7 @@ fn build_registry(args: &ExecArgs) -> Result<Registry, CliError> {
     sources.extend(builtins.into_iter().map(ToolSource::Builtin));
     let mut base_dir = None;
     if let Some(text) = &args.tools {
-        let tools = super::tool_source::load(text)?.usable()?;
+        let tools = super::tool_source::load(text, servers)?.usable()?;
         base_dir = tools.base_dir;
         sources.extend(tools.sources);
     }

@@ -13,6 +13,7 @@ use super::{CliError, EXIT_FAILED};
 use crate::fuzz::differential::{Disagreement, disagreements};
 use crate::fuzz::external::{DEFAULT_CASE_TIMEOUT, ExternalValidator};
 use crate::fuzz::{Cases, Counts, ToolFuzz, wire};
+use crate::tool::mcp::ToolServers;
 use crate::tool::{Registry, ToolEnv};
 
 #[derive(Debug, Args)]
@@ -234,20 +235,20 @@ struct ToolResult {
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
-    let outcome = fuzz(args);
-    // Every MCP server started is stopped, whatever happened.
-    crate::tool::mcp::shutdown_all();
-    outcome
+    // Every MCP server started is stopped when `servers` goes, whatever
+    // happened.
+    let servers = ToolServers::new();
+    fuzz(args, &servers)
 }
 
-fn fuzz(args: &FuzzArgs) -> Result<ExitCode, CliError> {
+fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     if args.cases == 0 {
         return Err(CliError::new(
             "--cases must be at least 1 (instances per tool and operator)",
         ));
     }
     let timeout = Duration::from_millis(args.case_timeout_ms);
-    let tools = super::tool_source::load(&args.tools)?.usable()?;
+    let tools = super::tool_source::load(&args.tools, servers)?.usable()?;
     let registry = std::sync::Arc::new(tools.registry(ToolEnv::default())?);
     if let Some(spec) = &args.replay {
         return replay(&registry, args.cases, spec, tools.served);

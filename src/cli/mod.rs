@@ -102,6 +102,18 @@ pub enum CliError {
     Bench(#[from] crate::report::bench::BenchError),
     #[error(transparent)]
     Import(#[from] crate::bfcl::import::ImportError),
+    #[error(transparent)]
+    Doctor(#[from] crate::doctor::DoctorError),
+    #[error(transparent)]
+    Setup(Box<crate::harness::SetupError>),
+    #[error(transparent)]
+    Mcp(#[from] crate::tool::mcp::McpError),
+}
+
+impl From<crate::harness::SetupError> for CliError {
+    fn from(error: crate::harness::SetupError) -> Self {
+        CliError::Setup(Box::new(error))
+    }
 }
 
 impl CliError {

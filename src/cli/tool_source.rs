@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::CliError;
-use crate::tool::mcp::{McpServer, McpServerSpec};
+use crate::tool::mcp::{McpServerSpec, ToolServers};
 use crate::tool::{DefinitionProblem, ToolDef, ToolSource, check_definitions};
 
 /// A source's tools, checked: what to register, and every problem found.
@@ -22,7 +22,7 @@ pub struct Tools {
 
 /// `--tools` as given: `mcp:...`, `builtin` (toolgauge's own tools, as a
 /// scenario names them) or a path.
-pub fn load(text: &str) -> Result<Tools, CliError> {
+pub fn load(text: &str, servers: &ToolServers) -> Result<Tools, CliError> {
     if text == "builtin" && !Path::new(text).exists() {
         let defs: Vec<ToolDef> = crate::tool::BUILTIN_NAMES
             .iter()
@@ -54,10 +54,8 @@ pub fn load(text: &str) -> Result<Tools, CliError> {
     };
     let spec = McpServerSpec::parse(server)
         .map_err(|e| CliError::Usage(format!("--tools {text:?}: {e}")))?;
-    let server = McpServer::open(&spec).map_err(|e| CliError::Usage(e.to_string()))?;
-    let tools = server
-        .tools(None, &[], false)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let server = servers.open(&spec)?;
+    let tools = server.tools(None, &[], false)?;
     let defs: Vec<ToolDef> = tools.iter().map(|(def, _)| def.clone()).collect();
     let problems = check_definitions(&defs)
         .into_iter()

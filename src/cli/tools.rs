@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::CliError;
 use crate::provider::Provider;
+use crate::tool::mcp::ToolServers;
 
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
@@ -44,9 +45,8 @@ pub enum Format {
 
 pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
     let ToolsCommand::List(args) = &args.command;
-    let tools = super::tool_source::load(&args.source);
-    crate::tool::mcp::shutdown_all();
-    let tools = tools?;
+    // The server (for mcp:SERVER) is stopped once its tools are read.
+    let tools = super::tool_source::load(&args.source, &ToolServers::new())?;
     let specs: Vec<_> = tools.defs.iter().map(|d| d.spec()).collect();
     let printed = match args.format {
         Format::Toolgauge => serde_json::to_value(&tools.defs).map_err(CliError::new)?,

@@ -217,7 +217,9 @@ fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
         path: std::env::temp_dir(),
         source,
     })?;
-    let scenarios = load_suites(&record.suite.0, sandbox.path())
+    // Servers the suite starts stop when `servers` goes.
+    let servers = crate::tool::mcp::ToolServers::new();
+    let scenarios = load_suites(&record.suite.0, sandbox.path(), &servers)
         .map_err(MergeError::Suite)?
         .scenarios;
     record.check_suite(&scenarios)?;

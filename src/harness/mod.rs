@@ -9,6 +9,8 @@
 pub mod merge;
 mod progress;
 pub mod record;
+mod settings;
+mod setup;
 mod task;
 
 use std::sync::Arc;
@@ -27,6 +29,8 @@ use crate::scenario::Scenario;
 use crate::tool::{Sandbox, ToolState};
 
 pub use progress::ProgressMode;
+pub use settings::{RunRequest, Settings};
+pub use setup::{Ending, Notes, PreparedRun, SetupError};
 
 /// Which clock latencies run on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -174,6 +174,71 @@ pub enum ModelError {
     /// A live model that cannot be made ready (key, client, recording).
     #[error("model {name:?}: {problem}")]
     Connect { name: String, problem: String },
+    #[error("{}: no such model file or folder (use --models)", .0.display())]
+    Missing(PathBuf),
+    #[error("no model files found (use --models PATH)")]
+    NoneFound,
+    #[error("{}: cannot read: {source}", path.display())]
+    Folder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: model name {name:?} is used twice", path.display())]
+    NameTwice { path: PathBuf, name: String },
+}
+
+/// The model files a run names: `paths` (files, or folders of them), or
+/// with none the nearest `models/` folder in `suite` or above it. Names
+/// must be unique.
+pub fn load_files(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>, ModelError> {
+    let sources = if paths.is_empty() {
+        // The suite's own models/ folder, or a parent's (`run
+        // scenarios/bfcl` finds scenarios/models).
+        let default = suite
+            .unwrap_or(Path::new("."))
+            .ancestors()
+            .map(|dir| dir.join("models"))
+            .find(|models| models.is_dir())
+            .unwrap_or_else(|| PathBuf::from("scenarios/models"));
+        vec![default]
+    } else {
+        paths.to_vec()
+    };
+    let mut files = Vec::new();
+    for source in &sources {
+        if source.is_dir() {
+            let folder = |e: std::io::Error| ModelError::Folder {
+                path: source.clone(),
+                source: e,
+            };
+            let mut found: Vec<PathBuf> = std::fs::read_dir(source)
+                .map_err(folder)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if source.exists() {
+            files.push(source.clone());
+        } else {
+            return Err(ModelError::Missing(source.clone()));
+        }
+    }
+    if files.is_empty() {
+        return Err(ModelError::NoneFound);
+    }
+    let mut models: Vec<ModelFile> = Vec::new();
+    for file in files {
+        let model = ModelFile::load(&file)?;
+        if models.iter().any(|m| m.name == model.name) {
+            return Err(ModelError::NameTwice {
+                path: file,
+                name: model.name,
+            });
+        }
+        models.push(model);
+    }
+    Ok(models)
 }
 
 fn file_prefix(path: &Option<PathBuf>) -> String {

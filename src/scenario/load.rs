@@ -26,6 +26,7 @@ static NO_CALL: ExpectFile = ExpectFile {
     rules: Rules::Exact,
 };
 use crate::source::{self, FileError};
+use crate::tool::mcp::ToolServers;
 use crate::tool::{
     BUILTIN_NAMES, Registry, RegistryError, Sandbox, Store, ToolDef, ToolEnv, ToolSource,
     builtin_definition,
@@ -82,13 +83,22 @@ pub struct Skipped {
 /// Every scenario file under `dir` (recursively, sorted by path, skipping
 /// `models/`, `examples/` and `*.schema.json`), loaded. All bad files are
 /// reported, not just the first.
-pub fn load_suite(dir: &Path, sandbox_root: &Path) -> Result<Suite, Vec<LoadError>> {
-    load_suites(&[dir.to_owned()], sandbox_root)
+pub fn load_suite(
+    dir: &Path,
+    sandbox_root: &Path,
+    servers: &ToolServers,
+) -> Result<Suite, Vec<LoadError>> {
+    load_suites(&[dir.to_owned()], sandbox_root, servers)
 }
 
 /// Several suites as one, in the order given: scenario names must be
-/// unique across them.
-pub fn load_suites(dirs: &[PathBuf], sandbox_root: &Path) -> Result<Suite, Vec<LoadError>> {
+/// unique across them. MCP servers are started by `servers`, which owns
+/// them.
+pub fn load_suites(
+    dirs: &[PathBuf],
+    sandbox_root: &Path,
+    servers: &ToolServers,
+) -> Result<Suite, Vec<LoadError>> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
@@ -114,7 +124,7 @@ pub fn load_suites(dirs: &[PathBuf], sandbox_root: &Path) -> Result<Suite, Vec<L
     let mut scenarios: Vec<Scenario> = Vec::new();
     let mut errors = Vec::new();
     for file in files {
-        match load_scenario(&file, sandbox_root) {
+        match load_scenario(&file, sandbox_root, servers) {
             Ok(scenario) => {
                 if let Some(other) = scenarios.iter().find(|s| s.name == scenario.name) {
                     errors.push(LoadError::Suite {
@@ -194,7 +204,11 @@ fn suite_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), String> {
 
 /// Load one scenario file. A scenario with file tools gets a sandbox
 /// directory under `sandbox_root`, filled with its `files`.
-pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadError> {
+pub fn load_scenario(
+    path: &Path,
+    sandbox_root: &Path,
+    servers: &ToolServers,
+) -> Result<Scenario, LoadError> {
     let bytes = std::fs::read(path).map_err(|source| FileError::Read {
         path: path.to_owned(),
         source,
@@ -298,7 +312,8 @@ pub fn load_scenario(path: &Path, sandbox_root: &Path) -> Result<Scenario, LoadE
                 if let Some(program) = spec.command.first_mut() {
                     *program = crate::tool::resolve_program(program, &folder);
                 }
-                let tools = crate::tool::mcp::McpServer::open(&spec)
+                let tools = servers
+                    .open(&spec)
                     .and_then(|server| {
                         server.tools(entry.only.as_deref(), &entry.read, entry.per_trial)
                     })
@@ -515,7 +530,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, text).unwrap();
-        load_scenario(&path, &dir.path().join("sandboxes"))
+        load_scenario(
+            &path,
+            &dir.path().join("sandboxes"),
+            &crate::tool::mcp::ToolServers::new(),
+        )
     }
 
     fn message(text: &str) -> String {
@@ -611,7 +630,12 @@ mod tests {
         let (done, result) = std::sync::mpsc::channel();
         let sandboxes = dir.path().join("sandboxes");
         let root = suite.clone();
-        std::thread::spawn(move || done.send(load_suite(&root, &sandboxes).map_err(|e| e.len())));
+        std::thread::spawn(move || {
+            done.send(
+                load_suite(&root, &sandboxes, &crate::tool::mcp::ToolServers::new())
+                    .map_err(|e| e.len()),
+            )
+        });
         let loaded = result
             .recv_timeout(std::time::Duration::from_secs(60))
             .expect("loading the suite hung")

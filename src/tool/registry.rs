@@ -97,8 +97,9 @@ pub struct ToolState {
     /// The trial's own copy of the sandbox, when it has one; file tools
     /// use the registry's otherwise.
     pub(super) sandbox: Option<Sandbox>,
-    /// Tells trials apart (a crashed MCP server restarts for the next).
-    pub(super) trial: u64,
+    /// Shared servers that went down during this trial, by their key,
+    /// and why: the trial is told so, the next trial starts them again.
+    down: Mutex<Vec<(usize, String)>>,
     /// What tools keep for this trial only (its own MCP server, say), by
     /// the key the tool chose; dropped with the state.
     resources: Mutex<Vec<(usize, TrialResource)>>,
@@ -130,18 +131,31 @@ impl ToolState {
     pub(super) fn resource(
         &self,
         key: usize,
-        make: impl FnOnce() -> Result<TrialResource, String>,
-    ) -> Result<TrialResource, String> {
+        make: impl FnOnce() -> Result<TrialResource, ToolFailure>,
+    ) -> Result<TrialResource, ToolFailure> {
         let mut resources = self
             .resources
             .lock()
-            .map_err(|_| "the trial's resources are poisoned".to_owned())?;
+            .map_err(|_| ToolFailure::runtime("the trial's resources are poisoned"))?;
         if let Some((_, found)) = resources.iter().find(|(k, _)| *k == key) {
             return Ok(found.clone());
         }
         let made = make()?;
         resources.push((key, made.clone()));
         Ok(made)
+    }
+
+    /// Note that the shared server under `key` went down in this trial.
+    pub(super) fn note_down(&self, key: usize, message: String) {
+        if let Ok(mut down) = self.down.lock() {
+            down.push((key, message));
+        }
+    }
+
+    /// Why the shared server under `key` went down in this trial, if it did.
+    pub(super) fn went_down(&self, key: usize) -> Option<String> {
+        let down = self.down.lock().ok()?;
+        down.iter().find(|(k, _)| *k == key).map(|(_, m)| m.clone())
     }
 
     /// A uniform draw in 0..1 from the trial's seed.
@@ -312,7 +326,7 @@ impl Registry {
             rng: Mutex::new(None),
             store: Mutex::new(self.store.clone()),
             sandbox: None,
-            trial: super::mcp::next_trial(),
+            down: Mutex::new(Vec::new()),
             resources: Mutex::new(Vec::new()),
         };
         for tool in &self.tools {

@@ -34,9 +34,13 @@ fn agent_plan(
     sandbox: &Path,
 ) -> RunPlan {
     RunPlan {
-        scenarios: load_suite(&root().join("agent"), sandbox)
-            .unwrap()
-            .scenarios,
+        scenarios: load_suite(
+            &root().join("agent"),
+            sandbox,
+            &toolgauge::tool::mcp::ToolServers::new(),
+        )
+        .unwrap()
+        .scenarios,
         models: vec![model],
         trials,
         seed: 3,

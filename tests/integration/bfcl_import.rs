@@ -312,18 +312,22 @@ fn every_shipped_entry_loads_and_its_ground_truth_matches_and_validates() {
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bfcl");
     let sandbox = tempfile::tempdir().unwrap();
-    let scenarios = load_suite(&root, sandbox.path())
-        .unwrap_or_else(|errors| {
-            panic!(
-                "{}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })
-        .scenarios;
+    let scenarios = load_suite(
+        &root,
+        sandbox.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap_or_else(|errors| {
+        panic!(
+            "{}",
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })
+    .scenarios;
     assert_eq!(scenarios.len(), 1000);
     // Known issues (`id#call`) of the shipped categories.
     let known: Vec<String> = std::fs::read_to_string(
@@ -386,7 +390,13 @@ fn java_and_javascript_values_are_source_text_strings_that_match_and_validate() 
     let dir = tempfile::tempdir().unwrap();
     import("simple_java", &dir.path().join("java"));
     import("simple_javascript", &dir.path().join("js"));
-    let scenarios = load_suite(dir.path(), dir.path()).unwrap().scenarios;
+    let scenarios = load_suite(
+        dir.path(),
+        dir.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap()
+    .scenarios;
     assert_eq!(scenarios.len(), 150);
     for scenario in &scenarios {
         for def in scenario.registry.definitions() {
@@ -472,19 +482,23 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
         total,
         400 + 100 + 50 + 200 + 200 + 200 + 240 + 258 + 1053 + 16 + 24 + 884 + 16
     );
-    let scenarios = toolgauge::scenario::load_suite(dir.path(), dir.path())
-        .unwrap_or_else(|errors| {
-            panic!(
-                "{}",
-                errors
-                    .iter()
-                    .take(20)
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })
-        .scenarios;
+    let scenarios = toolgauge::scenario::load_suite(
+        dir.path(),
+        dir.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap_or_else(|errors| {
+        panic!(
+            "{}",
+            errors
+                .iter()
+                .take(20)
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })
+    .scenarios;
     assert_eq!(scenarios.len(), total);
 }
 

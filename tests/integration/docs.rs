@@ -179,9 +179,12 @@ fn every_scenario_and_model_file_in_the_book_loads() {
         let path = dir.path().join("example.json");
         std::fs::write(&path, &block).unwrap();
         if value.get("expect").is_some() || value.get("task").is_some() {
-            toolgauge::scenario::load_scenario(&path, dir.path()).unwrap_or_else(|e| {
-                panic!("{}: a scenario that does not load: {e}", file.display())
-            });
+            toolgauge::scenario::load_scenario(
+                &path,
+                dir.path(),
+                &toolgauge::tool::mcp::ToolServers::new(),
+            )
+            .unwrap_or_else(|e| panic!("{}: a scenario that does not load: {e}", file.display()));
             scenarios += 1;
         } else if value.get("api").is_some() {
             toolgauge::model::ModelFile::load(&path).unwrap_or_else(|e| {

@@ -21,7 +21,14 @@ fn plan(
     RunPlan {
         scenarios: scenarios
             .iter()
-            .map(|s| load_scenario(&root.join(format!("starter/{s}.json")), sandbox).unwrap())
+            .map(|s| {
+                load_scenario(
+                    &root.join(format!("starter/{s}.json")),
+                    sandbox,
+                    &toolgauge::tool::mcp::ToolServers::new(),
+                )
+                .unwrap()
+            })
             .collect(),
         models: vec![
             toolgauge::model::build(

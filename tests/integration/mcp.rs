@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use toolgauge::scenario::load_scenario;
-use toolgauge::tool::mcp::{McpServer, McpServerSpec};
+use toolgauge::tool::mcp::{McpServerSpec, ToolServers};
 use toolgauge::tool::{Effect, Registry, ToolFailureKind};
 
 use crate::toolgauge;
@@ -27,7 +27,7 @@ fn test_server() -> PathBuf {
 }
 
 /// A scenario with one MCP entry, loaded; its registry.
-fn registry_for(dir: &Path, entry: Value) -> std::sync::Arc<Registry> {
+fn registry_for(dir: &Path, entry: Value, servers: &ToolServers) -> std::sync::Arc<Registry> {
     let scenario = json!({
         "name": "mcp",
         "tools": [entry],
@@ -36,7 +36,7 @@ fn registry_for(dir: &Path, entry: Value) -> std::sync::Arc<Registry> {
     });
     let path = dir.join("mcp.json");
     std::fs::write(&path, scenario.to_string()).unwrap();
-    load_scenario(&path, dir).unwrap().registry.clone()
+    load_scenario(&path, dir, servers).unwrap().registry.clone()
 }
 
 fn stdio_entry(extra: Value) -> Value {
@@ -59,10 +59,12 @@ async fn call(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_tools_are_listed_and_called_over_stdio() {
+    let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
     let registry = registry_for(
         dir.path(),
         stdio_entry(json!({"read": ["counter_increment"]})),
+        &servers,
     );
     let names: Vec<&str> = registry.names().collect();
     assert!(
@@ -106,6 +108,7 @@ async fn mcp_tools_are_listed_and_called_over_stdio() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_tools_are_called_over_streamable_http() {
+    let servers = ToolServers::new();
     let mut server = Command::new(test_server())
         .arg("--http")
         .stdout(Stdio::piped())
@@ -121,7 +124,7 @@ async fn mcp_tools_are_called_over_streamable_http() {
         .unwrap()
         .to_owned();
     let spec = McpServerSpec::parse(&url).unwrap();
-    let opened = McpServer::open(&spec).unwrap();
+    let opened = servers.open(&spec).unwrap();
     let tools = opened
         .tools(
             Some(&["add".to_owned(), "counter_increment".to_owned()]),
@@ -166,10 +169,11 @@ async fn mcp_tools_are_called_over_streamable_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_mcp_server_gives_error_results_with_its_stderr_and_restarts_for_the_next_trial()
 {
+    let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
     // A spec of its own (a marker argument), so no other test shares it.
     let entry = json!({"mcp": {"command": [test_server().display().to_string(), "--crash-test"]}, "only": ["crash", "add"]});
-    let registry = registry_for(dir.path(), entry);
+    let registry = registry_for(dir.path(), entry, &servers);
     let first = registry.new_state();
     let crashed = call(&registry, &first, "crash", json!({}))
         .await
@@ -201,6 +205,7 @@ async fn a_crashed_mcp_server_gives_error_results_with_its_stderr_and_restarts_f
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
+    let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
     let marker = "--per-trial-test";
     let entry = json!({
@@ -208,9 +213,10 @@ async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
         "only": ["counter_increment"],
         "per_trial": true
     });
-    let registry = registry_for(dir.path(), entry);
+    let registry = registry_for(dir.path(), entry, &servers);
     let startups = || {
-        toolgauge::tool::mcp::source_stats()
+        servers
+            .stats()
             .into_iter()
             .find(|s| s.source.ends_with(marker))
             .unwrap()
@@ -240,6 +246,7 @@ async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
 
 #[test]
 fn an_mcp_entry_naming_a_tool_the_server_lacks_is_located_in_the_file() {
+    let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
     let scenario = json!({
         "name": "mcp",
@@ -249,7 +256,9 @@ fn an_mcp_entry_naming_a_tool_the_server_lacks_is_located_in_the_file() {
     });
     let path = dir.path().join("mcp.json");
     std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-    let error = load_scenario(&path, dir.path()).unwrap_err().to_string();
+    let error = load_scenario(&path, dir.path(), &servers)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("mcp.json:") && error.contains(": /tools/0: MCP server"),
         "{error}"
@@ -419,6 +428,7 @@ fn tools_list_prints_an_mcp_servers_definitions_in_each_format() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_and_command_tools_run_as_tools() {
+    let servers = ToolServers::new();
     use wiremock::matchers::{body_json, method, path, query_param};
     let endpoint = wiremock::MockServer::start().await;
     wiremock::Mock::given(method("POST"))
@@ -471,7 +481,7 @@ async fn http_and_command_tools_run_as_tools() {
         json!({"name": "served", "tools": tools, "prompt": "p", "expect": {"no_call": true}});
     let path_ = dir.path().join("served.json");
     std::fs::write(&path_, scenario.to_string()).unwrap();
-    let scenario = load_scenario(&path_, dir.path()).unwrap();
+    let scenario = load_scenario(&path_, dir.path(), &servers).unwrap();
     let registry = &scenario.registry;
     assert!(registry.has_real_tools());
     let state = registry.new_state();
@@ -542,6 +552,7 @@ fn server_everything() -> Result<PathBuf, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_everything_interoperates() {
+    let servers = ToolServers::new();
     let script = match server_everything() {
         Ok(script) => script,
         Err(why) => {
@@ -553,7 +564,7 @@ async fn the_reference_server_everything_interoperates() {
         command: vec!["node".into(), script.display().to_string(), "stdio".into()],
         ..McpServerSpec::default()
     };
-    let server = McpServer::open(&spec).unwrap();
+    let server = servers.open(&spec).unwrap();
     let tools = server.tools(None, &[], false).unwrap();
     let echo = tools
         .iter()
@@ -588,13 +599,14 @@ async fn the_reference_server_everything_interoperates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_mcp_server_is_started_again_for_the_next_trial() {
+    let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
     let entry = json!({
         "mcp": {"command": [test_server().display().to_string(), "--hang-test"]},
         "only": ["slow", "add"],
         "timeout_ms": 100
     });
-    let registry = registry_for(dir.path(), entry);
+    let registry = registry_for(dir.path(), entry, &servers);
     let slow = registry.lookup("slow").unwrap();
     assert_eq!(registry.definition(slow).timeout_ms, 100);
     let first = registry.new_state();

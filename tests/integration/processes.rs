@@ -316,3 +316,72 @@ fn a_command_validator_that_times_out_leaves_no_process_behind() {
         processes_with(marker)
     );
 }
+
+/// The test server example, built by `cargo test`.
+fn test_server() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap();
+    profile
+        .join("examples/mcp_test_server")
+        .display()
+        .to_string()
+}
+
+/// Our own children whose command line holds `marker`.
+fn our_children_with(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    processes_with(marker)
+        .into_iter()
+        .filter(|pid| parent_of(*pid) == Some(me))
+        .collect()
+}
+
+#[test]
+fn dropping_the_tool_servers_stops_every_server_they_started() {
+    use toolgauge::tool::mcp::{McpServerSpec, ToolServers};
+    let marker = "--owner-test";
+    let spec = McpServerSpec {
+        command: vec![test_server(), marker.to_owned()],
+        ..McpServerSpec::default()
+    };
+    let servers = ToolServers::new();
+    let server = servers.open(&spec).unwrap();
+    // The same spec is one server, however often it is opened.
+    assert!(std::sync::Arc::ptr_eq(
+        &server,
+        &servers.open(&spec).unwrap()
+    ));
+    // A per-trial tool starts a second server for its trial.
+    let tools = server.tools(Some(&["add".to_owned()]), &[], true).unwrap();
+    let registry = toolgauge::tool::Registry::new(
+        tools
+            .into_iter()
+            .map(|(def, backend)| toolgauge::tool::ToolSource::Backend(def, backend))
+            .collect(),
+        toolgauge::tool::ToolEnv::default(),
+    )
+    .unwrap();
+    let state = registry.new_state();
+    let running = our_children_with(marker);
+    assert_eq!(running.len(), 2, "{running:?}");
+    drop(state);
+    drop(servers);
+    for pid in running {
+        assert!(
+            exits_within(pid, Duration::from_secs(5)),
+            "the MCP server {pid} outlived its owner"
+        );
+    }
+    // A tool of a stopped server says so; it starts nothing.
+    let state = registry.new_state();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = registry.lookup("add").unwrap();
+    let failure = runtime
+        .block_on(registry.execute(id, &json!({"a": 1, "b": 2}), &state))
+        .unwrap_err();
+    assert!(failure.message.contains("stopped"), "{}", failure.message);
+    assert!(our_children_with(marker).is_empty());
+}

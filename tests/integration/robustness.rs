@@ -98,7 +98,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
-        let _ = toolgauge::scenario::load_scenario(&path, &dir.path().join("sandbox"));
+        let _ = toolgauge::scenario::load_scenario(&path, &dir.path().join("sandbox"), &toolgauge::tool::mcp::ToolServers::new());
     }
 
     #[test]
@@ -179,7 +179,14 @@ fn hostile_shapes_are_errors_not_panics() {
     {
         let path = dir.path().join(format!("s{i}.json"));
         std::fs::write(&path, text).unwrap();
-        assert!(toolgauge::scenario::load_scenario(&path, dir.path()).is_err());
+        assert!(
+            toolgauge::scenario::load_scenario(
+                &path,
+                dir.path(),
+                &toolgauge::tool::mcp::ToolServers::new()
+            )
+            .is_err()
+        );
     }
 }
 

@@ -120,10 +120,14 @@ fn every_path_a_scenario_names_is_refused_when_it_leaves_the_sandbox() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.json");
             std::fs::write(&path, scenario.to_string()).unwrap();
-            let error = toolgauge::scenario::load_scenario(&path, dir.path())
-                .err()
-                .unwrap_or_else(|| panic!("{field} {escape:?} loaded"))
-                .to_string();
+            let error = toolgauge::scenario::load_scenario(
+                &path,
+                dir.path(),
+                &toolgauge::tool::mcp::ToolServers::new(),
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{field} {escape:?} loaded"))
+            .to_string();
             assert!(error.contains(field), "{field} {escape:?}: {error}");
             assert!(
                 error.contains("path blocked"),
@@ -157,10 +161,14 @@ fn a_task_or_final_state_that_cannot_fail_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, scenario.to_string()).unwrap();
-        let error = toolgauge::scenario::load_scenario(&path, dir.path())
-            .err()
-            .unwrap_or_else(|| panic!("{scenario} loaded"))
-            .to_string();
+        let error = toolgauge::scenario::load_scenario(
+            &path,
+            dir.path(),
+            &toolgauge::tool::mcp::ToolServers::new(),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{scenario} loaded"))
+        .to_string();
         assert!(error.contains(expected), "{scenario}: {error}");
     }
 }

@@ -44,7 +44,12 @@ async fn every_trial_gets_its_own_copy_of_the_scenario_state() {
         dir.path(),
         json!({"orders": [{"id": "o-1", "status": "paid", "total": 40}]}),
     );
-    let scenario = load_scenario(&path, &dir.path().join("sandboxes")).unwrap();
+    let scenario = load_scenario(
+        &path,
+        &dir.path().join("sandboxes"),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap();
     let pipeline = Pipeline::new(scenario.registry.clone(), ExecOptions::default());
     let first = scenario.registry.new_state_seeded(1);
     let refund = reply(&[
@@ -90,9 +95,13 @@ fn a_state_block_with_a_repeated_id_is_a_located_error() {
         dir.path(),
         json!({"orders": [{"id": "o-1"}, {"id": "o-1"}]}),
     );
-    let error = load_scenario(&path, &dir.path().join("sandboxes"))
-        .unwrap_err()
-        .to_string();
+    let error = load_scenario(
+        &path,
+        &dir.path().join("sandboxes"),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         error.ends_with("/state/orders/1/id: the id \"o-1\" is used twice in \"orders\""),
         "{error}"
@@ -117,7 +126,12 @@ async fn a_simulated_result_is_filled_from_the_arguments_and_the_store() {
         "expect": {"calls": [{"name": "order_status", "arguments": {"order": "o-1"}}]}
     });
     std::fs::write(&path, scenario.to_string()).unwrap();
-    let scenario = load_scenario(&path, &dir.path().join("sandboxes")).unwrap();
+    let scenario = load_scenario(
+        &path,
+        &dir.path().join("sandboxes"),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .unwrap();
     let pipeline = Pipeline::new(scenario.registry.clone(), ExecOptions::default());
     let state = scenario.registry.new_state();
     let turn = pipeline

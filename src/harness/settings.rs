@@ -1,0 +1,266 @@
+//! What a run is asked to do ([`RunRequest`], the command line's flags
+//! parsed) and the settings it resolves to ([`Settings`]): defaults
+//! filled in, or, when resuming, the run's own run.json, which a flag may
+//! repeat but not contradict.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::record::{RunRecord, SuitePaths};
+use super::setup::SetupError;
+use super::{Clock, Shard};
+use crate::pipeline::FeedbackStyle;
+use crate::report::Thresholds;
+
+/// A run as asked for: every setting left `None` takes its default (or,
+/// resuming, the run's own).
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Folders of scenario files, or files, run as one suite.
+    pub suites: Vec<PathBuf>,
+    /// Model files or folders of them; none: the nearest `models/` folder.
+    pub models: Vec<PathBuf>,
+    pub trials: Option<u32>,
+    pub seed: Option<u64>,
+    pub concurrency: Option<usize>,
+    /// `Virtual` is taken as asked only when nothing needs the real clock.
+    pub clock: Option<Clock>,
+    pub feedback: Option<FeedbackStyle>,
+    pub serial: bool,
+    pub no_session: bool,
+    /// The report folder; none: `reports/<run-id>/`.
+    pub out: Option<PathBuf>,
+    /// Replace a run already in `out`.
+    pub force: bool,
+    pub min_success: Option<f64>,
+    pub min_pass_k: Option<(u64, f64)>,
+    pub max_lost: Option<f64>,
+    pub shard: Option<Shard>,
+    /// Save every live exchange in this folder.
+    pub record: Option<PathBuf>,
+    /// Answer live models from the recording in this folder.
+    pub replay: Option<PathBuf>,
+    /// Continue the killed run in this folder.
+    pub resume: Option<PathBuf>,
+    /// Probe live endpoints before the run.
+    pub doctor: bool,
+}
+
+pub const DEFAULT_TRIALS: u32 = 20;
+pub const DEFAULT_SEED: u64 = 1;
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// The settings of a run, from the request or, when resuming, from the
+/// run's own run.json.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub suite: SuitePaths,
+    pub trials: u32,
+    pub seed: u64,
+    pub concurrency: usize,
+    pub clock: Clock,
+    pub feedback: FeedbackStyle,
+    pub serial: bool,
+    pub no_session: bool,
+    pub shard: Option<Shard>,
+    pub thresholds: Thresholds,
+}
+
+impl Settings {
+    /// `live_network`: the run talks to live models, so it needs the real
+    /// clock whatever was asked.
+    pub fn resolve(
+        request: &RunRequest,
+        recorded: Option<&RunRecord>,
+        live_network: bool,
+    ) -> Result<Settings, SetupError> {
+        for (flag, rate) in [
+            ("--min-success", request.min_success),
+            ("--min-pass-k", request.min_pass_k.map(|(_, rate)| rate)),
+            ("--max-lost", request.max_lost),
+        ] {
+            if let Some(rate) = rate
+                && !(0.0..=1.0).contains(&rate)
+            {
+                return Err(SetupError::Setting {
+                    flag,
+                    problem: format!("rate {rate} must be between 0 and 1"),
+                });
+            }
+        }
+        let clock = request.clock.map(|clock| match clock {
+            Clock::Virtual if !live_network => Clock::Virtual,
+            _ => Clock::Real,
+        });
+        let settings = match recorded {
+            None => Settings::asked(request, clock, live_network),
+            Some(run) => Settings::recorded(request, clock, run)?,
+        };
+        settings.check()?;
+        Ok(settings)
+    }
+
+    fn asked(request: &RunRequest, clock: Option<Clock>, live_network: bool) -> Settings {
+        Settings {
+            // Whole paths: `--resume` works from any folder.
+            suite: SuitePaths(
+                request
+                    .suites
+                    .iter()
+                    .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                    .collect(),
+            ),
+            trials: request.trials.unwrap_or(DEFAULT_TRIALS),
+            seed: request.seed.unwrap_or(DEFAULT_SEED),
+            concurrency: request.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+            clock: clock.unwrap_or(if live_network {
+                Clock::Real
+            } else {
+                Clock::Virtual
+            }),
+            feedback: request.feedback.unwrap_or_default(),
+            serial: request.serial,
+            no_session: request.no_session,
+            shard: request.shard,
+            thresholds: Thresholds {
+                min_success: request.min_success,
+                min_pass_k: request.min_pass_k,
+                max_lost: request.max_lost.unwrap_or(0.0),
+            },
+        }
+    }
+
+    fn recorded(
+        request: &RunRequest,
+        clock: Option<Clock>,
+        run: &RunRecord,
+    ) -> Result<Settings, SetupError> {
+        let same = request.suites.len() == run.suite.0.len()
+            && request
+                .suites
+                .iter()
+                .zip(&run.suite.0)
+                .all(|(a, b)| same_path(a, b));
+        if !request.suites.is_empty() && !same {
+            let given = SuitePaths(request.suites.clone());
+            return Err(contradiction("SUITE", given, &run.suite));
+        }
+        let shard = recorded_option(
+            "--shard",
+            request.shard.map(|s| s.to_string()),
+            run.shard.clone(),
+        )?
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(SetupError::RecordedShard)?;
+        Ok(Settings {
+            suite: run.suite.clone(),
+            trials: recorded_value("--trials", request.trials, run.trials)?,
+            seed: recorded_value("--seed", request.seed, run.seed)?,
+            concurrency: request.concurrency.unwrap_or(run.concurrency),
+            clock: recorded_value("--clock", clock, run.clock)?,
+            feedback: recorded_value("--feedback", request.feedback, run.feedback)?,
+            serial: recorded_value("--serial", request.serial.then_some(true), run.serial)?,
+            no_session: recorded_value(
+                "--no-session",
+                request.no_session.then_some(true),
+                run.no_session,
+            )?,
+            shard,
+            thresholds: Thresholds {
+                min_success: recorded_option(
+                    "--min-success",
+                    request.min_success,
+                    run.min_success,
+                )?,
+                min_pass_k: recorded_option("--min-pass-k", request.min_pass_k, run.min_pass_k)?,
+                max_lost: recorded_value("--max-lost", request.max_lost, run.max_lost)?,
+            },
+        })
+    }
+
+    fn check(&self) -> Result<(), SetupError> {
+        if self.trials == 0 {
+            return Err(SetupError::Zero {
+                flag: "--trials",
+                counts: "",
+            });
+        }
+        if self.concurrency == 0 {
+            return Err(SetupError::Zero {
+                flag: "--concurrency",
+                counts: " (trials running at once)",
+            });
+        }
+        if let Some((k, _)) = self.thresholds.min_pass_k
+            && k > u64::from(self.trials)
+        {
+            return Err(SetupError::Setting {
+                flag: "--min-pass-k",
+                problem: format!(
+                    "K = {k} is more than the {} trial(s) per model x scenario; \
+                     pass^{k} needs at least {k} trials (--trials {k})",
+                    self.trials
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A setting given with `--resume` must agree with the run's.
+fn recorded_value<T: PartialEq + Serialize>(
+    flag: &str,
+    given: Option<T>,
+    recorded: T,
+) -> Result<T, SetupError> {
+    match given {
+        Some(value) if value != recorded => {
+            Err(contradiction(flag, shown(&value), shown(&recorded)))
+        }
+        _ => Ok(recorded),
+    }
+}
+
+fn recorded_option<T: PartialEq + Serialize>(
+    flag: &str,
+    given: Option<T>,
+    recorded: Option<T>,
+) -> Result<Option<T>, SetupError> {
+    match (given, recorded) {
+        (Some(value), None) => Err(contradiction(flag, shown(&value), "none")),
+        (Some(value), Some(recorded)) => recorded_value(flag, Some(value), recorded).map(Some),
+        (None, recorded) => Ok(recorded),
+    }
+}
+
+pub(super) fn contradiction(
+    setting: &str,
+    given: impl std::fmt::Display,
+    recorded: impl std::fmt::Display,
+) -> SetupError {
+    SetupError::Contradicts {
+        setting: setting.to_owned(),
+        given: given.to_string(),
+        recorded: recorded.to_string(),
+    }
+}
+
+/// A setting as a person would type it (`real`, `3`, `[3,0.8]`).
+fn shown(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// Two spellings of one path (`scenarios` and `./scenarios/`).
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    }
+}

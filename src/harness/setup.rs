@@ -1,0 +1,543 @@
+//! A run as a library value. [`PreparedRun::prepare`] turns a
+//! [`RunRequest`] into everything a run needs: its settings, models,
+//! suite (with the MCP servers it started, owned by the run), report
+//! folder, run.json and reporters, with a resumed run's finished trials
+//! set aside to be replayed. [`PreparedRun::execute`] runs it and says
+//! how it ended; the caller prints.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::record::{RunRecord, SuiteChanged};
+use super::settings::{RunRequest, Settings, contradiction};
+use super::{Clock, Job, ProgressMode, RunError, RunPlan};
+use crate::doctor::DoctorError;
+use crate::metrics::Aggregate;
+use crate::model::{self, LiveOptions, ModelError, ModelFile, RecordingError, Replayer};
+use crate::pipeline::{ExecMode, ExecOptions};
+use crate::report::{
+    self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
+};
+use crate::scenario::{LoadError, load_suites};
+use crate::tool::mcp::{SourceStats, ToolServers};
+
+/// Why a run could not start. Every kind is bad input.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(
+        "--resume: {setting} {given} contradicts the run being resumed, which has {recorded} \
+         (run.json); leave {setting} out to continue the run as it was"
+    )]
+    Contradicts {
+        setting: String,
+        given: String,
+        recorded: String,
+    },
+    #[error("{flag}: {problem}")]
+    Setting { flag: &'static str, problem: String },
+    /// A count that must be at least 1, and what it counts.
+    #[error("{flag} must be at least 1{counts}")]
+    Zero {
+        flag: &'static str,
+        counts: &'static str,
+    },
+    #[error("--resume {}: no trials.csv there: is it a run's report folder?", dir.display())]
+    NotARun { dir: PathBuf },
+    #[error("--resume {}: cannot read the run's configuration: {source}", dir.display())]
+    Record {
+        dir: PathBuf,
+        source: crate::source::FileError,
+    },
+    #[error("run.json: model {model:?}: {source}")]
+    RecordedModel { model: String, source: ModelError },
+    #[error("run.json: shard: {0}")]
+    RecordedShard(super::ShardError),
+    #[error(
+        "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
+         --force to replace it, or another --out", out.display()
+    )]
+    OutHeld { out: PathBuf, file: String },
+    #[error(transparent)]
+    Models(#[from] ModelError),
+    #[error(
+        "--replay answers live models from a recording, and no model of this run is live \
+         (kind openai, anthropic or gemini); leave --replay out, or name live models with --models"
+    )]
+    ReplayWithoutLive,
+    #[error("--replay: {0}")]
+    Replay(RecordingError),
+    #[error(transparent)]
+    Doctor(#[from] DoctorError),
+    #[error("{} bad scenario file(s); no trial was run:\n{}", .0.len(), lines(.0))]
+    Suite(Vec<LoadError>),
+    #[error("--resume: {0}; resuming would mix two runs")]
+    SuiteChanged(SuiteChanged),
+    #[error(
+        "model {model:?} has no recorded result for {count} scenario(s), e.g. {first:?}; \
+         run only the scenarios its result file covers"
+    )]
+    Unanswerable {
+        model: String,
+        count: usize,
+        first: String,
+    },
+    #[error(transparent)]
+    ForeignTrial(Box<ForeignTrial>),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A finished trial of a resumed run that the run does not hold.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--resume {}: {}: trial {trial} of {model:?} / {scenario:?} is not part of this run ({trials} trials{shard})",
+    dir.display(), file.display()
+)]
+pub struct ForeignTrial {
+    dir: PathBuf,
+    file: PathBuf,
+    trial: u32,
+    model: String,
+    scenario: String,
+    trials: u32,
+    /// `, shard K/N` when the run is a shard.
+    shard: String,
+}
+
+fn lines(errors: &[LoadError]) -> String {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> SetupError + use<> {
+    let path = path.to_owned();
+    move |source| SetupError::Io { path, source }
+}
+
+/// A run ready to execute.
+pub struct PreparedRun {
+    pub plan: RunPlan,
+    pub info: RunInfo,
+    pub settings: Settings,
+    /// The report folder.
+    pub out: PathBuf,
+    /// What a person should hear before the run starts.
+    pub notes: Notes,
+    models: Vec<ModelFile>,
+    files: RunFiles,
+    tool_sources: ToolSourcesCsv,
+    /// A resumed run's finished trials, set aside to be replayed.
+    earlier: Option<PathBuf>,
+    /// Dropped after the plan: stops every server the suite started.
+    servers: Arc<ToolServers>,
+    _sandboxes: tempfile::TempDir,
+}
+
+/// Lines to print before a run: warnings always, the rest unless quiet.
+#[derive(Debug, Default)]
+pub struct Notes {
+    pub warnings: Vec<String>,
+    pub info: Vec<String>,
+}
+
+/// How an executed run ended.
+#[derive(Debug)]
+pub enum Ending {
+    /// Every trial ran; `verdict` is the terminal's verdict and table,
+    /// `violations` the thresholds it broke.
+    Finished {
+        verdict: String,
+        violations: Vec<Violation>,
+        sources: Vec<SourceStats>,
+    },
+    /// Stopped on request; `--resume` continues it.
+    Interrupted { finished: u64, total: u64 },
+}
+
+impl PreparedRun {
+    pub fn prepare(request: &RunRequest) -> Result<PreparedRun, SetupError> {
+        let mut notes = Notes::default();
+        let recorded = request
+            .resume
+            .as_deref()
+            .map(read_recorded_run)
+            .transpose()?;
+        let out = match (&request.resume, &request.out) {
+            (Some(dir), _) | (None, Some(dir)) => dir.clone(),
+            (None, None) => PathBuf::from("reports").join(run_id()),
+        };
+        if request.resume.is_none() && !request.force {
+            refuse_to_overwrite(&out)?;
+        }
+        let files = match &recorded {
+            Some(run) => recorded_models(request, run)?,
+            None => model::load_files(
+                &request.models,
+                request.suites.first().map(PathBuf::as_path),
+            )?,
+        };
+        if request.replay.is_some() && !files.iter().any(ModelFile::is_live) {
+            return Err(SetupError::ReplayWithoutLive);
+        }
+        let replayer = request
+            .replay
+            .as_deref()
+            .map(Replayer::load)
+            .transpose()
+            .map_err(SetupError::Replay)?
+            .map(Arc::new);
+        let live_options = LiveOptions {
+            record: request.record.clone(),
+            replay: request.replay.clone(),
+        };
+        let models = files
+            .iter()
+            .map(|file| model::build(file, &live_options, replayer.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Network I/O needs the real clock: on the paused one, every
+        // request timeout would fire at once.
+        let live_network = replayer.is_none() && files.iter().any(ModelFile::is_live);
+        if live_network && request.clock.is_none_or(|c| c == Clock::Virtual) {
+            notes
+                .info
+                .push("live models: running on the real clock".to_owned());
+        }
+        let mut settings = Settings::resolve(request, recorded.as_ref(), live_network)?;
+        std::fs::create_dir_all(&out).map_err(at(&out))?;
+        if replayer.is_none() {
+            for file in files.iter().filter(|f| f.is_live()) {
+                notes
+                    .warnings
+                    .extend(crate::doctor::before_run(file, &out, request.doctor)?);
+            }
+        }
+
+        let sandboxes = tempfile::tempdir().map_err(at(&std::env::temp_dir()))?;
+        let servers = Arc::new(ToolServers::new());
+        let suite = load_suites(&settings.suite.0, sandboxes.path(), &servers)
+            .map_err(SetupError::Suite)?;
+        notes
+            .warnings
+            .extend(suite.skipped.iter().map(ToString::to_string));
+        let scenarios = suite.scenarios;
+        // Real tools (MCP servers, endpoints, commands) take real time: on
+        // the paused clock every call's timeout would fire at once.
+        if settings.clock == Clock::Virtual && scenarios.iter().any(|s| s.registry.has_real_tools())
+        {
+            notes.info.push(
+                "real tools (MCP servers, HTTP endpoints, commands): running on the real clock"
+                    .to_owned(),
+            );
+            settings.clock = Clock::Real;
+        }
+        if let Some(run) = &recorded {
+            run.check_suite(&scenarios)
+                .map_err(SetupError::SuiteChanged)?;
+        }
+        for model in &models {
+            let missing = model.unanswerable(&scenarios);
+            if let Some(first) = missing.first() {
+                return Err(SetupError::Unanswerable {
+                    model: model.name().to_owned(),
+                    count: missing.len(),
+                    first: first.to_string(),
+                });
+            }
+        }
+        let plan = RunPlan {
+            scenarios,
+            models,
+            trials: settings.trials,
+            seed: settings.seed,
+            concurrency: settings.concurrency,
+            clock: settings.clock,
+            exec: ExecOptions {
+                mode: if settings.serial {
+                    ExecMode::Serial
+                } else {
+                    ExecMode::Parallel
+                },
+                feedback: settings.feedback,
+                ..ExecOptions::default()
+            },
+            shard: settings.shard,
+            session_log: !settings.no_session,
+        };
+        let info = plan.info(settings.thresholds.clone());
+        let (earlier, last_kept) = match request.resume {
+            Some(_) => {
+                let (path, last) = set_aside_finished_trials(&plan, &info, &out)?;
+                (Some(path), last)
+            }
+            None => (None, None),
+        };
+        let session_path = out.join("session.jsonl");
+        let session = match (settings.no_session, &request.resume) {
+            (true, _) => None,
+            (false, None) => Some(SessionFile::create(&session_path).map_err(at(&out))?),
+            (false, Some(_)) => {
+                Some(SessionFile::resume(&session_path, &info, last_kept).map_err(at(&out))?)
+            }
+        };
+        let files_out = RunFiles::create(&out, session).map_err(at(&out))?;
+        let tool_sources = ToolSourcesCsv {
+            path: out.join("tool_sources.csv"),
+            servers: servers.clone(),
+        };
+        let prepared = PreparedRun {
+            plan,
+            info,
+            settings,
+            out,
+            notes,
+            models: files,
+            files: files_out,
+            tool_sources,
+            earlier,
+            servers,
+            _sandboxes: sandboxes,
+        };
+        prepared.write_run_json()?;
+        Ok(prepared)
+    }
+
+    /// Run every trial (after replaying a resumed run's), until done or
+    /// until `stop` resolves. Every MCP server is stopped before this
+    /// returns.
+    /// `table`: the per-scenario table in the verdict, however long.
+    pub fn execute(
+        mut self,
+        progress: ProgressMode,
+        table: bool,
+        stop: impl Future<Output = ()>,
+    ) -> Result<Ending, RunError> {
+        let mut all = self.files.reporters();
+        all.push(&mut self.tool_sources);
+        let mut reporters = Reporters::new(&self.info, all);
+        let replay: Option<super::Replay<'_>> = match &self.earlier {
+            Some(earlier) => {
+                let reader = TrialReader::open(&self.info, earlier)?;
+                Some(Box::new(reader.map_while(Result::ok)))
+            }
+            None => None,
+        };
+        let outcome = super::run_until(&self.plan, &mut reporters, replay, progress, stop);
+        let verdict = report::terminal_summary(
+            &self.info,
+            reporters.stats(),
+            table,
+            Some(&self.out.join("report.html")),
+        );
+        drop(reporters);
+        // Every server stopped (no process left), then their measures kept.
+        self.servers.stop();
+        match outcome {
+            Ok(()) => {}
+            Err(RunError::Interrupted { finished, total }) => {
+                return Ok(Ending::Interrupted { finished, total });
+            }
+            Err(error) => return Err(error),
+        }
+        let sources = self.servers.stats();
+        if !sources.is_empty() {
+            self.write_run_json().map_err(std::io::Error::other)?;
+        }
+        if let Some(earlier) = &self.earlier {
+            std::fs::remove_file(earlier)?;
+        }
+        Ok(Ending::Finished {
+            verdict,
+            violations: std::mem::take(&mut self.files.gate.violations),
+            sources,
+        })
+    }
+
+    fn write_run_json(&self) -> Result<(), SetupError> {
+        let (plan, settings) = (&self.plan, &self.settings);
+        let record = RunRecord {
+            toolgauge: env!("CARGO_PKG_VERSION").to_owned(),
+            suite: settings.suite.clone(),
+            trials: plan.trials,
+            seed: plan.seed,
+            concurrency: plan.concurrency,
+            clock: plan.clock,
+            feedback: plan.exec.feedback,
+            serial: settings.serial,
+            no_session: settings.no_session,
+            shard: settings.shard.map(|s| s.to_string()),
+            min_success: settings.thresholds.min_success,
+            min_pass_k: settings.thresholds.min_pass_k,
+            max_lost: settings.thresholds.max_lost,
+            models: self.models.clone(),
+            scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+            scenario_infos: super::scenario_infos(&plan.scenarios),
+            suite_digest: Some(crate::scenario::suite_digest(&plan.scenarios)),
+            shell_isolation: plan
+                .scenarios
+                .iter()
+                .any(|s| s.registry.lookup(crate::tool::SHELL_TOOL).is_some())
+                .then(|| crate::tool::shell::isolation().as_str().to_owned()),
+            tool_sources: self.servers.stats(),
+        };
+        record.write(&self.out).map_err(at(&self.out))
+    }
+}
+
+/// tool_sources.csv: one row per MCP server the run used, with its
+/// start-ups and round trips; no file when the run used none.
+struct ToolSourcesCsv {
+    path: PathBuf,
+    servers: Arc<ToolServers>,
+}
+
+impl Reporter for ToolSourcesCsv {
+    fn run_finished(&mut self, _info: &RunInfo, _stats: &Aggregate) -> std::io::Result<()> {
+        let sources = self.servers.stats();
+        if sources.is_empty() {
+            return Ok(());
+        }
+        let mut writer = csv::Writer::from_path(&self.path)?;
+        for source in &sources {
+            writer.serialize(source)?;
+        }
+        writer.flush()
+    }
+}
+
+/// The run being resumed, as its run.json describes it.
+fn read_recorded_run(dir: &Path) -> Result<RunRecord, SetupError> {
+    if !dir.join("trials.csv").is_file() && !dir.join("trials.csv.resumed").is_file() {
+        return Err(SetupError::NotARun {
+            dir: dir.to_owned(),
+        });
+    }
+    RunRecord::read(dir).map_err(|source| SetupError::Record {
+        dir: dir.to_owned(),
+        source,
+    })
+}
+
+/// The models of the run being resumed: its own, or the same ones again.
+fn recorded_models(request: &RunRequest, run: &RunRecord) -> Result<Vec<ModelFile>, SetupError> {
+    if !request.models.is_empty() {
+        let given = model::load_files(&request.models, None)?;
+        if given != run.models {
+            let names = |files: &[ModelFile]| {
+                let names: Vec<&str> = files.iter().map(|m| m.name.as_str()).collect();
+                names.join(", ")
+            };
+            return Err(contradiction(
+                "--models",
+                names(&given),
+                format!(
+                    "{} (or the same names with other contents)",
+                    names(&run.models)
+                ),
+            ));
+        }
+        return Ok(given);
+    }
+    for file in &run.models {
+        file.check().map_err(|source| SetupError::RecordedModel {
+            model: file.name.clone(),
+            source,
+        })?;
+    }
+    Ok(run.models.clone())
+}
+
+/// A folder that already holds a run is not overwritten by accident.
+fn refuse_to_overwrite(out: &Path) -> Result<(), SetupError> {
+    match report::held_run(out) {
+        Some(file) => Err(SetupError::OutHeld {
+            out: out.to_owned(),
+            file: file.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Resuming: the finished trials move aside to trials.csv.resumed, to be
+/// replayed in job order into a new trials.csv. A resume that was itself
+/// killed left two files; the one with more finished trials is kept (both
+/// hold a prefix of the same job order). Every kept trial must belong to
+/// this run, or it would be silently dropped. Gives the kept file and its
+/// last trial.
+fn set_aside_finished_trials(
+    plan: &RunPlan,
+    info: &RunInfo,
+    out: &Path,
+) -> Result<(PathBuf, Option<JobKey>), SetupError> {
+    let current = out.join("trials.csv");
+    let earlier = out.join("trials.csv.resumed");
+    let count = |path: &Path| -> Result<(u64, Option<JobKey>), SetupError> {
+        if !path.exists() {
+            return Ok((0, None));
+        }
+        let mut trials = 0;
+        let mut last = None;
+        for trial in TrialReader::open(info, path).map_err(at(path))? {
+            let trial = trial.map_err(at(path))?;
+            let job = Job {
+                model: trial.model,
+                scenario: trial.scenario,
+                trial: trial.trial,
+            };
+            if !plan.includes(job) {
+                return Err(SetupError::ForeignTrial(Box::new(ForeignTrial {
+                    dir: out.to_owned(),
+                    file: path.to_owned(),
+                    trial: trial.trial,
+                    model: plan.models[trial.model].name().to_owned(),
+                    scenario: plan.scenarios[trial.scenario].name.clone(),
+                    trials: plan.trials,
+                    shard: plan
+                        .shard
+                        .map(|s| format!(", shard {s}"))
+                        .unwrap_or_default(),
+                })));
+            }
+            trials += 1;
+            last = Some((trial.model, trial.scenario, trial.trial));
+        }
+        Ok((trials, last))
+    };
+    let ((in_current, last_current), (in_earlier, last_earlier)) =
+        (count(&current)?, count(&earlier)?);
+    if in_current >= in_earlier && current.exists() {
+        std::fs::rename(&current, &earlier).map_err(at(&current))?;
+        return Ok((earlier, last_current));
+    }
+    if current.exists() {
+        // trials.csv is a shorter prefix than the rows it was replaying.
+        std::fs::remove_file(&current).map_err(at(&current))?;
+    }
+    Ok((earlier, last_earlier))
+}
+
+/// `run-YYYYMMDD-HHMMSS` in UTC.
+fn run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "run-{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}

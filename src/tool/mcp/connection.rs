@@ -1,0 +1,140 @@
+//! One started MCP server: a child process over stdio (its own process
+//! group, killed with toolgauge) or a streamable HTTP endpoint, with the
+//! tail of its stderr for error messages.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+
+use super::servers::Hub;
+use super::{McpError, McpServerSpec, worded};
+
+/// Lines of a server's stderr kept for error messages.
+const STDERR_LINES: usize = 8;
+
+/// The last lines a server wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    pub(super) fn push(&self, line: String) {
+        if let Ok(mut lines) = self.0.lock() {
+            if lines.len() == STDERR_LINES {
+                lines.pop_front();
+            }
+            lines.push_back(line);
+        }
+    }
+
+    pub(super) fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|lines| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
+            .unwrap_or_default()
+    }
+}
+
+/// One started server.
+pub(super) struct Connection {
+    pub(super) service: RunningService<RoleClient, ()>,
+    pub(super) stderr: StderrTail,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    async fn start_with(spec: &McpServerSpec, stderr: StderrTail) -> Result<Connection, McpError> {
+        let label = spec.label();
+        let start_error = |message: String, stderr: &StderrTail| McpError::Start {
+            label: label.clone(),
+            message,
+            stderr: stderr.text(),
+        };
+        let service = if let Some(url) = &spec.url {
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+            ().serve(transport)
+                .await
+                .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
+        } else {
+            let mut command = tokio::process::Command::new(&spec.command[0]);
+            command.args(&spec.command[1..]).envs(&spec.env);
+            // Killed with toolgauge, however it dies; this runs on the
+            // servers' runtime, whose thread lives as long as its owner.
+            crate::child::die_with_us(&mut command);
+            if let Some(cwd) = &spec.cwd {
+                command.current_dir(cwd);
+            }
+            let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
+            // Its whole process group goes when it is stopped.
+            wrapped
+                .wrap(process_wrap::tokio::ProcessGroup::leader())
+                .wrap(process_wrap::tokio::KillOnDrop);
+            let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| start_error(e.to_string(), &stderr))?;
+            if let Some(child_stderr) = child_stderr {
+                let tail = stderr.clone();
+                tokio::spawn(async move {
+                    use tokio::io::AsyncBufReadExt;
+                    let mut lines = tokio::io::BufReader::new(child_stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tail.push(line);
+                    }
+                });
+            }
+            match ().serve(transport).await {
+                Ok(service) => service,
+                Err(e) => {
+                    // Let the stderr reader catch the server's last words.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return Err(start_error(worded(&e.to_string()), &stderr));
+                }
+            }
+        };
+        Ok(Connection { service, stderr })
+    }
+
+    /// [`Connection::start`] within the start-up deadline, waited for from
+    /// any thread. A server that lets it pass is dropped, and its process
+    /// group with it.
+    pub(super) fn start_blocking(hub: &Hub, spec: &McpServerSpec) -> Result<Connection, McpError> {
+        let deadline = spec.startup_timeout();
+        let owned = spec.clone();
+        // Spawned as a task of the servers' runtime: the child is started
+        // from its thread, which the death signal follows.
+        let started = hub.runtime()?.spawn(async move {
+            let spec = &owned;
+            let stderr = StderrTail::default();
+            match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone())).await
+            {
+                Ok(started) => started,
+                Err(_) => Err(McpError::Start {
+                    label: spec.label(),
+                    message: format!(
+                        "no answer to initialize within {} ms (startup_timeout_ms); is it an MCP server speaking JSON-RPC on its stdout?",
+                        deadline.as_millis()
+                    ),
+                    stderr: stderr.text(),
+                }),
+            }
+        });
+        hub.block_on(started)?.map_err(|_| McpError::Panicked)?
+    }
+
+    /// Close the session; its process group goes with it.
+    pub(super) async fn cancel(self) {
+        let _ = self.service.cancel().await;
+    }
+
+    pub(super) fn crashed(&self) -> bool {
+        self.service.is_transport_closed() || self.service.is_closed()
+    }
+}

@@ -1,0 +1,155 @@
+//! Tools served by MCP servers, through rmcp's client: a child process
+//! over stdio or a streamable HTTP endpoint. `tools/list` gives the
+//! definitions and `tools/call` runs a call.
+//!
+//! Servers have an owner, [`ToolServers`], and live on its runtime (one
+//! thread), so that a server started while a suite loads serves every
+//! trial of the run, whatever runtime the trials run on. A server is
+//! shared by every scenario that names the same spec, started once (or
+//! once per trial with `per_trial`), and stopped when its owner is
+//! dropped: its process group is killed, nothing is left behind. A server
+//! that crashes gives error results naming it, with the tail of its
+//! stderr, and is started again for the next trial.
+
+mod connection;
+mod server;
+mod servers;
+
+pub use server::{McpServer, SourceStats};
+pub use servers::ToolServers;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::ToolDef;
+use super::backend::ToolBackend;
+
+/// A tool of a server: its definition and what runs it.
+pub type ServedTool = (ToolDef, Arc<dyn ToolBackend>);
+
+/// Where an MCP server is: a command to start (stdio) or a URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// The program and its arguments, started with the server's stdio as
+    /// the transport.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Environment variables for the command (added to toolgauge's own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The command's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// A streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// How long start-up may take: spawned (or connected) to `initialize`
+    /// answered and `tools/list` read [default: 30000].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_ms: Option<u64>,
+}
+
+/// The start-up deadline when a server names none.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
+
+impl McpServerSpec {
+    /// A command line (`node server.js stdio`) or a URL, as given on the
+    /// command line after `mcp:`.
+    pub fn parse(text: &str) -> Result<McpServerSpec, McpError> {
+        let text = text.trim();
+        if text.starts_with("http://") || text.starts_with("https://") {
+            return Ok(McpServerSpec {
+                url: Some(text.to_owned()),
+                ..McpServerSpec::default()
+            });
+        }
+        let command: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+        let spec = McpServerSpec {
+            command,
+            ..McpServerSpec::default()
+        };
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Exactly one of a command and a URL.
+    pub fn check(&self) -> Result<(), McpError> {
+        match (self.command.is_empty(), &self.url) {
+            (false, None) | (true, Some(_)) => Ok(()),
+            _ => Err(McpError::Spec(
+                "an MCP server needs a \"command\" (a list: program and arguments) or a \"url\", not both"
+                    .into(),
+            )),
+        }
+    }
+
+    /// Spawn (or connect) to `initialize` answered and `tools/list` read.
+    pub fn startup_timeout(&self) -> Duration {
+        Duration::from_millis(
+            self.startup_timeout_ms
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
+        )
+    }
+
+    /// How messages name the server.
+    pub fn label(&self) -> String {
+        self.url.clone().unwrap_or_else(|| self.command.join(" "))
+    }
+}
+
+/// Why an MCP server cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("{0}")]
+    Spec(String),
+    #[error("MCP server {label}: cannot start: {message}{}", stderr_note(.stderr))]
+    Start {
+        label: String,
+        message: String,
+        stderr: String,
+    },
+    #[error("MCP server {label}: tools/list failed: {message}")]
+    List { label: String, message: String },
+    #[error(
+        "MCP server {label}: the entry names {name:?}, which the server does not list (it lists {listed})"
+    )]
+    NotListed {
+        label: String,
+        name: String,
+        listed: String,
+    },
+    #[error("cannot start the MCP runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("an MCP request panicked")]
+    Panicked,
+    #[error("the MCP servers' lock is poisoned")]
+    Poisoned,
+}
+
+/// rmcp's error text worded for a person: no Rust type names, no
+/// internal plumbing ("Send message error Transport [rmcp::...]").
+pub(super) fn worded(message: &str) -> String {
+    static TYPE_NAMES: OnceLock<regex::Regex> = OnceLock::new();
+    let type_names = TYPE_NAMES
+        .get_or_init(|| regex::Regex::new(r"\s*\[[^\]]*::[^\]]*\]").expect("a valid pattern"));
+    let text = type_names.replace_all(message, "");
+    text.replace("Send message error Transport error: ", "")
+        .replace("Send message error Transport", "")
+        .replace(", when send initialize request", " (sending initialize)")
+        .replace("Client error: ", "")
+        .trim()
+        .to_owned()
+}
+
+pub(super) fn stderr_note(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ends: {stderr}")
+    }
+}

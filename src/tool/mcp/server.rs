@@ -1,0 +1,509 @@
+//! A server as a run knows it ([`McpServer`]: started once, started again
+//! after a crash, its start-ups and round trips measured) and its tools
+//! as backends ([`McpTool`]), on the run-wide server or a trial's own.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::service::ServiceError;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::connection::{Connection, StderrTail};
+use super::servers::Hub;
+use super::{McpError, McpServerSpec, ServedTool, stderr_note};
+use crate::tool::backend::{ToolBackend, ToolCallContext, ToolFuture};
+use crate::tool::registry::TrialResource;
+use crate::tool::{Effect, Metadata, ToolDef, ToolFailure, ToolFailureKind, ToolState};
+
+/// Per tool source: start-ups and `tools/call` round trips.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SourceStats {
+    /// The server, as messages name it.
+    pub source: String,
+    pub startups: u64,
+    pub startup_ms_mean: f64,
+    pub calls: u64,
+    pub call_errors: u64,
+    pub call_ms_p50: f64,
+    pub call_ms_p95: f64,
+}
+
+#[derive(Debug)]
+struct Measures {
+    startups: Vec<Duration>,
+    /// Round trips in microseconds: memory that does not grow with calls.
+    calls: hdrhistogram::Histogram<u64>,
+    call_errors: u64,
+}
+
+impl Default for Measures {
+    fn default() -> Self {
+        let mut calls =
+            hdrhistogram::Histogram::new_with_bounds(1, 2, 3).expect("valid histogram bounds");
+        calls.auto(true);
+        Measures {
+            startups: Vec::new(),
+            calls,
+            call_errors: 0,
+        }
+    }
+}
+
+/// A server as the run knows it: started once, restarted after a crash.
+#[derive(Debug)]
+pub struct McpServer {
+    hub: Arc<Hub>,
+    spec: McpServerSpec,
+    label: String,
+    /// The running connection; none after a crash, until the next trial
+    /// starts it again.
+    slot: Mutex<Option<Arc<Connection>>>,
+    measures: Mutex<Measures>,
+}
+
+impl McpServer {
+    pub(super) fn new(
+        hub: Arc<Hub>,
+        spec: McpServerSpec,
+        connection: Connection,
+        startup: Duration,
+    ) -> McpServer {
+        McpServer {
+            hub,
+            label: spec.label(),
+            spec,
+            slot: Mutex::new(Some(Arc::new(connection))),
+            measures: Mutex::new(Measures {
+                startups: vec![startup],
+                ..Measures::default()
+            }),
+        }
+    }
+
+    pub(super) fn spec(&self) -> &McpServerSpec {
+        &self.spec
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The server's tools (`only` those, if given), as definitions whose
+    /// calls go to the server: reads where the server's annotations say
+    /// `readOnlyHint` or `read` names them, writes otherwise.
+    pub fn tools(
+        self: &Arc<McpServer>,
+        only: Option<&[String]>,
+        read: &[String],
+        per_trial: bool,
+    ) -> Result<Vec<ServedTool>, McpError> {
+        let connection = self.connection(None).map_err(|e| McpError::List {
+            label: self.label.clone(),
+            message: e.message,
+        })?;
+        let deadline = self.spec.startup_timeout();
+        // The timer is made inside the servers' runtime.
+        let listed = self
+            .hub
+            .block_on(async {
+                tokio::time::timeout(deadline, connection.service.list_all_tools()).await
+            })?
+            .map_err(|_| McpError::List {
+                label: self.label.clone(),
+                message: format!(
+                    "no answer within {} ms (startup_timeout_ms)",
+                    deadline.as_millis()
+                ),
+            })?
+            .map_err(|e| McpError::List {
+                label: self.label.clone(),
+                message: e.to_string(),
+            })?;
+        let named = only.into_iter().flatten().chain(read);
+        if let Some(missing) = named
+            .into_iter()
+            .find(|n| !listed.iter().any(|t| t.name == **n))
+        {
+            return Err(McpError::NotListed {
+                label: self.label.clone(),
+                name: missing.clone(),
+                listed: listed
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        Ok(listed
+            .into_iter()
+            .filter(|t| only.is_none_or(|only| only.iter().any(|n| *n == t.name)))
+            .map(|tool| {
+                let name = tool.name.to_string();
+                let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint)
+                    == Some(true)
+                    || read.contains(&name);
+                let mut other = BTreeMap::new();
+                other.insert("mcp_server".to_owned(), Value::from(self.label.clone()));
+                if let Some(annotations) = &tool.annotations
+                    && let Ok(value) = serde_json::to_value(annotations)
+                {
+                    other.insert("mcp_annotations".to_owned(), value);
+                }
+                let def = ToolDef {
+                    name: name.clone(),
+                    description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                    parameters: Value::Object((*tool.input_schema).clone()),
+                    effect: if read_only {
+                        Effect::Read
+                    } else {
+                        Effect::Write
+                    },
+                    timeout_ms: crate::tool::DEFAULT_TIMEOUT_MS,
+                    metadata: Some(Metadata {
+                        category: Some("mcp".into()),
+                        other,
+                        ..Metadata::default()
+                    }),
+                    simulate: None,
+                    http: None,
+                    command: None,
+                };
+                let backend: Arc<dyn ToolBackend> = Arc::new(McpTool {
+                    server: self.clone(),
+                    name,
+                    per_trial,
+                });
+                (def, backend)
+            })
+            .collect())
+    }
+
+    /// The connection for a trial: the running one, or a new one if the
+    /// server went down before. A server found down now is down for the
+    /// rest of `trial`.
+    fn connection(&self, trial: Option<&ToolState>) -> Result<Arc<Connection>, ToolFailure> {
+        if self.hub.is_closed() {
+            return Err(ToolFailure::unavailable(format!(
+                "the MCP server {} is stopped: the run is over",
+                self.label
+            )));
+        }
+        let mut slot = self
+            .slot
+            .lock()
+            .map_err(|_| ToolFailure::runtime("the MCP server's lock is poisoned"))?;
+        if let Some(connection) = &*slot {
+            if !connection.crashed() {
+                return Ok(connection.clone());
+            }
+            let message = self.stopped_message(&connection.stderr);
+            self.take_down(&mut slot);
+            if let Some(state) = trial {
+                state.note_down(self.key(), message.clone());
+                return Err(ToolFailure::unavailable(message));
+            }
+        }
+        let started = Instant::now();
+        let connection = Connection::start_blocking(&self.hub, &self.spec)
+            .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
+        self.measured(|m| m.startups.push(started.elapsed()));
+        let connection = Arc::new(connection);
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// How a trial's state names this server.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    fn take_down(&self, slot: &mut Option<Arc<Connection>>) {
+        if let Some(connection) = slot.take() {
+            self.hub.retire(connection);
+        }
+    }
+
+    /// Stopped by the owner.
+    pub(super) fn stop(&self) {
+        if let Ok(mut slot) = self.slot.lock() {
+            self.take_down(&mut slot);
+        }
+    }
+
+    fn stopped_message(&self, stderr: &StderrTail) -> String {
+        format!(
+            "the MCP server {} stopped{} (it is started again for the next trial)",
+            self.label,
+            stderr_note(&stderr.text())
+        )
+    }
+
+    /// Mark the server crashed during `trial` (a call found it closed).
+    fn mark_crashed(&self, trial: &ToolState, connection: &Connection) -> String {
+        let message = self.stopped_message(&connection.stderr);
+        self.mark_down(trial, connection, &message);
+        message
+    }
+
+    /// Mark the server hung during `trial`: a call's timeout fired first.
+    fn mark_hung(&self, trial: &ToolState, connection: &Connection) {
+        let message = format!(
+            "the MCP server {} did not answer a call in time (it is started again for the next trial)",
+            self.label
+        );
+        self.mark_down(trial, connection, &message);
+    }
+
+    /// Take the run-wide server down if `connection` is still it (a
+    /// trial's own server is the trial's business).
+    fn mark_down(&self, trial: &ToolState, connection: &Connection, message: &str) {
+        if let Ok(mut slot) = self.slot.lock()
+            && matches!(&*slot, Some(c) if std::ptr::eq(&**c, connection))
+        {
+            self.take_down(&mut slot);
+            trial.note_down(self.key(), message.to_owned());
+        }
+    }
+
+    fn measured(&self, f: impl FnOnce(&mut Measures)) {
+        if let Ok(mut measures) = self.measures.lock() {
+            f(&mut measures);
+        }
+    }
+
+    /// Start-ups and round trips so far.
+    pub fn stats(&self) -> SourceStats {
+        let Ok(measures) = self.measures.lock() else {
+            return SourceStats::default();
+        };
+        let (startups, calls, call_errors) =
+            (&measures.startups, &measures.calls, measures.call_errors);
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let percentile = |p: f64| {
+            if calls.is_empty() {
+                0.0
+            } else {
+                calls.value_at_quantile(p) as f64 / 1000.0
+            }
+        };
+        SourceStats {
+            source: self.label.clone(),
+            startups: startups.len() as u64,
+            startup_ms_mean: if startups.is_empty() {
+                0.0
+            } else {
+                startups.iter().map(|d| ms(*d)).sum::<f64>() / startups.len() as f64
+            },
+            calls: calls.len(),
+            call_errors,
+            call_ms_p50: percentile(0.5),
+            call_ms_p95: percentile(0.95),
+        }
+    }
+
+    /// One `tools/call` on `connection`, as a tool's output or failure.
+    async fn call(
+        &self,
+        connection: &Connection,
+        trial: &ToolState,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<String, ToolFailure> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
+        let started = Instant::now();
+        // Dropped unanswered (the tool's timeout fired): the server is
+        // taken as hung, and started again for the next trial.
+        let mut unanswered = Unanswered {
+            server: self,
+            connection,
+            trial,
+            answered: false,
+        };
+        let answer = connection.service.call_tool_once(params).await;
+        unanswered.answered = true;
+        let elapsed = started.elapsed();
+        let outcome = match answer {
+            Ok(CallToolResponse::Complete(result)) => result_output(result),
+            Ok(_) => Err(ToolFailure::runtime(format!(
+                "the MCP server {} asked for input or made a task, which toolgauge does not answer",
+                self.label
+            ))),
+            Err(ServiceError::McpError(error)) => Err(ToolFailure::new(
+                if error.code.0 == INVALID_PARAMS {
+                    ToolFailureKind::Invalid
+                } else {
+                    ToolFailureKind::Runtime
+                },
+                format!("MCP error {}: {}", error.code.0, error.message),
+            )),
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                // Let the stderr reader catch the server's last words.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Err(ToolFailure::unavailable(
+                    self.mark_crashed(trial, connection),
+                ))
+            }
+            Err(other) => Err(ToolFailure::runtime(format!(
+                "MCP server {}: {other}",
+                self.label
+            ))),
+        };
+        self.measured(|m| {
+            let _ = m.calls.record((elapsed.as_micros() as u64).max(1));
+            if outcome.is_err() {
+                m.call_errors += 1;
+            }
+        });
+        outcome
+    }
+}
+
+/// A call on its way: marks the server hung if it is dropped unanswered.
+struct Unanswered<'a> {
+    server: &'a McpServer,
+    connection: &'a Connection,
+    trial: &'a ToolState,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.server.mark_hung(self.trial, self.connection);
+        }
+    }
+}
+
+/// JSON-RPC's "invalid params", which MCP servers answer for arguments
+/// that break a tool's schema.
+const INVALID_PARAMS: i32 = -32602;
+
+/// A `tools/call` result as a tool's output: its text blocks (other
+/// blocks as JSON), or its structured content when it has no text. An
+/// `isError` result is a failure with that text; one that says "MCP error
+/// -32602" (servers built on the TypeScript SDK word schema failures so)
+/// is a refusal of the arguments.
+fn result_output(result: CallToolResult) -> Result<String, ToolFailure> {
+    let mut text = String::new();
+    for block in &result.content {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        match block {
+            ContentBlock::Text(t) => text.push_str(&t.text),
+            other => text.push_str(&serde_json::to_string(other).unwrap_or_default()),
+        }
+    }
+    if text.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        text = structured.to_string();
+    }
+    if result.is_error != Some(true) {
+        return Ok(text);
+    }
+    let kind = if text.starts_with("MCP error -32602") {
+        ToolFailureKind::Invalid
+    } else {
+        ToolFailureKind::Runtime
+    };
+    Err(ToolFailure::new(kind, text))
+}
+
+/// A tool of an MCP server.
+#[derive(Debug)]
+struct McpTool {
+    server: Arc<McpServer>,
+    name: String,
+    /// A fresh server per trial, for stateful servers.
+    per_trial: bool,
+}
+
+/// A trial's own server, stopped when the trial's state goes.
+#[derive(Debug)]
+struct TrialServer {
+    hub: Arc<Hub>,
+    connection: Option<Connection>,
+}
+
+impl Drop for TrialServer {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            self.hub.stop(connection);
+        }
+    }
+}
+
+impl McpTool {
+    /// The trial's own server, started on first use.
+    fn trial_server(&self, state: &ToolState) -> Result<TrialResource, ToolFailure> {
+        let server = &self.server;
+        if server.hub.is_closed() {
+            return Err(ToolFailure::unavailable(format!(
+                "the MCP server {} is stopped: the run is over",
+                server.label
+            )));
+        }
+        state.resource(server.key(), || {
+            let started = Instant::now();
+            let connection = Connection::start_blocking(&server.hub, &server.spec)
+                .map_err(|e| ToolFailure::unavailable(e.to_string()));
+            server.measured(|m| m.startups.push(started.elapsed()));
+            let own = TrialServer {
+                hub: server.hub.clone(),
+                connection: Some(connection?),
+            };
+            Ok(Arc::new(own) as TrialResource)
+        })
+    }
+}
+
+impl ToolBackend for McpTool {
+    fn is_real(&self) -> bool {
+        true
+    }
+
+    /// A per-trial server starts with the trial, before its clock runs,
+    /// so its start-up is not tool time. (A start that fails is tried
+    /// again, and reported, by the first call.)
+    fn prepare(&self, state: &ToolState) {
+        if self.per_trial {
+            let _ = self.trial_server(state);
+        }
+    }
+
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let trial = call.state;
+            if !self.per_trial {
+                if let Some(message) = trial.went_down(self.server.key()) {
+                    return Err(ToolFailure::unavailable(message));
+                }
+                let connection = self.server.connection(Some(trial))?;
+                return self
+                    .server
+                    .call(&connection, trial, &self.name, call.arguments)
+                    .await;
+            }
+            let own = self.trial_server(trial)?;
+            let Some(TrialServer {
+                connection: Some(connection),
+                ..
+            }) = own.downcast_ref::<TrialServer>()
+            else {
+                return Err(ToolFailure::unavailable("the trial's MCP server is gone"));
+            };
+            if connection.crashed() {
+                return Err(ToolFailure::unavailable(
+                    self.server.stopped_message(&connection.stderr),
+                ));
+            }
+            self.server
+                .call(connection, trial, &self.name, call.arguments)
+                .await
+        })
+    }
+}
