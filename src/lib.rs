@@ -23,6 +23,7 @@ mod json_writer;
 pub mod metrics;
 pub mod model;
 pub mod pipeline;
+pub mod pointer;
 pub mod provider;
 pub mod report;
 pub mod scenario;

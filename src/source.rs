@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::pointer::{Located, Pointer};
+
 /// Something wrong with an input file.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -113,20 +115,14 @@ fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError
     }
 }
 
-/// A value of the wrong shape: where (a JSON pointer) and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{pointer}: {message}")]
-pub struct ShapeProblem {
-    pub pointer: String,
-    pub message: String,
-}
-
 /// Deserialize an in-memory value (borrowed: a caller may still need it
 /// to word an error).
-pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, ShapeProblem> {
-    serde_path_to_error::deserialize(value).map_err(|error| ShapeProblem {
-        pointer: pointer_of(error.path()),
-        message: in_json_words(&error.into_inner().to_string()),
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Located> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        Located::new(
+            Pointer::at(pointer_of(error.path())),
+            in_json_words(&error.into_inner().to_string()),
+        )
     })
 }
 
@@ -160,21 +156,6 @@ pub fn in_json_words(message: &str) -> String {
     text.replace("invalid type: sequence", "invalid type: array")
 }
 
-/// A key as one segment of a JSON pointer (RFC 6901: `~` is `~0`, `/` is
-/// `~1`); borrowed when it needs neither. The one place this is written.
-pub fn pointer_segment(key: &str) -> std::borrow::Cow<'_, str> {
-    if key.contains(['~', '/']) {
-        std::borrow::Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
-    } else {
-        std::borrow::Cow::Borrowed(key)
-    }
-}
-
-/// The key a JSON pointer segment names: [`pointer_segment`] undone.
-pub fn pointer_key(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
-}
-
 /// serde_path_to_error's path as an RFC 6901 JSON pointer.
 fn pointer_of(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
@@ -186,7 +167,7 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
             }
             Segment::Map { key } | Segment::Enum { variant: key } => {
                 pointer.push('/');
-                pointer.push_str(&pointer_segment(key));
+                pointer.push_str(&crate::pointer::segment(key));
             }
             Segment::Unknown => pointer.push_str("/?"),
         }
@@ -289,18 +270,6 @@ mod tests {
     #[allow(dead_code)]
     struct Item {
         count: u32,
-    }
-
-    #[test]
-    fn pointer_segments_escape_and_unescape_as_rfc_6901_says() {
-        assert_eq!(pointer_segment("a/b~c"), "a~1b~0c");
-        assert_eq!(pointer_key("a~1b~0c"), "a/b~c");
-        // "~01" is "~1" escaped, not "/".
-        assert_eq!(pointer_key(&pointer_segment("~1")), "~1");
-        assert!(matches!(
-            pointer_segment("plain"),
-            std::borrow::Cow::Borrowed(_)
-        ));
     }
 
     #[test]

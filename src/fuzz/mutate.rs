@@ -171,7 +171,7 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
         }
         Edit::Remove => {
             let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-            let key = crate::source::pointer_key(key);
+            let key = crate::pointer::key_of(key);
             if let Some(Value::Object(map)) = copy.pointer_mut(parent) {
                 map.remove(&key);
             }
@@ -186,7 +186,7 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
 }
 
 fn escape(key: &str) -> String {
-    crate::source::pointer_segment(key).into_owned()
+    crate::pointer::segment(key).into_owned()
 }
 
 type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;

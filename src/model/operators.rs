@@ -210,7 +210,7 @@ fn break_call(
             let clue = match mutant.mutation {
                 SchemaMutation::Required => {
                     let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
-                    format!("'{}'", crate::source::pointer_key(key))
+                    format!("'{}'", crate::pointer::key_of(key))
                 }
                 _ => mutant.pointer.clone(),
             };

@@ -145,16 +145,17 @@ pub struct BfclCall {
 
 impl BfclCall {
     /// Build from a tool schema (already in JSON Schema) and the answer's
-    /// parameters; `Err` names a parameter that is not a list of values.
+    /// parameters; `Err` is at a parameter that is not a list of values.
     pub fn new(
         name: &str,
         params: &Map<String, Value>,
         schema: &Value,
         source: Option<Source>,
-    ) -> Result<BfclCall, String> {
+    ) -> Result<BfclCall, crate::pointer::Located> {
         if let Some((key, _)) = params.iter().find(|(_, v)| !v.is_array()) {
-            return Err(format!(
-                "{key}: BFCL rules need a list of acceptable values"
+            return Err(crate::pointer::Located::new(
+                crate::pointer::Pointer::root().key(key),
+                format!("{key}: BFCL rules need a list of acceptable values"),
             ));
         }
         let required = schema

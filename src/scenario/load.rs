@@ -7,30 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::bfcl_rules::BfclCall;
-use super::expect::Order;
-use super::expect::{Expectation, ExpectedCall, Rules};
+use super::compile;
+use super::expect::Rules;
 use super::locate::locate;
-use super::matcher::ArgumentMatchers;
-use super::task::Task;
-use super::{DEFAULT_MAX_RETRIES, ExpectFile, Scenario, ScenarioFile, ToolEntry};
-
-/// What a task's turns are held to one by one: nothing (the task judges).
-static NO_CALL: ExpectFile = ExpectFile {
-    calls: Vec::new(),
-    order: Order::Any,
-    no_call: true,
-    any_call: false,
-    rules: Rules::Exact,
-};
+use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
+use crate::pointer::{Located, Pointer};
 use crate::source::{self, FileError};
 use crate::tool::mcp::ToolServers;
-use crate::tool::{
-    BUILTIN_NAMES, Registry, RegistryError, Sandbox, Store, ToolDef, ToolEnv, ToolSource,
-    builtin_definition,
-};
+use crate::tool::{Sandbox, Store, ToolDef, ToolEnv};
 
 /// The published JSON Schema of scenario files.
 pub const SCENARIO_SCHEMA: &str = include_str!("../../scenarios/scenario.schema.json");
@@ -43,12 +29,12 @@ const NOT_SCENARIO_DIRS: [&str; 2] = ["models", "examples"];
 pub enum LoadError {
     #[error(transparent)]
     File(#[from] FileError),
-    #[error("{}:{line}:{column}: {}: {message}", path.display(), if pointer.is_empty() { "/" } else { pointer })]
+    #[error("{}:{line}:{column}: {}: {message}", path.display(), if pointer.is_root() { "/" } else { pointer.as_str() })]
     Invalid {
         path: PathBuf,
         line: usize,
         column: usize,
-        pointer: String,
+        pointer: Pointer,
         message: String,
     },
     #[error("{}: {message}", path.display())]
@@ -213,63 +199,33 @@ pub fn load_scenario(
         path: path.to_owned(),
         source,
     })?;
-    let value: Value = source::parse_json(path, &bytes)?;
     let text = String::from_utf8_lossy(&bytes);
-    let invalid = |pointer: String, message: String| {
-        let (line, column) = locate(&text, &pointer);
+    let invalid = |problem: Located| {
+        let (line, column) = locate(&text, problem.pointer.as_str());
         LoadError::Invalid {
             path: path.to_owned(),
             line,
             column,
-            pointer,
-            message,
+            pointer: problem.pointer,
+            message: problem.message,
         }
     };
-
-    // An inline tool is one branch of an `anyOf` (an untagged enum), whose
-    // error only says "not valid under any of the schemas": when the error
-    // is a whole tool, read it the way `check-tools` does, for the precise
-    // pointer and message.
-    let tool_error = |pointer: &str| {
-        let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
-        let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
-        let problem = if tool.get("mcp").is_some() {
-            source::from_value::<super::McpEntry>(tool).err()?
-        } else {
-            source::from_value::<ToolDef>(tool).err()?
-        };
-        Some(invalid(
-            format!("/tools/{i}{}", problem.pointer),
-            problem.message,
-        ))
-    };
-    if let Some(error) = schema_validator().iter_errors(&value).next() {
-        let pointer = error.instance_path().to_string();
-        let message = crate::excerpt::schema_error_message(&error);
-        // The expect block's branches differ by which key is set: say so.
-        if pointer == "/expect" && message.contains("'oneOf'") {
-            return Err(invalid(
-                pointer,
-                "give exactly one of \"calls\" (at least one call), \"no_call\": true or \"any_call\": true".into(),
-            ));
-        }
-        return Err(tool_error(&pointer).unwrap_or_else(|| invalid(pointer, message)));
-    }
-    let file: ScenarioFile = source::from_value(&value).map_err(|problem| {
-        tool_error(&problem.pointer).unwrap_or_else(|| invalid(problem.pointer, problem.message))
-    })?;
-
+    let file = read_file(path, &bytes, &invalid)?;
     let needs_sandbox = !file.files.is_empty()
         || file.tools.iter().any(
             |t| matches!(t, ToolEntry::Builtin(name) if crate::tool::builtin_needs_sandbox(name)),
         );
     let sandbox_dir = if needs_sandbox {
-        Some(make_sandbox(sandbox_root, &file).map_err(|m| invalid("/files".into(), m))?)
+        Some(make_sandbox(sandbox_root, &file).map_err(|e| invalid(located_at("/files", e)))?)
     } else {
         None
     };
-    let store = Store::seeded(&file.state)
-        .map_err(|e| invalid(format!("/state{}", e.pointer), e.problem))?;
+    let store = Store::seeded(&file.state).map_err(|e| {
+        invalid(Located::new(
+            Pointer::at(format!("/state{}", e.pointer)),
+            e.problem,
+        ))
+    })?;
     // Commands (of tools and MCP servers) run in the scenario's folder.
     let folder = std::path::absolute(path.parent().unwrap_or(Path::new(".")))
         .unwrap_or_else(|_| PathBuf::from("."));
@@ -278,214 +234,20 @@ pub fn load_scenario(
             .as_deref()
             .map(Sandbox::new)
             .transpose()
-            .map_err(|e| invalid("/files".into(), format!("cannot open the sandbox: {e}")))?,
+            .map_err(|e| {
+                invalid(located_at(
+                    "/files",
+                    format!("cannot open the sandbox: {e}"),
+                ))
+            })?,
         store,
         base_dir: Some(folder.clone()),
     };
-    // The entry each MCP tool came from, and its server, for problems.
-    let mut served_by: Vec<(String, usize, String)> = Vec::new();
-    let mut sources = Vec::with_capacity(file.tools.len());
-    for (i, tool) in file.tools.iter().enumerate() {
-        match tool {
-            ToolEntry::Builtin(name) if builtin_definition(name).is_none() => {
-                return Err(invalid(
-                    format!("/tools/{i}"),
-                    format!(
-                        "unknown built-in tool {name:?}; the built-ins are {}",
-                        BUILTIN_NAMES.join(", ")
-                    ),
-                ));
-            }
-            ToolEntry::Builtin(name) => sources.push(ToolSource::Builtin(name.clone())),
-            ToolEntry::Defined(def) => sources.push(ToolSource::Defined((**def).clone())),
-            ToolEntry::Mcp(entry) => {
-                let mut spec = entry.mcp.clone();
-                let cwd = match &spec.cwd {
-                    None => folder.clone(),
-                    // Inside the scenario's folder, like every path it names.
-                    Some(cwd) => folder.join(
-                        crate::tool::sandbox_path(&cwd.to_string_lossy())
-                            .map_err(|m| invalid(format!("/tools/{i}/mcp/cwd"), m))?,
-                    ),
-                };
-                spec.cwd = Some(cwd);
-                if let Some(program) = spec.command.first_mut() {
-                    *program = crate::tool::resolve_program(program, &folder);
-                }
-                let tools = servers
-                    .open(&spec)
-                    .and_then(|server| {
-                        server.tools(entry.only.as_deref(), &entry.read, entry.per_trial)
-                    })
-                    .map_err(|e| invalid(format!("/tools/{i}"), e.to_string()))?;
-                for (mut def, backend) in tools {
-                    if let Some(ms) = entry.timeout_ms {
-                        def.timeout_ms = ms;
-                    }
-                    served_by.push((def.name.clone(), i, spec.label()));
-                    sources.push(ToolSource::Backend(def, backend));
-                }
-            }
-        }
-    }
-    let registry = Registry::new(sources, env).map_err(|error| match error {
-        // The first problem, at its place in this file.
-        RegistryError::Definitions(ref problems) if !problems.is_empty() => {
-            let problem = &problems[0];
-            if let Some((_, i, label)) = served_by.iter().find(|(n, ..)| *n == problem.tool) {
-                return invalid(
-                    format!("/tools/{i}"),
-                    format!(
-                        "MCP server {label}: tool {:?}: {}{}",
-                        problem.tool,
-                        if problem.pointer.is_empty() {
-                            ""
-                        } else {
-                            &problem.pointer
-                        },
-                        format_args!(" {}", problem.message)
-                    ),
-                );
-            }
-            let index = file
-                .tools
-                .iter()
-                .position(|t| match t {
-                    ToolEntry::Defined(def) => def.name == problem.tool,
-                    ToolEntry::Builtin(name) => *name == problem.tool,
-                    ToolEntry::Mcp(_) => false,
-                })
-                .or_else(|| problem.tool.strip_prefix('#').and_then(|i| i.parse().ok()));
-            match index {
-                Some(i) => invalid(
-                    format!("/tools/{i}{}", problem.pointer),
-                    problem.message.clone(),
-                ),
-                None => invalid("/tools".into(), error.to_string()),
-            }
-        }
-        other => invalid("/tools".into(), other.to_string()),
-    })?;
-
-    let (expect, task) = match (&file.expect, &file.task) {
-        (Some(expect), None) => (expect, None),
-        (None, Some(task)) => {
-            let task = Task::compile(task, &registry).map_err(|(p, m)| invalid(p, m))?;
-            if !task.final_files.is_empty() && sandbox_dir.is_none() {
-                return Err(invalid(
-                    "/task/final_state/files".into(),
-                    "files can be checked only in a scenario with file tools or files".into(),
-                ));
-            }
-            (&NO_CALL, Some(task))
-        }
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "/task".into(),
-                "give \"expect\" (one turn) or \"task\" (until the model answers), not both".into(),
-            ));
-        }
-        (None, None) => {
-            return Err(invalid(
-                String::new(),
-                "say what success is: \"expect\" (one turn) or \"task\"".into(),
-            ));
-        }
-    };
-    let expectation = if expect.no_call {
-        Expectation::NoCall
-    } else if expect.any_call {
-        Expectation::AnyCall
-    } else {
-        let mut calls = Vec::with_capacity(expect.calls.len());
-        for (i, call) in expect.calls.iter().enumerate() {
-            let here = format!("/expect/calls/{i}");
-            let Some(tool) = registry.lookup(&call.name) else {
-                return Err(invalid(
-                    format!("{here}/name"),
-                    format!("no tool named {:?} in this scenario's tools", call.name),
-                ));
-            };
-            let escape = crate::source::pointer_segment;
-            if expect.rules == Rules::Bfcl {
-                // BFCL's answers are judged by its rules, not by the schema:
-                // some of its ground truth fails its own schema (see
-                // tests/data/bfcl-known-issues.txt), and stays importable.
-                let def = registry.definition(tool);
-                let bfcl = def.metadata.as_ref().and_then(|m| m.other.get("bfcl"));
-                let source = bfcl
-                    .filter(|b| b.get("declared_types").is_some())
-                    .and_then(super::bfcl_rules::Source::of);
-                let mut rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
-                    .map_err(|message| {
-                        let key = message.split(':').next().unwrap_or_default();
-                        invalid(format!("{here}/arguments/{}", escape(key)), message)
-                    })?;
-                if let Some(bfcl) = bfcl {
-                    rule.read_any_as_string(bfcl);
-                }
-                let examples: serde_json::Map<String, Value> = rule.example();
-                calls.push(ExpectedCall {
-                    name: call.name.clone(),
-                    arguments: ArgumentMatchers::from_map(&examples).map_err(
-                        |(key, message)| {
-                            invalid(format!("{here}/arguments/{}", escape(&key)), message)
-                        },
-                    )?,
-                    bfcl: Some(rule),
-                });
-                continue;
-            }
-            let arguments =
-                ArgumentMatchers::from_map(&call.arguments).map_err(|(key, message)| {
-                    invalid(format!("{here}/arguments/{}", escape(&key)), message)
-                })?;
-            if arguments.result_tools().next().is_some() {
-                return Err(invalid(
-                    format!("{here}/arguments"),
-                    "$result reads earlier results: it belongs in a task's milestones".into(),
-                ));
-            }
-            let example = Value::Object(arguments.example());
-            if let Some(error) = registry.validator(tool).iter_errors(&example).next() {
-                return Err(invalid(
-                    format!("{here}/arguments"),
-                    format!(
-                        "the correct call must pass its tool's schema, but {}",
-                        crate::tool::argument_error(&error)
-                    ),
-                ));
-            }
-            calls.push(ExpectedCall {
-                name: call.name.clone(),
-                arguments,
-                bfcl: None,
-            });
-        }
-        Expectation::Calls {
-            calls,
-            order: expect.order,
-        }
-    };
-
-    let prompt = match (&file.prompt, &file.messages) {
-        (Some(prompt), None) => vec![json!({"role": "user", "content": prompt})],
-        (None, Some(messages)) if !messages.is_empty() => messages.clone(),
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "/messages".into(),
-                "give a prompt or messages, not both".into(),
-            ));
-        }
-        _ => {
-            return Err(invalid(
-                String::new(),
-                "give a prompt (or a message list)".into(),
-            ));
-        }
-    };
-
-    let bfcl_rules = task.is_none() && expect.rules == Rules::Bfcl;
+    let registry = compile::tools(&file, env, &folder, servers).map_err(&invalid)?;
+    let (expectation, task) =
+        compile::success(&file, &registry, sandbox_dir.as_ref()).map_err(&invalid)?;
+    let prompt = compile::prompt(&file).map_err(&invalid)?;
+    let bfcl_rules = task.is_none() && file.expect.as_ref().is_some_and(|e| e.rules == Rules::Bfcl);
     Ok(Scenario {
         name: file.name,
         description: file.description,
@@ -502,6 +264,50 @@ pub fn load_scenario(
         bfcl_rules,
         digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })
+}
+
+/// The file's JSON, checked against the published schema, then read into
+/// its typed form; `invalid` places a problem in the file.
+fn read_file(
+    path: &Path,
+    bytes: &[u8],
+    invalid: &dyn Fn(Located) -> LoadError,
+) -> Result<ScenarioFile, LoadError> {
+    let value: Value = source::parse_json(path, bytes)?;
+    // An inline tool is one branch of an `anyOf` (an untagged enum), whose
+    // error only says "not valid under any of the schemas": when the error
+    // is a whole tool, read it the way `check-tools` does, for the precise
+    // pointer and message.
+    let tool_error = |pointer: &str| {
+        let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
+        let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
+        let problem = if tool.get("mcp").is_some() {
+            source::from_value::<super::McpEntry>(tool).err()?
+        } else {
+            source::from_value::<ToolDef>(tool).err()?
+        };
+        Some(problem.under(&Pointer::root().key("tools").index(i)))
+    };
+    if let Some(error) = schema_validator().iter_errors(&value).next() {
+        let pointer = error.instance_path().to_string();
+        let message = crate::excerpt::schema_error_message(&error);
+        // The expect block's branches differ by which key is set: say so.
+        if pointer == "/expect" && message.contains("'oneOf'") {
+            return Err(invalid(located_at(
+                &pointer,
+                "give exactly one of \"calls\" (at least one call), \"no_call\": true or \"any_call\": true",
+            )));
+        }
+        return Err(invalid(
+            tool_error(&pointer).unwrap_or_else(|| located_at(&pointer, message)),
+        ));
+    }
+    source::from_value(&value)
+        .map_err(|problem| invalid(tool_error(problem.pointer.as_str()).unwrap_or(problem)))
+}
+
+fn located_at(pointer: &str, message: impl Into<String>) -> Located {
+    Located::new(Pointer::at(pointer), message)
 }
 
 /// Create the scenario's sandbox and write its files, refusing any file

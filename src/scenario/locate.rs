@@ -6,7 +6,7 @@
 pub fn locate(text: &str, pointer: &str) -> (usize, usize) {
     let bytes = text.as_bytes();
     let mut pos = skip_ws(bytes, 0);
-    let segments = pointer.split('/').skip(1).map(crate::source::pointer_key);
+    let segments = pointer.split('/').skip(1).map(crate::pointer::key_of);
     for segment in segments {
         match find_child(bytes, pos, &segment) {
             Some(child) => pos = child,

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::pointer::{Located, Pointer};
+
 /// What a trial's tools answered so far: the most recent successful result
 /// of each tool, as JSON (a result that is not JSON is a string).
 #[derive(Debug, Clone, Default)]
@@ -74,77 +76,33 @@ pub enum Matcher {
 }
 
 impl Matcher {
-    /// Read a matcher from a scenario file value; `Err` is a message for the
+    /// Read a matcher from a scenario file value; `Err` says where in the
+    /// value (the root for the matcher itself) and what is wrong, for the
     /// scenario's author.
-    pub fn from_value(value: &Value) -> Result<Matcher, String> {
+    pub fn from_value(value: &Value) -> Result<Matcher, Located> {
         let Some(object) = value
             .as_object()
             .filter(|o| o.keys().any(|k| k.starts_with('$')))
         else {
             if let Some(object) = value.as_object().filter(|o| o.values().any(holds_matcher)) {
-                return ArgumentMatchers::from_map(object)
-                    .map(Matcher::Fields)
-                    .map_err(|(key, message)| format!("{key}: {message}"));
+                return ArgumentMatchers::from_map(object).map(Matcher::Fields);
             }
             return Ok(Matcher::Exact(value.clone()));
         };
         let example = object.get("$example");
-        if let Some(options) = object.get("$any_of") {
-            let options = options
-                .as_array()
-                .filter(|o| !o.is_empty())
-                .ok_or("$any_of needs a non-empty array of values")?;
-            return Ok(Matcher::AnyOf(options.clone()));
-        }
-        if let Some(target) = object.get("$approx") {
-            let value = target.as_f64().ok_or("$approx needs a number")?;
-            let tolerance = match object.get("$tolerance") {
-                Some(t) => t
-                    .as_f64()
-                    .filter(|t| *t >= 0.0)
-                    .ok_or("$tolerance must be a number >= 0")?,
-                None => 1e-9,
-            };
-            return Ok(Matcher::Approx { value, tolerance });
-        }
-        if let Some(pattern) = object.get("$regex") {
-            let pattern = pattern.as_str().ok_or("$regex needs a string")?;
-            let regex = Regex::new(pattern).map_err(|e| format!("$regex does not compile: {e}"))?;
-            let example = example
-                .and_then(Value::as_str)
-                .ok_or("$regex needs an $example string that matches it")?;
-            if !regex.is_match(example) {
-                return Err(format!(
-                    "$example {example:?} does not match $regex {pattern:?}"
-                ));
-            }
-            return Ok(Matcher::Regex {
-                regex,
-                example: example.to_owned(),
-            });
-        }
-        if let Some(text) = object.get("$contains") {
-            let text = text
-                .as_str()
-                .filter(|t| !t.is_empty())
-                .ok_or("$contains needs a non-empty string")?;
-            // Without an example, the text itself is one.
-            let example = match example {
-                Some(example) => example
-                    .as_str()
-                    .ok_or("$example must be a string that contains the text")?,
-                None => text,
-            };
-            if !example.contains(text) {
-                return Err(format!("$example {example:?} does not contain {text:?}"));
-            }
-            return Ok(Matcher::Contains {
-                text: text.to_owned(),
-                example: example.to_owned(),
-            });
+        let special: [(&str, Special); 5] = [
+            ("$any_of", any_of),
+            ("$approx", approx),
+            ("$regex", regex),
+            ("$contains", contains),
+            ("$result", result),
+        ];
+        if let Some((_, read)) = special.iter().find(|(key, _)| object.contains_key(*key)) {
+            return read(object, example).map_err(|e| Located::here(e.to_string()));
         }
         if object.get("$present") == Some(&Value::Bool(true)) {
-            let example = example.ok_or("$present needs an $example value")?;
+            let example =
+                example.ok_or_else(|| Located::here("$present needs an $example value"))?;
             return Ok(Matcher::Present {
                 example: example.clone(),
             });
@@ -152,34 +110,16 @@ impl Matcher {
         if object.get("$absent") == Some(&Value::Bool(true)) {
             return Ok(Matcher::Absent);
         }
-        if let Some(tool) = object.get("$result") {
-            let tool = tool
-                .as_str()
-                .filter(|t| !t.is_empty())
-                .ok_or("$result needs the name of a tool")?;
-            let pointer = match object.get("pointer") {
-                Some(p) => p
-                    .as_str()
-                    .filter(|p| p.is_empty() || p.starts_with('/'))
-                    .ok_or("pointer must be a JSON pointer such as \"/id\"")?,
-                None => "",
-            };
-            return Ok(Matcher::Result {
-                tool: tool.to_owned(),
-                pointer: pointer.to_owned(),
-            });
-        }
         if ["$gt", "$gte", "$lt", "$lte"]
             .iter()
             .any(|k| object.contains_key(*k))
         {
-            return range(object, example);
+            return range(object, example).map_err(|e| Located::here(e.to_string()));
         }
-        Err(
+        Err(Located::here(
             "unknown matcher: use $any_of, $approx, $regex, $contains, $present, $absent, \
-             $gt, $gte, $lt, $lte or $result"
-                .to_owned(),
-        )
+             $gt, $gte, $lt, $lte or $result",
+        ))
     }
 
     /// Does the actual value (None when the argument is missing) match?
@@ -265,21 +205,117 @@ fn within(x: f64, low: Option<(f64, bool)>, high: Option<(f64, bool)>) -> bool {
 
 /// `$gt`, `$gte`, `$lt`, `$lte`: a number within bounds; the example is
 /// `$example`, or a number the bounds allow.
-fn range(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher, String> {
-    let bound = |key: &str| -> Result<Option<f64>, String> {
+/// Why a matcher's keys do not make a matcher, for its author.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadMatcher(String);
+
+impl From<&str> for BadMatcher {
+    fn from(message: &str) -> Self {
+        BadMatcher(message.to_owned())
+    }
+}
+
+/// Reads one kind of matcher from its object and `$example`.
+type Special = fn(&Map<String, Value>, Option<&Value>) -> Result<Matcher, BadMatcher>;
+
+fn any_of(object: &Map<String, Value>, _: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let options = object["$any_of"]
+        .as_array()
+        .filter(|o| !o.is_empty())
+        .ok_or("$any_of needs a non-empty array of values")?;
+    Ok(Matcher::AnyOf(options.clone()))
+}
+
+fn approx(object: &Map<String, Value>, _: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let value = object["$approx"].as_f64().ok_or("$approx needs a number")?;
+    let tolerance = match object.get("$tolerance") {
+        Some(t) => t
+            .as_f64()
+            .filter(|t| *t >= 0.0)
+            .ok_or("$tolerance must be a number >= 0")?,
+        None => 1e-9,
+    };
+    Ok(Matcher::Approx { value, tolerance })
+}
+
+fn regex(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let pattern = object["$regex"].as_str().ok_or("$regex needs a string")?;
+    let regex =
+        Regex::new(pattern).map_err(|e| BadMatcher(format!("$regex does not compile: {e}")))?;
+    let example = example
+        .and_then(Value::as_str)
+        .ok_or("$regex needs an $example string that matches it")?;
+    if !regex.is_match(example) {
+        return Err(BadMatcher(format!(
+            "$example {example:?} does not match $regex {pattern:?}"
+        )));
+    }
+    Ok(Matcher::Regex {
+        regex,
+        example: example.to_owned(),
+    })
+}
+
+fn contains(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let text = object["$contains"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or("$contains needs a non-empty string")?;
+    // Without an example, the text itself is one.
+    let example = match example {
+        Some(example) => example
+            .as_str()
+            .ok_or("$example must be a string that contains the text")?,
+        None => text,
+    };
+    if !example.contains(text) {
+        return Err(BadMatcher(format!(
+            "$example {example:?} does not contain {text:?}"
+        )));
+    }
+    Ok(Matcher::Contains {
+        text: text.to_owned(),
+        example: example.to_owned(),
+    })
+}
+
+fn result(object: &Map<String, Value>, _: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let tool = object["$result"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or("$result needs the name of a tool")?;
+    let pointer = match object.get("pointer") {
+        Some(p) => p
+            .as_str()
+            .filter(|p| p.is_empty() || p.starts_with('/'))
+            .ok_or("pointer must be a JSON pointer such as \"/id\"")?,
+        None => "",
+    };
+    Ok(Matcher::Result {
+        tool: tool.to_owned(),
+        pointer: pointer.to_owned(),
+    })
+}
+
+fn range(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher, BadMatcher> {
+    let bound = |key: &str| {
         object
             .get(key)
-            .map(|v| v.as_f64().ok_or(format!("{key} needs a number")))
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| BadMatcher(format!("{key} needs a number")))
+            })
             .transpose()
     };
     let low = match (bound("$gt")?, bound("$gte")?) {
-        (Some(_), Some(_)) => return Err("give $gt or $gte, not both".to_owned()),
+        (Some(_), Some(_)) => return Err("give $gt or $gte, not both".into()),
         (Some(x), None) => Some((x, false)),
         (None, Some(x)) => Some((x, true)),
         (None, None) => None,
     };
     let high = match (bound("$lt")?, bound("$lte")?) {
-        (Some(_), Some(_)) => return Err("give $lt or $lte, not both".to_owned()),
+        (Some(_), Some(_)) => return Err("give $lt or $lte, not both".into()),
         (Some(x), None) => Some((x, false)),
         (None, Some(x)) => Some((x, true)),
         (None, None) => None,
@@ -292,7 +328,9 @@ fn range(object: &Map<String, Value>, example: Option<&Value>) -> Result<Matcher
         (None, None, None) => unreachable!("a bound is present"),
     };
     if !within(example, low, high) {
-        return Err(format!("$example {example} is outside the bounds"));
+        return Err(BadMatcher(format!(
+            "$example {example} is outside the bounds"
+        )));
     }
     Ok(Matcher::Range { low, high, example })
 }
@@ -310,13 +348,14 @@ fn values_equal(a: &Value, b: &Value) -> bool {
 pub struct ArgumentMatchers(pub Vec<(String, Matcher)>);
 
 impl ArgumentMatchers {
-    pub fn from_map(arguments: &Map<String, Value>) -> Result<Self, (String, String)> {
+    /// Problems are located from the arguments object.
+    pub fn from_map(arguments: &Map<String, Value>) -> Result<Self, Located> {
         arguments
             .iter()
             .map(|(key, value)| {
                 Matcher::from_value(value)
                     .map(|m| (key.clone(), m))
-                    .map_err(|message| (key.clone(), message))
+                    .map_err(|e| e.under(&Pointer::root().key(key)))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(ArgumentMatchers)
@@ -421,21 +460,25 @@ mod tests {
         assert!(
             Matcher::from_value(&json!({"$regex": "("}))
                 .unwrap_err()
+                .message
                 .contains("does not compile")
         );
         assert!(
             Matcher::from_value(&json!({"$regex": "^a", "$example": "b"}))
                 .unwrap_err()
+                .message
                 .contains("does not match")
         );
         assert_eq!(
             Matcher::from_value(&json!({"$contains": "refund", "$example": "pay back"}))
-                .unwrap_err(),
+                .unwrap_err()
+                .message,
             "$example \"pay back\" does not contain \"refund\""
         );
         assert!(
             Matcher::from_value(&json!({"$nope": 1}))
                 .unwrap_err()
+                .message
                 .starts_with("unknown matcher")
         );
     }

@@ -5,6 +5,7 @@
 pub mod bfcl_rules;
 pub mod bfcl_source;
 pub mod bfcl_values;
+mod compile;
 mod expect;
 mod load;
 mod locate;

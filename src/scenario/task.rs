@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::ExpectedCallFile;
 use super::matcher::{ArgumentMatchers, Matcher, RecentResults};
 use crate::call::{Failure, ParsedCall, ToolResult};
+use crate::pointer::{Located, Pointer};
 use crate::tool::Registry;
 
 /// Turns a task gets unless it says otherwise.
@@ -130,172 +131,67 @@ pub struct StoreEntry {
     pub fields: Option<ArgumentMatchers>,
 }
 
-/// A problem in a task block: where (a JSON pointer from the scenario's
-/// root) and what.
-pub type TaskProblem = (String, String);
+/// Where the task block is in a scenario file.
+fn task_at() -> Pointer {
+    Pointer::root().key("task")
+}
+
+/// A tool the task names must be one of the scenario's.
+fn known_tool(registry: &Registry, name: &str, at: Pointer) -> Result<(), Located> {
+    match registry.lookup(name) {
+        Some(_) => Ok(()),
+        None => Err(Located::new(
+            at,
+            format!("no tool named {name:?} in this scenario's tools"),
+        )),
+    }
+}
+
+/// A call's argument matchers; `$result` must read a known tool.
+fn call_matchers(
+    registry: &Registry,
+    arguments: &Map<String, Value>,
+    here: &Pointer,
+) -> Result<ArgumentMatchers, Located> {
+    let at = here.clone().key("arguments");
+    let matchers = ArgumentMatchers::from_map(arguments).map_err(|e| e.under(&at))?;
+    for tool in matchers.result_tools() {
+        known_tool(registry, tool, at.clone())?;
+    }
+    Ok(matchers)
+}
 
 impl Task {
-    /// Check a task block against the scenario's tools.
-    pub fn compile(file: &TaskFile, registry: &Registry) -> Result<Task, TaskProblem> {
-        let escape = crate::source::pointer_segment;
+    /// Check a task block against the scenario's tools. Problems are
+    /// located from the scenario's root.
+    pub fn compile(file: &TaskFile, registry: &Registry) -> Result<Task, Located> {
         if file.max_turns == 0 {
-            return Err((
-                "/task/max_turns".into(),
-                "a task needs at least 1 turn".into(),
+            return Err(Located::new(
+                task_at().key("max_turns"),
+                "a task needs at least 1 turn",
             ));
         }
-        let known_tool = |name: &str, pointer: String| {
-            registry.lookup(name).map(|_| ()).ok_or_else(|| {
-                (
-                    pointer,
-                    format!("no tool named {name:?} in this scenario's tools"),
-                )
-            })
-        };
-        let matchers = |arguments: &Map<String, Value>, here: &str| {
-            let matchers = ArgumentMatchers::from_map(arguments).map_err(|(key, message)| {
-                (format!("{here}/arguments/{}", escape(&key)), message)
-            })?;
-            for tool in matchers.result_tools() {
-                known_tool(tool, format!("{here}/arguments"))?;
-            }
-            Ok::<_, TaskProblem>(matchers)
-        };
-
-        let mut milestones: Vec<Milestone> = Vec::with_capacity(file.milestones.len());
-        let mut previous_ordered = None;
-        for (i, m) in file.milestones.iter().enumerate() {
-            let here = format!("/task/milestones/{i}");
-            known_tool(&m.name, format!("{here}/name"))?;
-            let arguments = matchers(&m.arguments, &here)?;
-            check_example(registry, &m.name, &arguments, &here)?;
-            let id = m.id.clone().unwrap_or_else(|| format!("m{}", i + 1));
-            if milestones.iter().any(|earlier| earlier.id == id) {
-                return Err((format!("{here}/id"), format!("the id {id:?} is used twice")));
-            }
-            let mut requires = Vec::new();
-            if !m.unordered {
-                requires.extend(previous_ordered);
-                previous_ordered = Some(i);
-            }
-            for after in m.after.ids() {
-                let earlier = milestones
-                    .iter()
-                    .position(|e| &e.id == after)
-                    .ok_or_else(|| {
-                        (
-                            format!("{here}/after"),
-                            format!("no earlier milestone has the id {after:?}"),
-                        )
-                    })?;
-                if !requires.contains(&earlier) {
-                    requires.push(earlier);
-                }
-            }
-            milestones.push(Milestone {
-                id,
-                name: m.name.clone(),
-                arguments,
-                requires,
-            });
-        }
-
+        let milestones = compile_milestones(file, registry)?;
         let mut forbidden = Vec::with_capacity(file.forbidden.len());
         for (i, f) in file.forbidden.iter().enumerate() {
-            let here = format!("/task/forbidden/{i}");
-            known_tool(&f.name, format!("{here}/name"))?;
+            let here = task_at().key("forbidden").index(i);
+            known_tool(registry, &f.name, here.clone().key("name"))?;
             forbidden.push(Forbidden {
                 name: f.name.clone(),
-                arguments: matchers(&f.arguments, &here)?,
+                arguments: call_matchers(registry, &f.arguments, &here)?,
             });
         }
-
-        let mut final_files = Vec::with_capacity(file.final_state.files.len());
-        for (path, expected) in &file.final_state.files {
-            let here = format!("/task/final_state/files/{}", escape(path));
-            // Checked against the trial's sandbox only: never a host file.
-            let relative = crate::tool::sandbox_path(path).map_err(|m| (here.clone(), m))?;
-            let matcher = Matcher::from_value(expected).map_err(|m| (here.clone(), m))?;
-            final_files.push((relative.to_string_lossy().into_owned(), matcher));
-        }
-        let seeded = registry.seeded_store();
-        let can_add = registry.lookup("store_put").is_some();
-        let mut final_store = Vec::new();
-        for (collection, records) in &file.final_state.store {
-            if !seeded.collection_names().any(|c| c == collection) {
-                let known: Vec<&str> = seeded.collection_names().collect();
-                return Err((
-                    format!("/task/final_state/store/{}", escape(collection)),
-                    format!(
-                        "the scenario's state has no collection {collection:?} (it has {}), and no tool can make one",
-                        if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
-                ));
-            }
-            for (id, expected) in records {
-                let here = format!(
-                    "/task/final_state/store/{}/{}",
-                    escape(collection),
-                    escape(id)
-                );
-                if expected.is_null() && !can_add && seeded.record(collection, id).is_none() {
-                    return Err((
-                        here,
-                        format!(
-                            "{collection:?} holds no record {id:?} and no tool can add one, so \"must be gone\" cannot fail"
-                        ),
-                    ));
-                }
-                let fields = match expected {
-                    Value::Null => None,
-                    Value::Object(fields) => Some(
-                        ArgumentMatchers::from_map(fields)
-                            .map_err(|(key, m)| (format!("{here}/{}", escape(&key)), m))?,
-                    ),
-                    _ => {
-                        return Err((
-                            here,
-                            "give the fields the record must have (an object), or null \
-                             when it must be gone"
-                                .into(),
-                        ));
-                    }
-                };
-                final_store.push(StoreEntry {
-                    collection: collection.clone(),
-                    id: id.clone(),
-                    fields,
-                });
-            }
-        }
-
-        let answer = match &file.answer {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Matcher::from_value(v).map_err(|m| (format!("/task/answer/{i}"), m)))
-                .collect::<Result<_, _>>()?,
-            Some(one) => vec![Matcher::from_value(one).map_err(|m| ("/task/answer".into(), m))?],
-        };
+        let final_files = compile_final_files(file)?;
+        let final_store = compile_final_store(file, registry)?;
+        let answer = compile_answer(file)?;
         if file.milestones.is_empty()
             && file.final_state.files.is_empty()
             && file.final_state.store.is_empty()
             && answer.is_empty()
         {
-            return Err((
-                "/task".into(),
-                "a task needs at least one check that can fail: \"milestones\", \"final_state\" or \"answer\"".into(),
-            ));
-        }
-        if answer.iter().any(|m| matches!(m, Matcher::Result { .. })) {
-            return Err((
-                "/task/answer".into(),
-                "$result reads a tool's result and cannot judge the answer's text".into(),
+            return Err(Located::new(
+                task_at(),
+                "a task needs at least one check that can fail: \"milestones\", \"final_state\" or \"answer\"",
             ));
         }
         let writes = registry
@@ -332,6 +228,136 @@ impl Task {
     }
 }
 
+fn compile_milestones(file: &TaskFile, registry: &Registry) -> Result<Vec<Milestone>, Located> {
+    let mut milestones: Vec<Milestone> = Vec::with_capacity(file.milestones.len());
+    let mut previous_ordered = None;
+    for (i, m) in file.milestones.iter().enumerate() {
+        let here = task_at().key("milestones").index(i);
+        known_tool(registry, &m.name, here.clone().key("name"))?;
+        let arguments = call_matchers(registry, &m.arguments, &here)?;
+        check_example(registry, &m.name, &arguments, &here)?;
+        let id = m.id.clone().unwrap_or_else(|| format!("m{}", i + 1));
+        if milestones.iter().any(|earlier| earlier.id == id) {
+            return Err(Located::new(
+                here.key("id"),
+                format!("the id {id:?} is used twice"),
+            ));
+        }
+        let mut requires = Vec::new();
+        if !m.unordered {
+            requires.extend(previous_ordered);
+            previous_ordered = Some(i);
+        }
+        for after in m.after.ids() {
+            let earlier = milestones
+                .iter()
+                .position(|e| &e.id == after)
+                .ok_or_else(|| {
+                    Located::new(
+                        here.clone().key("after"),
+                        format!("no earlier milestone has the id {after:?}"),
+                    )
+                })?;
+            if !requires.contains(&earlier) {
+                requires.push(earlier);
+            }
+        }
+        milestones.push(Milestone {
+            id,
+            name: m.name.clone(),
+            arguments,
+            requires,
+        });
+    }
+    Ok(milestones)
+}
+
+fn compile_final_files(file: &TaskFile) -> Result<Vec<(String, Matcher)>, Located> {
+    let mut final_files = Vec::with_capacity(file.final_state.files.len());
+    for (path, expected) in &file.final_state.files {
+        let here = task_at().key("final_state").key("files").key(path);
+        // Checked against the trial's sandbox only: never a host file.
+        let relative = crate::tool::sandbox_path(path)
+            .map_err(|e| Located::new(here.clone(), e.to_string()))?;
+        let matcher = Matcher::from_value(expected).map_err(|e| e.under(&here))?;
+        final_files.push((relative.to_string_lossy().into_owned(), matcher));
+    }
+    Ok(final_files)
+}
+
+fn compile_final_store(file: &TaskFile, registry: &Registry) -> Result<Vec<StoreEntry>, Located> {
+    let seeded = registry.seeded_store();
+    let can_add = registry.lookup("store_put").is_some();
+    let mut final_store = Vec::new();
+    for (collection, records) in &file.final_state.store {
+        let at = task_at().key("final_state").key("store").key(collection);
+        if !seeded.collection_names().any(|c| c == collection) {
+            let known: Vec<&str> = seeded.collection_names().collect();
+            return Err(Located::new(
+                at,
+                format!(
+                    "the scenario's state has no collection {collection:?} (it has {}), and no tool can make one",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        for (id, expected) in records {
+            let here = at.clone().key(id);
+            if expected.is_null() && !can_add && seeded.record(collection, id).is_none() {
+                return Err(Located::new(
+                    here,
+                    format!(
+                        "{collection:?} holds no record {id:?} and no tool can add one, so \"must be gone\" cannot fail"
+                    ),
+                ));
+            }
+            let fields = match expected {
+                Value::Null => None,
+                Value::Object(fields) => {
+                    Some(ArgumentMatchers::from_map(fields).map_err(|e| e.under(&here))?)
+                }
+                _ => {
+                    return Err(Located::new(
+                        here,
+                        "give the fields the record must have (an object), or null \
+                         when it must be gone",
+                    ));
+                }
+            };
+            final_store.push(StoreEntry {
+                collection: collection.clone(),
+                id: id.clone(),
+                fields,
+            });
+        }
+    }
+    Ok(final_store)
+}
+
+fn compile_answer(file: &TaskFile) -> Result<Vec<Matcher>, Located> {
+    let at = task_at().key("answer");
+    let answer: Vec<Matcher> = match &file.answer {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Matcher::from_value(v).map_err(|e| e.under(&at.clone().index(i))))
+            .collect::<Result<_, _>>()?,
+        Some(one) => vec![Matcher::from_value(one).map_err(|e| e.under(&at))?],
+    };
+    if answer.iter().any(|m| matches!(m, Matcher::Result { .. })) {
+        return Err(Located::new(
+            at,
+            "$result reads a tool's result and cannot judge the answer's text",
+        ));
+    }
+    Ok(answer)
+}
+
 /// A correct milestone call must pass its tool's schema. Arguments read
 /// from results are unknown until a trial runs: such calls are checked
 /// when made.
@@ -339,8 +365,8 @@ fn check_example(
     registry: &Registry,
     name: &str,
     arguments: &ArgumentMatchers,
-    here: &str,
-) -> Result<(), TaskProblem> {
+    here: &Pointer,
+) -> Result<(), Located> {
     if arguments.result_tools().next().is_some() {
         return Ok(());
     }
@@ -349,8 +375,8 @@ fn check_example(
     };
     let example = Value::Object(arguments.example());
     match registry.validator(tool).iter_errors(&example).next() {
-        Some(error) => Err((
-            format!("{here}/arguments"),
+        Some(error) => Err(Located::new(
+            here.clone().key("arguments"),
             format!(
                 "the correct call must pass its tool's schema, but {}",
                 crate::tool::argument_error(&error)

@@ -9,6 +9,7 @@ use jsonschema::Draft;
 use serde_json::Value;
 
 use super::ToolDef;
+use crate::pointer::{Located, Pointer};
 use crate::source::{self, FileError};
 
 /// Keywords that give a property a meaning without `type`.
@@ -23,19 +24,43 @@ pub struct DefinitionProblem {
     /// The tool's name, or `#N` (its position) when it has none.
     pub tool: String,
     /// JSON pointer inside the definition.
-    pub pointer: String,
+    pub pointer: Pointer,
     pub message: String,
+}
+
+impl DefinitionProblem {
+    fn of(tool: &str, problem: Located) -> DefinitionProblem {
+        DefinitionProblem {
+            tool: tool.to_owned(),
+            pointer: problem.pointer,
+            message: problem.message,
+        }
+    }
 }
 
 impl fmt::Display for DefinitionProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pointer = if self.pointer.is_empty() {
+        let pointer = if self.pointer.is_root() {
             "/"
         } else {
-            &self.pointer
+            self.pointer.as_str()
         };
         write!(f, "{}: {}: {}", self.tool, pointer, self.message)
     }
+}
+
+/// A tool name providers would refuse, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadName(String);
+
+/// A `$schema` toolgauge does not validate with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadDraft {
+    #[error("$schema must be a string")]
+    NotAString,
+    #[error("unsupported $schema {0:?}: use draft 2020-12 (the default) or draft-07")]
+    Unsupported(String),
 }
 
 /// Read a JSON array of definitions and check each. A file that cannot be
@@ -63,11 +88,7 @@ pub fn check_definitions_file(
             .map_or_else(|| format!("#{index}"), str::to_owned);
         match source::from_value::<ToolDef>(&item) {
             Ok(def) => defs.push(def),
-            Err(problem) => problems.push(DefinitionProblem {
-                tool: label,
-                pointer: problem.pointer,
-                message: problem.message,
-            }),
+            Err(problem) => problems.push(DefinitionProblem::of(&label, problem)),
         }
     }
     problems.extend(check_definitions(&defs));
@@ -83,37 +104,35 @@ pub fn check_definitions(defs: &[ToolDef]) -> Vec<DefinitionProblem> {
         } else {
             def.name.clone()
         };
-        for (pointer, message) in check_definition(def) {
-            problems.push(DefinitionProblem {
-                tool: tool.clone(),
-                pointer,
-                message,
-            });
+        for problem in check_definition(def) {
+            problems.push(DefinitionProblem::of(&tool, problem));
         }
         if let Some(first) = defs[..index]
             .iter()
             .position(|other| !def.name.is_empty() && other.name == def.name)
         {
-            problems.push(DefinitionProblem {
-                tool,
-                pointer: "/name".into(),
-                message: format!("duplicate name: tool #{first} already uses it"),
-            });
+            problems.push(DefinitionProblem::of(
+                &tool,
+                Located::new(
+                    Pointer::root().key("name"),
+                    format!("duplicate name: tool #{first} already uses it"),
+                ),
+            ));
         }
     }
     problems
 }
 
-/// The problems of one definition, as (pointer, message) pairs.
-fn check_definition(def: &ToolDef) -> Vec<(String, String)> {
+/// The problems of one definition, located inside it.
+fn check_definition(def: &ToolDef) -> Vec<Located> {
     let mut problems = Vec::new();
-    if let Err(message) = check_name(&def.name) {
-        problems.push(("/name".to_owned(), message));
+    if let Err(bad) = check_name(&def.name) {
+        problems.push(Located::new(Pointer::root().key("name"), bad.to_string()));
     }
     if def.description.trim().is_empty() {
-        problems.push((
-            "/description".to_owned(),
-            "description is missing: models choose tools by it".to_owned(),
+        problems.push(Located::new(
+            Pointer::root().key("description"),
+            "description is missing: models choose tools by it",
         ));
     }
     check_parameters(&def.parameters, &mut problems);
@@ -122,60 +141,61 @@ fn check_definition(def: &ToolDef) -> Vec<(String, String)> {
 
 /// Letters, digits, `_` and `-`; 1 to 64 characters; not starting with a
 /// digit: the intersection of what OpenAI, Anthropic and Gemini accept.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), BadName> {
     if name.is_empty() {
-        return Err("name is missing".to_owned());
+        return Err(BadName("name is missing".to_owned()));
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(format!(
+        return Err(BadName(format!(
             "name is {} characters long; providers accept at most {MAX_NAME_LEN}",
             name.len()
-        ));
+        )));
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
+        return Err(BadName(format!(
             "name {name:?} contains {bad:?}; use only letters, digits, _ and -"
-        ));
+        )));
     }
     if name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(format!("name {name:?} starts with a digit"));
+        return Err(BadName(format!("name {name:?} starts with a digit")));
     }
     Ok(())
 }
 
-fn check_parameters(parameters: &Value, problems: &mut Vec<(String, String)>) {
+fn check_parameters(parameters: &Value, problems: &mut Vec<Located>) {
+    let at = Pointer::root().key("parameters");
     let Some(schema) = parameters.as_object() else {
         let message = if parameters.is_null() {
             "parameters is missing: give a JSON Schema with type \"object\""
         } else {
             "parameters must be a JSON Schema object with type \"object\""
         };
-        problems.push(("/parameters".to_owned(), message.to_owned()));
+        problems.push(Located::new(at, message));
         return;
     };
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        problems.push((
-            "/parameters/type".to_owned(),
-            "must be \"object\": tool arguments are always an object".to_owned(),
+        problems.push(Located::new(
+            at.clone().key("type"),
+            "must be \"object\": tool arguments are always an object",
         ));
     }
-    check_object_schema(parameters, "/parameters", problems);
+    check_object_schema(parameters, &at, problems);
     match draft_of(parameters) {
         Ok(draft) => check_meta_schema(parameters, draft, problems),
-        Err(message) => problems.push(("/parameters/$schema".to_owned(), message)),
+        Err(bad) => problems.push(Located::new(at.key("$schema"), bad.to_string())),
     }
 }
 
 /// Which draft a parameters schema is written in: 2020-12 unless `$schema`
 /// names another draft.
-pub(crate) fn draft_of(schema: &Value) -> Result<Draft, String> {
+pub(crate) fn draft_of(schema: &Value) -> Result<Draft, BadDraft> {
     let Some(uri) = schema.get("$schema") else {
         return Ok(Draft::Draft202012);
     };
-    let uri = uri.as_str().ok_or("$schema must be a string")?;
+    let uri = uri.as_str().ok_or(BadDraft::NotAString)?;
     let trimmed = uri
         .trim_end_matches('#')
         .trim_start_matches("http://")
@@ -186,15 +206,13 @@ pub(crate) fn draft_of(schema: &Value) -> Result<Draft, String> {
         "json-schema.org/draft-04/schema" => Ok(Draft::Draft4),
         "json-schema.org/draft/2019-09/schema" => Ok(Draft::Draft201909),
         "json-schema.org/draft/2020-12/schema" => Ok(Draft::Draft202012),
-        _ => Err(format!(
-            "unsupported $schema {uri:?}: use draft 2020-12 (the default) or draft-07"
-        )),
+        _ => Err(BadDraft::Unsupported(uri.to_owned())),
     }
 }
 
 /// `required` names must be properties, and every property (recursively
 /// through `properties` and `items`) needs a type or a composition keyword.
-fn check_object_schema(schema: &Value, pointer: &str, problems: &mut Vec<(String, String)>) {
+fn check_object_schema(schema: &Value, pointer: &Pointer, problems: &mut Vec<Located>) {
     let Some(object) = schema.as_object() else {
         return;
     };
@@ -203,8 +221,8 @@ fn check_object_schema(schema: &Value, pointer: &str, problems: &mut Vec<(String
         for (i, name) in required.iter().enumerate() {
             let Some(name) = name.as_str() else { continue };
             if !properties.is_some_and(|p| p.contains_key(name)) {
-                problems.push((
-                    format!("{pointer}/required/{i}"),
+                problems.push(Located::new(
+                    pointer.clone().key("required").index(i),
                     format!("{name:?} is required but not defined in properties"),
                 ));
             }
@@ -212,24 +230,24 @@ fn check_object_schema(schema: &Value, pointer: &str, problems: &mut Vec<(String
     }
     if let Some(properties) = properties {
         for (name, property) in properties {
-            let here = format!("{pointer}/properties/{}", escape_pointer(name));
+            let here = pointer.clone().key("properties").key(name);
             check_property(property, &here, problems);
         }
     }
     match object.get("items") {
         Some(items @ Value::Object(_)) => {
-            check_property(items, &format!("{pointer}/items"), problems)
+            check_property(items, &pointer.clone().key("items"), problems)
         }
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                check_property(item, &format!("{pointer}/items/{i}"), problems);
+                check_property(item, &pointer.clone().key("items").index(i), problems);
             }
         }
         _ => {}
     }
 }
 
-fn check_property(property: &Value, pointer: &str, problems: &mut Vec<(String, String)>) {
+fn check_property(property: &Value, pointer: &Pointer, problems: &mut Vec<Located>) {
     let Some(object) = property.as_object() else {
         // `true`/`false` schemas and non-objects are for the meta-schema check.
         return;
@@ -237,15 +255,15 @@ fn check_property(property: &Value, pointer: &str, problems: &mut Vec<(String, S
     let typed =
         object.contains_key("type") || COMPOSITION_KEYWORDS.iter().any(|k| object.contains_key(*k));
     if !typed {
-        problems.push((
-            pointer.to_owned(),
-            "has no type: add \"type\" or one of anyOf, oneOf, allOf, enum, const, $ref".to_owned(),
+        problems.push(Located::new(
+            pointer.clone(),
+            "has no type: add \"type\" or one of anyOf, oneOf, allOf, enum, const, $ref",
         ));
     }
     check_object_schema(property, pointer, problems);
 }
 
-fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(String, String)>) {
+fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<Located>) {
     // The meta-schema of the draft we chose, not the crate's own detection,
     // which panics on a `$schema` it does not know.
     let meta = match draft {
@@ -257,8 +275,8 @@ fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(Strin
     };
     let before = problems.len();
     for error in meta.iter_errors(parameters) {
-        problems.push((
-            format!("/parameters{}", error.instance_path()),
+        problems.push(Located::new(
+            Pointer::at(format!("/parameters{}", error.instance_path())),
             format!("invalid JSON Schema: {error}"),
         ));
     }
@@ -266,16 +284,11 @@ fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<(Strin
     if problems.len() == before
         && let Err(error) = jsonschema::options().with_draft(draft).build(parameters)
     {
-        problems.push((
-            format!("/parameters{}", error.instance_path()),
+        problems.push(Located::new(
+            Pointer::at(format!("/parameters{}", error.instance_path())),
             format!("cannot compile the schema: {error}"),
         ));
     }
-}
-
-/// Escape a property name for use in a JSON pointer (RFC 6901).
-pub(crate) fn escape_pointer(segment: &str) -> String {
-    crate::source::pointer_segment(segment).into_owned()
 }
 
 #[cfg(test)]

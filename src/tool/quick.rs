@@ -520,7 +520,7 @@ fn write_pointer(segment: &Segment<'_>, out: &mut String) {
     out.push('/');
     match segment.step {
         // A key as a JSON pointer segment (RFC 6901).
-        Step::Key(key) => out.push_str(&crate::source::pointer_segment(key)),
+        Step::Key(key) => out.push_str(&crate::pointer::segment(key)),
         Step::Index(index) => out.push_str(itoa::Buffer::new().format(index)),
     }
 }

@@ -209,8 +209,8 @@ impl Registry {
                         .map_err(|message| {
                             RegistryError::Definitions(vec![DefinitionProblem {
                                 tool: def.name.clone(),
-                                pointer: String::new(),
-                                message,
+                                pointer: crate::pointer::Pointer::root(),
+                                message: message.to_string(),
                             }])
                         })?;
                     backends.push(match (served, &def.simulate) {
@@ -403,11 +403,11 @@ fn compile(def: &ToolDef) -> Result<(Validator, Option<QuickSchema>), RegistryEr
     let problem = |message: String| {
         RegistryError::Definitions(vec![DefinitionProblem {
             tool: def.name.clone(),
-            pointer: "/parameters".into(),
+            pointer: crate::pointer::Pointer::root().key("parameters"),
             message,
         }])
     };
-    let draft = draft_of(&def.parameters).map_err(problem)?;
+    let draft = draft_of(&def.parameters).map_err(|e| problem(e.to_string()))?;
     let validator = schema_options(draft)
         .build(&def.parameters)
         .map_err(|e| problem(format!("cannot compile the schema: {e}")))?;

@@ -170,7 +170,7 @@ fn record_id(record: &Map<String, Value>) -> Option<&str> {
 
 /// A name as a JSON pointer segment (RFC 6901).
 fn escape(name: &str) -> String {
-    crate::source::pointer_segment(name).into_owned()
+    crate::pointer::segment(name).into_owned()
 }
 
 /// One of the store's operations, as a tool.

@@ -1,0 +1,290 @@
+//! A scenario file compiled step by step, once its shape is known good:
+//! its tools (MCP entries start their servers through the run's
+//! [`ToolServers`]), what success is (one turn's expectation, or a task),
+//! and its prompt. Every problem is located by JSON pointer from the
+//! file's root; `load` adds the line and column.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::bfcl_rules::BfclCall;
+use super::expect::{Expectation, ExpectedCall, Order, Rules};
+use super::matcher::ArgumentMatchers;
+use super::task::Task;
+use super::{ExpectFile, ScenarioFile, ToolEntry};
+use crate::pointer::{Located, Pointer};
+use crate::tool::mcp::{ServedTool, ToolServers};
+use crate::tool::{
+    BUILTIN_NAMES, DefinitionProblem, Registry, RegistryError, ToolEnv, ToolSource,
+    builtin_definition,
+};
+
+/// What a task's turns are held to one by one: nothing (the task judges).
+static NO_CALL: ExpectFile = ExpectFile {
+    calls: Vec::new(),
+    order: Order::Any,
+    no_call: true,
+    any_call: false,
+    rules: Rules::Exact,
+};
+
+fn tool_at(i: usize) -> Pointer {
+    Pointer::root().key("tools").index(i)
+}
+
+/// The scenario's tools, compiled into a registry over `env`. Commands
+/// (of tools and MCP servers) run in `folder`, the scenario's.
+pub(super) fn tools(
+    file: &ScenarioFile,
+    env: ToolEnv,
+    folder: &Path,
+    servers: &ToolServers,
+) -> Result<Registry, Located> {
+    // The entry each MCP tool came from, and its server, for problems.
+    let mut served_by: Vec<(String, usize, String)> = Vec::new();
+    let mut sources = Vec::with_capacity(file.tools.len());
+    for (i, tool) in file.tools.iter().enumerate() {
+        match tool {
+            ToolEntry::Builtin(name) if builtin_definition(name).is_none() => {
+                return Err(Located::new(
+                    tool_at(i),
+                    format!(
+                        "unknown built-in tool {name:?}; the built-ins are {}",
+                        BUILTIN_NAMES.join(", ")
+                    ),
+                ));
+            }
+            ToolEntry::Builtin(name) => sources.push(ToolSource::Builtin(name.clone())),
+            ToolEntry::Defined(def) => sources.push(ToolSource::Defined((**def).clone())),
+            ToolEntry::Mcp(entry) => {
+                let served = mcp_tools(entry, i, folder, servers)?;
+                for (def, backend) in served.tools {
+                    served_by.push((def.name.clone(), i, served.label.clone()));
+                    sources.push(ToolSource::Backend(def, backend));
+                }
+            }
+        }
+    }
+    Registry::new(sources, env).map_err(|error| match error {
+        // The first problem, at its place in this file.
+        RegistryError::Definitions(ref problems) if !problems.is_empty() => {
+            definition_problem(file, &problems[0], &served_by)
+                .unwrap_or_else(|| Located::new(Pointer::root().key("tools"), error.to_string()))
+        }
+        other => Located::new(Pointer::root().key("tools"), other.to_string()),
+    })
+}
+
+/// An MCP entry's tools, and how messages name their server.
+struct McpEntryTools {
+    label: String,
+    tools: Vec<ServedTool>,
+}
+
+/// The tools of an MCP entry, its server started (or shared) by `servers`:
+/// its working folder inside the scenario's, its program found.
+fn mcp_tools(
+    entry: &super::McpEntry,
+    i: usize,
+    folder: &Path,
+    servers: &ToolServers,
+) -> Result<McpEntryTools, Located> {
+    let mut spec = entry.mcp.clone();
+    let cwd = match &spec.cwd {
+        None => folder.to_owned(),
+        // Inside the scenario's folder, like every path it names.
+        Some(cwd) => folder.join(
+            crate::tool::sandbox_path(&cwd.to_string_lossy())
+                .map_err(|e| Located::new(tool_at(i).key("mcp").key("cwd"), e.to_string()))?,
+        ),
+    };
+    spec.cwd = Some(cwd);
+    if let Some(program) = spec.command.first_mut() {
+        *program = crate::tool::resolve_program(program, folder);
+    }
+    let mut tools = servers
+        .open(&spec)
+        .and_then(|server| server.tools(entry.only.as_deref(), &entry.read, entry.per_trial))
+        .map_err(|e| Located::new(tool_at(i), e.to_string()))?;
+    if let Some(ms) = entry.timeout_ms {
+        for (def, _) in &mut tools {
+            def.timeout_ms = ms;
+        }
+    }
+    Ok(McpEntryTools {
+        label: spec.label(),
+        tools,
+    })
+}
+
+/// Where a definition problem is in the file: at the MCP entry that
+/// served the tool, or at the tool's own entry.
+fn definition_problem(
+    file: &ScenarioFile,
+    problem: &DefinitionProblem,
+    served_by: &[(String, usize, String)],
+) -> Option<Located> {
+    if let Some((_, i, label)) = served_by.iter().find(|(n, ..)| *n == problem.tool) {
+        return Some(Located::new(
+            tool_at(*i),
+            format!(
+                "MCP server {label}: tool {:?}: {}{}",
+                problem.tool,
+                problem.pointer,
+                format_args!(" {}", problem.message)
+            ),
+        ));
+    }
+    let index = file
+        .tools
+        .iter()
+        .position(|t| match t {
+            ToolEntry::Defined(def) => def.name == problem.tool,
+            ToolEntry::Builtin(name) => *name == problem.tool,
+            ToolEntry::Mcp(_) => false,
+        })
+        .or_else(|| problem.tool.strip_prefix('#').and_then(|i| i.parse().ok()))?;
+    Some(Located::new(
+        tool_at(index).join(&problem.pointer),
+        problem.message.clone(),
+    ))
+}
+
+/// What success is: one turn's expected calls, or a task judged when the
+/// model answers. `sandbox`: the scenario's, if it has one.
+pub(super) fn success(
+    file: &ScenarioFile,
+    registry: &Registry,
+    sandbox: Option<&PathBuf>,
+) -> Result<(Expectation, Option<Task>), Located> {
+    let (expect, task) = match (&file.expect, &file.task) {
+        (Some(expect), None) => (expect, None),
+        (None, Some(task)) => {
+            let task = Task::compile(task, registry)?;
+            if !task.final_files.is_empty() && sandbox.is_none() {
+                return Err(Located::new(
+                    Pointer::at("/task/final_state/files"),
+                    "files can be checked only in a scenario with file tools or files",
+                ));
+            }
+            (&NO_CALL, Some(task))
+        }
+        (Some(_), Some(_)) => {
+            return Err(Located::new(
+                Pointer::root().key("task"),
+                "give \"expect\" (one turn) or \"task\" (until the model answers), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(Located::here(
+                "say what success is: \"expect\" (one turn) or \"task\"",
+            ));
+        }
+    };
+    let expectation = if expect.no_call {
+        Expectation::NoCall
+    } else if expect.any_call {
+        Expectation::AnyCall
+    } else {
+        Expectation::Calls {
+            calls: expected_calls(expect, registry)?,
+            order: expect.order,
+        }
+    };
+    Ok((expectation, task))
+}
+
+fn expected_calls(expect: &ExpectFile, registry: &Registry) -> Result<Vec<ExpectedCall>, Located> {
+    let mut calls = Vec::with_capacity(expect.calls.len());
+    for (i, call) in expect.calls.iter().enumerate() {
+        let here = Pointer::root().key("expect").key("calls").index(i);
+        if registry.lookup(&call.name).is_none() {
+            return Err(Located::new(
+                here.key("name"),
+                format!("no tool named {:?} in this scenario's tools", call.name),
+            ));
+        }
+        calls.push(if expect.rules == Rules::Bfcl {
+            bfcl_call(call, registry, &here)?
+        } else {
+            exact_call(call, registry, &here)?
+        });
+    }
+    Ok(calls)
+}
+
+/// A call judged by BFCL's rules, not by the schema: some of BFCL's
+/// ground truth fails its own schema (see tests/data/bfcl-known-issues.txt),
+/// and stays importable.
+fn bfcl_call(
+    call: &super::ExpectedCallFile,
+    registry: &Registry,
+    here: &Pointer,
+) -> Result<ExpectedCall, Located> {
+    let arguments_at = here.clone().key("arguments");
+    let tool = registry.lookup(&call.name).expect("checked by the caller");
+    let def = registry.definition(tool);
+    let bfcl = def.metadata.as_ref().and_then(|m| m.other.get("bfcl"));
+    let source = bfcl
+        .filter(|b| b.get("declared_types").is_some())
+        .and_then(super::bfcl_rules::Source::of);
+    let mut rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
+        .map_err(|e| e.under(&arguments_at))?;
+    if let Some(bfcl) = bfcl {
+        rule.read_any_as_string(bfcl);
+    }
+    let examples: serde_json::Map<String, Value> = rule.example();
+    Ok(ExpectedCall {
+        name: call.name.clone(),
+        arguments: ArgumentMatchers::from_map(&examples).map_err(|e| e.under(&arguments_at))?,
+        bfcl: Some(rule),
+    })
+}
+
+/// A call whose arguments are matched as written; its example must pass
+/// the tool's schema.
+fn exact_call(
+    call: &super::ExpectedCallFile,
+    registry: &Registry,
+    here: &Pointer,
+) -> Result<ExpectedCall, Located> {
+    let arguments_at = here.clone().key("arguments");
+    let arguments =
+        ArgumentMatchers::from_map(&call.arguments).map_err(|e| e.under(&arguments_at))?;
+    if arguments.result_tools().next().is_some() {
+        return Err(Located::new(
+            arguments_at,
+            "$result reads earlier results: it belongs in a task's milestones",
+        ));
+    }
+    let tool = registry.lookup(&call.name).expect("checked by the caller");
+    let example = Value::Object(arguments.example());
+    if let Some(error) = registry.validator(tool).iter_errors(&example).next() {
+        return Err(Located::new(
+            arguments_at,
+            format!(
+                "the correct call must pass its tool's schema, but {}",
+                crate::tool::argument_error(&error)
+            ),
+        ));
+    }
+    Ok(ExpectedCall {
+        name: call.name.clone(),
+        arguments,
+        bfcl: None,
+    })
+}
+
+/// The messages the model starts from.
+pub(super) fn prompt(file: &ScenarioFile) -> Result<Vec<Value>, Located> {
+    match (&file.prompt, &file.messages) {
+        (Some(prompt), None) => Ok(vec![json!({"role": "user", "content": prompt})]),
+        (None, Some(messages)) if !messages.is_empty() => Ok(messages.clone()),
+        (Some(_), Some(_)) => Err(Located::new(
+            Pointer::root().key("messages"),
+            "give a prompt or messages, not both",
+        )),
+        _ => Err(Located::here("give a prompt (or a message list)")),
+    }
+}
