@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 
 use crate::call::{ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
 use crate::model::ModelFile;
-use crate::model::live::api_key;
+use crate::model::live::{ApiKey, api_key};
 use crate::provider::{
     ApiSettings, Ask, Conversation, ParsedResponse, Provider, ResponseError, ToolChoice,
 };
-use crate::transport::{ApiRequest, Transport};
+use crate::transport::{ApiRequest, Transport, TransportError};
 
 /// What a probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,14 +163,13 @@ impl Diagnosis {
 }
 
 /// The diagnosis of `file` for a run in `out`: the one cached there
-/// (`doctor-<model>.json`), or with `probe_now` a new probe, cached. Gives
-/// a warning for each probe that says a self-correction run against it
-/// would not measure what it claims.
+/// (`doctor-<model>.json`), or with `probe_now` a new probe, cached; none
+/// when there is none and no probe was asked for.
 pub fn before_run(
     file: &ModelFile,
     out: &std::path::Path,
     probe_now: bool,
-) -> Result<Vec<String>, DoctorError> {
+) -> Result<Option<Diagnosis>, DoctorError> {
     let cached = out.join(format!("doctor-{}.json", file.name));
     let diagnosis: Diagnosis = match std::fs::read(&cached) {
         Ok(bytes) => {
@@ -184,21 +183,25 @@ pub fn before_run(
             diagnosis.save(&cached)?;
             diagnosis
         }
-        Err(_) => return Ok(Vec::new()),
+        Err(_) => return Ok(None),
     };
-    Ok(diagnosis
-        .missing()
-        .into_iter()
-        .map(|finding| {
+    Ok(Some(diagnosis))
+}
+
+impl Diagnosis {
+    /// A warning for each probe that says a self-correction run against
+    /// this endpoint would not measure what it claims.
+    pub fn warnings(&self) -> impl Iterator<Item = String> + '_ {
+        self.missing().into_iter().map(|finding| {
             format!(
                 "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
-                file.name,
+                self.model,
                 finding.probe,
                 finding.verdict.as_str(),
                 finding.evidence
             )
         })
-        .collect())
+    }
 }
 
 /// The word a probe hides in a tool result, for the model to repeat.
@@ -222,7 +225,7 @@ fn long_result(error: bool) -> String {
 struct Prober {
     provider: Provider,
     settings: ApiSettings,
-    key: Option<String>,
+    key: Option<ApiKey>,
     transport: Transport,
     tools: Vec<FunctionSpec>,
 }
@@ -301,7 +304,7 @@ impl Prober {
     fn ask_of<'a>(&'a self, conversation: &'a Conversation, settings: &'a ApiSettings) -> Ask<'a> {
         Ask {
             settings,
-            key: self.key.as_deref(),
+            key: self.key.as_ref().map(ApiKey::expose),
             conversation,
             tools: &self.tools,
         }
@@ -321,13 +324,9 @@ impl Prober {
         &self,
         conversation: &Conversation,
         settings: &ApiSettings,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, TransportError> {
         let request: ApiRequest = self.provider.request(&self.ask_of(conversation, settings));
-        let response = self
-            .transport
-            .send(&request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let response = self.transport.send(&request).await?;
         let json: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
         let parsed = self.provider.parse_response(&response.body);
         Ok(Answer { json, parsed })

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::dialect::tool_name;
+use crate::pointer::{Located, Pointer};
 
 /// One expected call of a possible answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,18 +23,20 @@ impl GroundTruthCall {
 }
 
 /// The calls of one answer; `Err` says which call is not in BFCL's shape.
-pub fn ground_truth_calls(ground_truth: &[Value]) -> Result<Vec<GroundTruthCall>, String> {
+pub fn ground_truth_calls(ground_truth: &[Value]) -> Result<Vec<GroundTruthCall>, Located> {
     ground_truth
         .iter()
         .enumerate()
         .map(|(i, call)| {
-            let one = call.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
-                format!("ground_truth/{i}: expected {{name: {{param: [values]}}}}")
-            })?;
-            let (name, params) = one.iter().next().expect("one key");
-            let params = params
+            let at = Pointer::root().key("ground_truth").index(i);
+            let one = call
                 .as_object()
-                .ok_or_else(|| format!("ground_truth/{i}/{name}: parameters are not an object"))?;
+                .filter(|o| o.len() == 1)
+                .ok_or_else(|| Located::new(at.clone(), "expected {name: {param: [values]}}"))?;
+            let (name, params) = one.iter().next().expect("one key");
+            let params = params.as_object().ok_or_else(|| {
+                Located::new(at.clone().key(name), "parameters are not an object")
+            })?;
             Ok(GroundTruthCall {
                 bfcl_name: name.clone(),
                 params: params.clone(),

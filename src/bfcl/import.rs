@@ -174,7 +174,7 @@ pub fn scenario(entry: &Entry, answer: Option<&AnswerEntry>) -> Result<Value, Im
         let answer = answer.ok_or_else(|| {
             fail("no possible answer for this entry (give --answers FILE)".to_owned())
         })?;
-        let calls = ground_truth_calls(&answer.ground_truth).map_err(fail)?;
+        let calls = ground_truth_calls(&answer.ground_truth).map_err(|e| fail(e.to_string()))?;
         let calls: Vec<Value> = calls
             .iter()
             .map(|call| json!({"name": call.tool_name(), "arguments": call.params}))

@@ -314,8 +314,8 @@ pub struct LineValidator {
     child: Child,
     stdin: BufWriter<ChildStdin>,
     /// Lines the process wrote, read on their own thread so that a case
-    /// can time out.
-    lines: Receiver<std::io::Result<String>>,
+    /// can time out; the channel closes when its stdout ends or fails.
+    lines: Receiver<String>,
     timeout: Duration,
     answered: u64,
 }
@@ -342,7 +342,10 @@ impl LineValidator {
         let stdout = child.stdout.take().expect("piped");
         let (send, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if send.send(line).is_err() {
                     break;
                 }
@@ -414,14 +417,14 @@ impl LineValidator {
 
 /// The next verdict line of a `lines:` validator.
 fn verdict(
-    lines: &Receiver<std::io::Result<String>>,
+    lines: &Receiver<String>,
     timeout: Duration,
     program: &str,
     instance: &Value,
 ) -> Result<bool, ExternalError> {
     let line = match lines.recv_timeout(timeout) {
-        Ok(Ok(line)) => line,
-        Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+        Ok(line) => line,
+        Err(RecvTimeoutError::Disconnected) => {
             return Err(ExternalError::Died {
                 program: program.to_owned(),
                 answered: 0,

@@ -209,9 +209,9 @@ impl PreparedRun {
         std::fs::create_dir_all(&out).map_err(at(&out))?;
         if replayer.is_none() {
             for file in files.iter().filter(|f| f.is_live()) {
-                notes
-                    .warnings
-                    .extend(crate::doctor::before_run(file, &out, request.doctor)?);
+                if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
+                    notes.warnings.extend(diagnosis.warnings());
+                }
             }
         }
 

@@ -32,15 +32,33 @@ pub struct MissingKey {
     pub variable: String,
 }
 
+/// An API key: never shown by `Debug`, read only where a request is made.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
 /// The API key a model file names (`api.api_key_env`), read from the
 /// environment; `None` when it names none (a local server).
-pub fn api_key(settings: &ApiSettings) -> Result<Option<String>, MissingKey> {
+pub fn api_key(settings: &ApiSettings) -> Result<Option<ApiKey>, MissingKey> {
     let Some(variable) = &settings.api_key_env else {
         return Ok(None);
     };
-    std::env::var(variable).map(Some).map_err(|_| MissingKey {
-        variable: variable.clone(),
-    })
+    std::env::var(variable)
+        .map(|key| Some(ApiKey(key)))
+        .map_err(|_| MissingKey {
+            variable: variable.clone(),
+        })
 }
 
 /// A model behind an API, ready to answer.
@@ -48,7 +66,7 @@ pub struct LiveModel {
     name: String,
     provider: Provider,
     settings: ApiSettings,
-    key: Option<String>,
+    key: Option<ApiKey>,
     source: Source,
     recorder: Option<Recorder>,
 }
@@ -65,7 +83,7 @@ impl std::fmt::Debug for LiveModel {
             .field("name", &self.name)
             .field("provider", &self.provider)
             .field("model", &self.settings.model)
-            .field("key", &self.key.as_ref().map(|_| "[REDACTED]"))
+            .field("key", &self.key)
             .finish()
     }
 }
@@ -121,7 +139,7 @@ impl LiveModel {
     ) -> Result<(Reply, Option<Value>), ReplyError> {
         let request = self.provider.request(&Ask {
             settings: &self.settings,
-            key: self.key.as_deref(),
+            key: self.key.as_ref().map(ApiKey::expose),
             conversation,
             tools,
         });

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
+use crate::pointer::{Located, Pointer};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -129,19 +130,22 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
         .collect()
 }
 
-pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
-    let items = tools.as_array().ok_or("tools must be an array")?;
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
+    let items = tools
+        .as_array()
+        .ok_or_else(|| Located::here("must be an array"))?;
     items
         .iter()
         .enumerate()
         .map(|(i, tool)| {
             Ok(FunctionSpec {
-                name: str_field(tool, "name").ok_or(format!("tools[{i}] has no name"))?,
+                name: str_field(tool, "name")
+                    .ok_or_else(|| Located::new(Pointer::root().index(i), "has no name"))?,
                 description: str_field(tool, "description").unwrap_or_default(),
                 parameters: tool
                     .get("input_schema")
                     .cloned()
-                    .ok_or(format!("tools[{i}] has no input_schema"))?,
+                    .ok_or_else(|| Located::new(Pointer::root().index(i), "has no input_schema"))?,
             })
         })
         .collect()

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
+use crate::pointer::{Located, Pointer};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -168,8 +169,10 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
     json!([{"functionDeclarations": declarations}])
 }
 
-pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
-    let groups = tools.as_array().ok_or("tools must be an array")?;
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
+    let groups = tools
+        .as_array()
+        .ok_or_else(|| Located::here("must be an array"))?;
     let mut specs = Vec::new();
     for (g, group) in groups.iter().enumerate() {
         let Some(declarations) = group.get("functionDeclarations").and_then(Value::as_array) else {
@@ -179,7 +182,13 @@ pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
             let name = declaration
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or(format!("tools[{g}].functionDeclarations[{i}] has no name"))?;
+                .ok_or_else(|| {
+                    let at = Pointer::root()
+                        .index(g)
+                        .key("functionDeclarations")
+                        .index(i);
+                    Located::new(at, "has no name")
+                })?;
             let parameters = [
                 "parametersJsonSchema",
                 "parameters_json_schema",

@@ -116,9 +116,9 @@ impl Provider {
             Provider::Anthropic => anthropic::parse_tools(tools),
             Provider::Gemini => gemini::parse_tools(tools),
         }
-        .map_err(|reason| ResponseError::NotAResponse {
+        .map_err(|problem| ResponseError::NotAResponse {
             provider: self,
-            reason,
+            reason: format!("tools{problem}"),
         })
     }
 

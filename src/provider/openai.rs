@@ -15,6 +15,7 @@ use super::{
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64, write_value};
+use crate::pointer::{Located, Pointer};
 use crate::transport::ApiRequest;
 
 #[derive(Deserialize)]
@@ -167,20 +168,24 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
         .collect()
 }
 
-pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, String> {
-    let items = tools.as_array().ok_or("tools must be an array")?;
+pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
+    let items = tools
+        .as_array()
+        .ok_or_else(|| Located::here("must be an array"))?;
     items
         .iter()
         .enumerate()
         .map(|(i, tool)| {
             let function = tool
                 .get("function")
-                .ok_or(format!("tools[{i}] has no function"))?;
+                .ok_or_else(|| Located::new(Pointer::root().index(i), "has no function"))?;
             Ok(FunctionSpec {
                 name: function
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or(format!("tools[{i}].function has no name"))?
+                    .ok_or_else(|| {
+                        Located::new(Pointer::root().index(i).key("function"), "has no name")
+                    })?
                     .to_owned(),
                 description: function
                     .get("description")

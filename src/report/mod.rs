@@ -342,15 +342,14 @@ pub fn p_text(p: f64) -> String {
 }
 
 /// The column names of a row struct, as serde writes them.
-pub(crate) fn header_of<R: Serialize + Default>() -> io::Result<Vec<String>> {
+pub(crate) fn header_of<R: Serialize + Default>() -> io::Result<csv::StringRecord> {
     let mut probe = csv::Writer::from_writer(Vec::new());
     probe.serialize(R::default()).map_err(io::Error::other)?;
     let bytes = probe
         .into_inner()
         .map_err(|e| io::Error::other(e.to_string()))?;
     let mut reader = csv::Reader::from_reader(bytes.as_slice());
-    let header = reader.headers().map_err(io::Error::other)?;
-    Ok(header.iter().map(str::to_owned).collect())
+    Ok(reader.headers().map_err(io::Error::other)?.clone())
 }
 
 /// Round a rate for files: six decimals are plenty, and stable in text.

@@ -174,7 +174,8 @@ impl Reporter for TrialsCsv {
             .map_err(|e| io::Error::other(e.to_string()))?;
         // A run with no trial still has the header.
         if bytes.is_empty() && self.file.metadata()?.len() == 0 {
-            let mut header = super::header_of::<TrialRow>()?.join(",");
+            let names = super::header_of::<TrialRow>()?;
+            let mut header = names.iter().collect::<Vec<_>>().join(",");
             header.push('\n');
             return self.file.write_all(header.as_bytes());
         }

@@ -91,12 +91,7 @@ pub fn load_suites(
         let (found, passed_over) = if dir.is_file() {
             (vec![dir.to_owned()], Vec::new())
         } else {
-            suite_files(dir).map_err(|message| {
-                vec![LoadError::Suite {
-                    path: dir.to_owned(),
-                    message,
-                }]
-            })?
+            suite_files(dir).map_err(|error| vec![error])?
         };
         if found.is_empty() {
             return Err(vec![LoadError::Suite {
@@ -138,9 +133,12 @@ pub fn load_suites(
 /// The scenario files under `dir`, sorted by path. Links are followed,
 /// and a link back to a folder above it is a loop, skipped; only regular
 /// files are read (a FIFO would block the run forever).
-fn suite_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), String> {
+fn suite_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), LoadError> {
     if !dir.is_dir() {
-        return Err("no such file or folder".to_owned());
+        return Err(LoadError::Suite {
+            path: dir.to_owned(),
+            message: "no such file or folder".to_owned(),
+        });
     }
     let mut files = Vec::new();
     let mut skipped = Vec::new();
@@ -216,7 +214,7 @@ pub fn load_scenario(
             |t| matches!(t, ToolEntry::Builtin(name) if crate::tool::builtin_needs_sandbox(name)),
         );
     let sandbox_dir = if needs_sandbox {
-        Some(make_sandbox(sandbox_root, &file).map_err(|e| invalid(located_at("/files", e)))?)
+        Some(make_sandbox(sandbox_root, &file).map_err(&invalid)?)
     } else {
         None
     };
@@ -312,18 +310,27 @@ fn located_at(pointer: &str, message: impl Into<String>) -> Located {
 
 /// Create the scenario's sandbox and write its files, refusing any file
 /// path that would land outside it.
-fn make_sandbox(root: &Path, file: &ScenarioFile) -> Result<PathBuf, String> {
+fn make_sandbox(root: &Path, file: &ScenarioFile) -> Result<PathBuf, Located> {
+    let files = Pointer::root().key("files");
     let dir = root.join(&file.name);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let sandbox = Sandbox::new(&dir).map_err(|e| e.to_string())?;
+    let cannot = |e: std::io::Error| {
+        Located::new(
+            files.clone(),
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(cannot)?;
+    let sandbox = Sandbox::new(&dir).map_err(cannot)?;
     for (name, content) in &file.files {
+        let at = files.clone().key(name);
         let path = sandbox
             .resolve(name)
-            .map_err(|f| format!("file {name:?}: {}", f.message))?;
+            .map_err(|f| Located::new(at.clone(), format!("file {name:?}: {}", f.message)))?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(parent).map_err(|e| Located::new(at.clone(), e.to_string()))?;
         }
-        std::fs::write(&path, content).map_err(|e| format!("cannot write {name:?}: {e}"))?;
+        std::fs::write(&path, content)
+            .map_err(|e| Located::new(at.clone(), format!("cannot write {name:?}: {e}")))?;
     }
     Ok(sandbox.root().to_owned())
 }

@@ -13,22 +13,32 @@ pub struct Sandbox {
     root: PathBuf,
 }
 
+/// Why a path is refused before any file is opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathBlocked {
+    #[error("path blocked: it contains a NUL byte")]
+    Nul,
+    #[error("path blocked: {0:?} contains a backslash; use / between names")]
+    Backslash(String),
+    #[error("path blocked: {0:?} is absolute; give a path relative to the sandbox")]
+    Absolute(String),
+    #[error("path blocked: {0:?} leads outside the sandbox")]
+    Outside(String),
+}
+
 /// `requested` as a path below a sandbox root, checked by its text alone:
 /// refused when it has a NUL byte or a backslash, is absolute (or a drive,
 /// or `~`), or climbs above the root with `..`. What a scenario names
 /// (`files`, `final_state.files`) is checked with this when it loads;
 /// what a model asks for is checked with it, and for links, at each call.
-pub fn relative_path(requested: &str) -> Result<PathBuf, String> {
+pub fn relative_path(requested: &str) -> Result<PathBuf, PathBlocked> {
     if requested.contains('\0') {
-        return Err("path blocked: it contains a NUL byte".to_owned());
+        return Err(PathBlocked::Nul);
     }
     if requested.contains('\\') {
-        return Err(format!(
-            "path blocked: {requested:?} contains a backslash; use / between names"
-        ));
+        return Err(PathBlocked::Backslash(requested.to_owned()));
     }
-    let absolute =
-        || format!("path blocked: {requested:?} is absolute; give a path relative to the sandbox");
+    let absolute = || PathBlocked::Absolute(requested.to_owned());
     if requested.starts_with('/') || requested.starts_with('~') || has_drive_prefix(requested) {
         return Err(absolute());
     }
@@ -39,9 +49,7 @@ pub fn relative_path(requested: &str) -> Result<PathBuf, String> {
             Component::CurDir => {}
             Component::ParentDir => {
                 if !relative.pop() {
-                    return Err(format!(
-                        "path blocked: {requested:?} leads outside the sandbox"
-                    ));
+                    return Err(PathBlocked::Outside(requested.to_owned()));
                 }
             }
             Component::RootDir | Component::Prefix(_) => return Err(absolute()),
@@ -72,7 +80,7 @@ impl Sandbox {
     /// `..` that climbs above the root, and symlinks (even dangling ones)
     /// that lead outside.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, ToolFailure> {
-        let relative = relative_path(requested).map_err(ToolFailure::blocked)?;
+        let relative = relative_path(requested).map_err(|e| ToolFailure::blocked(e.to_string()))?;
         let joined = self.root.join(&relative);
         if self.has_link_below_root(&relative) {
             self.check_links(requested, &joined)?;

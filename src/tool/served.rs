@@ -66,12 +66,25 @@ impl std::fmt::Debug for HttpBackend {
     }
 }
 
+/// Why a definition's `http` or `command` cannot serve it.
+#[derive(Debug, thiserror::Error)]
+pub enum ServedError {
+    #[error("{0:?} is not an HTTP method")]
+    Method(String),
+    #[error("{0:?} is not an http:// or https:// URL")]
+    Url(String),
+    #[error(transparent)]
+    Client(#[from] crate::transport::ClientError),
+    #[error("\"command\" needs a program: [\"python3\", \"tool.py\"]")]
+    NoProgram,
+}
+
 impl HttpBackend {
-    pub(super) fn new(tool: &HttpTool, timeout: std::time::Duration) -> Result<Self, String> {
+    pub(super) fn new(tool: &HttpTool, timeout: std::time::Duration) -> Result<Self, ServedError> {
         let method = reqwest::Method::from_bytes(tool.method.to_ascii_uppercase().as_bytes())
-            .map_err(|_| format!("{:?} is not an HTTP method", tool.method))?;
+            .map_err(|_| ServedError::Method(tool.method.clone()))?;
         if !(tool.url.starts_with("http://") || tool.url.starts_with("https://")) {
-            return Err(format!("{:?} is not an http:// or https:// URL", tool.url));
+            return Err(ServedError::Url(tool.url.clone()));
         }
         let transport = Transport::new(&TransportSettings {
             timeout,
@@ -79,8 +92,7 @@ impl HttpBackend {
             retry_base: std::time::Duration::ZERO,
             concurrency: 64,
             requests_per_minute: None,
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         // Header names must live as long as the transport's requests.
         let headers = tool
             .headers
@@ -260,7 +272,7 @@ impl ToolBackend for CommandBackend {
 pub(super) fn backend_of(
     def: &super::ToolDef,
     base: Option<&std::path::Path>,
-) -> Option<Result<Arc<dyn ToolBackend>, String>> {
+) -> Option<Result<Arc<dyn ToolBackend>, ServedError>> {
     if let Some(http) = &def.http {
         return Some(
             HttpBackend::new(http, def.timeout()).map(|b| Arc::new(b) as Arc<dyn ToolBackend>),
@@ -268,9 +280,7 @@ pub(super) fn backend_of(
     }
     let program = def.command.as_ref()?;
     if program.is_empty() || program[0].is_empty() {
-        return Some(Err(
-            "\"command\" needs a program: [\"python3\", \"tool.py\"]".into(),
-        ));
+        return Some(Err(ServedError::NoProgram));
     }
     let mut program = program.clone();
     if let Some(folder) = base {

@@ -9,25 +9,28 @@
 use serde_json::Map;
 use tree_sitter::Node;
 
-use super::{MAX_DEPTH, POSITIONAL, PromptCall, has_error_node, insert_once, parse, strip_ends};
+use super::{
+    DecodeError, MAX_DEPTH, POSITIONAL, PromptCall, fail, has_error_node, insert_once, parse,
+    strip_ends,
+};
 
-pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, String> {
+pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, DecodeError> {
     let tree = parse(&tree_sitter_java::LANGUAGE.into(), text)?;
     if has_error_node(&tree) {
-        return Err("not Java call syntax".into());
+        return fail("not Java call syntax");
     }
     let source = Source::new(text);
     let Some(call) = first_call(tree.root_node(), 0)? else {
-        return Err("no method call".into());
+        return fail("no method call");
     };
     Ok(vec![source.call(call)?])
 }
 
 /// The first method invocation with arguments, depth first; BFCL does not
 /// look inside one without them.
-fn first_call(node: Node, depth: usize) -> Result<Option<Node>, String> {
+fn first_call(node: Node, depth: usize) -> Result<Option<Node>, DecodeError> {
     if depth > MAX_DEPTH {
-        return Err("nested too deeply".into());
+        return fail("nested too deeply");
     }
     if node.kind() == "method_invocation" {
         return Ok(node.child_by_field_name("arguments").map(|_| node));
@@ -61,7 +64,7 @@ impl Source {
         self.chars[start..end].iter().collect()
     }
 
-    fn call(&self, node: Node) -> Result<PromptCall, String> {
+    fn call(&self, node: Node) -> Result<PromptCall, DecodeError> {
         let method = node
             .child_by_field_name("name")
             .ok_or("a call without a name")?;
@@ -80,7 +83,7 @@ impl Source {
                 // operator (`+=` too).
                 "assignment_expression" => {
                     let (Some(key), Some(value)) = (argument.child(0), argument.child(2)) else {
-                        return Err("an assignment without a value".into());
+                        return fail("an assignment without a value");
                     };
                     insert_once(&mut arguments, self.text(key), self.value(value, false, 0)?)?;
                 }
@@ -96,13 +99,13 @@ impl Source {
 
     /// BFCL's `traverse_node`: a value as text; `nested` inside another
     /// value, where strings keep their quotes.
-    fn value(&self, node: Node, nested: bool, depth: usize) -> Result<String, String> {
+    fn value(&self, node: Node, nested: bool, depth: usize) -> Result<String, DecodeError> {
         if depth > MAX_DEPTH {
-            return Err("nested too deeply".into());
+            return fail("nested too deeply");
         }
         let inner = |node: Option<Node>| match node {
             Some(node) => self.value(node, true, depth + 1),
-            None => Err(format!("a {} without its parts", node_kind(node))),
+            None => fail(format!("a {} without its parts", node_kind(node))),
         };
         Ok(match node.kind() {
             "string_literal" | "character_literal" if nested => self.text(node),

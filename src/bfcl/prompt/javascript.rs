@@ -9,12 +9,14 @@
 use serde_json::Map;
 use tree_sitter::Node;
 
-use super::{POSITIONAL, PromptCall, has_error_node, insert_once, parse, strip_ends};
+use super::{
+    DecodeError, POSITIONAL, PromptCall, fail, has_error_node, insert_once, parse, strip_ends,
+};
 
-pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, String> {
+pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, DecodeError> {
     let tree = parse(&tree_sitter_javascript::LANGUAGE.into(), text)?;
     if has_error_node(&tree) {
-        return Err("not JavaScript call syntax".into());
+        return fail("not JavaScript call syntax");
     }
     let root = tree.root_node();
     let mut statements = root.walk();
@@ -30,15 +32,15 @@ pub(super) fn decode(text: &str) -> Result<Vec<PromptCall>, String> {
             return Ok(vec![self::call(call, text)?]);
         }
     }
-    Err("no call statement".into())
+    fail("no call statement")
 }
 
-fn call(node: Node, text: &str) -> Result<PromptCall, String> {
+fn call(node: Node, text: &str) -> Result<PromptCall, DecodeError> {
     let source = |node: Node| text[node.byte_range()].to_owned();
     // BFCL takes the first child as the name and the second as the
     // arguments, whatever they are (`f?.(...)` has none it reads).
     let (Some(function), Some(list)) = (node.child(0), node.child(1)) else {
-        return Err("a call without arguments".into());
+        return fail("a call without arguments");
     };
     let mut arguments = Map::new();
     let mut cursor = list.walk();
@@ -46,7 +48,7 @@ fn call(node: Node, text: &str) -> Result<PromptCall, String> {
         match argument.kind() {
             "assignment_expression" => {
                 let (Some(key), Some(value)) = (argument.child(0), argument.child(2)) else {
-                    return Err("an assignment without a value".into());
+                    return fail("an assignment without a value");
                 };
                 let value = source(value);
                 let quoted = ['"', '\'']

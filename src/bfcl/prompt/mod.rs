@@ -26,9 +26,31 @@ pub const POSITIONAL: &str = "<positional>";
 /// output then fails to decode.
 const MAX_DEPTH: usize = 900;
 
+/// Why BFCL's decoder would fail on an output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(String);
+
+impl From<String> for DecodeError {
+    fn from(message: String) -> Self {
+        DecodeError(message)
+    }
+}
+
+impl From<&str> for DecodeError {
+    fn from(message: &str) -> Self {
+        DecodeError(message.to_owned())
+    }
+}
+
+/// An `Err` of a decoder.
+fn fail<T>(message: impl Into<String>) -> Result<T, DecodeError> {
+    Err(DecodeError(message.into()))
+}
+
 /// Decode a prompt-mode output of an entry in `language` as BFCL does;
 /// `Err` says why BFCL's decoder would fail on it.
-pub fn decode(result: &str, language: Language) -> Result<Vec<PromptCall>, String> {
+pub fn decode(result: &str, language: Language) -> Result<Vec<PromptCall>, DecodeError> {
     let framed = framed(result);
     match language {
         Language::Python => python::decode(&framed),
@@ -72,21 +94,21 @@ fn insert_once(
     arguments: &mut Map<String, Value>,
     name: String,
     value: String,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     if arguments.contains_key(&name) {
-        return Err(format!("the argument {name} is given twice"));
+        return fail(format!("the argument {name} is given twice"));
     }
     arguments.insert(name, Value::String(value));
     Ok(())
 }
 
 /// `text` parsed with tree-sitter's grammar for `language`.
-fn parse(language: &tree_sitter::Language, text: &str) -> Result<tree_sitter::Tree, String> {
+fn parse(language: &tree_sitter::Language, text: &str) -> Result<tree_sitter::Tree, DecodeError> {
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(language).map_err(|e| e.to_string())?;
     parser
         .parse(text, None)
-        .ok_or_else(|| "the parser gave up".to_owned())
+        .ok_or_else(|| DecodeError::from("the parser gave up"))
 }
 
 /// BFCL refuses a Java or JavaScript parse whose S-expression shows an

@@ -7,21 +7,21 @@
 use serde_json::{Map, Value};
 use tree_sitter::Node;
 
-use super::{PromptCall, python_eval};
+use super::{DecodeError, PromptCall, fail, python_eval};
 
 /// Decode framed call syntax (`[...]`) as BFCL does; `Err` says why not.
-pub(super) fn decode(framed: &str) -> Result<Vec<PromptCall>, String> {
+pub(super) fn decode(framed: &str) -> Result<Vec<PromptCall>, DecodeError> {
     // BFCL removes quotes a model may have wrapped the list in.
     let text = framed.trim().trim_matches('\'');
     let tree = super::parse(&tree_sitter_python::LANGUAGE.into(), text)?;
     let root = tree.root_node();
     if root.has_error() {
-        return Err("not Python call syntax".into());
+        return fail("not Python call syntax");
     }
     // One expression: a call, or a list (or tuple) of calls.
     let statements = children(root);
     let [statement] = statements.as_slice() else {
-        return Err("not one expression".into());
+        return fail("not one expression");
     };
     let expression = only_child(*statement).ok_or("not one expression")?;
     let source = Source(text);
@@ -33,11 +33,11 @@ pub(super) fn decode(framed: &str) -> Result<Vec<PromptCall>, String> {
                 if element.kind() == "call" {
                     source.call(element)
                 } else {
-                    Err(format!("{} is not a call", source.text(element)))
+                    fail(format!("{} is not a call", source.text(element)))
                 }
             })
             .collect(),
-        other => Err(format!("a {other}, not calls")),
+        other => fail(format!("a {other}, not calls")),
     }
 }
 
@@ -63,7 +63,7 @@ impl Source<'_> {
         &self.0[node.byte_range()]
     }
 
-    fn call(&self, node: Node) -> Result<PromptCall, String> {
+    fn call(&self, node: Node) -> Result<PromptCall, DecodeError> {
         let function = node
             .child_by_field_name("function")
             .ok_or("a call without a name")?;
@@ -79,11 +79,11 @@ impl Source<'_> {
                 "keyword_argument" => keyword = true,
                 "dictionary_splat" => double_star = true,
                 "list_splat" if double_star => {
-                    return Err("iterable unpacking after keyword unpacking".into());
+                    return fail("iterable unpacking after keyword unpacking");
                 }
                 "list_splat" => {}
                 _ if keyword || double_star => {
-                    return Err("a positional argument after a keyword argument".into());
+                    return fail("a positional argument after a keyword argument");
                 }
                 _ => {}
             }
@@ -104,7 +104,7 @@ impl Source<'_> {
     /// BFCL's name of a called function (`resolve_ast_call`): the
     /// attributes down to a plain name, joined by dots; whatever else is at
     /// the base (a call, a string) is left out, so `'f'(x=1)` calls "".
-    fn dotted(&self, node: Node) -> Result<String, String> {
+    fn dotted(&self, node: Node) -> Result<String, DecodeError> {
         let mut parts = Vec::new();
         let mut node = self.unparenthesised(node)?;
         while node.kind() == "attribute" {
@@ -121,7 +121,7 @@ impl Source<'_> {
     }
 
     /// BFCL's `resolve_ast_by_type`.
-    fn value(&self, node: Node) -> Result<Value, String> {
+    fn value(&self, node: Node) -> Result<Value, DecodeError> {
         Ok(match node.kind() {
             "integer" => python_int(self.text(node)).ok_or("not a Python integer")?,
             "float" => float(self.text(node))?,
@@ -142,7 +142,7 @@ impl Source<'_> {
                     "integer" | "float" | "true" | "false" => {
                         python_eval::unary("-", &self.value(operand)?)?
                     }
-                    _ => return Err(format!("{} is not a number", self.text(node))),
+                    _ => return fail(format!("{} is not a number", self.text(node))),
                 }
             }
             // BFCL evaluates the operation with Python.
@@ -160,7 +160,7 @@ impl Source<'_> {
                         pair.child_by_field_name("key"),
                         pair.child_by_field_name("value"),
                     ) else {
-                        return Err(format!("{} is not a key and value", self.text(pair)));
+                        return fail(format!("{} is not a key and value", self.text(pair)));
                     };
                     let key = match self.value(key)? {
                         Value::String(key) => key,
@@ -184,12 +184,12 @@ impl Source<'_> {
                 self.value(only_child(node).ok_or("empty parentheses")?)?
             }
             "subscript" => Value::String(self.text(node).to_owned()),
-            other => return Err(format!("a {other} value BFCL does not read")),
+            other => return fail(format!("a {other} value BFCL does not read")),
         })
     }
 
     /// The expression inside any parentheses.
-    fn unparenthesised<'n>(&self, node: Node<'n>) -> Result<Node<'n>, String> {
+    fn unparenthesised<'n>(&self, node: Node<'n>) -> Result<Node<'n>, DecodeError> {
         let mut node = node;
         while node.kind() == "parenthesized_expression" {
             node = only_child(node).ok_or("empty parentheses")?;
@@ -198,7 +198,7 @@ impl Source<'_> {
     }
 
     /// A value as Python's `eval` computes it: literals and arithmetic.
-    fn evaluate(&self, node: Node) -> Result<Value, String> {
+    fn evaluate(&self, node: Node) -> Result<Value, DecodeError> {
         let node = self.unparenthesised(node)?;
         match node.kind() {
             "binary_operator" => {
@@ -229,12 +229,12 @@ impl Source<'_> {
             "integer" | "float" | "true" | "false" | "none" | "string" | "concatenated_string" => {
                 self.value(node)
             }
-            _ => Err(format!("{} cannot be evaluated here", self.text(node))),
+            _ => fail(format!("{} cannot be evaluated here", self.text(node))),
         }
     }
 
     /// A string literal's value: quotes, prefixes and escapes resolved.
-    fn string(&self, node: Node) -> Result<String, String> {
+    fn string(&self, node: Node) -> Result<String, DecodeError> {
         if node.kind() == "concatenated_string" {
             return children(node)
                 .into_iter()
@@ -245,7 +245,7 @@ impl Source<'_> {
         let prefix_end = literal.find(['\'', '"']).ok_or("a string without quotes")?;
         let prefix = literal[..prefix_end].to_ascii_lowercase();
         if prefix.contains('f') || prefix.contains('b') {
-            return Err("an f-string or bytes".into());
+            return fail("an f-string or bytes");
         }
         let body = &literal[prefix_end..];
         let quote = if body.starts_with("\"\"\"") || body.starts_with("'''") {
@@ -263,7 +263,7 @@ impl Source<'_> {
     }
 }
 
-fn unescape(text: &str) -> Result<String, String> {
+fn unescape(text: &str) -> Result<String, DecodeError> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -335,14 +335,14 @@ fn python_int(text: &str) -> Option<Value> {
     parsed.map(Value::from)
 }
 
-fn float(text: &str) -> Result<Value, String> {
+fn float(text: &str) -> Result<Value, DecodeError> {
     let number: f64 = text
         .replace('_', "")
         .parse()
         .map_err(|_| format!("{text} is not a number"))?;
     serde_json::Number::from_f64(number)
         .map(Value::Number)
-        .ok_or_else(|| format!("{text} is not a finite number"))
+        .ok_or_else(|| DecodeError(format!("{text} is not a finite number")))
 }
 
 #[cfg(test)]

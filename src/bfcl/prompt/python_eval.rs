@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use super::{DecodeError, fail};
+
 #[derive(Debug, Clone, Copy)]
 enum Number {
     Int(i64),
@@ -22,18 +24,18 @@ fn number(value: &Value) -> Option<Number> {
     }
 }
 
-fn float(x: f64) -> Result<Value, String> {
+fn float(x: f64) -> Result<Value, DecodeError> {
     serde_json::Number::from_f64(x)
         .map(Value::Number)
-        .ok_or_else(|| "the result is not a finite number".to_owned())
+        .ok_or_else(|| DecodeError::from("the result is not a finite number"))
 }
 
-fn overflow() -> String {
-    "the result is out of range".to_owned()
+fn overflow() -> DecodeError {
+    DecodeError::from("the result is out of range")
 }
 
 /// `left op right`, as Python computes it.
-pub fn binary(op: &str, left: &Value, right: &Value) -> Result<Value, String> {
+pub fn binary(op: &str, left: &Value, right: &Value) -> Result<Value, DecodeError> {
     match (left, right) {
         (Value::String(a), Value::String(b)) if op == "+" => {
             return Ok(Value::String(a.clone() + b));
@@ -58,7 +60,7 @@ pub fn binary(op: &str, left: &Value, right: &Value) -> Result<Value, String> {
         _ => {}
     }
     let (Some(a), Some(b)) = (number(left), number(right)) else {
-        return Err(format!("Python cannot apply {op} to these values"));
+        return fail(format!("Python cannot apply {op} to these values"));
     };
     match (a, b) {
         (Number::Int(a), Number::Int(b)) => ints(op, a, b),
@@ -72,11 +74,11 @@ const MAX_REPEATED: usize = 1 << 24;
 
 /// How many times to repeat `len` items (a negative count is none); `Err`
 /// when the result would be too long to build.
-fn repetitions(times: i64, len: usize) -> Result<usize, String> {
+fn repetitions(times: i64, len: usize) -> Result<usize, DecodeError> {
     let times = usize::try_from(times).unwrap_or(0);
     match times.checked_mul(len) {
         Some(total) if total <= MAX_REPEATED => Ok(times),
-        _ => Err("the result is too long".to_owned()),
+        _ => fail("the result is too long"),
     }
 }
 
@@ -87,8 +89,8 @@ fn as_f64(n: Number) -> f64 {
     }
 }
 
-fn ints(op: &str, a: i64, b: i64) -> Result<Value, String> {
-    let zero = || Err("division by zero".to_owned());
+fn ints(op: &str, a: i64, b: i64) -> Result<Value, DecodeError> {
+    let zero = || fail("division by zero");
     let int = |r: Option<i64>| r.map(Value::from).ok_or_else(overflow);
     match op {
         "+" => int(a.checked_add(b)),
@@ -117,13 +119,13 @@ fn ints(op: &str, a: i64, b: i64) -> Result<Value, String> {
         "**" if b >= 0 => int(u32::try_from(b).ok().and_then(|e| a.checked_pow(e))),
         "**" if a == 0 => zero(),
         "**" => float((a as f64).powf(b as f64)),
-        other => Err(format!("{other} is not arithmetic BFCL's eval is read for")),
+        other => fail(format!("{other} is not arithmetic BFCL's eval is read for")),
     }
 }
 
-fn floats(op: &str, a: f64, b: f64) -> Result<Value, String> {
+fn floats(op: &str, a: f64, b: f64) -> Result<Value, DecodeError> {
     if matches!(op, "/" | "//" | "%") && b == 0.0 {
-        return Err("division by zero".to_owned());
+        return fail("division by zero");
     }
     float(match op {
         "+" => a + b,
@@ -140,15 +142,15 @@ fn floats(op: &str, a: f64, b: f64) -> Result<Value, String> {
             }
         }
         // A negative base to a fractional power is complex in Python.
-        "**" if a < 0.0 && b.fract() != 0.0 => return Err("a complex result".to_owned()),
-        "**" if a == 0.0 && b < 0.0 => return Err("division by zero".to_owned()),
+        "**" if a < 0.0 && b.fract() != 0.0 => return fail("a complex result"),
+        "**" if a == 0.0 && b < 0.0 => return fail("division by zero"),
         "**" => a.powf(b),
-        other => return Err(format!("{other} is not arithmetic BFCL's eval is read for")),
+        other => return fail(format!("{other} is not arithmetic BFCL's eval is read for")),
     })
 }
 
 /// `op operand` for `-`, `+`, `~` and `not`, as Python computes it.
-pub fn unary(op: &str, operand: &Value) -> Result<Value, String> {
+pub fn unary(op: &str, operand: &Value) -> Result<Value, DecodeError> {
     if op == "not" {
         return Ok(Value::Bool(!truthy(operand)));
     }
@@ -158,7 +160,7 @@ pub fn unary(op: &str, operand: &Value) -> Result<Value, String> {
         ("+", Some(Number::Int(i))) => Ok(Value::from(i)),
         ("+", Some(Number::Float(f))) => float(f),
         ("~", Some(Number::Int(i))) => Ok(Value::from(!i)),
-        _ => Err(format!("Python cannot apply {op} to this value")),
+        _ => fail(format!("Python cannot apply {op} to this value")),
     }
 }
 
