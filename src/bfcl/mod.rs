@@ -1,11 +1,20 @@
-//! The Berkeley Function Calling Leaderboard: its data files (JSON Lines of
-//! questions and possible answers), its schema dialect, its answer format
-//! and its matching rules, and the import of its entries as scenarios.
+//! The Berkeley Function Calling Leaderboard, in one home: its data files
+//! (JSON Lines of questions and possible answers), its schema dialect, its
+//! answer format, its matching rules (`rules`: BFCL's checker's verdict,
+//! `values` and `source` for how it compares values and reads Java and
+//! JavaScript source text, `reason` for its error types), the prompt-mode
+//! decoders, the replay of published results, and the import of its
+//! entries as scenarios.
 
 pub mod answer;
 pub mod dialect;
 pub mod import;
 pub mod prompt;
+mod reason;
+pub mod results;
+pub mod rules;
+pub mod source;
+pub mod values;
 
 use std::path::{Path, PathBuf};
 

@@ -358,29 +358,11 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
                 break;
             }
         };
-        if scenario.bfcl_rules
-            && let Ok(parsed) = &turn.parsed
+        if let Ok(parsed) = &turn.parsed
+            && let Some(mismatch) = scenario
+                .expectation
+                .judge(&parsed.calls, &mut record.failures)
         {
-            // BFCL's verdict alone decides (the schema's is kept as
-            // schema_errors); a failed one keeps the failures that explain
-            // it, or names the mismatch.
-            match scenario.expectation.bfcl_verdict(&parsed.calls).failure() {
-                None => record.failures.clear(),
-                Some(mismatch) if record.failures.is_empty() => record.failures.push(mismatch),
-                Some(_) => {}
-            }
-        } else if turn.parsed.is_ok() && record.failures.is_empty() {
-            record
-                .failures
-                .extend(scenario.expectation.verdict(turn.calls()).failure());
-        }
-        // Under BFCL rules a failed attempt also says why in BFCL's words,
-        // whichever stage caught it.
-        let mismatch = match (&turn.parsed, record.failures.is_empty()) {
-            (Ok(parsed), false) => scenario.expectation.reason(&parsed.calls),
-            _ => None,
-        };
-        if let Some(mismatch) = mismatch {
             record.reason = Some(mismatch.reason.as_str().to_owned());
             record.reason_parameter = mismatch.parameter;
         }

@@ -1,13 +1,13 @@
 //! The models under evaluation, behind one [`Model`] trait: mocks
 //! (`mock`: scripted, stochastic, feedback-aware), live models over HTTP
-//! (`live`) and the replay of a published BFCL run (`bfcl_results`). A
+//! (`live`) and the replay of a published BFCL run (`bfcl_replay`). A
 //! model starts one [`ModelTrial`] per trial, which owns that trial's side
 //! of the conversation: it is asked for a reply, given what Return
 //! produced for its last calls. Replies come as the provider's response
 //! bytes, so Parse runs on every turn. The harness never knows which kind
 //! it drives.
 
-mod bfcl_results;
+mod bfcl_replay;
 pub mod live;
 mod mock;
 pub mod operators;
@@ -29,7 +29,7 @@ use crate::scenario::Scenario;
 use crate::source::{self, FileError};
 use crate::transport::{Timing, TransportError};
 
-pub use bfcl_results::BfclResults;
+pub use crate::bfcl::results::{BfclResults, ResultsFormat};
 pub use live::{LiveModel, LiveOptions};
 pub use operators::Operator;
 pub use recording::{NotRecorded, Position, RecordingError, Replayer};
@@ -52,8 +52,8 @@ pub struct ModelFile {
     /// `bfcl-results`: how the run's model answered: `fc` (function
     /// calling, the default) or `prompt` (call syntax, decoded as BFCL
     /// decodes prompting models' outputs).
-    #[serde(default, skip_serializing_if = "bfcl_results::ResultsFormat::is_fc")]
-    pub results_format: bfcl_results::ResultsFormat,
+    #[serde(default, skip_serializing_if = "ResultsFormat::is_fc")]
+    pub results_format: ResultsFormat,
     /// Live kinds (`openai`, `anthropic`, `gemini`): endpoint, key, options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<ApiSettings>,
@@ -164,13 +164,9 @@ pub enum ModelError {
         pointer: String,
         problem: String,
     },
-    /// A line of a `bfcl-results` result file.
-    #[error("{}:{line}: {problem}", path.display())]
-    Results {
-        path: PathBuf,
-        line: usize,
-        problem: String,
-    },
+    /// A `bfcl-results` result file.
+    #[error(transparent)]
+    Results(#[from] crate::bfcl::results::ResultsError),
     /// A live model that cannot be made ready (key, client, recording).
     #[error("model {name:?}: {problem}")]
     Connect { name: String, problem: String },
@@ -430,7 +426,7 @@ pub fn build(
     if file.kind == ModelKind::BfclResults {
         let path = file.results.as_deref().expect("checked: results is set");
         let results = BfclResults::load(path, file.results_format)?;
-        return Ok(Arc::new(bfcl_results::BfclReplay::new(
+        return Ok(Arc::new(bfcl_replay::BfclReplay::new(
             &file.name,
             file.provider,
             results,

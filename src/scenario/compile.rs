@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::bfcl_rules::BfclCall;
 use super::expect::{Expectation, ExpectedCall, Order, Rules};
 use super::matcher::ArgumentMatchers;
 use super::task::Task;
 use super::{ExpectFile, ScenarioFile, ToolEntry};
+use crate::bfcl::rules::BfclCall;
 use crate::pointer::{Located, Pointer};
 use crate::tool::mcp::{ServedTool, ToolServers};
 use crate::tool::{
@@ -192,6 +192,9 @@ pub(super) fn success(
             order: expect.order,
         }
     };
+    if expect.rules == Rules::Bfcl {
+        return Ok((Expectation::Bfcl(Box::new(expectation)), task));
+    }
     Ok((expectation, task))
 }
 
@@ -228,7 +231,7 @@ fn bfcl_call(
     let bfcl = def.metadata.as_ref().and_then(|m| m.other.get("bfcl"));
     let source = bfcl
         .filter(|b| b.get("declared_types").is_some())
-        .and_then(super::bfcl_rules::Source::of);
+        .and_then(crate::bfcl::rules::Source::of);
     let mut rule = BfclCall::new(&call.name, &call.arguments, &def.parameters, source)
         .map_err(|e| e.under(&arguments_at))?;
     if let Some(bfcl) = bfcl {

@@ -3,9 +3,9 @@
 
 use serde::Deserialize;
 
-use super::bfcl_rules::{BfclCall, Mismatch, Reason};
 use super::matcher::ArgumentMatchers;
-use crate::call::ParsedCall;
+use crate::bfcl::rules::{BfclCall, Mismatch, Reason};
+use crate::call::{Failure, ParsedCall};
 
 /// Whether expected calls must come in the listed order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -59,6 +59,9 @@ pub enum Expectation {
         calls: Vec<ExpectedCall>,
         order: Order,
     },
+    /// Judged by BFCL's rules alone, as BFCL's own runner judges: the
+    /// inner expectation's calls carry the rules (`bfcl::rules`).
+    Bfcl(Box<Expectation>),
 }
 
 /// How one turn's calls compare with the expectation.
@@ -75,8 +78,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The failure a mismatch is counted as (`None` for a match).
-    pub fn failure(self) -> Option<crate::call::Failure> {
-        use crate::call::Failure;
+    pub fn failure(self) -> Option<Failure> {
         match self {
             Verdict::Match => None,
             Verdict::UnexpectedCall => Some(Failure::UnexpectedCall),
@@ -87,8 +89,40 @@ impl Verdict {
 }
 
 impl Expectation {
+    /// The one door a turn is judged through. `failures` holds what the
+    /// pipeline found (schema errors, unknown tools, ...): toolgauge's
+    /// verdict adds a mismatch when they are none; under BFCL's rules
+    /// BFCL's verdict alone decides (a failed one keeps the failures that
+    /// explain it, or names the mismatch). Gives why a failed turn does
+    /// not match, in BFCL's words, under BFCL's rules.
+    pub fn judge(&self, calls: &[ParsedCall], failures: &mut Vec<Failure>) -> Option<Mismatch> {
+        match self {
+            Expectation::Bfcl(inner) => match inner.bfcl_verdict(calls).failure() {
+                None => failures.clear(),
+                Some(mismatch) if failures.is_empty() => failures.push(mismatch),
+                Some(_) => {}
+            },
+            _ if failures.is_empty() => failures.extend(self.verdict(calls).failure()),
+            _ => {}
+        }
+        if failures.is_empty() {
+            None
+        } else {
+            self.reason(calls)
+        }
+    }
+
+    /// What a correct turn looks like, whichever rules judge it.
+    pub fn plain(&self) -> &Expectation {
+        match self {
+            Expectation::Bfcl(inner) => inner.plain(),
+            other => other,
+        }
+    }
+
     pub fn verdict(&self, calls: &[ParsedCall]) -> Verdict {
         match self {
+            Expectation::Bfcl(inner) => inner.verdict(calls),
             Expectation::NoCall if calls.is_empty() => Verdict::Match,
             Expectation::NoCall => Verdict::UnexpectedCall,
             Expectation::AnyCall if calls.is_empty() => Verdict::MissingCall,
@@ -134,12 +168,16 @@ impl Expectation {
             Expectation::AnyCall if has_call => Verdict::Match,
             Expectation::AnyCall => Verdict::MissingCall,
             Expectation::Calls { .. } => self.verdict(calls),
+            Expectation::Bfcl(inner) => inner.bfcl_verdict(calls),
         }
     }
 
     /// Why the calls do not match, in BFCL's words, for expectations under
     /// BFCL rules (`None` otherwise, and when they match).
     pub fn reason(&self, calls: &[ParsedCall]) -> Option<Mismatch> {
+        if let Expectation::Bfcl(inner) = self {
+            return inner.reason(calls);
+        }
         let Expectation::Calls {
             calls: expected, ..
         } = self
@@ -167,6 +205,7 @@ impl Expectation {
         match self {
             Expectation::NoCall | Expectation::AnyCall => &[],
             Expectation::Calls { calls, .. } => calls,
+            Expectation::Bfcl(inner) => inner.expected_calls(),
         }
     }
 }

@@ -10,7 +10,6 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::compile;
-use super::expect::Rules;
 use super::locate::locate;
 use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
 use crate::pointer::{Located, Pointer};
@@ -245,7 +244,6 @@ pub fn load_scenario(
     let (expectation, task) =
         compile::success(&file, &registry, sandbox_dir.as_ref()).map_err(&invalid)?;
     let prompt = compile::prompt(&file).map_err(&invalid)?;
-    let bfcl_rules = task.is_none() && file.expect.as_ref().is_some_and(|e| e.rules == Rules::Bfcl);
     Ok(Scenario {
         name: file.name,
         description: file.description,
@@ -259,7 +257,6 @@ pub fn load_scenario(
         min_success: file.min_success,
         script: file.script,
         sandbox: sandbox_dir,
-        bfcl_rules,
         digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })
 }

@@ -2,9 +2,6 @@
 //! JSON Schema `scenarios/scenario.schema.json`), loading a suite with
 //! located errors, and expectations (which calls count as correct).
 
-pub mod bfcl_rules;
-pub mod bfcl_source;
-pub mod bfcl_values;
 mod compile;
 mod expect;
 mod load;
@@ -163,9 +160,6 @@ pub struct Scenario {
     pub script: Option<Vec<ScriptTurn>>,
     /// The scenario's sandbox directory, when it has file tools.
     pub sandbox: Option<PathBuf>,
-    /// Judged by BFCL's rules alone (`"rules": "bfcl"`), as BFCL's own
-    /// runner judges: the schema's verdict is only reported.
-    pub bfcl_rules: bool,
     /// A fingerprint of the file's bytes (FNV-1a), so that a resumed or
     /// merged run can tell the suite changed under it.
     pub digest: u64,

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use toolgauge::bfcl::answer::ground_truth_calls;
 use toolgauge::bfcl::dialect::{Values, to_tool};
+use toolgauge::bfcl::rules::first_acceptable;
 use toolgauge::bfcl::{AnswerEntry, Entry, Language, SINGLE_TURN_CATEGORIES, read_jsonl};
 use toolgauge::call::{ParsedCall, ToolCall};
 use toolgauge::pipeline::validate;
-use toolgauge::scenario::bfcl_rules::first_acceptable;
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
 fn bfcl() -> PathBuf {

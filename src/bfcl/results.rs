@@ -1,9 +1,10 @@
-//! The `bfcl-results` model: answers each BFCL entry with the output a
-//! published BFCL run recorded for it, so that run can be scored again by
-//! toolgauge. A result file is JSON Lines of `{"id", "result": [{"fn_name":
-//! "<json arguments>"}, ...]}`; a result of any other shape is a parse
-//! error of the attempt, as BFCL's decoder failing would be. The entry's
-//! recorded `latency` (seconds) and token counts are replayed with it.
+//! A published BFCL run's results, read back as calls: a result file is
+//! JSON Lines of `{"id", "result": [{"fn_name": "<json arguments>"},
+//! ...]}` (function calling) or call syntax text (prompting, decoded as
+//! BFCL decodes it); a result of any other shape is one malformed call,
+//! as BFCL's decoder failing would be. Each entry's recorded `latency`
+//! (seconds) and token counts come with it. The `bfcl-results` model
+//! (`model::bfcl_replay`) answers with them.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,10 +12,25 @@ use std::time::Duration;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use super::{Model, ModelError, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::call::{MalformedCall, ParsedCall, ToolCall, Usage};
-use crate::provider::Provider;
-use crate::scenario::Scenario;
+use crate::tool::Registry;
+
+/// A result file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// A line of the file, and what is wrong with it.
+    #[error("{}:{line}: {problem}", path.display())]
+    Line {
+        path: std::path::PathBuf,
+        line: usize,
+        problem: String,
+    },
+}
 
 /// How a BFCL run's model answered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -51,17 +67,15 @@ struct Recorded {
 
 impl BfclResults {
     /// Read a result file; `Err` names the line at fault.
-    pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ModelError> {
-        let fail = |line: usize, problem: String| ModelError::Results {
+    pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ResultsError> {
+        let fail = |line: usize, problem: String| ResultsError::Line {
             path: path.to_owned(),
             line,
             problem,
         };
-        let text = std::fs::read_to_string(path).map_err(|source| {
-            ModelError::File(crate::source::FileError::Read {
-                path: path.to_owned(),
-                source,
-            })
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+            path: path.to_owned(),
+            source,
         })?;
         let mut results = FxHashMap::default();
         for (i, line) in text
@@ -126,14 +140,15 @@ impl BfclResults {
         self.results.contains_key(id)
     }
 
-    /// What the run recorded for entry `scenario`: its calls, how long the
-    /// model took and the tokens it used (none and zero when not recorded).
-    pub fn reply(&self, scenario: &Scenario) -> (Vec<ParsedCall>, Duration, Usage) {
-        let Some(recorded) = self.results.get(&scenario.name) else {
+    /// What the run recorded for entry `id`, whose tools are `tools`: its
+    /// calls, how long the model took and the tokens it used (none and
+    /// zero when not recorded).
+    pub fn reply(&self, id: &str, tools: &Registry) -> (Vec<ParsedCall>, Duration, Usage) {
+        let Some(recorded) = self.results.get(id) else {
             return Default::default();
         };
         let calls = match (&recorded.result, self.format) {
-            (Value::String(text), ResultsFormat::Prompt) => prompt_calls(scenario, text),
+            (Value::String(text), ResultsFormat::Prompt) => prompt_calls(id, tools, text),
             (result, _) => result_calls(result),
         };
         (calls, recorded.latency, recorded.usage)
@@ -142,8 +157,7 @@ impl BfclResults {
 
 /// A prompt-mode output as calls, or, when BFCL would fail to decode it,
 /// one malformed call (no call, for relevance).
-fn prompt_calls(scenario: &Scenario, text: &str) -> Vec<ParsedCall> {
-    let id = scenario.name.as_str();
+fn prompt_calls(id: &str, tools: &Registry, text: &str) -> Vec<ParsedCall> {
     let not_calls = |problem: String| {
         vec![ParsedCall::Malformed(MalformedCall {
             id: "bfcl_0".to_owned(),
@@ -152,14 +166,14 @@ fn prompt_calls(scenario: &Scenario, text: &str) -> Vec<ParsedCall> {
             problem,
         })]
     };
-    match crate::bfcl::prompt::decode(text, crate::bfcl::Language::of_id(id)) {
+    match super::prompt::decode(text, super::Language::of_id(id)) {
         Ok(calls) => calls
             .into_iter()
             .enumerate()
             .map(|(i, (name, arguments))| {
                 ParsedCall::Ok(ToolCall {
                     id: format!("bfcl_{i}"),
-                    name: prompt_tool_name(scenario, &name),
+                    name: prompt_tool_name(tools, &name),
                     arguments: Value::Object(arguments),
                 })
             })
@@ -173,7 +187,7 @@ fn prompt_calls(scenario: &Scenario, text: &str) -> Vec<ParsedCall> {
 /// Another name stays as written; where it is some tool's name all the
 /// same (`a_b` for the function `a.b`), it is marked so that it reaches
 /// no tool, as it matches no function in BFCL.
-fn prompt_tool_name(scenario: &Scenario, written: &str) -> String {
+fn prompt_tool_name(tools: &Registry, written: &str) -> String {
     let bfcl_name = |def: &crate::tool::ToolDef| {
         def.metadata
             .as_ref()
@@ -182,12 +196,12 @@ fn prompt_tool_name(scenario: &Scenario, written: &str) -> String {
             .map(str::to_owned)
     };
     let mut collides = None;
-    for def in scenario.registry.definitions() {
+    for def in tools.definitions() {
         match bfcl_name(def) {
             Some(name) if name == written => return def.name.clone(),
             Some(name) if def.name == written => collides = Some(name),
             // Not imported from BFCL: its names are the tools' names.
-            None if def.name == crate::bfcl::dialect::tool_name(written) => {
+            None if def.name == super::dialect::tool_name(written) => {
                 return def.name.clone();
             }
             _ => {}
@@ -198,80 +212,6 @@ fn prompt_tool_name(scenario: &Scenario, written: &str) -> String {
         // `'f'(x=1)`: BFCL reads a call of no name.
         None if written.is_empty() => "(no name)".to_owned(),
         None => written.to_owned(),
-    }
-}
-
-/// A model that answers each entry with its recorded result, once.
-#[derive(Debug)]
-pub struct BfclReplay {
-    name: String,
-    provider: Provider,
-    results: BfclResults,
-}
-
-impl BfclReplay {
-    pub fn new(name: &str, provider: Provider, results: BfclResults) -> BfclReplay {
-        BfclReplay {
-            name: name.to_owned(),
-            provider,
-            results,
-        }
-    }
-}
-
-impl Model for BfclReplay {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn provider(&self) -> Provider {
-        self.provider
-    }
-
-    fn max_attempts(&self) -> Option<u32> {
-        ModelKind::BfclResults.max_attempts()
-    }
-
-    fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {
-        scenarios
-            .iter()
-            .map(|s| s.name.as_str())
-            .filter(|name| !self.results.contains(name))
-            .collect()
-    }
-
-    fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
-        Box::new(ReplayTrial {
-            model: self,
-            scenario: start.scenario,
-        })
-    }
-}
-
-struct ReplayTrial<'a> {
-    model: &'a BfclReplay,
-    scenario: &'a Scenario,
-}
-
-impl ModelTrial for ReplayTrial<'_> {
-    fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        let (calls, latency, usage) = self.model.results.reply(self.scenario);
-        let mut body = Vec::with_capacity(256);
-        // The body says the recorded tokens, as the log shows them.
-        self.model
-            .provider
-            .write_response_with("", &calls, usage, &mut body);
-        // As a mock's latency: exact and instant on the virtual clock.
-        Box::pin(async move {
-            if !latency.is_zero() {
-                tokio::time::sleep(latency).await;
-            }
-            Ok(Reply {
-                body,
-                usage,
-                timing: None,
-            })
-        })
     }
 }
 
@@ -361,7 +301,7 @@ mod tests {
             let error = BfclResults::load(&path, ResultsFormat::Fc).unwrap_err();
             let message = error.to_string();
             assert!(
-                matches!(error, ModelError::Results { line: 2, .. }),
+                matches!(error, ResultsError::Line { line: 2, .. }),
                 "{message}"
             );
             assert!(

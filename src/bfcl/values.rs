@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use super::bfcl_rules::Reason;
-use super::bfcl_source::Kind;
+use super::reason::Reason;
+use super::source::Kind;
 
 /// Which of BFCL's checkers judges a parameter's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
