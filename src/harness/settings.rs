@@ -8,10 +8,33 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::record::{RunRecord, SuitePaths};
-use super::setup::SetupError;
 use super::{Clock, Shard};
 use crate::pipeline::FeedbackStyle;
 use crate::report::Thresholds;
+
+/// A setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(
+        "--resume: {setting} {given} contradicts the run being resumed, which has {recorded} \
+         (run.json); leave {setting} out to continue the run as it was"
+    )]
+    Contradicts {
+        setting: String,
+        given: String,
+        recorded: String,
+    },
+    #[error("{flag}: {problem}")]
+    Setting { flag: &'static str, problem: String },
+    /// A count that must be at least 1, and what it counts.
+    #[error("{flag} must be at least 1{counts}")]
+    Zero {
+        flag: &'static str,
+        counts: &'static str,
+    },
+    #[error("run.json: shard: {0}")]
+    RecordedShard(super::ShardError),
+}
 
 /// A run as asked for: every setting left `None` takes its default (or,
 /// resuming, the run's own).
@@ -74,7 +97,7 @@ impl Settings {
         request: &RunRequest,
         recorded: Option<&RunRecord>,
         live_network: bool,
-    ) -> Result<Settings, SetupError> {
+    ) -> Result<Settings, SettingsError> {
         for (flag, rate) in [
             ("--min-success", request.min_success),
             ("--min-pass-k", request.min_pass_k.map(|(_, rate)| rate)),
@@ -83,7 +106,7 @@ impl Settings {
             if let Some(rate) = rate
                 && !(0.0..=1.0).contains(&rate)
             {
-                return Err(SetupError::Setting {
+                return Err(SettingsError::Setting {
                     flag,
                     problem: format!("rate {rate} must be between 0 and 1"),
                 });
@@ -135,7 +158,7 @@ impl Settings {
         request: &RunRequest,
         clock: Option<Clock>,
         run: &RunRecord,
-    ) -> Result<Settings, SetupError> {
+    ) -> Result<Settings, SettingsError> {
         let same = request.suites.len() == run.suite.0.len()
             && request
                 .suites
@@ -154,7 +177,7 @@ impl Settings {
         .as_deref()
         .map(Shard::parse)
         .transpose()
-        .map_err(SetupError::RecordedShard)?;
+        .map_err(SettingsError::RecordedShard)?;
         Ok(Settings {
             suite: run.suite.clone(),
             trials: recorded_value("--trials", request.trials, run.trials)?,
@@ -181,15 +204,15 @@ impl Settings {
         })
     }
 
-    fn check(&self) -> Result<(), SetupError> {
+    fn check(&self) -> Result<(), SettingsError> {
         if self.trials == 0 {
-            return Err(SetupError::Zero {
+            return Err(SettingsError::Zero {
                 flag: "--trials",
                 counts: "",
             });
         }
         if self.concurrency == 0 {
-            return Err(SetupError::Zero {
+            return Err(SettingsError::Zero {
                 flag: "--concurrency",
                 counts: " (trials running at once)",
             });
@@ -197,7 +220,7 @@ impl Settings {
         if let Some((k, _)) = self.thresholds.min_pass_k
             && k > u64::from(self.trials)
         {
-            return Err(SetupError::Setting {
+            return Err(SettingsError::Setting {
                 flag: "--min-pass-k",
                 problem: format!(
                     "K = {k} is more than the {} trial(s) per model x scenario; \
@@ -215,7 +238,7 @@ fn recorded_value<T: PartialEq + Serialize>(
     flag: &str,
     given: Option<T>,
     recorded: T,
-) -> Result<T, SetupError> {
+) -> Result<T, SettingsError> {
     match given {
         Some(value) if value != recorded => {
             Err(contradiction(flag, shown(&value), shown(&recorded)))
@@ -228,7 +251,7 @@ fn recorded_option<T: PartialEq + Serialize>(
     flag: &str,
     given: Option<T>,
     recorded: Option<T>,
-) -> Result<Option<T>, SetupError> {
+) -> Result<Option<T>, SettingsError> {
     match (given, recorded) {
         (Some(value), None) => Err(contradiction(flag, shown(&value), "none")),
         (Some(value), Some(recorded)) => recorded_value(flag, Some(value), recorded).map(Some),
@@ -240,8 +263,8 @@ pub(super) fn contradiction(
     setting: &str,
     given: impl std::fmt::Display,
     recorded: impl std::fmt::Display,
-) -> SetupError {
-    SetupError::Contradicts {
+) -> SettingsError {
+    SettingsError::Contradicts {
         setting: setting.to_owned(),
         given: given.to_string(),
         recorded: recorded.to_string(),
@@ -262,5 +285,107 @@ fn same_path(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a.components().eq(b.components()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(trials: u32, clock: &str) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "toolgauge": "0", "suite": ["scenarios/starter"], "trials": trials, "seed": 7,
+            "concurrency": 4, "clock": clock, "feedback": "pointer-list", "serial": false,
+            "shard": null, "min_success": null, "min_pass_k": null, "models": [], "scenarios": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_run_takes_the_defaults_and_live_models_take_the_real_clock() {
+        let request = RunRequest::default();
+        let settings = Settings::resolve(&request, None, false).unwrap();
+        assert_eq!(
+            (settings.trials, settings.seed, settings.concurrency),
+            (DEFAULT_TRIALS, DEFAULT_SEED, DEFAULT_CONCURRENCY)
+        );
+        assert_eq!(settings.clock, Clock::Virtual);
+        let asked_virtual = RunRequest {
+            clock: Some(Clock::Virtual),
+            ..RunRequest::default()
+        };
+        let live = Settings::resolve(&asked_virtual, None, true).unwrap();
+        assert_eq!(live.clock, Clock::Real);
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_its_settings_and_refuses_a_contradicting_flag() {
+        let run = recorded(5, "real");
+        let same = RunRequest {
+            trials: Some(5),
+            ..RunRequest::default()
+        };
+        let settings = Settings::resolve(&same, Some(&run), false).unwrap();
+        assert_eq!((settings.trials, settings.seed), (5, 7));
+        assert_eq!(settings.clock, Clock::Real);
+        let other = RunRequest {
+            trials: Some(6),
+            ..RunRequest::default()
+        };
+        let error = Settings::resolve(&other, Some(&run), false).unwrap_err();
+        assert!(
+            matches!(&error, SettingsError::Contradicts { setting, given, recorded }
+                if setting == "--trials" && given == "6" && recorded == "5"),
+            "{error}"
+        );
+        // Only the concurrency may change: it does not change results.
+        let faster = RunRequest {
+            concurrency: Some(64),
+            ..RunRequest::default()
+        };
+        assert_eq!(
+            Settings::resolve(&faster, Some(&run), false)
+                .unwrap()
+                .concurrency,
+            64
+        );
+    }
+
+    #[test]
+    fn impossible_settings_are_refused_before_anything_runs() {
+        let zero = RunRequest {
+            trials: Some(0),
+            ..RunRequest::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&zero, None, false),
+            Err(SettingsError::Zero {
+                flag: "--trials",
+                ..
+            })
+        ));
+        let pass_k = RunRequest {
+            trials: Some(2),
+            min_pass_k: Some((3, 0.5)),
+            ..RunRequest::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&pass_k, None, false),
+            Err(SettingsError::Setting {
+                flag: "--min-pass-k",
+                ..
+            })
+        ));
+        let rate = RunRequest {
+            max_lost: Some(1.5),
+            ..RunRequest::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&rate, None, false),
+            Err(SettingsError::Setting {
+                flag: "--max-lost",
+                ..
+            })
+        ));
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::record::{RunRecord, SuiteChanged};
-use super::settings::{RunRequest, Settings, contradiction};
+use super::settings::{RunRequest, Settings, SettingsError, contradiction};
 use super::{Clock, Job, ProgressMode, RunError, RunPlan};
 use crate::doctor::DoctorError;
 use crate::metrics::Aggregate;
@@ -24,23 +24,8 @@ use crate::tool::mcp::{SourceStats, ToolServers};
 /// Why a run could not start. Every kind is bad input.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error(
-        "--resume: {setting} {given} contradicts the run being resumed, which has {recorded} \
-         (run.json); leave {setting} out to continue the run as it was"
-    )]
-    Contradicts {
-        setting: String,
-        given: String,
-        recorded: String,
-    },
-    #[error("{flag}: {problem}")]
-    Setting { flag: &'static str, problem: String },
-    /// A count that must be at least 1, and what it counts.
-    #[error("{flag} must be at least 1{counts}")]
-    Zero {
-        flag: &'static str,
-        counts: &'static str,
-    },
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
     #[error("--resume {}: no trials.csv there: is it a run's report folder?", dir.display())]
     NotARun { dir: PathBuf },
     #[error("--resume {}: cannot read the run's configuration: {source}", dir.display())]
@@ -50,8 +35,6 @@ pub enum SetupError {
     },
     #[error("run.json: model {model:?}: {source}")]
     RecordedModel { model: String, source: ModelError },
-    #[error("run.json: shard: {0}")]
-    RecordedShard(super::ShardError),
     #[error(
         "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
          --force to replace it, or another --out", out.display()
@@ -429,14 +412,14 @@ fn recorded_models(request: &RunRequest, run: &RunRecord) -> Result<Vec<ModelFil
                 let names: Vec<&str> = files.iter().map(|m| m.name.as_str()).collect();
                 names.join(", ")
             };
-            return Err(contradiction(
+            return Err(SetupError::Settings(contradiction(
                 "--models",
                 names(&given),
                 format!(
                     "{} (or the same names with other contents)",
                     names(&run.models)
                 ),
-            ));
+            )));
         }
         return Ok(given);
     }

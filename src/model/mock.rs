@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use super::operators;
-use super::task_play::TaskPlay;
+use super::task_play::{Player, TaskPlay};
 use super::{
     Model, ModelError, ModelFile, ModelKind, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
     TrialStart,
@@ -192,7 +192,7 @@ impl MockTrial<'_> {
             .filter(|(op, _)| !op.is_task())
             .copied()
             .collect();
-        while let Some(operator) = draw_operator(&mut candidates, &mut self.rng) {
+        while let Some(operator) = operators::draw(&mut candidates, &mut self.rng) {
             if let Some(mutation) = operators::apply(operator, &correct, registry, &mut self.rng) {
                 self.last_clue = Some(mutation.clue);
                 return (String::new(), mutation.calls);
@@ -207,25 +207,22 @@ impl MockTrial<'_> {
     }
 }
 
-/// Draw an operator by weight and take it out of `candidates`; `None`
-/// when none is left with a weight.
-pub(super) fn draw_operator(
-    candidates: &mut Vec<(Operator, f64)>,
-    rng: &mut StdRng,
-) -> Option<Operator> {
-    let total: f64 = candidates.iter().map(|(_, w)| w).sum();
-    if candidates.is_empty() || total <= 0.0 {
-        return None;
+impl Player for MockModel {
+    fn result_texts(&self, returned: &[u8]) -> Vec<String> {
+        self.provider
+            .result_texts(returned)
+            .into_iter()
+            .map(|t| t.into_owned())
+            .collect()
     }
-    let mut pick = rng.random_range(0.0..total);
-    let index = candidates
-        .iter()
-        .position(|(_, w)| {
-            pick -= w;
-            pick < 0.0
-        })
-        .unwrap_or(candidates.len() - 1);
-    Some(candidates.swap_remove(index).0)
+
+    fn chance(&self, streak: u32, last_clue: &Option<Option<String>>, texts: &[String]) -> f64 {
+        MockModel::chance(self, streak, last_clue, texts.iter().map(String::as_str))
+    }
+
+    fn weights(&self) -> &[(Operator, f64)] {
+        &self.weights
+    }
 }
 
 /// The calls a correct model makes on `attempt`.

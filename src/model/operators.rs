@@ -285,6 +285,24 @@ fn misspell(name: &str, rng: &mut StdRng) -> Option<String> {
     Some(chars.into_iter().collect())
 }
 
+/// Draw an operator by weight and take it out of `candidates`; `None`
+/// when none is left with a weight.
+pub(super) fn draw(candidates: &mut Vec<(Operator, f64)>, rng: &mut StdRng) -> Option<Operator> {
+    let total: f64 = candidates.iter().map(|(_, w)| w).sum();
+    if candidates.is_empty() || total <= 0.0 {
+        return None;
+    }
+    let mut pick = rng.random_range(0.0..total);
+    let index = candidates
+        .iter()
+        .position(|(_, w)| {
+            pick -= w;
+            pick < 0.0
+        })
+        .unwrap_or(candidates.len() - 1);
+    Some(candidates.swap_remove(index).0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,12 +17,23 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use serde_json::Value;
 
-use super::mock::{MockModel, draw_operator};
 use super::operators::{self, Operator};
 use crate::call::{ParsedCall, ToolCall};
 use crate::scenario::Task;
 use crate::scenario::matcher::{INVENTED_ID, RecentResults};
 use crate::tool::Registry;
+
+/// The model a task is played for: how it reads results, how likely it
+/// is to get a turn right, and how it goes wrong.
+pub(super) trait Player {
+    /// The result texts a returned message holds.
+    fn result_texts(&self, returned: &[u8]) -> Vec<String>;
+    /// The chance of a right turn after `streak` wrong ones, given the
+    /// last clue and what the results said.
+    fn chance(&self, streak: u32, last_clue: &Option<Option<String>>, texts: &[String]) -> f64;
+    /// Each operator's weight.
+    fn weights(&self) -> &[(Operator, f64)];
+}
 
 /// What a mock keeps between the turns of one task.
 pub(super) struct TaskPlay<'a> {
@@ -64,15 +75,10 @@ impl<'a> TaskPlay<'a> {
         &mut self,
         number: u32,
         returned: Option<&[u8]>,
-        model: &MockModel,
+        model: &dyn Player,
         rng: &mut StdRng,
     ) -> Play {
-        let texts: Vec<String> = returned
-            .map(|r| model.provider.result_texts(r))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| t.into_owned())
-            .collect();
+        let texts = returned.map(|r| model.result_texts(r)).unwrap_or_default();
         self.absorb(&texts);
         let ready = self.ready();
         let correct: Vec<ToolCall> = ready
@@ -81,16 +87,12 @@ impl<'a> TaskPlay<'a> {
             .map(|(i, &m)| self.call(number, i, m, &self.recent))
             .collect();
 
-        let chance = model.chance(
-            self.streak,
-            &self.last_clue,
-            texts.iter().map(String::as_str),
-        );
+        let chance = model.chance(self.streak, &self.last_clue, &texts);
         // Always draw, so that a run's random sequence does not depend on p.
         let roll: f64 = rng.random();
         if roll >= chance {
-            let mut candidates = model.weights.clone();
-            while let Some(operator) = draw_operator(&mut candidates, rng) {
+            let mut candidates = model.weights().to_vec();
+            while let Some(operator) = operators::draw(&mut candidates, rng) {
                 if let Some(play) = self.go_wrong(operator, number, &ready, &correct, rng) {
                     return play;
                 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
 
 /// Does the built-in tool `name` read or write files (and so need a sandbox)?
@@ -313,7 +314,7 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
-        _ => super::store::definition(name)?,
+        _ => super::store_tools::definition(name)?,
     };
     // The shell stops its own commands, with what they printed.
     let timeout_ms = if name == SHELL_TOOL {
@@ -341,6 +342,26 @@ fn whole_number(value: &Value) -> Option<u64> {
         let x = value.as_f64()?;
         (x.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&x)).then_some(x as u64)
     })
+}
+
+/// A built-in tool, with the sandbox the file tools are confined to.
+#[derive(Debug)]
+pub(super) struct Builtin {
+    pub implementation: Implementation,
+    pub sandbox: Option<Sandbox>,
+}
+
+impl ToolBackend for Builtin {
+    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        self.implementation.run_now(arguments)
+    }
+
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(self.implementation.run(
+            call.arguments,
+            call.state.sandbox.as_ref().or(self.sandbox.as_ref()),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -486,7 +507,7 @@ mod tests {
             assert_eq!(builtin_definition(name).unwrap().name, name);
             assert!(
                 Implementation::for_builtin(name).is_some()
-                    || super::super::store::StoreTool::for_builtin(name).is_some(),
+                    || super::super::store_tools::StoreTool::for_builtin(name).is_some(),
                 "{name}"
             );
         }

@@ -11,7 +11,10 @@ mod registry;
 mod sandbox;
 mod served;
 pub mod shell;
+mod simulated;
+mod state;
 mod store;
+mod store_tools;
 pub mod template;
 pub mod wording;
 

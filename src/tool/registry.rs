@@ -5,18 +5,20 @@ use std::fmt::Write as _;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-
 use jsonschema::Validator;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::backend::{Builtin, EchoArguments, Simulated, ToolBackend, ToolCallContext};
+use super::backend::{ToolBackend, ToolCallContext};
+use super::builtin::Builtin;
 use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
 use super::check::{DefinitionProblem, check_definitions, draft_of};
 use super::quick::QuickSchema;
-use super::store::{Store, StoreTool};
+use super::simulated::{EchoArguments, Simulated};
+pub(super) use super::state::TrialResource;
+pub use super::state::{ToolId, ToolState};
+use super::store::Store;
+use super::store_tools::StoreTool;
 use super::{Sandbox, ToolDef, ToolFailure};
 
 /// Where a registered tool comes from.
@@ -64,107 +66,12 @@ fn format_problems(problems: &[DefinitionProblem]) -> String {
     text
 }
 
-/// Identifies a registered tool; cheap to copy, valid for its registry only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ToolId(usize);
-
-impl ToolId {
-    pub(super) fn index(self) -> usize {
-        self.0
-    }
-}
-
 struct RegisteredTool {
     def: ToolDef,
     validator: Validator,
     /// The quick check, when the schema is in its subset.
     quick: Option<QuickSchema>,
     backend: Arc<dyn ToolBackend>,
-}
-
-/// What tools remember between executions within one trial (how often each
-/// ran, for "fail the first N" injection). Start one per trial.
-#[derive(Debug)]
-pub struct ToolState {
-    /// How often each tool ran, by [`ToolId`].
-    pub(super) executions: Vec<AtomicU32>,
-    seed: u64,
-    /// Draws simulated latencies; seeded on the first draw, since most
-    /// batches run no simulated tool and seeding costs more than a call.
-    rng: Mutex<Option<StdRng>>,
-    /// The trial's own store, from the scenario's `state`.
-    pub(super) store: Mutex<Store>,
-    /// The trial's own copy of the sandbox, when it has one; file tools
-    /// use the registry's otherwise.
-    pub(super) sandbox: Option<Sandbox>,
-    /// Shared servers that went down during this trial, by their key,
-    /// and why: the trial is told so, the next trial starts them again.
-    down: Mutex<Vec<(usize, String)>>,
-    /// What tools keep for this trial only (its own MCP server, say), by
-    /// the key the tool chose; dropped with the state.
-    resources: Mutex<Vec<(usize, TrialResource)>>,
-}
-
-/// Something a tool keeps for one trial.
-pub(super) type TrialResource = Arc<dyn std::any::Any + Send + Sync>;
-
-impl ToolState {
-    /// What the trial's store holds now: `{"collection": [records]}`.
-    pub fn store_snapshot(&self) -> serde_json::Value {
-        self.store
-            .lock()
-            .map_or(serde_json::Value::Null, |store| store.snapshot())
-    }
-
-    /// A record of the trial's store, if it holds one.
-    pub fn store_record(&self, collection: &str, id: &str) -> Option<serde_json::Value> {
-        self.store.lock().ok()?.record(collection, id)
-    }
-
-    /// File tools of this trial work in `sandbox`, not the registry's.
-    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
-        self.sandbox = Some(sandbox);
-        self
-    }
-
-    /// The trial's resource under `key`, made by `make` on first use.
-    pub(super) fn resource(
-        &self,
-        key: usize,
-        make: impl FnOnce() -> Result<TrialResource, ToolFailure>,
-    ) -> Result<TrialResource, ToolFailure> {
-        let mut resources = self
-            .resources
-            .lock()
-            .map_err(|_| ToolFailure::runtime("the trial's resources are poisoned"))?;
-        if let Some((_, found)) = resources.iter().find(|(k, _)| *k == key) {
-            return Ok(found.clone());
-        }
-        let made = make()?;
-        resources.push((key, made.clone()));
-        Ok(made)
-    }
-
-    /// Note that the shared server under `key` went down in this trial.
-    pub(super) fn note_down(&self, key: usize, message: String) {
-        if let Ok(mut down) = self.down.lock() {
-            down.push((key, message));
-        }
-    }
-
-    /// Why the shared server under `key` went down in this trial, if it did.
-    pub(super) fn went_down(&self, key: usize) -> Option<String> {
-        let down = self.down.lock().ok()?;
-        down.iter().find(|(k, _)| *k == key).map(|(_, m)| m.clone())
-    }
-
-    /// A uniform draw in 0..1 from the trial's seed.
-    pub fn uniform(&self) -> f64 {
-        self.rng.lock().map_or(0.5, |mut rng| {
-            rng.get_or_insert_with(|| StdRng::seed_from_u64(self.seed))
-                .random()
-        })
-    }
 }
 
 /// The tools available to a pipeline.

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::{Effect, ToolFailure, ToolFailureKind};
+use super::{ToolFailure, ToolFailureKind};
 
 /// The store's tools, in the order `--builtin all` registers them.
 pub const STORE_TOOLS: [&str; 4] = ["store_get", "store_find", "store_put", "store_delete"];
@@ -115,7 +114,7 @@ impl Store {
         )
     }
 
-    fn get(&self, name: &str, id: &str) -> Result<String, ToolFailure> {
+    pub(super) fn get(&self, name: &str, id: &str) -> Result<String, ToolFailure> {
         let record = self.collection(name)?.get(id).ok_or_else(|| {
             ToolFailure::new(
                 ToolFailureKind::NotFound,
@@ -126,7 +125,11 @@ impl Store {
     }
 
     /// The records whose fields equal every field of `filter`, in id order.
-    fn find(&self, name: &str, filter: &Map<String, Value>) -> Result<String, ToolFailure> {
+    pub(super) fn find(
+        &self,
+        name: &str,
+        filter: &Map<String, Value>,
+    ) -> Result<String, ToolFailure> {
         let found: Vec<Value> = self
             .collection(name)?
             .values()
@@ -138,7 +141,11 @@ impl Store {
     }
 
     /// Insert or replace a record; a new collection is made as needed.
-    fn put(&mut self, name: &str, record: &Map<String, Value>) -> Result<String, ToolFailure> {
+    pub(super) fn put(
+        &mut self,
+        name: &str,
+        record: &Map<String, Value>,
+    ) -> Result<String, ToolFailure> {
         let id = record_id(record)
             .ok_or_else(|| ToolFailure::runtime("the record needs a string \"id\""))?;
         let replaced = self
@@ -150,7 +157,7 @@ impl Store {
         Ok(json!({"id": id, "replaced": replaced}).to_string())
     }
 
-    fn delete(&mut self, name: &str, id: &str) -> Result<String, ToolFailure> {
+    pub(super) fn delete(&mut self, name: &str, id: &str) -> Result<String, ToolFailure> {
         let collection = self.collections.get_mut(name).ok_or_else(|| {
             ToolFailure::new(ToolFailureKind::NotFound, format!("no collection {name:?}"))
         })?;
@@ -173,109 +180,10 @@ fn escape(name: &str) -> String {
     crate::pointer::segment(name).into_owned()
 }
 
-/// One of the store's operations, as a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StoreTool {
-    Get,
-    Find,
-    Put,
-    Delete,
-}
-
-impl StoreTool {
-    pub(super) fn for_builtin(name: &str) -> Option<StoreTool> {
-        Some(match name {
-            "store_get" => StoreTool::Get,
-            "store_find" => StoreTool::Find,
-            "store_put" => StoreTool::Put,
-            "store_delete" => StoreTool::Delete,
-            _ => return None,
-        })
-    }
-
-    fn run_on(self, store: &mut Store, args: &Map<String, Value>) -> Result<String, ToolFailure> {
-        let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
-        let object = |key: &str| args.get(key).and_then(Value::as_object);
-        let collection = text("collection");
-        match self {
-            StoreTool::Get => store.get(collection, text("id")),
-            StoreTool::Find => store.find(collection, object("where").unwrap_or(&Map::new())),
-            StoreTool::Put => store.put(collection, object("record").unwrap_or(&Map::new())),
-            StoreTool::Delete => store.delete(collection, text("id")),
-        }
-    }
-}
-
-impl ToolBackend for StoreTool {
-    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        let outcome = match call.state.store.lock() {
-            Ok(mut store) => self.run_on(&mut store, call.arguments),
-            Err(_) => Err(ToolFailure::runtime("the store is unavailable")),
-        };
-        Box::pin(std::future::ready(outcome))
-    }
-}
-
-/// The description, effect and parameters of a store tool.
-pub(super) fn definition(name: &str) -> Option<(&'static str, Effect, Value)> {
-    let collection = json!({"type": "string", "description": "The collection's name"});
-    let id = json!({"type": "string", "description": "The record's id"});
-    let (description, effect, parameters) = match name {
-        "store_get" => (
-            "Read the record with this id from a collection of the store.",
-            Effect::Read,
-            json!({
-                "type": "object",
-                "properties": {"collection": collection, "id": id},
-                "required": ["collection", "id"],
-                "additionalProperties": false
-            }),
-        ),
-        "store_find" => (
-            "List the records of a collection whose fields equal every field of `where` (all records without it).",
-            Effect::Read,
-            json!({
-                "type": "object",
-                "properties": {"collection": collection, "where": {"type": "object"}},
-                "required": ["collection"],
-                "additionalProperties": false
-            }),
-        ),
-        "store_put" => (
-            "Insert a record into a collection of the store, or replace the record with its id.",
-            Effect::Write,
-            json!({
-                "type": "object",
-                "properties": {
-                    "collection": collection,
-                    "record": {
-                        "type": "object",
-                        "properties": {"id": {"type": "string"}},
-                        "required": ["id"]
-                    }
-                },
-                "required": ["collection", "record"],
-                "additionalProperties": false
-            }),
-        ),
-        "store_delete" => (
-            "Delete the record with this id from a collection of the store.",
-            Effect::Write,
-            json!({
-                "type": "object",
-                "properties": {"collection": collection, "id": id},
-                "required": ["collection", "id"],
-                "additionalProperties": false
-            }),
-        ),
-        _ => return None,
-    };
-    Some((description, effect, parameters))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::store_tools::StoreTool;
 
     fn store() -> Store {
         let state = json!({

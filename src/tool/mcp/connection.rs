@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
-use super::servers::Hub;
+use super::hub::Hub;
 use super::{McpError, McpServerSpec, worded};
 
 /// Lines of a server's stderr kept for error messages.
@@ -129,9 +129,21 @@ impl Connection {
         hub.block_on(started)?.map_err(|_| McpError::Panicked)?
     }
 
-    /// Close the session; its process group goes with it.
-    pub(super) async fn cancel(self) {
-        let _ = self.service.cancel().await;
+    /// Close the session in the background (its process group goes with
+    /// it); the hub's owner waits for it.
+    pub(super) fn stop(self, hub: &Hub) {
+        hub.stop_later(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
+        });
+    }
+
+    /// Put out of use: stopped now if nothing else holds it, or else
+    /// killed when the last call holding it lets go.
+    pub(super) fn retire(self: Arc<Connection>, hub: &Hub) {
+        match Arc::try_unwrap(self) {
+            Ok(connection) => connection.stop(hub),
+            Err(shared) => hub.drop_inside(shared),
+        }
     }
 
     pub(super) fn crashed(&self) -> bool {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::connection::{Connection, StderrTail};
-use super::servers::Hub;
+use super::hub::Hub;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use crate::tool::registry::TrialResource;
@@ -222,7 +222,7 @@ impl McpServer {
 
     fn take_down(&self, slot: &mut Option<Arc<Connection>>) {
         if let Some(connection) = slot.take() {
-            self.hub.retire(connection);
+            connection.retire(&self.hub);
         }
     }
 
@@ -432,7 +432,7 @@ struct TrialServer {
 impl Drop for TrialServer {
     fn drop(&mut self) {
         if let Some(connection) = self.connection.take() {
-            self.hub.stop(connection);
+            connection.stop(&self.hub);
         }
     }
 }

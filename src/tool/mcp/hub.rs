@@ -1,0 +1,106 @@
+//! The runtime MCP connections live on, owned by [`super::ToolServers`]:
+//! one thread made on first use, the stops still to finish, and whether
+//! the owner has closed it. It knows nothing of what runs on it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use super::McpError;
+
+/// The runtime MCP connections live on (one thread, made on first use),
+/// and the stops still to finish.
+#[derive(Debug, Default)]
+pub(super) struct Hub {
+    runtime: OnceLock<tokio::runtime::Runtime>,
+    stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Set once the owner stops: nothing starts again.
+    closed: AtomicBool,
+}
+
+impl Hub {
+    /// Nothing starts again once the owner closes the hub.
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn runtime(&self) -> Result<&tokio::runtime::Runtime, McpError> {
+        if let Some(runtime) = self.runtime.get() {
+            return Ok(runtime);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("toolgauge-mcp")
+            .enable_all()
+            .build()
+            .map_err(McpError::Runtime)?;
+        Ok(self.runtime.get_or_init(|| runtime))
+    }
+
+    /// Run `future` on the servers' runtime and wait for it, from any
+    /// thread: from inside another runtime (a trial's), on a thread of
+    /// its own.
+    pub(super) fn block_on<F>(&self, future: F) -> Result<F::Output, McpError>
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        let runtime = self.runtime()?;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Ok(runtime.block_on(future));
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| runtime.block_on(future))
+                .join()
+                .map_err(|_| McpError::Panicked)
+        })
+    }
+
+    /// Run `stop` in the background; the owner waits for it.
+    pub(super) fn stop_later(&self, stop: impl Future<Output = ()> + Send + 'static) {
+        let Ok(runtime) = self.runtime() else { return };
+        let handle = runtime.spawn(stop);
+        if let Ok(mut stopping) = self.stopping.lock() {
+            stopping.retain(|h| !h.is_finished());
+            stopping.push(handle);
+        }
+    }
+
+    /// Drop `value` inside the servers' runtime, where what it holds must
+    /// be dropped (a child process is killed there).
+    pub(super) fn drop_inside<T>(&self, value: T) {
+        if let Ok(runtime) = self.runtime() {
+            let _entered = runtime.enter();
+            drop(value);
+        }
+    }
+
+    pub(super) fn wait_for_stops(&self) {
+        let stopping: Vec<_> = self
+            .stopping
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        if stopping.is_empty() {
+            return;
+        }
+        let _ = self.block_on(async {
+            for handle in stopping {
+                let _ = handle.await;
+            }
+        });
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        // Allowed anywhere, inside a runtime too; every server is stopped
+        // by then (the owner waited for them).
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

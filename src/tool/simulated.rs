@@ -1,0 +1,95 @@
+//! Tools that run no code of their own: a simulation from the
+//! definition's `simulate` block (latency, injected failures, a result
+//! filled from the call and the store), or a definition that answers
+//! with its arguments.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+
+use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
+use super::{FailureKind, Simulate, ToolFailure, ToolFailureKind, template};
+
+/// A definition with no implementation, answering with its arguments.
+#[derive(Debug)]
+pub(super) struct EchoArguments;
+
+impl ToolBackend for EchoArguments {
+    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+        Some(Ok(object_text(arguments)))
+    }
+
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        Box::pin(std::future::ready(Ok(object_text(call.arguments))))
+    }
+}
+
+/// An object as compact JSON.
+fn object_text(object: &Map<String, Value>) -> String {
+    serde_json::to_string(object).expect("a JSON object serializes")
+}
+
+/// A simulated tool: its latency drawn from the trial's seed, failures
+/// injected on its first executions, then its result (filled from the
+/// call when it holds placeholders).
+#[derive(Debug)]
+pub(super) struct Simulated {
+    simulate: Simulate,
+    templated: bool,
+}
+
+impl Simulated {
+    pub(super) fn new(simulate: Simulate) -> Simulated {
+        let templated = template::has_placeholders(&simulate.result);
+        Simulated {
+            simulate,
+            templated,
+        }
+    }
+}
+
+impl ToolBackend for Simulated {
+    fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        let simulate = &self.simulate;
+        Box::pin(async move {
+            let latency = simulate.latency_ms.sample(|| call.state.uniform());
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            let execution =
+                call.state.executions[call.tool.index()].fetch_add(1, Ordering::Relaxed);
+            if let Some(failure) = &simulate.failure
+                && execution < failure.first
+            {
+                return Err(injected_failure(failure.kind, failure.message.as_deref()).await);
+            }
+            let rendered;
+            let result = if self.templated {
+                let store = call
+                    .state
+                    .store
+                    .lock()
+                    .map_err(|_| ToolFailure::runtime("the store is unavailable"))?;
+                rendered = template::render(&simulate.result, call.arguments, &store);
+                &rendered
+            } else {
+                &simulate.result
+            };
+            Ok(match result {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+        })
+    }
+}
+
+async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
+    let (kind, default) = match kind {
+        FailureKind::Runtime => (ToolFailureKind::Runtime, "simulated failure"),
+        FailureKind::NotFound => (ToolFailureKind::NotFound, "not found"),
+        FailureKind::PermissionDenied => (ToolFailureKind::PermissionDenied, "permission denied"),
+        FailureKind::Timeout => std::future::pending().await,
+    };
+    ToolFailure::new(kind, message.unwrap_or(default))
+}
