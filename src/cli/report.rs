@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use super::{CliError, EXIT_FAILED};
 use crate::harness::merge::{Merged, html_report, merge};
 use crate::report;
+use crate::report::markup::{Align, Table};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -74,8 +75,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportCommand::Compare { baseline, current } => {
             let comparison = report::compare(baseline, current)?;
             let changes = &comparison.changes;
-            println!("| model | scenario | baseline | current | change | significant |");
-            println!("|---|---|---:|---:|---:|---|");
+            let mut table = Table::new(&[
+                ("model", Align::Left),
+                ("scenario", Align::Left),
+                ("baseline", Align::Right),
+                ("current", Align::Right),
+                ("change", Align::Right),
+                ("significant", Align::Left),
+            ]);
             let mut drops = 0;
             for c in changes {
                 let flag = match c.significant_drop {
@@ -86,15 +93,16 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                     Some(false) => "gain",
                     None => "",
                 };
-                println!(
-                    "| {} | {} | {:.1}% | {:.1}% | {:+.1} pp | {flag} |",
-                    c.model,
-                    c.scenario,
-                    100.0 * c.baseline,
-                    100.0 * c.current,
-                    100.0 * (c.current - c.baseline)
-                );
+                table.row([
+                    c.model.clone(),
+                    c.scenario.clone(),
+                    format!("{:.1}%", 100.0 * c.baseline),
+                    format!("{:.1}%", 100.0 * c.current),
+                    format!("{:+.1} pp", 100.0 * (c.current - c.baseline)),
+                    flag.to_owned(),
+                ]);
             }
+            print!("{}", table.render());
             eprintln!(
                 "compared {} model x scenario cell(s); {} only in the baseline, {} only in the current run",
                 changes.len(),

@@ -7,6 +7,8 @@ pub mod differential;
 pub mod external;
 pub mod generate;
 pub mod mutate;
+pub mod report;
+pub mod session;
 pub mod shrink;
 pub mod wire;
 

@@ -2,10 +2,11 @@
 //! estimates.json) beside the Node anchor's figures, as reports/bench.csv
 //! and reports/bench.md.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::report::markup::{Align, Table};
 
 /// One criterion benchmark, read from its folder.
 #[derive(Debug, Clone, PartialEq)]
@@ -183,23 +184,31 @@ pub fn write(rows: &[BenchRow], machine: &str, out: &Path) -> Result<(), BenchEr
     writer.flush().map_err(at(&csv_path))?;
 
     let mut md = format!(
-        "# Bench report\n\nMachine: {machine}.\n\nMedians from criterion; per-element times divide by the bench's declared throughput (calls, trials, instances). Ratios compare with the Node + Ajv anchor measured in the same session (above 1: toolgauge is faster).\n\n| bench | median | per element | throughput /s | anchor | anchor per element | ratio |\n|---|---:|---:|---:|---|---:|---:|\n"
+        "# Bench report\n\nMachine: {machine}.\n\nMedians from criterion; per-element times divide by the bench's declared throughput (calls, trials, instances). Ratios compare with the Node + Ajv anchor measured in the same session (above 1: toolgauge is faster).\n\n"
     );
+    let mut table = Table::new(&[
+        ("bench", Align::Left),
+        ("median", Align::Right),
+        ("per element", Align::Right),
+        ("throughput /s", Align::Right),
+        ("anchor", Align::Left),
+        ("anchor per element", Align::Right),
+        ("ratio", Align::Right),
+    ]);
     for r in rows {
         let per_element = r.throughput.map_or("-".to_owned(), |t| format_ns(1e9 / t));
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            r.bench,
+        table.row([
+            r.bench.clone(),
             format_ns(r.median),
             per_element,
             r.throughput.map_or("-".to_owned(), |t| format!("{t:.0}")),
-            r.anchor.as_deref().unwrap_or("-"),
+            r.anchor.clone().unwrap_or_else(|| "-".to_owned()),
             r.anchor_ns.map_or("-".to_owned(), format_ns),
             r.ratio_to_anchor
-                .map_or("-".to_owned(), |x| format!("{x:.2}x"))
-        );
+                .map_or("-".to_owned(), |x| format!("{x:.2}x")),
+        ]);
     }
+    md.push_str(&table.into_string());
     // Sections below the table (`## ...`: the scaling figures of
     // scripts/scale.sh, notes) are written by hand and kept.
     let path = out.join("bench.md");

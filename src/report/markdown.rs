@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::markup::{Align::Left, Align::Right, Table};
 use super::summary::{
     ComparisonRow, ModelRow, SelfCorrectionRow, SummaryRow, comparison_rows, correction_rows,
     model_rows, summary_rows,
@@ -277,83 +278,104 @@ fn key_table(rows: &[SummaryRow]) -> String {
 
 /// Tasks: success, pass^3, progress, turns and calls, recovery, forbidden calls.
 fn task_table(rows: &[&SummaryRow]) -> String {
-    let mut t = String::from(
-        "| model | task | trials | success [95% CI] | pass^3 | progress | turns (p95) | calls (p95) | errors recovered | forbidden |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n",
-    );
+    let mut t = Table::new(&[
+        ("model", Left),
+        ("task", Left),
+        ("trials", Right),
+        ("success [95% CI]", Left),
+        ("pass^3", Right),
+        ("progress", Right),
+        ("turns (p95)", Right),
+        ("calls (p95)", Right),
+        ("errors recovered", Right),
+        ("forbidden", Right),
+    ]);
     let number = |mean: Option<f64>, p95: Option<u32>| match (mean, p95) {
         (Some(mean), Some(p95)) => format!("{mean:.1} ({p95})"),
         _ => "-".to_owned(),
     };
     for r in rows {
-        let _ = writeln!(
-            t,
-            "| {} | {} | {} | {} [{}, {}] | {} | {} | {} | {} | {} | {} |",
-            r.head.model,
-            r.head.scenario,
-            r.head.trials,
-            percent_opt(r.head.final_success),
-            percent_opt(r.head.wilson_low),
-            percent_opt(r.head.wilson_high),
+        t.row([
+            r.head.model.clone(),
+            r.head.scenario.clone(),
+            r.head.trials.to_string(),
+            with_interval(r.head.final_success, r.head.wilson_low, r.head.wilson_high),
             percent_opt(r.head.pass_k_3),
             percent_opt(r.task.progress_rate),
             number(r.task.turns_mean, r.task.turns_p95),
             number(r.task.calls_mean, r.task.calls_p95),
             percent_opt(r.task.errors_recovered_rate),
-            r.task.forbidden_calls.unwrap_or(0),
-        );
+            r.task.forbidden_calls.unwrap_or(0).to_string(),
+        ]);
     }
-    t
+    t.into_string()
+}
+
+/// A rate with its interval: `90% [80%, 95%]`.
+fn with_interval(rate: Option<f64>, low: Option<f64>, high: Option<f64>) -> String {
+    format!(
+        "{} [{}, {}]",
+        percent_opt(rate),
+        percent_opt(low),
+        percent_opt(high)
+    )
 }
 
 /// Single-turn scenarios: success by attempt, self-correction, speedup.
 fn turn_table(rows: &[&SummaryRow]) -> String {
-    let mut t = String::from(
-        "| model | scenario | trials | @1 | @2 | @3 | final [95% CI] | self-correction | speedup (eff.) |\n|---|---|---:|---:|---:|---:|---|---:|---:|\n",
-    );
+    let mut t = Table::new(&[
+        ("model", Left),
+        ("scenario", Left),
+        ("trials", Right),
+        ("@1", Right),
+        ("@2", Right),
+        ("@3", Right),
+        ("final [95% CI]", Left),
+        ("self-correction", Right),
+        ("speedup (eff.)", Right),
+    ]);
     for r in rows {
         let speed = match (r.tail.mean_speedup, r.tail.mean_efficiency) {
             (Some(s), Some(e)) => format!("{s:.2}x ({e:.2})"),
             _ => "-".to_owned(),
         };
-        let _ = writeln!(
-            t,
-            "| {} | {} | {} | {} | {} | {} | {} [{}, {}] | {} | {} |",
-            r.head.model,
-            r.head.scenario,
-            r.head.trials,
+        t.row([
+            r.head.model.clone(),
+            r.head.scenario.clone(),
+            r.head.trials.to_string(),
             percent_opt(r.head.success_at_1),
             percent_opt(r.head.success_at_2),
             percent_opt(r.head.success_at_3),
-            percent_opt(r.head.final_success),
-            percent_opt(r.head.wilson_low),
-            percent_opt(r.head.wilson_high),
+            with_interval(r.head.final_success, r.head.wilson_low, r.head.wilson_high),
             percent_opt(r.head.self_correction_rate),
-            speed
-        );
+            speed,
+        ]);
     }
-    t
+    t.into_string()
 }
 
 /// The per-model table (summary.md, and the terminal for big suites).
 fn models_table(models: &[ModelRow]) -> String {
-    let mut md = String::from(
-        "| model | trials | success @1 | final [95% CI] | self-correction | mean attempts |\n|---|---:|---:|---|---:|---:|\n",
-    );
+    let mut t = Table::new(&[
+        ("model", Left),
+        ("trials", Right),
+        ("success @1", Right),
+        ("final [95% CI]", Left),
+        ("self-correction", Right),
+        ("mean attempts", Right),
+    ]);
     for m in models {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} [{}, {}] | {} | {} |",
-            m.model,
-            m.trials,
+        t.row([
+            m.model.clone(),
+            m.trials.to_string(),
             percent_opt(m.success_at_1),
-            percent_opt(m.final_success),
-            percent_opt(m.wilson_low),
-            percent_opt(m.wilson_high),
+            with_interval(m.final_success, m.wilson_low, m.wilson_high),
             percent_opt(m.self_correction_rate),
             m.mean_attempts
-                .map_or("-".to_owned(), |a| format!("{a:.2}"))
-        );
+                .map_or("-".to_owned(), |a| format!("{a:.2}")),
+        ]);
     }
+    let mut md = t.into_string();
     let lost: u64 = models.iter().map(|m| m.lost_trials).sum();
     if lost > 0 {
         let _ = writeln!(
@@ -383,39 +405,57 @@ fn markdown(
         models_table(models)
     );
     if !comparisons.is_empty() {
-        md.push_str("\n## Comparisons (paired, McNemar)\n\n| A | B | A | B | difference | only A | only B | p | significant |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+        md.push_str("\n## Comparisons (paired, McNemar)\n\n");
+        let mut t = Table::new(&[
+            ("A", Left),
+            ("B", Left),
+            ("A", Right),
+            ("B", Right),
+            ("difference", Right),
+            ("only A", Right),
+            ("only B", Right),
+            ("p", Right),
+            ("significant", Left),
+        ]);
         for c in comparisons {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                c.model_a,
-                c.model_b,
+            t.row([
+                c.model_a.clone(),
+                c.model_b.clone(),
                 percent_opt(c.success_a),
                 percent_opt(c.success_b),
                 c.difference
                     .map_or("-".to_owned(), |d| format!("{:+.1} pp", 100.0 * d)),
-                c.only_a,
-                c.only_b,
-                super::p_text(c.p_value).trim_start_matches("p = "),
-                if c.significant { "yes" } else { "no" }
-            );
+                c.only_a.to_string(),
+                c.only_b.to_string(),
+                super::p_text(c.p_value)
+                    .trim_start_matches("p = ")
+                    .to_owned(),
+                if c.significant { "yes" } else { "no" }.to_owned(),
+            ]);
         }
+        md.push_str(&t.into_string());
     }
     md.push_str("\n## By scenario\n\n");
     md.push_str(table);
     if !corrections.is_empty() {
-        md.push_str("\n## Self-correction by first-attempt failure\n\n| model | failure | first-attempt failures | fixed | rate |\n|---|---|---:|---:|---:|\n");
+        md.push_str("\n## Self-correction by first-attempt failure\n\n");
+        let mut t = Table::new(&[
+            ("model", Left),
+            ("failure", Left),
+            ("first-attempt failures", Right),
+            ("fixed", Right),
+            ("rate", Right),
+        ]);
         for c in corrections {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                c.model,
-                c.failure_kind,
-                c.first_attempt_failures,
-                c.fixed,
-                percent(c.fix_rate)
-            );
+            t.row([
+                c.model.clone(),
+                c.failure_kind.clone(),
+                c.first_attempt_failures.to_string(),
+                c.fixed.to_string(),
+                percent(c.fix_rate),
+            ]);
         }
+        md.push_str(&t.into_string());
     }
     if !violations.is_empty() {
         md.push_str("\n## Below threshold\n\n");

@@ -28,7 +28,11 @@ impl StoreTool {
         })
     }
 
-    pub(super) fn run_on(self, store: &mut Store, args: &Map<String, Value>) -> Result<String, ToolFailure> {
+    pub(super) fn run_on(
+        self,
+        store: &mut Store,
+        args: &Map<String, Value>,
+    ) -> Result<String, ToolFailure> {
         let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
         let object = |key: &str| args.get(key).and_then(Value::as_object);
         let collection = text("collection");

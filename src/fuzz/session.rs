@@ -1,0 +1,245 @@
+//! A fuzz run: the validators under test (the built-in one, an external
+//! one, or the tools' own server), each tool's cases judged by every
+//! validator, disagreements between them minimised, and `--replay`'s case
+//! by index.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::differential::{Disagreement, disagreements};
+use super::external::ExternalValidator;
+use super::{Cases, ToolFuzz};
+use crate::tool::{Registry, ToolDef};
+
+/// A `--validator` that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BadValidator {
+    #[error("--validator server judges with the tools' own server: give --tools mcp:SERVER")]
+    NoServer,
+    #[error("--validator {spec:?}: {source}")]
+    Spec {
+        spec: String,
+        source: super::external::ValidatorSpecError,
+    },
+    #[error("--validator {0:?}: use builtin, lines:PROGRAM, cmd:PROGRAM or an http:// URL")]
+    Unknown(String),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Checks spent minimising one disagreement.
+const MINIMISE_BUDGET: usize = 300;
+
+pub enum Validator {
+    Builtin,
+    External(ExternalValidator),
+    /// The tool source itself: an MCP server's `tools/call`.
+    Server(ServerJudge),
+}
+
+/// Calls a served tool to judge an instance: accepted when the call
+/// succeeds, refused when it comes back an error.
+pub struct ServerJudge {
+    pub registry: std::sync::Arc<crate::tool::Registry>,
+    pub runtime: tokio::runtime::Runtime,
+    pub timeout: Duration,
+    pub concurrency: usize,
+}
+
+impl ServerJudge {
+    fn judge(&self, tool: &str, instances: &[Value]) -> (Vec<bool>, Option<String>) {
+        use futures_util::StreamExt;
+        let Some(id) = self.registry.lookup(tool) else {
+            return (Vec::new(), Some(format!("no tool {tool:?}")));
+        };
+        let calls = futures_util::stream::iter(instances.iter().map(|instance| async move {
+            // A fresh trial per case: a server that crashed is started
+            // again for the next.
+            let state = self.registry.new_state();
+            tokio::time::timeout(self.timeout, self.registry.execute(id, instance, &state))
+                .await
+                .map(|outcome| outcome.is_ok())
+                .map_err(|_| {
+                    format!(
+                        "tool {tool:?} did not answer within {} ms",
+                        self.timeout.as_millis()
+                    )
+                })
+        }))
+        .buffered(self.concurrency.max(1));
+        self.runtime.block_on(super::external::until_fault(calls))
+    }
+}
+
+/// A validator and how the user named it.
+pub struct Named {
+    pub spec: String,
+    pub validator: Validator,
+}
+
+impl Named {
+    /// `server`: how to make the judge of a served tool source, when the
+    /// tools come from one.
+    pub fn parse(
+        spec: &str,
+        timeout: Duration,
+        server: Option<&dyn Fn() -> Result<ServerJudge, BadValidator>>,
+    ) -> Result<Named, BadValidator> {
+        let validator = match spec {
+            "builtin" => Validator::Builtin,
+            "server" => match server {
+                Some(open) => Validator::Server(open()?),
+                None => return Err(BadValidator::NoServer),
+            },
+            other => match ExternalValidator::parse(other, timeout) {
+                Some(Ok(external)) => Validator::External(external),
+                Some(Err(source)) => {
+                    return Err(BadValidator::Spec {
+                        spec: other.to_owned(),
+                        source,
+                    });
+                }
+                None => return Err(BadValidator::Unknown(other.to_owned())),
+            },
+        };
+        Ok(Named {
+            spec: spec.to_owned(),
+            validator,
+        })
+    }
+
+    /// Verdicts on `instances` as `tool`'s arguments: all, or those
+    /// before a fault and the fault, worded.
+    pub fn judge(
+        &self,
+        tool: &str,
+        reference: &jsonschema::Validator,
+        instances: &[Value],
+    ) -> (Vec<bool>, Option<String>) {
+        match &self.validator {
+            Validator::Builtin => (
+                instances.iter().map(|v| reference.is_valid(v)).collect(),
+                None,
+            ),
+            Validator::Server(server) => {
+                let (verdicts, fault) = server.judge(tool, instances);
+                (
+                    verdicts,
+                    fault.map(|e| format!("validator server for tool {tool:?}: {e}")),
+                )
+            }
+            // Every case at once: the validator judges them as fast as it
+            // can (pipelined, concurrent), a fault stopping it.
+            Validator::External(external) => {
+                let (verdicts, fault) = external.accepts_all(tool, instances);
+                (
+                    verdicts,
+                    fault.map(|e| format!("validator {} for tool {tool:?}: {e}", self.spec)),
+                )
+            }
+        }
+    }
+}
+
+/// What fuzzing one tool found: a report per validator, and where they
+/// disagree.
+pub struct ToolResult {
+    pub tool: String,
+    pub reports: Vec<ToolFuzz>,
+    pub disagreements: Vec<Disagreement>,
+    /// The index of the tool's first case in the run.
+    pub offset: u64,
+}
+
+/// Fuzz every tool of `registry` that `allowed` lets be called, with
+/// `cases` cases from `seed` (objects only for a served source), through
+/// each validator; disagreements between validators are minimised. A
+/// validator that gives no verdict stops the run: the results so far,
+/// and why.
+pub fn fuzz_tools(
+    registry: &Registry,
+    validators: &[Named],
+    count: usize,
+    seed: u64,
+    served: bool,
+    allowed: &dyn Fn(&ToolDef) -> bool,
+) -> (Vec<ToolResult>, Option<String>) {
+    let mut results: Vec<ToolResult> = Vec::new();
+    // A validator that gives no verdict stops the run; what it measured
+    // before is still written.
+    let mut failure = None;
+    let mut offset = 0;
+    for def in registry.definitions() {
+        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        let cases = Cases::generate(&def.parameters, reference, count, seed);
+        let cases = if served { cases.objects_only() } else { cases };
+        if !allowed(def) {
+            // Case indices still count its cases, as --replay does.
+            offset += cases.len() as u64;
+            continue;
+        }
+        let mut verdicts = Vec::with_capacity(validators.len());
+        for validator in validators {
+            let (judged, fault) = validator.judge(&def.name, reference, &cases.instances);
+            verdicts.push(judged);
+            if fault.is_some() {
+                failure = fault;
+                break;
+            }
+        }
+        let reports = verdicts.iter().map(|v| cases.tally(v)).collect();
+        let mut found = Vec::new();
+        if validators.len() > 1 && failure.is_none() {
+            found = disagreements(&cases, &verdicts);
+            for disagreement in &mut found {
+                disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
+                    let one = std::slice::from_ref(candidate);
+                    validators
+                        .iter()
+                        .map(|v| match v.judge(&def.name, reference, one) {
+                            (verdicts, None) => verdicts.first().copied(),
+                            (_, Some(_)) => None,
+                        })
+                        .collect()
+                });
+            }
+        }
+        results.push(ToolResult {
+            tool: def.name.clone(),
+            reports,
+            disagreements: found,
+            offset,
+        });
+        offset += cases.len() as u64;
+        if failure.is_some() {
+            break;
+        }
+    }
+
+    (results, failure)
+}
+
+/// Case `index` of the run with `seed` (and `cases` per tool), counted
+/// over the tools in order: the tool's name and the instance, or the
+/// number of cases the run has.
+pub fn replay(
+    registry: &Registry,
+    cases: usize,
+    seed: u64,
+    mut index: usize,
+    served: bool,
+) -> Result<(String, Value), usize> {
+    let mut total = 0;
+    for def in registry.definitions() {
+        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        let made = Cases::generate(&def.parameters, reference, cases, seed);
+        let made = if served { made.objects_only() } else { made };
+        if let Some(instance) = made.instances.get(index) {
+            return Ok((def.name.clone(), instance.clone()));
+        }
+        index -= made.len();
+        total += made.len();
+    }
+    Err(total)
+}
