@@ -74,33 +74,12 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
             "--cases must be at least 1 (instances per tool and operator)",
         ));
     }
-    let timeout = Duration::from_millis(args.case_timeout_ms);
     let tools = super::tool_source::load(&args.tools, servers)?.usable()?;
     let registry = std::sync::Arc::new(tools.registry(ToolEnv::default())?);
     if let Some(spec) = &args.replay {
         return replay_case(&registry, args.cases, spec, tools.served);
     }
-    let open_server = || -> Result<ServerJudge, BadValidator> {
-        Ok(ServerJudge {
-            registry: registry.clone(),
-            runtime: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(BadValidator::Runtime)?,
-            timeout,
-            concurrency: args.concurrency,
-        })
-    };
-    let specs: Vec<String> = if args.validators.is_empty() {
-        vec![if tools.served { "server" } else { "builtin" }.to_owned()]
-    } else {
-        args.validators.clone()
-    };
-    let validators = specs
-        .iter()
-        .map(|spec| Named::parse(spec, timeout, tools.served.then_some(&open_server as _)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::new)?;
+    let validators = validators(args, &registry, tools.served)?;
     // A server's tools are called only where allowed: named, or read-only.
     let calls_server = validators
         .iter()
@@ -168,6 +147,37 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The `--validator`s, each ready to judge (default: the tools' own
+/// server for an MCP server's tools, the built-in validator otherwise).
+fn validators(
+    args: &FuzzArgs,
+    registry: &std::sync::Arc<Registry>,
+    served: bool,
+) -> Result<Vec<Named>, CliError> {
+    let timeout = Duration::from_millis(args.case_timeout_ms);
+    let open_server = || -> Result<ServerJudge, BadValidator> {
+        Ok(ServerJudge {
+            registry: registry.clone(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(BadValidator::Runtime)?,
+            timeout,
+            concurrency: args.concurrency,
+        })
+    };
+    let specs: Vec<String> = if args.validators.is_empty() {
+        vec![if served { "server" } else { "builtin" }.to_owned()]
+    } else {
+        args.validators.clone()
+    };
+    specs
+        .iter()
+        .map(|spec| Named::parse(spec, timeout, served.then_some(&open_server as _)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::new)
 }
 
 /// `--replay SEED:INDEX`: print the case, counted over the tools in order.

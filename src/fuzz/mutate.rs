@@ -3,7 +3,7 @@
 //! top level or at any nested path, and says which pointer it broke.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::tool::required_names;
 
@@ -191,21 +191,48 @@ fn escape(key: &str) -> String {
 
 type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;
 
+/// Every mutant of `value` (valid for `schema`) and of what it holds, one
+/// keyword broken at a time, in a fixed order: a case's index names the
+/// same mutant for good.
 fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     let Some(schema) = schema.as_object() else {
         return;
     };
-    let number = |key: &str| schema.get(key).and_then(Value::as_f64);
-    let count = |key: &str| schema.get(key).and_then(Value::as_u64);
+    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+    type_and_value(schema, value, pointer, integer, emit);
+    bounds(schema, value, pointer, integer, emit);
+    strings(schema, value, pointer, emit);
+    if let Some(items) = value.as_array() {
+        arrays(schema, items, pointer, emit);
+    }
+    if let Some(object) = value.as_object() {
+        objects(schema, object, pointer, emit);
+    }
+}
 
+fn number(schema: &Map<String, Value>, key: &str) -> Option<f64> {
+    schema.get(key).and_then(Value::as_f64)
+}
+
+fn count(schema: &Map<String, Value>, key: &str) -> Option<u64> {
+    schema.get(key).and_then(Value::as_u64)
+}
+
+/// `type`, `enum` and `const`.
+fn type_and_value(
+    schema: &Map<String, Value>,
+    value: &Value,
+    pointer: &str,
+    integer: bool,
+    emit: &mut Emit<'_>,
+) {
     if schema.contains_key("type") {
         emit(Mutation::Type, pointer, Edit::Replace(other_type(value)));
     }
-    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
     // An integer's other type may also be a number: 1.5 where 1 or 2 is
     // expected (inward of any bound, so only the type is broken).
     if integer && let Some(n) = value.as_f64() {
-        let inward = if number("maximum").is_some_and(|max| n + 0.5 > max) {
+        let inward = if number(schema, "maximum").is_some_and(|max| n + 0.5 > max) {
             n - 0.5
         } else {
             n + 0.5
@@ -226,6 +253,17 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             Edit::Replace(json!({"not": expected})),
         );
     }
+}
+
+/// Just outside each bound; for numbers also by a half, which a validator
+/// that truncates to an integer lets through.
+fn bounds(
+    schema: &Map<String, Value>,
+    value: &Value,
+    pointer: &str,
+    integer: bool,
+    emit: &mut Emit<'_>,
+) {
     let as_number = |x: f64| {
         if integer && x.fract() == 0.0 {
             json!(x as i64)
@@ -233,9 +271,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             json!(x)
         }
     };
-    // Just outside each bound; for numbers also by a half, which a
-    // validator that truncates to an integer lets through.
-    if let Some(min) = number("minimum") {
+    if let Some(min) = number(schema, "minimum") {
         emit(
             Mutation::Minimum,
             pointer,
@@ -245,7 +281,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             emit(Mutation::Minimum, pointer, Edit::Replace(json!(min - 0.5)));
         }
     }
-    if let Some(max) = number("maximum") {
+    if let Some(max) = number(schema, "maximum") {
         emit(
             Mutation::Maximum,
             pointer,
@@ -255,31 +291,35 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             emit(Mutation::Maximum, pointer, Edit::Replace(json!(max + 0.5)));
         }
     }
-    if let Some(min) = number("exclusiveMinimum") {
+    if let Some(min) = number(schema, "exclusiveMinimum") {
         emit(
             Mutation::ExclusiveMinimum,
             pointer,
             Edit::Replace(as_number(min)),
         );
     }
-    if let Some(max) = number("exclusiveMaximum") {
+    if let Some(max) = number(schema, "exclusiveMaximum") {
         emit(
             Mutation::ExclusiveMaximum,
             pointer,
             Edit::Replace(as_number(max)),
         );
     }
-    if let (Some(step), Some(current)) = (number("multipleOf"), value.as_f64()) {
+    if let (Some(step), Some(current)) = (number(schema, "multipleOf"), value.as_f64()) {
         emit(
             Mutation::MultipleOf,
             pointer,
             Edit::Replace(json!(current + step / 2.0)),
         );
     }
+}
+
+/// Lengths, `pattern` and `format`.
+fn strings(schema: &Map<String, Value>, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
     // Lengths count code points: one short in characters beyond the
     // Basic Multilingual Plane looks long enough in UTF-16 units, and one
     // too many with combining marks looks short enough in graphemes.
-    if let Some(min) = count("minLength").filter(|m| *m > 0) {
+    if let Some(min) = count(schema, "minLength").filter(|m| *m > 0) {
         let short = min as usize - 1;
         emit(
             Mutation::MinLength,
@@ -294,7 +334,7 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             );
         }
     }
-    if let Some(max) = count("maxLength") {
+    if let Some(max) = count(schema, "maxLength") {
         let long = max as usize + 1;
         emit(
             Mutation::MaxLength,
@@ -346,75 +386,82 @@ fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
             Edit::Replace(json!(format!("[not a {format}"))),
         );
     }
-    if let Some(items) = value.as_array() {
-        if let Some(min) = count("minItems").filter(|m| *m > 0) {
-            emit(
-                Mutation::MinItems,
-                pointer,
-                Edit::Replace(Value::Array(
-                    items.iter().take(min as usize - 1).cloned().collect(),
-                )),
-            );
-        }
-        if let Some(max) = count("maxItems") {
-            let filler = items.first().cloned().unwrap_or(Value::Null);
-            let mut longer = items.clone();
-            longer.resize(max as usize + 1, filler);
-            emit(
-                Mutation::MaxItems,
-                pointer,
-                Edit::Replace(Value::Array(longer)),
-            );
-        }
-        if schema.get("uniqueItems") == Some(&Value::Bool(true))
-            && let Some(first) = items.first()
-        {
-            let mut doubled = items.clone();
-            doubled.push(first.clone());
-            emit(
-                Mutation::UniqueItems,
-                pointer,
-                Edit::Replace(Value::Array(doubled)),
-            );
-        }
-        if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
-            for (i, item) in items.iter().enumerate() {
-                walk(item_schema, item, &format!("{pointer}/{i}"), emit);
-            }
+}
+
+fn arrays(schema: &Map<String, Value>, items: &[Value], pointer: &str, emit: &mut Emit<'_>) {
+    if let Some(min) = count(schema, "minItems").filter(|m| *m > 0) {
+        emit(
+            Mutation::MinItems,
+            pointer,
+            Edit::Replace(Value::Array(
+                items.iter().take(min as usize - 1).cloned().collect(),
+            )),
+        );
+    }
+    if let Some(max) = count(schema, "maxItems") {
+        let filler = items.first().cloned().unwrap_or(Value::Null);
+        let mut longer = items.to_vec();
+        longer.resize(max as usize + 1, filler);
+        emit(
+            Mutation::MaxItems,
+            pointer,
+            Edit::Replace(Value::Array(longer)),
+        );
+    }
+    if schema.get("uniqueItems") == Some(&Value::Bool(true))
+        && let Some(first) = items.first()
+    {
+        let mut doubled = items.to_vec();
+        doubled.push(first.clone());
+        emit(
+            Mutation::UniqueItems,
+            pointer,
+            Edit::Replace(Value::Array(doubled)),
+        );
+    }
+    if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+        for (i, item) in items.iter().enumerate() {
+            walk(item_schema, item, &format!("{pointer}/{i}"), emit);
         }
     }
-    if let Some(object) = value.as_object() {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        for name in required_names(schema) {
-            if object.contains_key(name) {
-                emit(
-                    Mutation::Required,
-                    &format!("{pointer}/{}", escape(name)),
-                    Edit::Remove,
-                );
-            }
-        }
-        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-            let mut name = "unexpected_property".to_owned();
-            while object.contains_key(&name) || properties.is_some_and(|p| p.contains_key(&name)) {
-                name.push('_');
-            }
+}
+
+fn objects(
+    schema: &Map<String, Value>,
+    object: &Map<String, Value>,
+    pointer: &str,
+    emit: &mut Emit<'_>,
+) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for name in required_names(schema) {
+        if object.contains_key(name) {
             emit(
-                Mutation::AdditionalProperties,
-                pointer,
-                Edit::AddProperty(name),
+                Mutation::Required,
+                &format!("{pointer}/{}", escape(name)),
+                Edit::Remove,
             );
         }
-        if let Some(properties) = properties {
-            for (name, property) in properties {
-                if let Some(child) = object.get(name) {
-                    walk(
-                        property,
-                        child,
-                        &format!("{pointer}/{}", escape(name)),
-                        emit,
-                    );
-                }
+    }
+    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+        let mut name = "unexpected_property".to_owned();
+        while object.contains_key(&name) || properties.is_some_and(|p| p.contains_key(&name)) {
+            name.push('_');
+        }
+        emit(
+            Mutation::AdditionalProperties,
+            pointer,
+            Edit::AddProperty(name),
+        );
+    }
+    if let Some(properties) = properties {
+        for (name, property) in properties {
+            if let Some(child) = object.get(name) {
+                walk(
+                    property,
+                    child,
+                    &format!("{pointer}/{}", escape(name)),
+                    emit,
+                );
             }
         }
     }

@@ -13,12 +13,12 @@ use super::settings::{RunRequest, Settings, SettingsError, contradiction};
 use super::{Clock, Job, ProgressMode, RunError, RunPlan};
 use crate::doctor::DoctorError;
 use crate::metrics::Aggregate;
-use crate::model::{self, LiveOptions, ModelError, ModelFile, RecordingError, Replayer};
+use crate::model::{self, LiveOptions, Model, ModelError, ModelFile, RecordingError, Replayer};
 use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{
     self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
 };
-use crate::scenario::{LoadError, load_suites};
+use crate::scenario::{LoadError, Scenario, load_suites};
 use crate::tool::mcp::{SourceStats, ToolServers};
 
 /// Why a run could not start. Every kind is bad input.
@@ -155,57 +155,24 @@ impl PreparedRun {
         if request.resume.is_none() && !request.force {
             refuse_to_overwrite(&out)?;
         }
-        let files = match &recorded {
-            Some(run) => recorded_models(request, run)?,
-            None => model::load_files(
-                &request.models,
-                request.suites.first().map(PathBuf::as_path),
-            )?,
-        };
-        if request.replay.is_some() && !files.iter().any(ModelFile::is_live) {
-            return Err(SetupError::ReplayWithoutLive);
-        }
-        let replayer = request
-            .replay
-            .as_deref()
-            .map(Replayer::load)
-            .transpose()
-            .map_err(SetupError::Replay)?
-            .map(Arc::new);
-        let live_options = LiveOptions {
-            record: request.record.clone(),
-            replay: request.replay.clone(),
-        };
-        let models = files
-            .iter()
-            .map(|file| model::build(file, &live_options, replayer.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
-        // Network I/O needs the real clock: on the paused one, every
-        // request timeout would fire at once.
-        let live_network = replayer.is_none() && files.iter().any(ModelFile::is_live);
-        if live_network && request.clock.is_none_or(|c| c == Clock::Virtual) {
+        let models = Models::make(request, recorded.as_ref())?;
+        if models.live_network && request.clock.is_none_or(|c| c == Clock::Virtual) {
             notes
                 .info
                 .push("live models: running on the real clock".to_owned());
         }
-        let mut settings = Settings::resolve(request, recorded.as_ref(), live_network)?;
+        let mut settings = Settings::resolve(request, recorded.as_ref(), models.live_network)?;
         std::fs::create_dir_all(&out).map_err(at(&out))?;
-        if replayer.is_none() {
-            for file in files.iter().filter(|f| f.is_live()) {
+        if !models.replayed {
+            for file in models.files.iter().filter(|f| f.is_live()) {
                 if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
                     notes.warnings.extend(diagnosis.warnings());
                 }
             }
         }
-
         let sandboxes = tempfile::tempdir().map_err(at(&std::env::temp_dir()))?;
         let servers = Arc::new(ToolServers::new());
-        let suite = load_suites(&settings.suite.0, sandboxes.path(), &servers)
-            .map_err(SetupError::Suite)?;
-        notes
-            .warnings
-            .extend(suite.skipped.iter().map(ToString::to_string));
-        let scenarios = suite.scenarios;
+        let scenarios = load_checked(&settings, &sandboxes, &servers, &mut notes)?;
         // Real tools (MCP servers, endpoints, commands) take real time: on
         // the paused clock every call's timeout would fire at once.
         if settings.clock == Clock::Virtual && scenarios.iter().any(|s| s.registry.has_real_tools())
@@ -220,35 +187,8 @@ impl PreparedRun {
             run.check_suite(&scenarios)
                 .map_err(SetupError::SuiteChanged)?;
         }
-        for model in &models {
-            let missing = model.unanswerable(&scenarios);
-            if let Some(first) = missing.first() {
-                return Err(SetupError::Unanswerable {
-                    model: model.name().to_owned(),
-                    count: missing.len(),
-                    first: first.to_string(),
-                });
-            }
-        }
-        let plan = RunPlan {
-            scenarios,
-            models,
-            trials: settings.trials,
-            seed: settings.seed,
-            concurrency: settings.concurrency,
-            clock: settings.clock,
-            exec: ExecOptions {
-                mode: if settings.serial {
-                    ExecMode::Serial
-                } else {
-                    ExecMode::Parallel
-                },
-                feedback: settings.feedback,
-                ..ExecOptions::default()
-            },
-            shard: settings.shard,
-            session_log: !settings.no_session,
-        };
+        models.check_answerable(&scenarios)?;
+        let plan = plan_of(&settings, scenarios, models.models);
         let info = plan.info(settings.thresholds.clone());
         let (earlier, last_kept) = match request.resume {
             Some(_) => {
@@ -265,20 +205,18 @@ impl PreparedRun {
                 Some(SessionFile::resume(&session_path, &info, last_kept).map_err(at(&out))?)
             }
         };
-        let files_out = RunFiles::create(&out, session).map_err(at(&out))?;
-        let tool_sources = ToolSourcesCsv {
-            path: out.join("tool_sources.csv"),
-            servers: servers.clone(),
-        };
         let prepared = PreparedRun {
+            files: RunFiles::create(&out, session).map_err(at(&out))?,
+            tool_sources: ToolSourcesCsv {
+                path: out.join("tool_sources.csv"),
+                servers: servers.clone(),
+            },
             plan,
             info,
             settings,
             out,
             notes,
-            models: files,
-            files: files_out,
-            tool_sources,
+            models: models.files,
             earlier,
             servers,
             _sandboxes: sandboxes,
@@ -387,6 +325,107 @@ impl Reporter for ToolSourcesCsv {
             writer.serialize(source)?;
         }
         writer.flush()
+    }
+}
+
+/// The run's models: their files, made ready (answered from a recording
+/// with `--replay`).
+struct Models {
+    files: Vec<ModelFile>,
+    models: Vec<Arc<dyn Model>>,
+    /// Answered from a recording: no network.
+    replayed: bool,
+    /// Some model talks to a live endpoint over the network.
+    live_network: bool,
+}
+
+impl Models {
+    fn make(request: &RunRequest, recorded: Option<&RunRecord>) -> Result<Models, SetupError> {
+        let files = match recorded {
+            Some(run) => recorded_models(request, run)?,
+            None => model::load_files(
+                &request.models,
+                request.suites.first().map(PathBuf::as_path),
+            )?,
+        };
+        if request.replay.is_some() && !files.iter().any(ModelFile::is_live) {
+            return Err(SetupError::ReplayWithoutLive);
+        }
+        let replayer = request
+            .replay
+            .as_deref()
+            .map(Replayer::load)
+            .transpose()
+            .map_err(SetupError::Replay)?
+            .map(Arc::new);
+        let live_options = LiveOptions {
+            record: request.record.clone(),
+            replay: request.replay.clone(),
+        };
+        let models = files
+            .iter()
+            .map(|file| model::build(file, &live_options, replayer.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Models {
+            // Network I/O needs the real clock: on the paused one, every
+            // request timeout would fire at once.
+            live_network: replayer.is_none() && files.iter().any(ModelFile::is_live),
+            replayed: replayer.is_some(),
+            files,
+            models,
+        })
+    }
+
+    /// Every model can answer every scenario (a result file covers it).
+    fn check_answerable(&self, scenarios: &[Scenario]) -> Result<(), SetupError> {
+        for model in &self.models {
+            let missing = model.unanswerable(scenarios);
+            if let Some(first) = missing.first() {
+                return Err(SetupError::Unanswerable {
+                    model: model.name().to_owned(),
+                    count: missing.len(),
+                    first: first.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The suite's scenarios, loaded; paths passed over become warnings.
+fn load_checked(
+    settings: &Settings,
+    sandboxes: &tempfile::TempDir,
+    servers: &ToolServers,
+    notes: &mut Notes,
+) -> Result<Vec<Scenario>, SetupError> {
+    let suite =
+        load_suites(&settings.suite.0, sandboxes.path(), servers).map_err(SetupError::Suite)?;
+    notes
+        .warnings
+        .extend(suite.skipped.iter().map(ToString::to_string));
+    Ok(suite.scenarios)
+}
+
+fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>) -> RunPlan {
+    RunPlan {
+        scenarios,
+        models,
+        trials: settings.trials,
+        seed: settings.seed,
+        concurrency: settings.concurrency,
+        clock: settings.clock,
+        exec: ExecOptions {
+            mode: if settings.serial {
+                ExecMode::Serial
+            } else {
+                ExecMode::Parallel
+            },
+            feedback: settings.feedback,
+            ..ExecOptions::default()
+        },
+        shard: settings.shard,
+        session_log: !settings.no_session,
     }
 }
 

@@ -184,115 +184,137 @@ impl<'a> TaskPlay<'a> {
         correct: &[ToolCall],
         rng: &mut StdRng,
     ) -> Option<Play> {
-        let wrong = |play: &mut Self, clue: Option<String>| {
-            play.streak += 1;
-            play.last_clue = Some(clue);
-        };
         match operator {
-            Operator::SkipMilestone => {
-                if ready.is_empty() {
-                    return None;
-                }
-                let k = rng.random_range(0..ready.len());
-                // It believes the step done: no error will tell it otherwise.
-                self.done[ready[k]] = true;
-                let ready = self.ready();
-                let correct = ready
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &m)| self.call(number, i, m, &self.recent))
-                    .collect();
-                Some(self.play(ready, correct))
-            }
-            Operator::RepeatCall => {
-                let repeat = self.last_ok.clone().filter(|_| !correct.is_empty())?;
-                let (text, mut calls) = self.play(ready.to_vec(), correct.to_vec());
-                let repeat = ToolCall {
-                    id: format!("call_{number}_repeat"),
-                    ..repeat
-                };
-                self.pending.push((None, Some(repeat.clone())));
-                calls.push(ParsedCall::Ok(repeat));
-                Some((text, calls))
-            }
+            Operator::SkipMilestone => self.skip_milestone(number, ready, rng),
+            Operator::RepeatCall => self.repeat_call(number, ready, correct),
             Operator::AnswerEarly => {
                 if self.done.iter().all(|d| *d) {
                     return None;
                 }
-                wrong(self, None);
+                self.went_wrong(None);
                 Some((self.task.answer_example(), Vec::new()))
             }
-            Operator::ForbiddenCall => {
-                if self.task.forbidden.is_empty() {
-                    return None;
-                }
-                let f = &self.task.forbidden[rng.random_range(0..self.task.forbidden.len())];
-                let call = ToolCall {
-                    id: format!("call_{number}_0"),
-                    name: f.name.clone(),
-                    arguments: Value::Object(f.arguments.example_in(&self.recent)),
-                };
-                wrong(self, None);
-                self.pending = vec![(None, Some(call.clone()))];
-                Some((String::new(), vec![ParsedCall::Ok(call)]))
-            }
-            Operator::InventedId => {
-                let k = ready.iter().position(|&m| {
-                    self.task.milestones[m]
-                        .arguments
-                        .result_tools()
-                        .next()
-                        .is_some()
-                })?;
-                let invented = self.call(number, k, ready[k], &RecentResults::default());
-                let mut calls: Vec<ParsedCall> =
-                    correct.iter().cloned().map(ParsedCall::Ok).collect();
-                calls[k] = ParsedCall::Ok(invented.clone());
-                self.pending = ready
-                    .iter()
-                    .zip(correct)
-                    .enumerate()
-                    .map(|(i, (&m, c))| {
-                        if i == k {
-                            (None, Some(invented.clone()))
-                        } else {
-                            (Some(m), Some(c.clone()))
-                        }
-                    })
-                    .collect();
-                wrong(self, Some(INVENTED_ID.to_owned()));
-                Some((String::new(), calls))
-            }
-            Operator::WriteBeforeRead => {
-                let early = (0..self.done.len()).find(|&m| !self.done[m] && !ready.contains(&m))?;
-                let call = self.call(number, 0, early, &self.recent);
-                let reads_results = self.task.milestones[early]
-                    .arguments
-                    .result_tools()
-                    .next()
-                    .is_some();
-                wrong(self, reads_results.then(|| INVENTED_ID.to_owned()));
-                self.pending = vec![(None, Some(call.clone()))];
-                Some((String::new(), vec![ParsedCall::Ok(call)]))
-            }
-            call_operator => {
-                let mutation = operators::apply(call_operator, correct, self.registry, rng)?;
-                self.pending = mutation
-                    .calls
-                    .iter()
-                    .map(|sent| match sent {
-                        ParsedCall::Ok(sent) => {
-                            // A call sent as it should be still does its step.
-                            let step = correct.iter().position(|c| c == sent).map(|i| ready[i]);
-                            (step, Some(sent.clone()))
-                        }
-                        ParsedCall::Malformed(_) => (None, None),
-                    })
-                    .collect();
-                wrong(self, mutation.clue);
-                Some((String::new(), mutation.calls))
-            }
+            Operator::ForbiddenCall => self.forbidden_call(number, rng),
+            Operator::InventedId => self.invented_id(number, ready, correct),
+            Operator::WriteBeforeRead => self.write_before_read(number, ready),
+            call_operator => self.mutated(call_operator, ready, correct, rng),
         }
+    }
+
+    /// A wrong turn: the streak of wrong ones grows, and what the model
+    /// may be told about it is kept.
+    fn went_wrong(&mut self, clue: Option<String>) {
+        self.streak += 1;
+        self.last_clue = Some(clue);
+    }
+
+    /// It believes a step done: no error will tell it otherwise.
+    fn skip_milestone(&mut self, number: u32, ready: &[usize], rng: &mut StdRng) -> Option<Play> {
+        if ready.is_empty() {
+            return None;
+        }
+        let k = rng.random_range(0..ready.len());
+        self.done[ready[k]] = true;
+        let ready = self.ready();
+        let correct = ready
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| self.call(number, i, m, &self.recent))
+            .collect();
+        Some(self.play(ready, correct))
+    }
+
+    fn repeat_call(&mut self, number: u32, ready: &[usize], correct: &[ToolCall]) -> Option<Play> {
+        let repeat = self.last_ok.clone().filter(|_| !correct.is_empty())?;
+        let (text, mut calls) = self.play(ready.to_vec(), correct.to_vec());
+        let repeat = ToolCall {
+            id: format!("call_{number}_repeat"),
+            ..repeat
+        };
+        self.pending.push((None, Some(repeat.clone())));
+        calls.push(ParsedCall::Ok(repeat));
+        Some((text, calls))
+    }
+
+    fn forbidden_call(&mut self, number: u32, rng: &mut StdRng) -> Option<Play> {
+        if self.task.forbidden.is_empty() {
+            return None;
+        }
+        let f = &self.task.forbidden[rng.random_range(0..self.task.forbidden.len())];
+        let call = ToolCall {
+            id: format!("call_{number}_0"),
+            name: f.name.clone(),
+            arguments: Value::Object(f.arguments.example_in(&self.recent)),
+        };
+        self.went_wrong(None);
+        self.pending = vec![(None, Some(call.clone()))];
+        Some((String::new(), vec![ParsedCall::Ok(call)]))
+    }
+
+    /// A step that reads an earlier result gets an id made up instead.
+    fn invented_id(&mut self, number: u32, ready: &[usize], correct: &[ToolCall]) -> Option<Play> {
+        let k = ready.iter().position(|&m| {
+            self.task.milestones[m]
+                .arguments
+                .result_tools()
+                .next()
+                .is_some()
+        })?;
+        let invented = self.call(number, k, ready[k], &RecentResults::default());
+        let mut calls: Vec<ParsedCall> = correct.iter().cloned().map(ParsedCall::Ok).collect();
+        calls[k] = ParsedCall::Ok(invented.clone());
+        self.pending = ready
+            .iter()
+            .zip(correct)
+            .enumerate()
+            .map(|(i, (&m, c))| {
+                if i == k {
+                    (None, Some(invented.clone()))
+                } else {
+                    (Some(m), Some(c.clone()))
+                }
+            })
+            .collect();
+        self.went_wrong(Some(INVENTED_ID.to_owned()));
+        Some((String::new(), calls))
+    }
+
+    fn write_before_read(&mut self, number: u32, ready: &[usize]) -> Option<Play> {
+        let early = (0..self.done.len()).find(|&m| !self.done[m] && !ready.contains(&m))?;
+        let call = self.call(number, 0, early, &self.recent);
+        let reads_results = self.task.milestones[early]
+            .arguments
+            .result_tools()
+            .next()
+            .is_some();
+        self.went_wrong(reads_results.then(|| INVENTED_ID.to_owned()));
+        self.pending = vec![(None, Some(call.clone()))];
+        Some((String::new(), vec![ParsedCall::Ok(call)]))
+    }
+
+    /// The right calls, broken by a call operator.
+    fn mutated(
+        &mut self,
+        operator: Operator,
+        ready: &[usize],
+        correct: &[ToolCall],
+        rng: &mut StdRng,
+    ) -> Option<Play> {
+        let mutation = operators::apply(operator, correct, self.registry, rng)?;
+        self.pending = mutation
+            .calls
+            .iter()
+            .map(|sent| match sent {
+                ParsedCall::Ok(sent) => {
+                    // A call sent as it should be still does its step.
+                    let step = correct.iter().position(|c| c == sent).map(|i| ready[i]);
+                    (step, Some(sent.clone()))
+                }
+                ParsedCall::Malformed(_) => (None, None),
+            })
+            .collect();
+        self.went_wrong(mutation.clue);
+        Some((String::new(), mutation.calls))
     }
 }
 

@@ -226,25 +226,6 @@ fn render(
     failures: &BTreeMap<(usize, usize), u64>,
 ) -> Markup {
     let charts = charts(info, stats);
-    let mut rows = summary_rows(info, stats);
-    // Worst first: the cells to look at.
-    rows.sort_by(|a, b| {
-        let key = |r: &super::summary::SummaryRow| r.head.final_success.unwrap_or(-1.0);
-        key(a).total_cmp(&key(b))
-    });
-    let comparisons = comparison_rows(info, stats);
-    let pairs = comparisons.len();
-    let significant: Vec<_> = comparisons.into_iter().filter(|c| c.significant).collect();
-    let mut tags: Vec<&str> = info
-        .scenarios
-        .iter()
-        .flat_map(|s| s.tags.iter().map(String::as_str))
-        .collect();
-    tags.sort_unstable();
-    tags.dedup();
-    let scenario_index = |name: &str| info.scenarios.iter().position(|s| s.name == name);
-    let violations = super::violations(info, stats);
-    let lost: u64 = stats.cells.iter().flatten().map(|c| c.lost_trials()).sum();
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -260,124 +241,188 @@ fn render(
                     (info.trials) " trial(s), seed " (info.seed) ", feedback " (info.feedback)
                     ", clock " (info.clock) "."
                 }
-                @if violations.is_empty() {
-                    div class="banner pass" { "PASSED: every check held"
-                        @if lost > 0 { " (" (lost) " lost trial(s) allowed by --max-lost)" } }
-                } @else {
-                    div class="banner fail" {
-                        "FAILED: " (violations.len()) " check(s) did not hold"
-                        ul { @for v in &violations { li { (v.model) " / " (v.scenario) ": " (v.message) } } }
-                    }
-                }
-                h2 { "Verdict" }
-                @if lost > 0 {
-                    p class="banner fail" {
-                        (lost) " trial(s) lost to infrastructure, counted in no rate: "
-                        @for (m, cells) in stats.cells.iter().enumerate() {
-                            @let total = super::summary::total(cells);
-                            @if total.lost_trials() > 0 {
-                                (info.models[m].name) ": " (total.lost_trials()) " of " (total.trials + total.lost_trials()) " (" (super::lost_causes(&total)) "). "
-                            }
-                        }
-                    }
-                }
-                @if let Some(verdict) = charts.iter().find(|c| c.name == "verdict") {
-                    div class="chart" { (PreEscaped(&verdict.svg)) }
-                } @else {
-                    p { "Nothing was measured." }
-                }
-                @if significant.is_empty() {
-                    p class="note" { "No difference between models is significant (paired McNemar test, p < 0.05)." }
-                } @else if significant.len() > FOLDED_PAIRS {
-                    details {
-                        summary { (significant.len()) " of " (pairs) " model pairs differ significantly (paired McNemar test, p < 0.05)" }
-                        (pair_list(&significant))
-                    }
-                } @else {
-                    (pair_list(&significant))
-                }
-                // Each chart's title is its own (inside the SVG), once.
-                @for chart in charts.iter().filter(|c| c.name != "verdict") {
-                    div class="chart" id=(chart.name) { (PreEscaped(&chart.svg)) }
-                }
-                h2 { "By scenario (worst first)" }
-                div class="filters" {
-                    label { "model " select id="model" { option value="" { "all" } @for m in &info.models { option value=(m.name) { (m.name) } } } }
-                    label { "tag " select id="tag" { option value="" { "all" } @for t in &tags { option value=(t) { (t) } } } }
-                }
-                table id="cells" {
-                    thead { tr {
-                        th { "model" } th { "scenario" } th { "tags" } th { "trials" }
-                        th { "final success" } th { "95% interval" } th { "@1" }
-                        th { "self-correction" } th { "progress" } th { "failures" } th { "passed" }
-                    } }
-                    tbody {
-                        @for r in &rows {
-                            @let s = scenario_index(&r.head.scenario);
-                            @let tags = s.map(|s| info.scenarios[s].tags.join(" ")).unwrap_or_default();
-                            tr class=(if r.head.passed.failed() { "below" } else { "" }) data-model=(r.head.model) data-tags=(tags) {
-                                td { (r.head.model) } td { (r.head.scenario) } td { (tags) }
-                                td { (r.head.trials) }
-                                td data-v=(r.head.final_success.unwrap_or(-1.0)) { (percent(r.head.final_success)) }
-                                td { (percent(r.head.wilson_low)) " - " (percent(r.head.wilson_high)) }
-                                td data-v=(r.head.success_at_1.unwrap_or(-1.0)) { (percent(r.head.success_at_1)) }
-                                td data-v=(r.head.self_correction_rate.unwrap_or(-1.0)) { (percent(r.head.self_correction_rate)) }
-                                td data-v=(r.task.progress_rate.unwrap_or(-1.0)) { (percent(r.task.progress_rate)) }
-                                td { (r.failures.iter().sum::<u64>()) }
-                                td { (r.head.passed.as_str()) }
-                            }
-                        }
-                    }
-                }
-                h2 { "Failed trials, as they happened" }
-                @if failed.is_empty() {
-                    p class="note" { "No trial failed." }
-                }
-                @for ((m, s), trials) in failed {
-                    h3 { (info.models[*m].name) " / " (info.scenarios[*s].name) }
-                    @let more = failures.get(&(*m, *s)).copied().unwrap_or(0).saturating_sub(trials.len() as u64);
-                    @if more > 0 {
-                        p class="note" { (more) " more failed trial(s), not shown: every call is in session.jsonl." }
-                    }
-                    // A task's turns, or a single-turn scenario's attempts.
-                    @let step = if info.scenarios[*s].task_milestones.is_some() { "turn " } else { "attempt " };
-                    @for (trial, entries) in trials {
-                        details {
-                            summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
-                            @if entries.is_empty() {
-                                p class="note" { "Nothing logged: the run had no session log (--no-session), or the trial was lost before a reply." }
-                            }
-                            @for entry in entries {
-                                @if entry.kind == "model_reply" {
-                                    div class="turn" { (step) (entry.attempt) ": the model said" }
-                                    @if let Some(error) = &entry.error {
-                                        div class="said error" { "[not a response] " (error) }
-                                    } @else {
-                                        @if !entry.reasoning.is_empty() {
-                                            div class="said note" { "[reasoning] " (entry.reasoning) }
-                                        }
-                                        div class="said" {
-                                            @if entry.text.is_empty() { i { "(no text)" } } @else { (entry.text) }
-                                            " "
-                                            span class=(if entry.truncated { "note error" } else { "note" }) {
-                                                "[finish: " (entry.finish_reason.as_deref().unwrap_or("not given"))
-                                                @if entry.truncated { ", cut by the token limit" } "]"
-                                            }
-                                        }
-                                    }
-                                } @else if entry.kind == "tool_call" {
-                                    div class="turn call" { (step) (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
-                                } @else {
-                                    div class=(if entry.is_error { "result error" } else { "result" }) {
-                                        @if let Some(kind) = &entry.error_kind { "[" (kind) "] " }
-                                        (entry.content)
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
+                (banner(info, stats))
+                (verdict(info, stats, &charts))
+                (scenario_table(info, stats))
+                (failed_trials(info, failed, failures))
                 script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    }
+}
+
+/// Lost trials across the run.
+fn lost_trials(stats: &Aggregate) -> u64 {
+    stats.cells.iter().flatten().map(|c| c.lost_trials()).sum()
+}
+
+/// PASSED or FAILED, and the checks that did not hold.
+fn banner(info: &RunInfo, stats: &Aggregate) -> Markup {
+    let violations = super::violations(info, stats);
+    let lost = lost_trials(stats);
+    html! {
+    @if violations.is_empty() {
+        div class="banner pass" { "PASSED: every check held"
+            @if lost > 0 { " (" (lost) " lost trial(s) allowed by --max-lost)" } }
+    } @else {
+        div class="banner fail" {
+            "FAILED: " (violations.len()) " check(s) did not hold"
+            ul { @for v in &violations { li { (v.model) " / " (v.scenario) ": " (v.message) } } }
+        }
+    }
+    }
+}
+
+/// The verdict chart, the significant pairs and the other charts.
+fn verdict(info: &RunInfo, stats: &Aggregate, charts: &[super::charts::Chart]) -> Markup {
+    let comparisons = comparison_rows(info, stats);
+    let pairs = comparisons.len();
+    let significant: Vec<_> = comparisons.into_iter().filter(|c| c.significant).collect();
+    let lost = lost_trials(stats);
+    html! {
+    h2 { "Verdict" }
+    @if lost > 0 {
+        p class="banner fail" {
+            (lost) " trial(s) lost to infrastructure, counted in no rate: "
+            @for (m, cells) in stats.cells.iter().enumerate() {
+                @let total = super::summary::total(cells);
+                @if total.lost_trials() > 0 {
+                    (info.models[m].name) ": " (total.lost_trials()) " of " (total.trials + total.lost_trials()) " (" (super::lost_causes(&total)) "). "
+                }
+            }
+        }
+    }
+    @if let Some(verdict) = charts.iter().find(|c| c.name == "verdict") {
+        div class="chart" { (PreEscaped(&verdict.svg)) }
+    } @else {
+        p { "Nothing was measured." }
+    }
+    @if significant.is_empty() {
+        p class="note" { "No difference between models is significant (paired McNemar test, p < 0.05)." }
+    } @else if significant.len() > FOLDED_PAIRS {
+        details {
+            summary { (significant.len()) " of " (pairs) " model pairs differ significantly (paired McNemar test, p < 0.05)" }
+            (pair_list(&significant))
+        }
+    } @else {
+        (pair_list(&significant))
+    }
+    // Each chart's title is its own (inside the SVG), once.
+    @for chart in charts.iter().filter(|c| c.name != "verdict") {
+        div class="chart" id=(chart.name) { (PreEscaped(&chart.svg)) }
+    }
+    }
+}
+
+/// Every model x scenario cell, worst first, with filters by model and tag.
+fn scenario_table(info: &RunInfo, stats: &Aggregate) -> Markup {
+    let mut rows = summary_rows(info, stats);
+    // Worst first: the cells to look at.
+    rows.sort_by(|a, b| {
+        let key = |r: &super::summary::SummaryRow| r.head.final_success.unwrap_or(-1.0);
+        key(a).total_cmp(&key(b))
+    });
+    let mut tags: Vec<&str> = info
+        .scenarios
+        .iter()
+        .flat_map(|s| s.tags.iter().map(String::as_str))
+        .collect();
+    tags.sort_unstable();
+    tags.dedup();
+    let scenario_index = |name: &str| info.scenarios.iter().position(|s| s.name == name);
+    html! {
+    h2 { "By scenario (worst first)" }
+    div class="filters" {
+        label { "model " select id="model" { option value="" { "all" } @for m in &info.models { option value=(m.name) { (m.name) } } } }
+        label { "tag " select id="tag" { option value="" { "all" } @for t in &tags { option value=(t) { (t) } } } }
+    }
+    table id="cells" {
+        thead { tr {
+            th { "model" } th { "scenario" } th { "tags" } th { "trials" }
+            th { "final success" } th { "95% interval" } th { "@1" }
+            th { "self-correction" } th { "progress" } th { "failures" } th { "passed" }
+        } }
+        tbody {
+            @for r in &rows {
+                @let s = scenario_index(&r.head.scenario);
+                @let tags = s.map(|s| info.scenarios[s].tags.join(" ")).unwrap_or_default();
+                tr class=(if r.head.passed.failed() { "below" } else { "" }) data-model=(r.head.model) data-tags=(tags) {
+                    td { (r.head.model) } td { (r.head.scenario) } td { (tags) }
+                    td { (r.head.trials) }
+                    td data-v=(r.head.final_success.unwrap_or(-1.0)) { (percent(r.head.final_success)) }
+                    td { (percent(r.head.wilson_low)) " - " (percent(r.head.wilson_high)) }
+                    td data-v=(r.head.success_at_1.unwrap_or(-1.0)) { (percent(r.head.success_at_1)) }
+                    td data-v=(r.head.self_correction_rate.unwrap_or(-1.0)) { (percent(r.head.self_correction_rate)) }
+                    td data-v=(r.task.progress_rate.unwrap_or(-1.0)) { (percent(r.task.progress_rate)) }
+                    td { (r.failures.iter().sum::<u64>()) }
+                    td { (r.head.passed.as_str()) }
+                }
+            }
+        }
+    }
+    }
+}
+
+/// The failed trials kept for the page, each as it happened.
+fn failed_trials(
+    info: &RunInfo,
+    failed: &Failed,
+    failures: &BTreeMap<(usize, usize), u64>,
+) -> Markup {
+    html! {
+    h2 { "Failed trials, as they happened" }
+    @if failed.is_empty() {
+        p class="note" { "No trial failed." }
+    }
+    @for ((m, s), trials) in failed {
+        h3 { (info.models[*m].name) " / " (info.scenarios[*s].name) }
+        @let more = failures.get(&(*m, *s)).copied().unwrap_or(0).saturating_sub(trials.len() as u64);
+        @if more > 0 {
+            p class="note" { (more) " more failed trial(s), not shown: every call is in session.jsonl." }
+        }
+        // A task's turns, or a single-turn scenario's attempts.
+        @let step = if info.scenarios[*s].task_milestones.is_some() { "turn " } else { "attempt " };
+        @for (trial, entries) in trials {
+            details {
+                summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
+                @if entries.is_empty() {
+                    p class="note" { "Nothing logged: the run had no session log (--no-session), or the trial was lost before a reply." }
+                }
+                (trial_entries(step, entries))
+            }
+        }
+    }
+    }
+}
+
+/// One trial's log: what the model said, the calls and their results.
+fn trial_entries(step: &str, entries: &[Entry]) -> Markup {
+    html! {
+        @for entry in entries {
+            @if entry.kind == "model_reply" {
+                div class="turn" { (step) (entry.attempt) ": the model said" }
+                @if let Some(error) = &entry.error {
+                    div class="said error" { "[not a response] " (error) }
+                } @else {
+                    @if !entry.reasoning.is_empty() {
+                        div class="said note" { "[reasoning] " (entry.reasoning) }
+                    }
+                    div class="said" {
+                        @if entry.text.is_empty() { i { "(no text)" } } @else { (entry.text) }
+                        " "
+                        span class=(if entry.truncated { "note error" } else { "note" }) {
+                            "[finish: " (entry.finish_reason.as_deref().unwrap_or("not given"))
+                            @if entry.truncated { ", cut by the token limit" } "]"
+                        }
+                    }
+                }
+            } @else if entry.kind == "tool_call" {
+                div class="turn call" { (step) (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
+            } @else {
+                div class=(if entry.is_error { "result error" } else { "result" }) {
+                    @if let Some(kind) = &entry.error_kind { "[" (kind) "] " }
+                    (entry.content)
+                }
             }
         }
     }

@@ -72,7 +72,7 @@ pub fn terminal_summary(
     let mut text = String::from(
         "Verdict (final success of the trials measured [95% interval], success at once, self-correction gain, p50 latency):\n",
     );
-    let mut models = model_rows(info, stats);
+    let models = model_rows(info, stats);
     let totals: Vec<CellStats> = stats
         .cells
         .iter()
@@ -85,56 +85,80 @@ pub fn terminal_summary(
     });
     let width = models.iter().map(|m| m.model.len()).max().unwrap_or(0);
     for &i in &order {
-        let m = &mut models[i];
-        let total = &totals[i];
-        let gain = points(m.final_success.zip(m.success_at_1).map(|(f, a)| f - a));
-        let cost = if info.models[i].prices.is_some() {
-            format!(", ${:.4}", m.cost_usd)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            text,
-            "  {:width$}  {} of {} measured [{}, {}]  at once {}  self-correction {}{}  p50 {}{}",
-            m.model,
-            percent_opt(m.final_success),
-            m.trials,
-            percent_opt(m.wilson_low),
-            percent_opt(m.wilson_high),
-            percent_opt(m.success_at_1),
-            gain,
-            correction_paths(total),
-            total
-                .model_ms
-                .percentile_ms(0.5)
-                .map_or("-".to_owned(), |ms| format!("{ms:.0} ms")),
-            cost,
-        );
-        let lost = total.lost_trials();
-        if lost > 0 {
-            let _ = writeln!(
-                text,
-                "  {:width$}  LOST {lost} of {} trials: {} (not the model's doing; counted in no rate above)",
-                "",
-                total.trials + lost,
-                super::lost_causes(total),
-            );
-        }
-        let truncated = total
-            .failures
-            .get(&Failure::Truncated)
-            .copied()
-            .unwrap_or(0);
-        if truncated > 0 {
-            let _ = writeln!(
-                text,
-                "  {:width$}  {truncated} repl(ies) cut by the output token limit (truncated: raise max_tokens)",
-                "",
-            );
-        }
+        let priced = info.models[i].prices.is_some();
+        verdict_line(&mut text, &models[i], &totals[i], priced, width);
     }
     text.push_str(&significant_pairs(info, stats, &order, table));
     let rows = summary_rows(info, stats);
+    text.push_str(&worst_cells(&rows));
+    if let Some(report) = report {
+        let _ = writeln!(text, "Report: {}", report.display());
+    }
+    if table || rows.len() <= PRINTED_ROWS {
+        text.push('\n');
+        text.push_str(&key_table(&rows));
+    } else {
+        let _ = writeln!(
+            text,
+            "({} model x scenario rows: --table prints them; all are in summary.md, summary.csv and report.html.)",
+            rows.len()
+        );
+    }
+    text
+}
+
+/// A model's verdict line, and what it lost to infrastructure or to the
+/// token limit.
+fn verdict_line(text: &mut String, m: &ModelRow, total: &CellStats, priced: bool, width: usize) {
+    let gain = points(m.final_success.zip(m.success_at_1).map(|(f, a)| f - a));
+    let cost = if priced {
+        format!(", ${:.4}", m.cost_usd)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        text,
+        "  {:width$}  {} of {} measured [{}, {}]  at once {}  self-correction {}{}  p50 {}{}",
+        m.model,
+        percent_opt(m.final_success),
+        m.trials,
+        percent_opt(m.wilson_low),
+        percent_opt(m.wilson_high),
+        percent_opt(m.success_at_1),
+        gain,
+        correction_paths(total),
+        total
+            .model_ms
+            .percentile_ms(0.5)
+            .map_or("-".to_owned(), |ms| format!("{ms:.0} ms")),
+        cost,
+    );
+    let lost = total.lost_trials();
+    if lost > 0 {
+        let _ = writeln!(
+            text,
+            "  {:width$}  LOST {lost} of {} trials: {} (not the model's doing; counted in no rate above)",
+            "",
+            total.trials + lost,
+            super::lost_causes(total),
+        );
+    }
+    let truncated = total
+        .failures
+        .get(&Failure::Truncated)
+        .copied()
+        .unwrap_or(0);
+    if truncated > 0 {
+        let _ = writeln!(
+            text,
+            "  {:width$}  {truncated} repl(ies) cut by the output token limit (truncated: raise max_tokens)",
+            "",
+        );
+    }
+}
+
+/// The five cells with the lowest final success.
+fn worst_cells(rows: &[SummaryRow]) -> String {
     let mut worst: Vec<&SummaryRow> = rows.iter().filter(|r| r.head.trials > 0).collect();
     worst.sort_by(|a, b| {
         let key = |r: &SummaryRow| r.head.final_success.unwrap_or(0.0);
@@ -152,23 +176,11 @@ pub fn terminal_summary(
             )
         })
         .collect();
-    if !worst.is_empty() {
-        let _ = writeln!(text, "Worst cells: {}", worst.join("; "));
-    }
-    if let Some(report) = report {
-        let _ = writeln!(text, "Report: {}", report.display());
-    }
-    if table || rows.len() <= PRINTED_ROWS {
-        text.push('\n');
-        text.push_str(&key_table(&rows));
+    if worst.is_empty() {
+        String::new()
     } else {
-        let _ = writeln!(
-            text,
-            "({} model x scenario rows: --table prints them; all are in summary.md, summary.csv and report.html.)",
-            rows.len()
-        );
+        format!("Worst cells: {}\n", worst.join("; "))
     }
-    text
 }
 
 /// At most this many model pairs are printed unasked (`--table` prints

@@ -220,7 +220,34 @@ fn math(args: &Map<String, Value>) -> Result<String, ToolFailure> {
 
 /// The definition of a built-in tool, or `None` if no built-in has that name.
 pub fn builtin_definition(name: &str) -> Option<ToolDef> {
-    let (description, effect, parameters) = match name {
+    let (description, effect, parameters) = plain_tool(name)
+        .or_else(|| file_tool(name))
+        .or_else(|| super::store_tools::definition(name))?;
+    // The shell stops its own commands, with what they printed.
+    let timeout_ms = if name == SHELL_TOOL {
+        130_000
+    } else {
+        super::DEFAULT_TIMEOUT_MS
+    };
+    Some(ToolDef {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+        effect,
+        timeout_ms,
+        metadata: None,
+        simulate: None,
+        http: None,
+        command: None,
+    })
+}
+
+/// A built-in's description, effect and parameters.
+type Described = (&'static str, Effect, Value);
+
+/// The built-ins that need nothing: `echo`, `math`, `sleep`.
+fn plain_tool(name: &str) -> Option<Described> {
+    Some(match name {
         "echo" => (
             "Return the message unchanged.",
             Effect::Read,
@@ -255,6 +282,13 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
+        _ => return None,
+    })
+}
+
+/// The built-ins that work in the sandbox: the file tools and the shell.
+fn file_tool(name: &str) -> Option<Described> {
+    Some(match name {
         "read_file" => (
             "Read a UTF-8 text file inside the sandbox directory.",
             Effect::Read,
@@ -314,24 +348,7 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
                 "additionalProperties": false
             }),
         ),
-        _ => super::store_tools::definition(name)?,
-    };
-    // The shell stops its own commands, with what they printed.
-    let timeout_ms = if name == SHELL_TOOL {
-        130_000
-    } else {
-        super::DEFAULT_TIMEOUT_MS
-    };
-    Some(ToolDef {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        parameters,
-        effect,
-        timeout_ms,
-        metadata: None,
-        simulate: None,
-        http: None,
-        command: None,
+        _ => return None,
     })
 }
 
