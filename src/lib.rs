@@ -20,6 +20,7 @@ pub mod fuzz;
 pub mod harness;
 mod json_eq;
 mod json_writer;
+pub mod markup;
 pub mod metrics;
 pub mod model;
 pub mod pipeline;

@@ -112,6 +112,7 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(settings: &TransportSettings) -> Result<Transport, ClientError> {
+        tls_ready();
         let client = reqwest::Client::builder()
             .timeout(settings.timeout)
             .build()
@@ -318,9 +319,34 @@ pub fn redact_url(url: &str) -> String {
     format!("{base}?{}", query.join("&"))
 }
 
+/// rustls on ring is the process's TLS provider: installed once, before
+/// any HTTP client is built (reqwest's, rmcp's).
+pub fn tls_ready() {
+    static READY: std::sync::Once = std::sync::Once::new();
+    READY.call_once(|| {
+        // Err: a provider is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn https_clients_build_on_the_one_tls_provider() {
+        // reqwest is built without a provider of its own: a client made
+        // before ring is installed would fail to build.
+        let transport = Transport::new(&TransportSettings {
+            timeout: Duration::from_secs(1),
+            max_attempts: 1,
+            retry_base: Duration::from_millis(1),
+            concurrency: 1,
+            requests_per_minute: None,
+        });
+        assert!(transport.is_ok());
+        assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {

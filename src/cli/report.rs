@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_FAILED};
 use crate::harness::merge::{Merged, html_report, merge};
+use crate::markup::{Align, Table};
 use crate::report;
-use crate::report::markup::{Align, Table};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::session::{Named, ToolResult};
 use super::{Counts, ToolFuzz, wire};
-use crate::report::markup::{Align, Table};
+use crate::markup::{Align, Table};
 
 /// fuzz.csv: one row per tool, validator and operator (`valid` for the
 /// valid instances), each operator's followed by a row per path it broke.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::markup::{Align, Table};
+use crate::markup::{Align, Table};
 
 /// One criterion benchmark, read from its folder.
 #[derive(Debug, Clone, PartialEq)]

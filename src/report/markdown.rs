@@ -6,13 +6,13 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::markup::{Align::Left, Align::Right, Table};
 use super::summary::{
     ComparisonRow, ModelRow, SelfCorrectionRow, SummaryRow, comparison_rows, correction_rows,
     model_rows, summary_rows,
 };
 use super::{Reporter, RunInfo, Violation, violations};
 use crate::call::Failure;
+use crate::markup::{Align::Left, Align::Right, Table};
 use crate::metrics::{Aggregate, CellStats};
 
 /// Writes summary.md when the run finishes.

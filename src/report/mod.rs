@@ -13,7 +13,7 @@ mod compare;
 mod html;
 mod junit;
 mod markdown;
-pub mod markup;
+
 mod session;
 mod summary;
 pub mod svg;

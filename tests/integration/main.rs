@@ -1,6 +1,7 @@
 //! One integration-test binary; each module is a topic.
 
 mod agent;
+mod architecture;
 mod bfcl;
 mod bfcl_import;
 mod bfcl_oracle;

@@ -58,6 +58,7 @@ impl Connection {
             stderr: stderr.text(),
         };
         let service = if let Some(url) = &spec.url {
+            crate::transport::tls_ready();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
             ().serve(transport)
                 .await
