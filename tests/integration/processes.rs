@@ -42,6 +42,22 @@ fn parent_of(pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// The child of `parent` whose command line holds `marker`. It may be
+/// between `sh` and the program it execs, when /proc shows no command
+/// line for an instant: looked for again until it shows.
+fn child_with(parent: u32, marker: &str) -> u32 {
+    for _ in 0..100_000 {
+        if let Some(pid) = processes_with(marker)
+            .into_iter()
+            .find(|pid| parent_of(*pid) == Some(parent))
+        {
+            return pid;
+        }
+        std::thread::yield_now();
+    }
+    panic!("no child of {parent} runs {marker:?}");
+}
+
 /// Whether `pid` has ended within `limit`: waits on the kernel's word
 /// (a pidfd becomes readable when the process exits), not on a clock.
 fn exits_within(pid: u32, limit: Duration) -> bool {
@@ -209,7 +225,8 @@ fn sigint_during_start_up_stops_at_once_and_leaves_no_server() {
     let child = spawn_run(&suite, &dir.path().join("out"), "1");
     let started = lines_of(std::fs::File::open(&fifo).unwrap());
     wait_for_line(&started, "up", Duration::from_secs(20));
-    let server = processes_with(marker)[0];
+    // This run's server: a leftover of another run is not it.
+    let server = child_with(child.id(), marker);
     signal(&child, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
