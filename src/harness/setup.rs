@@ -4,6 +4,26 @@
 //! folder, run.json and reporters, with a resumed run's finished trials
 //! set aside to be replayed. [`PreparedRun::execute`] runs it and says
 //! how it ended; the caller prints.
+//!
+//! ```no_run
+//! use toolgauge::harness::{Ending, PreparedRun, ProgressMode, RunRequest};
+//!
+//! let request = RunRequest {
+//!     suites: vec!["scenarios/starter".into()],
+//!     trials: Some(5),
+//!     out: Some("reports/mine".into()),
+//!     ..RunRequest::default()
+//! };
+//! let run = PreparedRun::prepare(&request)?;
+//! match run.execute(ProgressMode::Quiet, false, std::future::pending())? {
+//!     Ending::Finished { verdict, violations, .. } => {
+//!         println!("{verdict}");
+//!         assert!(violations.is_empty());
+//!     }
+//!     Ending::Interrupted { .. } => {}
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
