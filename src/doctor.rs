@@ -123,7 +123,9 @@ impl Diagnosis {
 /// Why doctor could not probe at all.
 #[derive(Debug, thiserror::Error)]
 pub enum DoctorError {
-    #[error("model {model:?}: doctor probes live models (kind openai, anthropic or gemini)")]
+    #[error(
+        "model {model:?}: doctor probes live models (kind openai, openai-responses, anthropic or gemini)"
+    )]
     NotLive { model: String },
     #[error("model {model:?}: {problem}")]
     Setup { model: String, problem: String },

@@ -12,7 +12,7 @@ use crate::model::ModelFile;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// A live model file (kind openai, anthropic or gemini).
+    /// A live model file (kind openai, openai-responses, anthropic or gemini).
     #[arg(value_name = "MODEL_FILE")]
     pub model: PathBuf,
     /// Also write the findings as JSON to FILE.

@@ -39,6 +39,8 @@ pub struct ListArgs {
 pub enum Format {
     Toolgauge,
     Openai,
+    /// OpenAI's Responses API: flat function tools.
+    OpenaiResponses,
     Anthropic,
     Gemini,
 }
@@ -51,6 +53,7 @@ pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
     let printed = match args.format {
         Format::Toolgauge => serde_json::to_value(&tools.defs).map_err(CliError::new)?,
         Format::Openai => Provider::OpenAi.format_tools(&specs),
+        Format::OpenaiResponses => Provider::OpenAiResponses.format_tools(&specs),
         Format::Anthropic => Provider::Anthropic.format_tools(&specs),
         Format::Gemini => Provider::Gemini.format_tools(&specs),
     };

@@ -64,7 +64,7 @@ pub enum SetupError {
     Models(#[from] ModelError),
     #[error(
         "--replay answers live models from a recording, and no model of this run is live \
-         (kind openai, anthropic or gemini); leave --replay out, or name live models with --models"
+         (kind openai, openai-responses, anthropic or gemini); leave --replay out, or name live models with --models"
     )]
     ReplayWithoutLive,
     #[error("--replay: {0}")]

@@ -74,6 +74,9 @@ pub enum ModelKind {
     /// A live model over HTTP, by wire format.
     #[serde(rename = "openai")]
     OpenAi,
+    /// OpenAI's Responses API.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     Anthropic,
     Gemini,
 }
@@ -89,6 +92,7 @@ impl ModelKind {
     pub fn live_provider(self) -> Option<Provider> {
         match self {
             ModelKind::OpenAi => Some(Provider::OpenAi),
+            ModelKind::OpenAiResponses => Some(Provider::OpenAiResponses),
             ModelKind::Anthropic => Some(Provider::Anthropic),
             ModelKind::Gemini => Some(Provider::Gemini),
             _ => None,
@@ -400,7 +404,7 @@ impl ModelFile {
             )),
             (None, Some(_)) => Err(ModelError::invalid(
                 "/api",
-                "\"api\" is only for live models (kind openai, anthropic or gemini)",
+                "\"api\" is only for live models (kind openai, openai-responses, anthropic or gemini)",
             )),
             (None, None) => Ok(()),
         }

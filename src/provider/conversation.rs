@@ -51,9 +51,8 @@ impl Conversation {
     /// from the reply and what Parse read of it) and the messages Return
     /// produced for its calls, exactly as produced.
     pub fn push_turn(&mut self, reply: &Value, parsed: &ParsedResponse, returned: Vec<Value>) {
-        if let Some(message) = self.provider.assistant_message(reply, parsed) {
-            self.messages.push(message);
-        }
+        self.messages
+            .extend(self.provider.assistant_message(reply, parsed));
         if returned.is_empty() {
             self.push_text("user", NUDGE);
         } else {

@@ -1,5 +1,5 @@
-//! Wire formats of OpenAI Chat Completions, Anthropic Messages and Gemini
-//! generateContent. Each provider's format is whole in its own file: Parse
+//! Wire formats of OpenAI Chat Completions, OpenAI Responses, Anthropic
+//! Messages and Gemini generateContent. Each provider's format is whole in its own file: Parse
 //! (responses in), Return (tool results out), tool definitions, the shape
 //! of its conversation, its request and its usage block. This module holds
 //! what they share and dispatches on [`Provider`]. Nothing here knows about
@@ -10,6 +10,7 @@ pub mod conversation;
 mod gemini;
 mod loose;
 mod openai;
+mod openai_responses;
 pub mod settings;
 
 use std::fmt;
@@ -39,16 +40,25 @@ pub const EMPTY_RESULT_PLACEHOLDER: &str = "(no output)";
 pub enum Provider {
     #[serde(rename = "openai")]
     OpenAi,
+    /// OpenAI's Responses API.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     Anthropic,
     Gemini,
 }
 
 impl Provider {
-    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::Gemini];
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAi,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::OpenAiResponses => "openai-responses",
             Provider::Anthropic => "anthropic",
             Provider::Gemini => "gemini",
         }
@@ -58,6 +68,7 @@ impl Provider {
     pub fn api_name(self) -> &'static str {
         match self {
             Provider::OpenAi => "OpenAI Chat Completions",
+            Provider::OpenAiResponses => "OpenAI Responses",
             Provider::Anthropic => "Anthropic Messages",
             Provider::Gemini => "Gemini generateContent",
         }
@@ -67,6 +78,7 @@ impl Provider {
     pub fn parse_response(self, body: &[u8]) -> Result<ParsedResponse, ResponseError> {
         match self {
             Provider::OpenAi => openai::parse_response(body),
+            Provider::OpenAiResponses => openai_responses::parse_response(body),
             Provider::Anthropic => anthropic::parse_response(body),
             Provider::Gemini => gemini::parse_response(body),
         }
@@ -77,6 +89,7 @@ impl Provider {
     pub fn write_results(self, results: &[ToolResult], out: &mut Vec<u8>) {
         match self {
             Provider::OpenAi => openai::write_results(results, out),
+            Provider::OpenAiResponses => openai_responses::write_results(results, out),
             Provider::Anthropic => anthropic::write_results(results, out),
             Provider::Gemini => gemini::write_results(results, out),
         }
@@ -88,6 +101,7 @@ impl Provider {
     pub fn result_texts(self, returned: &[u8]) -> Vec<std::borrow::Cow<'_, str>> {
         match self {
             Provider::OpenAi => openai::result_texts(returned),
+            Provider::OpenAiResponses => openai_responses::result_texts(returned),
             Provider::Anthropic => anthropic::result_texts(returned),
             Provider::Gemini => gemini::result_texts(returned),
         }
@@ -104,6 +118,7 @@ impl Provider {
     pub fn format_tools(self, tools: &[FunctionSpec]) -> Value {
         match self {
             Provider::OpenAi => openai::format_tools(tools),
+            Provider::OpenAiResponses => openai_responses::format_tools(tools),
             Provider::Anthropic => anthropic::format_tools(tools),
             Provider::Gemini => gemini::format_tools(tools),
         }
@@ -113,6 +128,7 @@ impl Provider {
     pub fn parse_tools(self, tools: &Value) -> Result<Vec<FunctionSpec>, ResponseError> {
         match self {
             Provider::OpenAi => openai::parse_tools(tools),
+            Provider::OpenAiResponses => openai_responses::parse_tools(tools),
             Provider::Anthropic => anthropic::parse_tools(tools),
             Provider::Gemini => gemini::parse_tools(tools),
         }
@@ -126,6 +142,7 @@ impl Provider {
     pub fn request(self, ask: &Ask<'_>) -> ApiRequest {
         match self {
             Provider::OpenAi => openai::request(ask),
+            Provider::OpenAiResponses => openai_responses::request(ask),
             Provider::Anthropic => anthropic::request(ask),
             Provider::Gemini => gemini::request(ask),
         }
@@ -135,6 +152,7 @@ impl Provider {
     pub fn default_base_url(self) -> &'static str {
         match self {
             Provider::OpenAi => openai::DEFAULT_BASE_URL,
+            Provider::OpenAiResponses => openai_responses::DEFAULT_BASE_URL,
             Provider::Anthropic => anthropic::DEFAULT_BASE_URL,
             Provider::Gemini => gemini::DEFAULT_BASE_URL,
         }
@@ -144,6 +162,7 @@ impl Provider {
     pub fn usage(self, reply: &Value) -> Usage {
         match self {
             Provider::OpenAi => openai::usage(reply),
+            Provider::OpenAiResponses => openai_responses::usage(reply),
             Provider::Anthropic => anthropic::usage(reply),
             Provider::Gemini => gemini::usage(reply),
         }
@@ -153,6 +172,7 @@ impl Provider {
     pub fn text_message(self, role: &str, text: &str) -> Value {
         match self {
             Provider::OpenAi => openai::text_message(role, text),
+            Provider::OpenAiResponses => openai_responses::text_message(role, text),
             Provider::Anthropic => anthropic::text_message(role, text),
             Provider::Gemini => gemini::text_message(role, text),
         }
@@ -161,12 +181,18 @@ impl Provider {
     /// The model's own message as it goes back next turn: exactly what
     /// the format defines for an assistant turn (text, calls with the ids
     /// their results answer, reasoning the API requires back), never a
-    /// field a server added. `None` when the reply holds nothing to send.
-    pub fn assistant_message(self, reply: &Value, parsed: &ParsedResponse) -> Option<Value> {
+    /// field a server added. One message, or none when the reply holds
+    /// nothing to send; the Responses API's turn is several input items.
+    pub fn assistant_message(self, reply: &Value, parsed: &ParsedResponse) -> Vec<Value> {
         match self {
-            Provider::OpenAi => Some(openai::assistant_message(parsed)),
-            Provider::Anthropic => anthropic::assistant_message(reply, parsed),
-            Provider::Gemini => gemini::assistant_message(reply, parsed),
+            Provider::OpenAi => vec![openai::assistant_message(parsed)],
+            Provider::OpenAiResponses => openai_responses::assistant_items(reply, parsed),
+            Provider::Anthropic => anthropic::assistant_message(reply, parsed)
+                .into_iter()
+                .collect(),
+            Provider::Gemini => gemini::assistant_message(reply, parsed)
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -196,6 +222,7 @@ impl Provider {
     ) {
         match self {
             Provider::OpenAi => openai::write_response(text, calls, usage, out),
+            Provider::OpenAiResponses => openai_responses::write_response(text, calls, usage, out),
             Provider::Anthropic => anthropic::write_response(text, calls, usage, out),
             Provider::Gemini => gemini::write_response(text, calls, usage, out),
         }
@@ -210,7 +237,7 @@ impl fmt::Display for Provider {
 
 /// A provider name that is none of ours.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown provider {0:?}; use openai, anthropic or gemini")]
+#[error("unknown provider {0:?}; use openai, openai-responses, anthropic or gemini")]
 pub struct UnknownProvider(pub String);
 
 impl FromStr for Provider {

@@ -32,6 +32,10 @@ pub struct ApiSettings {
     pub tool_choice: Option<ToolChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// How hard a reasoning model thinks (`low`, `medium`, `high`), for the
+    /// Responses API (`reasoning.effort`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
     /// Per request.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,

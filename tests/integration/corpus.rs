@@ -88,6 +88,27 @@ fn expected_gemini(body: &Value) -> Option<Expected> {
     )
 }
 
+fn expected_responses(body: &Value) -> Option<Expected> {
+    let items = body.get("output")?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter(|item| item["type"] == "function_call")
+            .map(|item| {
+                let arguments = match item["arguments"].as_str() {
+                    Some(text) if !text.trim().is_empty() => serde_json::from_str(text).unwrap(),
+                    _ => serde_json::json!({}),
+                };
+                (
+                    item["call_id"].as_str().unwrap().to_owned(),
+                    item["name"].as_str().unwrap().to_owned(),
+                    arguments,
+                )
+            })
+            .collect(),
+    )
+}
+
 fn check_folder(
     provider: Provider,
     dir: &Path,
@@ -152,6 +173,14 @@ fn every_corpus_response_parses_and_yields_the_calls_it_holds() {
         gemini_calls, 68,
         "Gemini functionCall parts in {gemini_files} files"
     );
+}
+
+#[test]
+fn every_recorded_responses_api_reply_yields_its_function_calls() {
+    let root = crate::corpora().join("provider-responses/openai/responses");
+    let (files, calls) = check_folder(Provider::OpenAiResponses, &root, expected_responses);
+    // 77 function_call items in the 76 recorded Responses API bodies.
+    assert_eq!((files, calls), (76, 77));
 }
 
 #[test]

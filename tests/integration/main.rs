@@ -16,6 +16,7 @@ mod mcp;
 mod processes;
 mod real_model;
 mod real_servers;
+mod responses;
 mod robustness;
 mod run;
 mod sandbox;
