@@ -43,6 +43,10 @@ pub struct ExecArgs {
     /// Truncate tool output beyond this many bytes.
     #[arg(long, default_value_t = crate::pipeline::DEFAULT_OUTPUT_LIMIT, value_name = "BYTES")]
     pub output_limit: usize,
+    /// The response is a stream of server-sent events, as captured from a
+    /// streamed request: it is assembled into the body it stands for.
+    #[arg(long)]
+    pub stream: bool,
     /// The response body, as the provider's API returned it.
     #[arg(value_name = "RESPONSE.json")]
     pub response: PathBuf,
@@ -63,6 +67,12 @@ fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args, servers)?);
     let body = std::fs::read(&args.response)
         .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", args.response.display())))?;
+    let body = if args.stream {
+        crate::provider::stream::whole_body(args.provider, &body)
+            .map_err(|e| CliError::Usage(format!("{}: {e}", args.response.display())))?
+    } else {
+        body
+    };
     // Checked before anything runs: a body that is not a response is bad input.
     args.provider
         .parse_response(&body)

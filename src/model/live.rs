@@ -146,7 +146,15 @@ impl LiveModel {
         let (status, body, timing) = match &self.source {
             Source::Network(transport) => {
                 let response = transport.send(&request).await?;
-                (response.status, response.body, Some(response.timing))
+                let body = if self.settings.stream && (200..300).contains(&response.status) {
+                    // A body that is no stream stays as it came: Parse
+                    // says what it is.
+                    crate::provider::stream::whole_body(self.provider, &response.body)
+                        .unwrap_or(response.body)
+                } else {
+                    response.body
+                };
+                (response.status, body, Some(response.timing))
             }
             Source::Replay(replayer) => {
                 let exchange = replayer.answer(&request, &position)?;

@@ -12,6 +12,7 @@ mod loose;
 mod openai;
 mod openai_responses;
 pub mod settings;
+pub mod stream;
 
 use std::fmt;
 use std::str::FromStr;
@@ -84,6 +85,16 @@ impl Provider {
         }
     }
 
+    /// Parse a streamed reply (server-sent events): its events assembled
+    /// into the body it stands for, read by the same Parse.
+    pub fn parse_stream(self, body: &[u8]) -> Result<ParsedResponse, ResponseError> {
+        let whole = stream::whole_body(self, body).map_err(|e| ResponseError::NotAResponse {
+            provider: self,
+            reason: e.to_string(),
+        })?;
+        self.parse_response(&whole)
+    }
+
     /// Return: append the JSON array of message(s) this provider expects
     /// next, written straight from the results (no intermediate values).
     pub fn write_results(self, results: &[ToolResult], out: &mut Vec<u8>) {
@@ -138,8 +149,17 @@ impl Provider {
         })
     }
 
-    /// A request for the model's next turn.
+    /// A request for the model's next turn (a streamed one when the
+    /// model's settings say `stream`).
     pub fn request(self, ask: &Ask<'_>) -> ApiRequest {
+        let mut request = self.whole_request(ask);
+        if ask.settings.stream {
+            stream::ask_for_stream(self, &mut request);
+        }
+        request
+    }
+
+    fn whole_request(self, ask: &Ask<'_>) -> ApiRequest {
         match self {
             Provider::OpenAi => openai::request(ask),
             Provider::OpenAiResponses => openai_responses::request(ask),

@@ -32,6 +32,10 @@ pub struct ApiSettings {
     pub tool_choice: Option<ToolChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Ask for the reply as a stream of server-sent events; it is
+    /// assembled into the body it stands for before Parse reads it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
     /// How hard a reasoning model thinks (`low`, `medium`, `high`), for the
     /// Responses API (`reasoning.effort`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,6 +22,7 @@ mod run;
 mod sandbox;
 mod snapshots;
 mod store;
+mod streams;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
