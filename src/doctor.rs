@@ -282,11 +282,7 @@ pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
     findings.push(prober.choice(NONE, ToolChoice::None).await);
     findings.push(prober.truncation().await);
     findings.push(usage);
-    findings.push(Finding {
-        probe: STREAMING.to_owned(),
-        verdict: Verdict::Unknown,
-        evidence: "not probed: toolgauge does not stream replies yet".to_owned(),
-    });
+    findings.push(prober.streaming().await);
     Ok(Diagnosis {
         model: file.name.clone(),
         endpoint: crate::transport::redact_url(&endpoint),
@@ -555,6 +551,45 @@ impl Prober {
                 };
                 finding(probe, verdict, evidence)
             }
+        }
+    }
+
+    /// Asked for a stream (`"stream": true`), does the server send
+    /// server-sent events that assemble into the call?
+    async fn streaming(&self) -> Finding {
+        let mut settings = self.settings.clone();
+        settings.stream = true;
+        let conversation =
+            self.opening("Look up the word for key alpha with the lookup_word tool.");
+        let request = self
+            .provider
+            .request(&self.ask_of(&conversation, &settings));
+        let response = match self.transport.send(&request).await {
+            Ok(response) => response,
+            Err(error) => return finding(STREAMING, Verdict::No, format!("refused: {error}")),
+        };
+        let events = crate::provider::stream::frames([bytes::Bytes::from(response.body.clone())])
+            .map(|frames| frames.len())
+            .unwrap_or(0);
+        if events == 0 {
+            return finding(
+                STREAMING,
+                Verdict::No,
+                "the reply is not a stream of server-sent events",
+            );
+        }
+        match self.provider.parse_stream(&response.body) {
+            Ok(parsed) if parsed.calls.iter().any(|c| c.name() == TOOL) => finding(
+                STREAMING,
+                Verdict::Yes,
+                format!("{events} events, assembled into a call of {TOOL}"),
+            ),
+            Ok(parsed) => finding(
+                STREAMING,
+                Verdict::Unknown,
+                format!("{events} events; {}", said(&parsed)),
+            ),
+            Err(error) => finding(STREAMING, Verdict::No, error.to_string()),
         }
     }
 

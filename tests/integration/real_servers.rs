@@ -559,6 +559,31 @@ impl Respond for ProbedServer {
                 "tool_calls",
             )
         };
+        // The server that shows results also streams when asked; the
+        // other ignores `stream` and answers whole, as some servers do.
+        if body["stream"] == true && self.shows_results {
+            let chunk = |delta: Value, finish: Value| {
+                json!({"object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            };
+            let events = [
+                chunk(
+                    json!({"role": "assistant", "tool_calls": [
+                    {"index": 0, "id": "call_0", "type": "function",
+                     "function": {"name": "lookup_word", "arguments": "{\"key\":"}}]}),
+                    Value::Null,
+                ),
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"alpha\"}"}}]}),
+                    Value::Null,
+                ),
+                chunk(json!({}), json!("tool_calls")),
+            ];
+            let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            return ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(text + "data: [DONE]\n\n");
+        }
         ResponseTemplate::new(200).set_body_json(json!({
             "id": "c", "object": "chat.completion", "created": 1, "model": "m",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -616,6 +641,10 @@ async fn doctor_says_whether_tool_results_reach_the_model_and_run_warns() {
             "{printed}"
         );
         assert!(line("usage reported").contains("yes"), "{printed}");
+        assert!(
+            line("streaming").split_whitespace().any(|w| w == shown),
+            "{shows_results}: {printed}"
+        );
         assert_eq!(
             output.status.code(),
             Some(if shows_results { 0 } else { 1 }),
