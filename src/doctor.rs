@@ -193,16 +193,30 @@ pub fn before_run(
 impl Diagnosis {
     /// A warning for each probe that says a self-correction run against
     /// this endpoint would not measure what it claims.
-    pub fn warnings(&self) -> impl Iterator<Item = String> + '_ {
-        self.missing().into_iter().map(|finding| {
-            format!(
-                "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
-                self.model,
-                finding.probe,
-                finding.verdict.as_str(),
-                finding.evidence
-            )
-        })
+    /// `streams`: the model asks for streamed replies, which the endpoint
+    /// may not give.
+    pub fn warnings(&self, streams: bool) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .missing()
+            .into_iter()
+            .map(|finding| {
+                format!(
+                    "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
+                    self.model,
+                    finding.probe,
+                    finding.verdict.as_str(),
+                    finding.evidence
+                )
+            })
+            .collect();
+        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
+        if let Some(finding) = streaming.filter(|f| streams && f.verdict == Verdict::No) {
+            warnings.push(format!(
+                "model {:?} asks for streamed replies (\"stream\": true), and doctor says streaming: no ({}); expect lost trials",
+                self.model, finding.evidence
+            ));
+        }
+        warnings
     }
 }
 
@@ -253,6 +267,9 @@ pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
     let mut settings = settings.clone();
     // Without it some servers only answer in text (llama-cpp-python).
     settings.tool_choice.get_or_insert(ToolChoice::Auto);
+    // Every probe reads a whole reply; the streaming probe asks for its
+    // own stream.
+    settings.stream = false;
     let prober = Prober {
         provider,
         key: api_key(&settings).map_err(|e| setup(e.to_string()))?,
@@ -575,7 +592,11 @@ impl Prober {
             return finding(
                 STREAMING,
                 Verdict::No,
-                "the reply is not a stream of server-sent events",
+                format!(
+                    "HTTP {}: the reply is no stream of server-sent events ({} bytes)",
+                    response.status,
+                    response.body.len()
+                ),
             );
         }
         match self.provider.parse_stream(&response.body) {
@@ -631,5 +652,31 @@ fn said(parsed: &ParsedResponse) -> String {
             "no call; it said {:?}",
             crate::excerpt::cut(&parsed.text, 60)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_that_streams_is_warned_when_its_endpoint_does_not() {
+        let diagnosis = Diagnosis {
+            model: "m".into(),
+            endpoint: "http://x".into(),
+            findings: vec![
+                finding(TOOL_CALL, Verdict::Yes, "f()"),
+                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
+                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
+                finding(STREAMING, Verdict::No, "HTTP 200: 0 bytes"),
+            ],
+        };
+        assert!(diagnosis.warnings(false).is_empty());
+        let warnings = diagnosis.warnings(true);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("streaming: no (HTTP 200: 0 bytes)"),
+            "{warnings:?}"
+        );
     }
 }

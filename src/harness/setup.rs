@@ -186,7 +186,8 @@ impl PreparedRun {
         if !models.replayed {
             for file in models.files.iter().filter(|f| f.is_live()) {
                 if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
-                    notes.warnings.extend(diagnosis.warnings());
+                    let streams = file.api.as_ref().is_some_and(|api| api.stream);
+                    notes.warnings.extend(diagnosis.warnings(streams));
                 }
             }
         }

@@ -669,3 +669,37 @@ async fn doctor_says_whether_tool_results_reach_the_model_and_run_warns() {
         );
     }
 }
+
+#[tokio::test]
+async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
+    // Regression: a model file with "stream": true made every probe ask
+    // for a stream and read it as a whole body ("not JSON").
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ProbedServer {
+            shows_results: true,
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({"stream": true}),
+    );
+    let output = toolgauge(
+        vec!["doctor".into(), model.to_str().unwrap().into()],
+        Some(KEY),
+    )
+    .await;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    for probe in ["tool call ", "tool results shown", "streaming"] {
+        let line = printed
+            .lines()
+            .find(|l| l.trim_start().starts_with(probe))
+            .unwrap_or_else(|| panic!("no {probe} line: {printed}"));
+        assert!(line.contains(" yes "), "{printed}");
+    }
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+}
