@@ -146,15 +146,7 @@ impl LiveModel {
         let (status, body, timing) = match &self.source {
             Source::Network(transport) => {
                 let response = transport.send(&request).await?;
-                let body = if self.settings.stream && (200..300).contains(&response.status) {
-                    // A body that is no stream stays as it came: Parse
-                    // says what it is.
-                    crate::provider::stream::whole_body(self.provider, &response.body)
-                        .unwrap_or(response.body)
-                } else {
-                    response.body
-                };
-                (response.status, body, Some(response.timing))
+                (response.status, response.body, Some(response.timing))
             }
             Source::Replay(replayer) => {
                 let exchange = replayer.answer(&request, &position)?;
@@ -165,10 +157,10 @@ impl LiveModel {
                 (exchange.status, body, None)
             }
         };
-        let json: Option<Value> = serde_json::from_slice(&body).ok();
+        // Recorded as received: a stream keeps its events.
+        let received: Option<Value> = serde_json::from_slice(&body).ok();
         if let Some(recorder) = &self.recorder {
-            let response = json
-                .clone()
+            let response = received
                 .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
             // A recording that cannot be written loses data: say so, go on.
             if let Err(e) = recorder.record(
@@ -182,6 +174,14 @@ impl LiveModel {
                 eprintln!("--record: {e}");
             }
         }
+        // A stream (live or replayed) becomes the body it stands for; one
+        // that is no stream stays as it came, and Parse says what it is.
+        let body = if self.settings.stream && (200..300).contains(&status) {
+            crate::provider::stream::whole_body(self.provider, &body).unwrap_or(body)
+        } else {
+            body
+        };
+        let json: Option<Value> = serde_json::from_slice(&body).ok();
         let usage = json
             .as_ref()
             .map(|v| self.provider.usage(v))

@@ -465,3 +465,72 @@ fn exec_reads_a_captured_stream_and_refuses_a_body_that_is_none() {
         crate::live::stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn a_recorded_stream_keeps_its_events_and_replays_to_the_same_trials() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ChatServer {
+            streamed: true,
+            attempt: std::sync::Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{}/v1", server.uri());
+    let model = crate::live::model_file(dir.path(), "openai", &base, json!({"stream": true}));
+    let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
+    let recording = dir.path().join("recording");
+    let (out, replayed) = (dir.path().join("out"), dir.path().join("replayed"));
+    let record = ["--record", recording.to_str().unwrap()];
+    let output = crate::live::toolgauge(
+        crate::live::run_args(&suite, &model, &out, &record),
+        Some(crate::live::KEY),
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    // The exchanges hold the events as they came, not an assembled body.
+    let mut held = 0;
+    for entry in std::fs::read_dir(&recording).unwrap().flatten() {
+        let recorded: Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+        for exchange in recorded["exchanges"].as_array().unwrap() {
+            if exchange["response"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("data: "))
+            {
+                held += 1;
+            }
+        }
+    }
+    assert_eq!(held, 2, "recorded exchanges holding a stream");
+    let replay = ["--replay", recording.to_str().unwrap()];
+    let output = crate::live::toolgauge(
+        crate::live::run_args(&suite, &model, &replayed, &replay),
+        None,
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    let verdicts = |dir: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join("trials.csv")).unwrap();
+        text.lines()
+            .map(|l| l.split(',').take(9).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    assert_eq!(verdicts(&replayed), verdicts(&out));
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        2,
+        "replay used the network"
+    );
+}
