@@ -308,26 +308,12 @@ fn usage_block(block: &Value) -> Usage {
 /// `POST {base}/chat/completions`, the key as a bearer token.
 pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     let settings = ask.settings;
-    let mut headers = Vec::new();
-    if let Some(key) = ask.key {
-        headers.push(("authorization", format!("Bearer {key}")));
-    }
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
     body.insert("messages".into(), json!(ask.conversation.messages));
     if !ask.tools.is_empty() {
         body.insert("tools".into(), format_tools(ask.tools));
-        if let Some(choice) = settings.tool_choice {
-            let name = match choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::Required => "required",
-                ToolChoice::None => "none",
-            };
-            body.insert("tool_choice".into(), json!(name));
-        }
-        if let Some(parallel) = settings.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
-        }
+        tool_options(settings, &mut body);
     }
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
@@ -340,8 +326,31 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     }
     ApiRequest {
         url: format!("{}/chat/completions", ask.base_url(DEFAULT_BASE_URL)),
-        headers,
+        headers: bearer(ask),
         body: Value::Object(body),
+    }
+}
+
+/// The key as a bearer token, as both OpenAI APIs take it.
+pub(super) fn bearer(ask: &Ask<'_>) -> Vec<(&'static str, String)> {
+    ask.key
+        .map(|key| ("authorization", format!("Bearer {key}")))
+        .into_iter()
+        .collect()
+}
+
+/// `tool_choice` and `parallel_tool_calls`, as both OpenAI APIs take them.
+pub(super) fn tool_options(settings: &super::ApiSettings, body: &mut Map<String, Value>) {
+    if let Some(choice) = settings.tool_choice {
+        let name = match choice {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        };
+        body.insert("tool_choice".into(), json!(name));
+    }
+    if let Some(parallel) = settings.parallel_tool_calls {
+        body.insert("parallel_tool_calls".into(), json!(parallel));
     }
 }
 

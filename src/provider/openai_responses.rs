@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::loose::{LooseStr, present};
-use super::settings::ToolChoice;
 use super::{
     Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, append_line,
     count, make_call, non_empty,
@@ -334,10 +333,6 @@ fn usage_block(block: &Value) -> Usage {
 /// included (`include: ["reasoning.encrypted_content"]`).
 pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     let settings = ask.settings;
-    let mut headers = Vec::new();
-    if let Some(key) = ask.key {
-        headers.push(("authorization", format!("Bearer {key}")));
-    }
     let mut body = Map::new();
     body.insert("model".into(), json!(settings.model));
     if !ask.conversation.system.is_empty() {
@@ -349,17 +344,7 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     body.insert("input".into(), json!(ask.conversation.messages));
     if !ask.tools.is_empty() {
         body.insert("tools".into(), format_tools(ask.tools));
-        if let Some(choice) = settings.tool_choice {
-            let name = match choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::Required => "required",
-                ToolChoice::None => "none",
-            };
-            body.insert("tool_choice".into(), json!(name));
-        }
-        if let Some(parallel) = settings.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
-        }
+        super::openai::tool_options(settings, &mut body);
     }
     if let Some(effort) = &settings.reasoning_effort {
         body.insert("reasoning".into(), json!({"effort": effort}));
@@ -374,7 +359,7 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     }
     ApiRequest {
         url: format!("{}/responses", ask.base_url(DEFAULT_BASE_URL)),
-        headers,
+        headers: super::openai::bearer(ask),
         body: Value::Object(body),
     }
 }
