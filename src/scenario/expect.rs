@@ -23,7 +23,7 @@ pub enum Rules {
     /// Values and matchers (`scenario::matcher`).
     #[default]
     Exact,
-    /// BFCL's rules (`scenario::bfcl_rules`).
+    /// BFCL's rules (`bfcl::rules`).
     Bfcl,
 }
 
