@@ -300,7 +300,12 @@ impl fmt::Display for Failure {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input_tokens: u64,
+    /// Every billed output token, reasoning included.
     pub output_tokens: u64,
+    /// Of the output, the reasoning the format counts apart (OpenAI's
+    /// `reasoning_tokens`, Gemini's `thoughtsTokenCount`; 0 where the
+    /// format does not say).
+    pub reasoning_tokens: u64,
 }
 
 /// US dollars per million input and output tokens.

@@ -244,6 +244,10 @@ fn write_reply_entry(
             write_u64(out, response.usage.input_tokens);
             out.extend_from_slice(b",\"outputTokens\":");
             write_u64(out, response.usage.output_tokens);
+            if response.usage.reasoning_tokens > 0 {
+                out.extend_from_slice(b",\"reasoningTokens\":");
+                write_u64(out, response.usage.reasoning_tokens);
+            }
         }
         Err(error) => {
             out.extend_from_slice(b",\"error\":");

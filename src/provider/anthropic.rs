@@ -253,6 +253,8 @@ fn usage_block(block: &Value) -> Usage {
             + count(&block["cache_read_input_tokens"])
             + count(&block["cache_creation_input_tokens"]),
         output_tokens: count(&block["output_tokens"]),
+        // Thinking is in the output; the format does not count it apart.
+        reasoning_tokens: 0,
     }
 }
 

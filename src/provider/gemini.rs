@@ -315,7 +315,9 @@ pub(super) fn usage(reply: &Value) -> Usage {
 fn usage_block(block: &Value) -> Usage {
     Usage {
         input_tokens: count(&block["promptTokenCount"]),
+        // Thoughts are billed as output, counted apart from the reply.
         output_tokens: count(&block["candidatesTokenCount"]) + count(&block["thoughtsTokenCount"]),
+        reasoning_tokens: count(&block["thoughtsTokenCount"]),
     }
 }
 

@@ -302,6 +302,7 @@ fn usage_block(block: &Value) -> Usage {
     Usage {
         input_tokens: count(&block["prompt_tokens"]),
         output_tokens: count(&block["completion_tokens"]),
+        reasoning_tokens: count(&block["completion_tokens_details"]["reasoning_tokens"]),
     }
 }
 

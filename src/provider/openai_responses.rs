@@ -325,6 +325,7 @@ fn usage_block(block: &Value) -> Usage {
     Usage {
         input_tokens: count(&block["input_tokens"]),
         output_tokens: count(&block["output_tokens"]),
+        reasoning_tokens: count(&block["output_tokens_details"]["reasoning_tokens"]),
     }
 }
 
@@ -387,6 +388,7 @@ mod tests {
         let usage = Usage {
             input_tokens: 12,
             output_tokens: 3,
+            ..Usage::default()
         };
         let mut body = Vec::new();
         write_response("Checking.", &calls, usage, &mut body);
@@ -396,6 +398,20 @@ mod tests {
         assert_eq!(parsed.usage, usage);
         assert_eq!(parsed.finish_reason.as_deref(), Some("completed"));
         assert!(!parsed.truncated);
+    }
+
+    #[test]
+    fn reasoning_tokens_are_read_apart_from_the_output_they_are_part_of() {
+        let usage = usage(&json!({"usage": {"input_tokens": 50, "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 4}}}));
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.reasoning_tokens
+            ),
+            (50, 10, 4)
+        );
     }
 
     #[test]

@@ -339,3 +339,18 @@ fn result_texts_read_back_what_return_wrote_in_every_format() {
     }
     assert!(Provider::OpenAi.result_texts(b"[]").is_empty());
 }
+
+#[test]
+fn reasoning_tokens_are_read_from_each_formats_usage_block() {
+    let chat = Provider::OpenAi.usage(&serde_json::json!({"usage": {
+        "prompt_tokens": 30, "completion_tokens": 12,
+        "completion_tokens_details": {"reasoning_tokens": 8}}}));
+    assert_eq!((chat.output_tokens, chat.reasoning_tokens), (12, 8));
+    // Gemini counts thoughts apart from the reply; both are billed output.
+    let gemini = Provider::Gemini.usage(&serde_json::json!({"usageMetadata": {
+        "promptTokenCount": 30, "candidatesTokenCount": 4, "thoughtsTokenCount": 8}}));
+    assert_eq!((gemini.output_tokens, gemini.reasoning_tokens), (12, 8));
+    let anthropic = Provider::Anthropic.usage(&serde_json::json!({"usage": {
+        "input_tokens": 30, "output_tokens": 12}}));
+    assert_eq!(anthropic.reasoning_tokens, 0);
+}

@@ -289,6 +289,7 @@ fn cost(info: &RunInfo, m: usize, cell: &CellStats) -> f64 {
         round(p.cost(crate::call::Usage {
             input_tokens: cell.input_tokens,
             output_tokens: cell.output_tokens,
+            ..crate::call::Usage::default()
         }))
     })
 }

@@ -68,6 +68,10 @@ pub struct TrialRow {
     pub retries: u32,
     #[serde(default)]
     pub retry_ms: f64,
+    /// Live models: of the output tokens, the reasoning the format counts
+    /// apart.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -116,6 +120,7 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             queue_ms: millis(a.queue_time),
             retries: a.retries,
             retry_ms: millis(a.retry_time),
+            reasoning_tokens: a.usage.reasoning_tokens,
         })
 }
 
@@ -269,6 +274,7 @@ impl<'p> TrialReader<'p> {
             usage: Usage {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
+                reasoning_tokens: row.reasoning_tokens,
             },
             milestones: row.milestones,
             redundant: row.redundant_calls,

@@ -189,9 +189,13 @@ async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() 
         .map(|m| m.parse::<u32>().unwrap())
         .sum();
     assert_eq!(milestones, 2, "{trials}");
+    // Reasoning tokens per attempt, apart from the output they are part of.
+    assert!(column("reasoning_tokens").all(|r| r == "4"), "{trials}");
+    assert!(column("output_tokens").all(|r| r == "10"), "{trials}");
     // The reasoning summaries are in the log, never the encrypted text.
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("Look it up first."), "{log}");
+    assert!(log.contains("\"reasoningTokens\":4"), "{log}");
     assert!(!log.contains("enc-1"), "{log}");
 }
 
