@@ -166,10 +166,11 @@ fn json_blocks() -> Vec<(PathBuf, String)> {
     blocks
 }
 
-/// Every whole scenario the book shows loads, every live model file it
-/// shows is one toolgauge accepts: examples a reader copies work.
+/// Every whole scenario the book shows loads and runs on a mock model,
+/// every live model file it shows is one toolgauge accepts: examples a
+/// reader copies work.
 #[test]
-fn every_scenario_and_model_file_in_the_book_loads() {
+fn every_scenario_in_the_book_runs_and_every_model_file_loads() {
     let (mut scenarios, mut models) = (0, 0);
     for (file, block) in json_blocks() {
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&block) else {
@@ -185,6 +186,26 @@ fn every_scenario_and_model_file_in_the_book_loads() {
                 &toolgauge::tool::mcp::ToolServers::new(),
             )
             .unwrap_or_else(|e| panic!("{}: a scenario that does not load: {e}", file.display()));
+            // And it runs: a mock model measures it end to end.
+            let out = dir.path().join("out");
+            let output = crate::toolgauge(&[
+                "run",
+                path.to_str().unwrap(),
+                "--models",
+                "scenarios/models/reference.json",
+                "--trials",
+                "1",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            let trials = std::fs::read_to_string(out.join("trials.csv")).unwrap_or_default();
+            assert!(
+                matches!(output.status.code(), Some(0 | 1)) && trials.lines().count() > 1,
+                "{}: a scenario that does not run: {}",
+                file.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
             scenarios += 1;
         } else if value.get("api").is_some() {
             toolgauge::model::ModelFile::load(&path).unwrap_or_else(|e| {
