@@ -50,6 +50,15 @@ impl ParsedCall {
             ParsedCall::Malformed(call) => &call.name,
         }
     }
+
+    /// The arguments as JSON text, as a model sends them back: a good
+    /// call's object written out, a malformed one's text as it came.
+    pub fn arguments_text(&self) -> String {
+        match self {
+            ParsedCall::Ok(call) => call.arguments.to_string(),
+            ParsedCall::Malformed(call) => call.raw_arguments.clone(),
+        }
+    }
 }
 
 /// Why a call failed. The names are the error taxonomy used in logs and reports.

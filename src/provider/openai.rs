@@ -278,14 +278,10 @@ pub(super) fn assistant_message(parsed: &ParsedResponse) -> Value {
             .calls
             .iter()
             .map(|call| {
-                let arguments = match call {
-                    ParsedCall::Ok(call) => call.arguments.to_string(),
-                    ParsedCall::Malformed(call) => call.raw_arguments.clone(),
-                };
                 json!({
                     "id": call.id(),
                     "type": "function",
-                    "function": {"name": call.name(), "arguments": arguments},
+                    "function": {"name": call.name(), "arguments": call.arguments_text()},
                 })
             })
             .collect();

@@ -295,15 +295,11 @@ fn from_parsed(parsed: &ParsedResponse) -> Vec<Value> {
         items.push(assistant_text(&parsed.text));
     }
     items.extend(parsed.calls.iter().map(|call| {
-        let arguments = match call {
-            ParsedCall::Ok(call) => call.arguments.to_string(),
-            ParsedCall::Malformed(call) => call.raw_arguments.clone(),
-        };
         json!({
             "type": "function_call",
             "call_id": call.id(),
             "name": call.name(),
-            "arguments": arguments,
+            "arguments": call.arguments_text(),
         })
     }));
     items
