@@ -585,9 +585,9 @@ impl Prober {
             Ok(response) => response,
             Err(error) => return finding(STREAMING, Verdict::No, format!("refused: {error}")),
         };
-        let events = crate::provider::stream::frames([bytes::Bytes::from(response.body.clone())])
-            .map(|frames| frames.len())
-            .unwrap_or(0);
+        let frames = crate::provider::stream::frames([bytes::Bytes::from(response.body.clone())])
+            .unwrap_or_default();
+        let events = frames.len();
         if events == 0 {
             return finding(
                 STREAMING,
@@ -599,7 +599,8 @@ impl Prober {
                 ),
             );
         }
-        match self.provider.parse_stream(&response.body) {
+        let whole = crate::provider::stream::assemble(self.provider, &frames);
+        match self.provider.parse_response(whole.to_string().as_bytes()) {
             Ok(parsed) if parsed.calls.iter().any(|c| c.name() == TOOL) => finding(
                 STREAMING,
                 Verdict::Yes,

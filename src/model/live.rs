@@ -176,12 +176,16 @@ impl LiveModel {
         }
         // A stream (live or replayed) becomes the body it stands for; one
         // that is no stream stays as it came, and Parse says what it is.
-        let body = if self.settings.stream && (200..300).contains(&status) {
-            crate::provider::stream::whole_body(self.provider, &body).unwrap_or(body)
-        } else {
-            body
+        let streamed = (self.settings.stream && (200..300).contains(&status))
+            .then(|| crate::provider::stream::whole(self.provider, &body).ok())
+            .flatten();
+        let (body, json) = match streamed {
+            Some(whole) => (whole.to_string().into_bytes(), Some(whole)),
+            None => {
+                let json: Option<Value> = serde_json::from_slice(&body).ok();
+                (body, json)
+            }
         };
-        let json: Option<Value> = serde_json::from_slice(&body).ok();
         let usage = json
             .as_ref()
             .map(|v| self.provider.usage(v))

@@ -67,13 +67,18 @@ pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiReq
     }
 }
 
-/// The body a streamed reply stands for, as bytes: what Parse reads.
-pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
+/// The body a streamed reply stands for, in `provider`'s format.
+pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
     let frames = frames([Bytes::copy_from_slice(streamed)])?;
     if frames.is_empty() {
         return Err(NotAStream("it holds no event".to_owned()));
     }
-    Ok(assemble(provider, &frames).to_string().into_bytes())
+    Ok(assemble(provider, &frames))
+}
+
+/// [`whole`], as bytes: what Parse reads.
+pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
+    whole(provider, streamed).map(|body| body.to_string().into_bytes())
 }
 
 /// The whole body the streamed reply stands for, in `provider`'s format.

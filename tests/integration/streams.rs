@@ -372,18 +372,23 @@ impl wiremock::Respond for ChatServer {
     }
 }
 
+async fn chat_server(streamed: bool) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ChatServer {
+            streamed,
+            attempt: std::sync::Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
 #[tokio::test]
 async fn a_streamed_run_gives_the_verdicts_and_tokens_of_a_whole_one() {
     let mut tables = Vec::new();
     for streamed in [false, true] {
-        let server = wiremock::MockServer::start().await;
-        wiremock::Mock::given(wiremock::matchers::method("POST"))
-            .respond_with(ChatServer {
-                streamed,
-                attempt: std::sync::Mutex::new(0),
-            })
-            .mount(&server)
-            .await;
+        let server = chat_server(streamed).await;
         let dir = tempfile::tempdir().unwrap();
         let base = format!("{}/v1", server.uri());
         let model =
@@ -468,14 +473,7 @@ fn exec_reads_a_captured_stream_and_refuses_a_body_that_is_none() {
 
 #[tokio::test]
 async fn a_recorded_stream_keeps_its_events_and_replays_to_the_same_trials() {
-    let server = wiremock::MockServer::start().await;
-    wiremock::Mock::given(wiremock::matchers::method("POST"))
-        .respond_with(ChatServer {
-            streamed: true,
-            attempt: std::sync::Mutex::new(0),
-        })
-        .mount(&server)
-        .await;
+    let server = chat_server(true).await;
     let dir = tempfile::tempdir().unwrap();
     let base = format!("{}/v1", server.uri());
     let model = crate::live::model_file(dir.path(), "openai", &base, json!({"stream": true}));
