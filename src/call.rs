@@ -315,19 +315,45 @@ pub struct Usage {
     /// `reasoning_tokens`, Gemini's `thoughtsTokenCount`; 0 where the
     /// format does not say).
     pub reasoning_tokens: u64,
+    /// Of the input, the tokens read from the provider's prompt cache
+    /// (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`,
+    /// Gemini's `cachedContentTokenCount`): billed at the cached price.
+    pub cached_tokens: u64,
 }
 
-/// US dollars per million input and output tokens.
+/// A call a stream shows complete, with its place among the reply's
+/// calls: what runs early (`execute_early`).
+pub type EarlyCall = (usize, ParsedCall);
+
+/// When a streamed reply's parts came, each from the request's send.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamTiming {
+    pub first_byte: Duration,
+    /// The first text, reasoning or call part; `None`: the reply had none.
+    pub first_token: Option<Duration>,
+    /// Each call complete (a streaming client could run it), in call order.
+    pub calls: Vec<Duration>,
+    /// The last event.
+    pub end: Duration,
+}
+
+/// US dollars per million input and output tokens, and per million
+/// input tokens read from the prompt cache (the input price when unset).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
 }
 
 impl Prices {
     pub fn cost(&self, usage: Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input_per_mtok
+        let cached = usage.cached_tokens.min(usage.input_tokens);
+        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        ((usage.input_tokens - cached) as f64 * self.input_per_mtok
+            + cached as f64 * cached_price
             + usage.output_tokens as f64 * self.output_per_mtok)
             / 1e6
     }

@@ -155,6 +155,47 @@ impl Transport {
         headers: &[(&'static str, String)],
         body: Option<&[u8]>,
     ) -> Result<ApiResponse, TransportError> {
+        let opened = self.open_with(method, url, headers, body).await?;
+        let status = opened.status;
+        let mut timing = opened.timing;
+        let body = opened
+            .response
+            .bytes()
+            .await
+            .map_err(|error| TransportError::Network {
+                message: redact_url(&error_chain(&error)),
+                url: redact_url(url),
+                tries: timing.retries + 1,
+                timed_out: error.is_timeout(),
+            })?;
+        timing.request = opened.sent.elapsed();
+        Ok(ApiResponse {
+            status,
+            body: body.to_vec(),
+            timing,
+        })
+    }
+
+    /// Send `request` and wait for a 2xx answer's head, through the
+    /// retries: its body is the caller's to read (a stream, as it comes).
+    pub async fn open(&self, request: &ApiRequest) -> Result<Opened, TransportError> {
+        let body = serde_json::to_vec(&request.body).expect("a request body serializes");
+        self.open_with(
+            reqwest::Method::POST,
+            &request.url,
+            &request.headers,
+            Some(&body),
+        )
+        .await
+    }
+
+    async fn open_with(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Opened, TransportError> {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
         let mut timing = Timing::default();
@@ -173,20 +214,27 @@ impl Transport {
                 (self.try_once(&method, target, headers, body).await, sent)
             };
             let retry_after = match outcome {
-                Ok((mut response, _)) if (200..300).contains(&response.status) => {
-                    timing.request = sent.elapsed();
+                Ok(Tried::Open(response)) => {
                     timing.retries = tries - 1;
-                    response.timing = timing;
-                    return Ok(response);
+                    return Ok(Opened {
+                        status: response.status().as_u16(),
+                        response,
+                        sent,
+                        timing,
+                    });
                 }
-                Ok((response, retry_after)) => {
-                    let retry = RETRY_STATUSES.contains(&response.status);
+                Ok(Tried::Refused {
+                    status,
+                    body,
+                    retry_after,
+                }) => {
+                    let retry = RETRY_STATUSES.contains(&status);
                     if !retry || tries >= self.max_attempts {
                         return Err(TransportError::Status {
                             url,
-                            status: response.status,
+                            status,
                             tries,
-                            excerpt: excerpt(&response.body),
+                            excerpt: excerpt(&body),
                         });
                     }
                     retry_after
@@ -225,14 +273,15 @@ impl Transport {
         tokio::time::sleep_until(start).await;
     }
 
-    /// One try: the response, and how long it asks us to wait before the next.
+    /// One try: a 2xx answer with its body unread, or a refusal read
+    /// whole with how long it asks us to wait before the next try.
     async fn try_once(
         &self,
         method: &reqwest::Method,
         url: &str,
         headers: &[(&'static str, String)],
         body: Option<&[u8]>,
-    ) -> Result<(ApiResponse, Option<Duration>), reqwest::Error> {
+    ) -> Result<Tried, reqwest::Error> {
         let mut builder = self.client.request(method.clone(), url);
         if let Some(body) = body {
             builder = builder
@@ -244,22 +293,42 @@ impl Transport {
         }
         let response = builder.send().await?;
         let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(Tried::Open(response));
+        }
         let retry_after = response
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let body = response.bytes().await?.to_vec();
-        let timing = Timing::default();
-        Ok((
-            ApiResponse {
-                status,
-                body,
-                timing,
-            },
+        Ok(Tried::Refused {
+            status,
+            body,
             retry_after,
-        ))
+        })
     }
+}
+
+/// What one try got.
+enum Tried {
+    Open(reqwest::Response),
+    Refused {
+        status: u16,
+        body: Vec<u8>,
+        retry_after: Option<Duration>,
+    },
+}
+
+/// A 2xx answer whose body is still to be read.
+#[derive(Debug)]
+pub struct Opened {
+    pub status: u16,
+    pub response: reqwest::Response,
+    /// When the answered try was sent: the body's times count from here.
+    pub sent: Instant,
+    /// The queue and the retries; `request` is the reader's to set.
+    pub timing: Timing,
 }
 
 /// Retry-After as seconds or an HTTP date.

@@ -123,7 +123,7 @@ impl BfclResults {
             let usage = Usage {
                 input_tokens: tokens("input_token_count")?,
                 output_tokens: tokens("output_token_count")?,
-                reasoning_tokens: 0,
+                ..Usage::default()
             };
             results.insert(
                 id.to_owned(),

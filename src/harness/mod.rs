@@ -19,9 +19,9 @@ use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use crate::call::Failure;
-use crate::metrics::{AttemptRecord, TrialRecord};
-use crate::model::{Model, ModelTrial, ReplyError, TrialStart};
-use crate::pipeline::{Coordinates, ExecOptions, Pipeline, SessionLog, Turn};
+use crate::metrics::{AttemptRecord, StreamRecord, TrialRecord};
+use crate::model::{Model, ModelTrial, Reply, ReplyError, TrialStart};
+use crate::pipeline::{Coordinates, EarlyRun, ExecOptions, Pipeline, SessionLog, Streamed, Turn};
 use crate::report::{
     FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
@@ -384,6 +384,24 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
     Ok((record, run.into_log()))
 }
 
+/// Ask for a reply; when the model streams and runs calls early, they
+/// run (against `tools`) while the rest of the reply still comes.
+async fn ask<'p>(
+    model_trial: &mut (dyn ModelTrial + '_),
+    pipeline: &'p Pipeline,
+    tools: &'p ToolState,
+    attempt: u32,
+    returned: Option<&[u8]>,
+) -> (Result<Reply, ReplyError>, Option<EarlyRun<'p>>) {
+    let Some(calls) = model_trial.early_calls() else {
+        return (model_trial.reply(attempt, returned).await, None);
+    };
+    let mut run = pipeline.early(tools);
+    let reply = model_trial.reply(attempt, returned);
+    let (reply, ()) = futures_util::join!(reply, run.take(calls));
+    (reply, Some(run))
+}
+
 /// What one trial runs with: the model's side of it, the tools' state, the
 /// pipeline and the session log.
 struct TrialRun<'p> {
@@ -439,7 +457,15 @@ impl<'p> TrialRun<'p> {
     /// produced last, and run it through every stage.
     async fn step(&mut self, attempt: u32, returned: Option<&[u8]>) -> Result<Step, RunError> {
         let asked = Instant::now();
-        let reply = match self.model_trial.reply(attempt, returned).await {
+        let (answered, early) = ask(
+            &mut *self.model_trial,
+            &self.pipeline,
+            &self.tools,
+            attempt,
+            returned,
+        )
+        .await;
+        let reply = match answered {
             Ok(reply) => reply,
             Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
             Err(ReplyError::Transport(error)) => {
@@ -464,21 +490,41 @@ impl<'p> TrialRun<'p> {
                 attempt,
             });
         }
+        let ran_early = early.as_ref().map_or(0, |run| run.ran() as u32);
         let turn = self
             .pipeline
-            .turn(
+            .turn_streamed(
                 self.model.provider(),
                 &reply.body,
                 &self.tools,
                 self.log.as_mut(),
+                Streamed {
+                    timing: reply.stream.as_ref(),
+                    early,
+                },
             )
             .await?;
+        // Measured only where the request was: a replay's times are the
+        // recording's.
+        let measured = reply
+            .timing
+            .map(|t| asked.elapsed().saturating_sub(t.queued + t.retrying));
+        let stream = reply.stream.map(|timing| StreamRecord {
+            early_ideal: self.pipeline.ideal_early(
+                turn.calls(),
+                &turn.batch.results,
+                &timing.calls,
+            ),
+            turn: measured.unwrap_or_default(),
+            ran_early,
+            timing,
+        });
         let failures = turn.failures();
         let schema_errors = failures
             .iter()
             .filter(|f| **f == Failure::Validation)
             .count() as u32;
-        let mut record = AttemptRecord {
+        let record = AttemptRecord {
             attempt,
             success: failures.is_empty(),
             schema_errors,
@@ -493,38 +539,47 @@ impl<'p> TrialRun<'p> {
             serial_time: turn.batch.serial_makespan(),
             ideal_time: turn.batch.ideal_makespan,
             usage: reply.usage,
+            stream,
             ..AttemptRecord::default()
         };
-        if let Some(lost) = record
+        if record.failures.iter().any(|f| f.is_infrastructure()) {
+            return Ok(Step::Lost(self.lost(&turn, record)));
+        }
+        Ok(Step::Turn(Box::new(turn), record))
+    }
+
+    /// An attempt lost to infrastructure (the reply was not the format's,
+    /// a tool could not run): said on stderr, and only that failure kept,
+    /// since the rest measured nothing.
+    fn lost(&self, turn: &Turn, mut record: AttemptRecord) -> AttemptRecord {
+        let lost = record
             .failures
             .iter()
             .copied()
             .find(|f| f.is_infrastructure())
-        {
-            let why = match &turn.parsed {
-                Err(error) => error.to_string(),
-                Ok(_) => turn
-                    .batch
-                    .results
-                    .iter()
-                    .find(|r| r.error_kind == Some(crate::call::ErrorKind::Unavailable))
-                    .map_or_else(String::new, |r| {
-                        format!("tool {} could not run: {}", r.name, r.content)
-                    }),
-            };
-            eprintln!(
-                "{} / {} trial {}: lost ({lost}): {}",
-                self.model.name(),
-                self.scenario.name,
-                self.trial,
-                crate::excerpt::cut(&why, 300)
-            );
-            // Only the infrastructure failure: the rest measured nothing.
-            record.failures = vec![lost];
-            record.success = false;
-            return Ok(Step::Lost(record));
-        }
-        Ok(Step::Turn(Box::new(turn), record))
+            .expect("a lost attempt");
+        let why = match &turn.parsed {
+            Err(error) => error.to_string(),
+            Ok(_) => turn
+                .batch
+                .results
+                .iter()
+                .find(|r| r.error_kind == Some(crate::call::ErrorKind::Unavailable))
+                .map_or_else(String::new, |r| {
+                    format!("tool {} could not run: {}", r.name, r.content)
+                }),
+        };
+        eprintln!(
+            "{} / {} trial {}: lost ({lost}): {}",
+            self.model.name(),
+            self.scenario.name,
+            self.trial,
+            crate::excerpt::cut(&why, 300)
+        );
+        // Only the infrastructure failure: the rest measured nothing.
+        record.failures = vec![lost];
+        record.success = false;
+        record
     }
 
     /// What Record logged over the trial.

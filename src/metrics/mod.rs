@@ -7,6 +7,7 @@
 mod aggregate;
 mod latency;
 mod stats;
+mod streaming;
 mod task;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::call::{Failure, Usage};
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
+pub use streaming::{StreamRecord, StreamStats};
 pub use task::{Ending, TaskEnd, TaskStats, histogram_mean, histogram_percentile};
 
 /// The outcome of one attempt (one model turn; in a task, one turn of it).
@@ -58,6 +60,8 @@ pub struct AttemptRecord {
     /// Calls that broke their tool's schema (toolgauge's validation),
     /// whatever the verdict: under BFCL rules they do not fail it.
     pub schema_errors: u32,
+    /// A streamed reply: when its parts came, and its calls run early.
+    pub stream: Option<StreamRecord>,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.
@@ -117,6 +121,8 @@ pub struct CellStats {
     pub sum_efficiency: f64,
     pub model_ms: Latencies,
     pub tool_ms: Latencies,
+    /// Streamed attempts, once one was measured.
+    pub stream: Option<Box<StreamStats>>,
     /// Trials lost to infrastructure, by cause (`transport_error`,
     /// `bad_response`, `tool_unavailable`): not counted in `trials`.
     pub lost: BTreeMap<Failure, u64>,
@@ -155,6 +161,7 @@ impl CellStats {
             sum_efficiency: 0.0,
             model_ms: Latencies::default(),
             tool_ms: Latencies::default(),
+            stream: None,
             lost: BTreeMap::new(),
             told: (0, 0),
             nudged: (0, 0),
@@ -191,6 +198,11 @@ impl CellStats {
             }
             self.model_ms.record(attempt.model_time);
             self.tool_ms.record(attempt.tool_time);
+            if let Some(stream) = &attempt.stream {
+                self.stream
+                    .get_or_insert_default()
+                    .add(stream, attempt.calls, attempt.ideal_time);
+            }
             if attempt.calls >= 2 && !attempt.tool_time.is_zero() {
                 let serial = attempt.serial_time.as_secs_f64();
                 let parallel = attempt.tool_time.as_secs_f64();
@@ -349,6 +361,9 @@ impl CellStats {
         self.sum_efficiency += other.sum_efficiency;
         self.model_ms.merge(&other.model_ms);
         self.tool_ms.merge(&other.tool_ms);
+        if let Some(stream) = &other.stream {
+            self.stream.get_or_insert_default().merge(stream);
+        }
         if let Some(task) = &other.task {
             self.task.get_or_insert_with(TaskStats::default).merge(task);
         }

@@ -79,6 +79,7 @@ impl ModelTrial for ReplayTrial<'_> {
                 body,
                 usage,
                 timing: None,
+                stream: None,
             })
         })
     }

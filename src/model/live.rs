@@ -7,13 +7,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::recording::{Exchange, Position, Recorder, Replayer};
-use super::{Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
-use crate::call::{FunctionSpec, Prices};
-use crate::provider::{ApiSettings, Ask, Conversation, Provider};
+use super::{
+    EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
+};
+use crate::call::{EarlyCall, FunctionSpec, Prices};
+use crate::provider::{ApiSettings, Ask, Conversation, Provider, stream};
 use crate::transport::Transport;
 
 /// How live models reach their answers in this run.
@@ -130,12 +134,14 @@ impl LiveModel {
         })
     }
 
-    /// Send one request (or find it in the recording) and read the reply.
+    /// Send one request (or find it in the recording) and read the reply;
+    /// the calls a stream shows complete go to `early` as they come.
     async fn ask(
         &self,
         conversation: &Conversation,
         tools: &[FunctionSpec],
         position: Position,
+        early: Option<EarlySender>,
     ) -> Result<(Reply, Option<Value>), ReplyError> {
         let request = self.provider.request(&Ask {
             settings: &self.settings,
@@ -143,47 +149,66 @@ impl LiveModel {
             conversation,
             tools,
         });
-        let (status, body, timing) = match &self.source {
+        let hand_over = |assembly: &stream::Assembly, complete: std::ops::Range<usize>| {
+            let Some(early) = &early else { return };
+            for k in complete {
+                if let Some(call) = assembly.call(k) {
+                    // The receiver gone: the turn no longer runs calls early.
+                    let _ = early.send((k, call));
+                }
+            }
+        };
+        let streamed = self.settings.stream;
+        let (status, received, timing) = match &self.source {
+            Source::Network(transport) if streamed => {
+                let opened = transport.open(&request).await?;
+                let chunks = opened.response.bytes_stream();
+                let received = stream::read(self.provider, chunks, opened.sent, hand_over).await;
+                let mut timing = opened.timing;
+                timing.request = opened.sent.elapsed();
+                (opened.status, received, Some(timing))
+            }
             Source::Network(transport) => {
                 let response = transport.send(&request).await?;
-                (response.status, response.body, Some(response.timing))
+                (response.status, whole(response.body), Some(response.timing))
             }
             Source::Replay(replayer) => {
                 let exchange = replayer.answer(&request, &position)?;
-                let body = match &exchange.response {
+                let raw = match &exchange.response {
                     Value::String(text) => text.clone().into_bytes(),
                     other => serde_json::to_vec(other).expect("serializes"),
                 };
-                (exchange.status, body, None)
+                let received = if streamed && (200..300).contains(&exchange.status) {
+                    let arrivals: Vec<Duration> =
+                        exchange.arrivals_ms.iter().map(|ms| millis(*ms)).collect();
+                    let first_byte = millis(exchange.first_byte_ms.unwrap_or_default());
+                    stream::replay(self.provider, &raw, first_byte, &arrivals, hand_over)
+                } else {
+                    whole(raw)
+                };
+                (exchange.status, received, None)
             }
         };
-        // Recorded as received: a stream keeps its events.
-        let received: Option<Value> = serde_json::from_slice(&body).ok();
-        if let Some(recorder) = &self.recorder {
-            let response = received
-                .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned()));
-            // A recording that cannot be written loses data: say so, go on.
-            if let Err(e) = recorder.record(
-                &request,
-                Exchange {
-                    position,
-                    status,
-                    response,
-                },
-            ) {
-                eprintln!("--record: {e}");
-            }
+        if let Some(why) = &received.broke_off
+            && received.assembled.is_some()
+        {
+            eprintln!(
+                "{} / {}: the stream broke off: {why}",
+                position.model, position.scenario
+            );
         }
-        // A stream (live or replayed) becomes the body it stands for; one
-        // that is no stream stays as it came, and Parse says what it is.
-        let streamed = (self.settings.stream && (200..300).contains(&status))
-            .then(|| crate::provider::stream::whole(self.provider, &body).ok())
-            .flatten();
-        let (body, json) = match streamed {
-            Some(whole) => (whole.to_string().into_bytes(), Some(whole)),
+        self.record(&request, position, status, &received);
+        // A stream becomes the body it stands for; one that is no stream
+        // stays as it came, and Parse says what it is.
+        let (body, json, stream) = match received.assembled {
+            Some(assembled) => (
+                assembled.body.to_string().into_bytes(),
+                Some(assembled.body),
+                Some(assembled.timing),
+            ),
             None => {
-                let json: Option<Value> = serde_json::from_slice(&body).ok();
-                (body, json)
+                let json: Option<Value> = serde_json::from_slice(&received.raw).ok();
+                (received.raw, json, None)
             }
         };
         let usage = json
@@ -195,10 +220,61 @@ impl LiveModel {
                 body,
                 usage,
                 timing,
+                stream,
             },
             json,
         ))
     }
+
+    /// Keep an exchange as received: a stream keeps its events and when
+    /// each came.
+    fn record(
+        &self,
+        request: &crate::transport::ApiRequest,
+        position: Position,
+        status: u16,
+        received: &stream::Received,
+    ) {
+        let Some(recorder) = &self.recorder else {
+            return;
+        };
+        let raw = &received.raw;
+        let response = serde_json::from_slice(raw)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+        let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+        let assembled = received.assembled.as_ref();
+        let arrivals_ms = assembled.map_or_else(Vec::new, |a| a.arrivals.iter().map(ms).collect());
+        let first_byte_ms = assembled.map(|a| ms(&a.timing.first_byte));
+        // A recording that cannot be written loses data: say so, go on.
+        if let Err(e) = recorder.record(
+            request,
+            Exchange {
+                position,
+                status,
+                response,
+                first_byte_ms,
+                arrivals_ms,
+            },
+        ) {
+            eprintln!("--record: {e}");
+        }
+    }
+}
+
+/// Where the calls a stream shows complete go, as they come.
+type EarlySender = mpsc::UnboundedSender<EarlyCall>;
+
+/// A body read whole: no events, no timings.
+fn whole(raw: Vec<u8>) -> stream::Received {
+    stream::Received {
+        raw,
+        assembled: None,
+        broke_off: None,
+    }
+}
+
+fn millis(ms: f64) -> Duration {
+    Duration::from_secs_f64((ms / 1e3).max(0.0))
 }
 
 impl Model for LiveModel {
@@ -226,6 +302,7 @@ impl Model for LiveModel {
                 .map(|d| d.spec())
                 .collect(),
             last_reply: None,
+            early: None,
         })
     }
 }
@@ -239,9 +316,20 @@ struct LiveTrial<'a> {
     /// The last reply, as received and as JSON, to add to the
     /// conversation with what its calls got back.
     last_reply: Option<(Vec<u8>, Value)>,
+    /// Where the next reply's complete calls go (`execute_early`).
+    early: Option<EarlySender>,
 }
 
 impl ModelTrial for LiveTrial<'_> {
+    fn early_calls(&mut self) -> Option<EarlyCalls> {
+        if !(self.model.settings.stream && self.model.settings.execute_early) {
+            return None;
+        }
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.early = Some(sender);
+        Some(receiver)
+    }
+
     fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         if let Some(reply) = self.last_reply.take() {
             // Return wrote a JSON array of messages: sent on as they are.
@@ -263,7 +351,7 @@ impl ModelTrial for LiveTrial<'_> {
             };
             let (reply, json) = self
                 .model
-                .ask(&self.conversation, &self.tools, position)
+                .ask(&self.conversation, &self.tools, position, self.early.take())
                 .await?;
             // A reply that is not JSON adds nothing to the conversation.
             self.last_reply = json.map(|json| (reply.body.clone(), json));

@@ -157,6 +157,7 @@ impl ModelTrial for MockTrial<'_> {
                 body,
                 usage: Default::default(),
                 timing: None,
+                stream: None,
             })
         })
     }

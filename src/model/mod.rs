@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::call::{Prices, Usage};
+use crate::call::{Prices, StreamTiming, Usage};
 use crate::provider::{ApiSettings, Provider};
 use crate::scenario::Scenario;
 use crate::source::{self, FileError};
@@ -293,7 +293,13 @@ pub struct Reply {
     /// toolgauge's queue and retries. `None`: the whole wait was the
     /// model's (mocks, replays).
     pub timing: Option<Timing>,
+    /// A streamed reply: when its parts came.
+    pub stream: Option<StreamTiming>,
 }
+
+/// The calls of a streamed reply, each as the stream shows it complete,
+/// with its place among the reply's calls.
+pub type EarlyCalls = tokio::sync::mpsc::UnboundedReceiver<crate::call::EarlyCall>;
 
 /// A reply to come.
 pub type ReplyFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, ReplyError>> + Send + 'a>>;
@@ -340,6 +346,13 @@ pub trait ModelTrial: Send {
     /// produced for the previous turn's calls (the provider's message
     /// array, as bytes); `None` on the first turn.
     fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s>;
+
+    /// Asked before [`ModelTrial::reply`]: where that reply's calls will
+    /// come as each is complete, for a model that streams and runs calls
+    /// early; `None` (the default): they come with the whole reply.
+    fn early_calls(&mut self) -> Option<EarlyCalls> {
+        None
+    }
 }
 
 impl ModelFile {

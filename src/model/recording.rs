@@ -26,8 +26,15 @@ pub struct Exchange {
     #[serde(flatten)]
     pub position: Position,
     pub status: u16,
-    /// The response body: JSON when it parses, else text.
+    /// The response body: JSON when it parses, else text (a stream: its
+    /// events as received).
     pub response: Value,
+    /// A stream: when its first byte and each event came, in
+    /// milliseconds from the send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrivals_ms: Vec<f64>,
 }
 
 /// One file: a request and every response it got.

@@ -10,7 +10,7 @@ use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use super::feedback::word_error;
-use super::validate::{Approved, validate};
+use super::validate::{Approved, Rejection, validate};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
 use crate::provider::EMPTY_RESULT_PLACEHOLDER;
@@ -52,20 +52,7 @@ impl Pipeline {
         for (index, call) in calls.iter().enumerate() {
             match validate(&self.registry, call) {
                 Err(rejection) => {
-                    let content = word_error(
-                        self.options.feedback,
-                        rejection.kind,
-                        &rejection.message,
-                        &rejection.details,
-                    );
-                    batch.results[index] = Some(ToolResult {
-                        call_id: call.id().to_owned(),
-                        name: call.name().to_owned(),
-                        content,
-                        error_kind: Some(rejection.kind),
-                        started: batch.start.elapsed(),
-                        elapsed: Duration::ZERO,
-                    });
+                    batch.results[index] = Some(self.rejected(call, &rejection, batch.start));
                 }
                 Ok(approved) => {
                     let effect = self.registry.definition(approved.tool).effect;
@@ -75,9 +62,14 @@ impl Pipeline {
                     }
                     // A write (or any call in serial mode) waits for what came before.
                     self.run_reads(&mut batch).await;
-                    let result = match self.try_instant(&batch, index, approved, Instant::now()) {
+                    let call = &batch.calls[index];
+                    let result = match self.try_instant(call, batch.start, approved, Instant::now())
+                    {
                         Some((result, _)) => result,
-                        None => self.execute_one(&batch, index, approved).await,
+                        None => {
+                            self.execute_one(call, batch.state, batch.start, approved)
+                                .await
+                        }
                     };
                     if effect == Effect::Read {
                         batch.read_group = batch.read_group.max(result.elapsed);
@@ -103,6 +95,28 @@ impl Pipeline {
         }
     }
 
+    /// The result of a call that may not run: why, in the run's words.
+    pub(super) fn rejected(
+        &self,
+        call: &ParsedCall,
+        rejection: &Rejection,
+        batch_start: Instant,
+    ) -> ToolResult {
+        ToolResult {
+            call_id: call.id().to_owned(),
+            name: call.name().to_owned(),
+            content: word_error(
+                self.options.feedback,
+                rejection.kind,
+                &rejection.message,
+                &rejection.details,
+            ),
+            error_kind: Some(rejection.kind),
+            started: batch_start.elapsed(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
     /// Run the pending reads together, bounded by the concurrency limit.
     async fn run_reads(&self, batch: &mut InProgress<'_>) {
         let mut reads = std::mem::take(&mut batch.reads);
@@ -110,8 +124,8 @@ impl Pipeline {
         // call's end is the next one's start: one clock read per call.
         let mut longest = Duration::ZERO;
         let mut clock = Instant::now();
-        reads.retain(
-            |&(index, approved)| match self.try_instant(batch, index, approved, clock) {
+        reads.retain(|&(index, approved)| {
+            match self.try_instant(&batch.calls[index], batch.start, approved, clock) {
                 Some((result, end)) => {
                     longest = longest.max(result.elapsed);
                     batch.results[index] = Some(result);
@@ -119,19 +133,27 @@ impl Pipeline {
                     false
                 }
                 None => true,
-            },
-        );
+            }
+        });
         let finished: Vec<(usize, ToolResult)> = match reads.len() {
             0 => Vec::new(),
             1 => {
                 let (index, approved) = reads[0];
-                vec![(index, self.execute_one(batch, index, approved).await)]
+                let call = &batch.calls[index];
+                let result = self
+                    .execute_one(call, batch.state, batch.start, approved)
+                    .await;
+                vec![(index, result)]
             }
             n if n <= self.options.max_concurrency => {
                 // All fit under the limit: one allocation, no task per call.
                 let batch = &*batch;
                 join_all(reads.iter().map(|&(index, approved)| async move {
-                    (index, self.execute_one(batch, index, approved).await)
+                    let call = &batch.calls[index];
+                    let result = self
+                        .execute_one(call, batch.state, batch.start, approved)
+                        .await;
+                    (index, result)
                 }))
                 .await
             }
@@ -139,7 +161,11 @@ impl Pipeline {
                 let batch = &*batch;
                 stream::iter(reads.iter().copied())
                     .map(|(index, approved)| async move {
-                        (index, self.execute_one(batch, index, approved).await)
+                        let call = &batch.calls[index];
+                        let result = self
+                            .execute_one(call, batch.state, batch.start, approved)
+                            .await;
+                        (index, result)
                     })
                     .buffer_unordered(self.options.max_concurrency.max(1))
                     .collect()
@@ -163,10 +189,10 @@ impl Pipeline {
     /// Run an instant tool here and now, with no timer (it cannot overrun
     /// one) and no future; `None` for a tool that must be awaited. Gives
     /// the result and when it ended.
-    fn try_instant(
+    pub(super) fn try_instant(
         &self,
-        batch: &InProgress<'_>,
-        index: usize,
+        call: &ParsedCall,
+        batch_start: Instant,
         approved: Approved<'_>,
         start: Instant,
     ) -> Option<(ToolResult, Instant)> {
@@ -175,16 +201,17 @@ impl Pipeline {
             .execute_now(approved.tool, approved.arguments)?;
         let end = Instant::now();
         Some((
-            self.finish(batch, index, approved, start..end, Ok(done)),
+            self.finish(call, batch_start, approved, start..end, Ok(done)),
             end,
         ))
     }
 
     /// Run a tool that must be awaited, under its timeout.
-    async fn execute_one(
+    pub(super) async fn execute_one(
         &self,
-        batch: &InProgress<'_>,
-        index: usize,
+        call: &ParsedCall,
+        state: &ToolState,
+        batch_start: Instant,
         approved: Approved<'_>,
     ) -> ToolResult {
         let start = Instant::now();
@@ -192,22 +219,21 @@ impl Pipeline {
         let outcome = tokio::time::timeout(
             timeout,
             self.registry
-                .execute(approved.tool, approved.arguments, batch.state),
+                .execute(approved.tool, approved.arguments, state),
         )
         .await;
-        self.finish(batch, index, approved, start..Instant::now(), outcome)
+        self.finish(call, batch_start, approved, start..Instant::now(), outcome)
     }
 
     /// Word a tool's outcome as the result the model gets.
     fn finish(
         &self,
-        batch: &InProgress<'_>,
-        index: usize,
+        call: &ParsedCall,
+        batch_start: Instant,
         approved: Approved<'_>,
         ran: Range<Instant>,
         outcome: Result<Result<String, ToolFailure>, tokio::time::error::Elapsed>,
     ) -> ToolResult {
-        let call = &batch.calls[index];
         let timeout = self.registry.definition(approved.tool).timeout();
         let (content, error_kind) = match outcome {
             // An empty success still says something: providers mishandle empty results.
@@ -238,7 +264,7 @@ impl Pipeline {
             name: call.name().to_owned(),
             content,
             error_kind,
-            started: ran.start - batch.start,
+            started: ran.start - batch_start,
             elapsed: ran.end - ran.start,
         }
     }

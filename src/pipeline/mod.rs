@@ -4,6 +4,7 @@
 //! (`record`, the JSONL session log) live here; Parse and Return are the
 //! provider's wire format.
 
+mod early;
 mod execute;
 pub mod feedback;
 mod record;
@@ -16,10 +17,11 @@ use std::time::{Duration, SystemTime};
 use crate::call::ToolResult;
 use crate::tool::Registry;
 
+pub use early::EarlyRun;
 pub use execute::truncate;
 pub use feedback::FeedbackStyle;
 pub use record::{Coordinates, SessionLog};
-pub use turn::Turn;
+pub use turn::{Streamed, Turn};
 pub use validate::{Approved, Rejection, validate};
 
 /// Default bound on reads running at once.

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::Batch;
-use crate::call::{ParsedCall, ToolResult};
+use crate::call::{ParsedCall, StreamTiming, ToolResult};
 use crate::json_writer::{write_str, write_u64, write_value};
 use crate::provider::{ParsedResponse, ResponseError};
 
@@ -118,6 +118,7 @@ impl<W: Write> SessionLog<W> {
         &mut self,
         parsed: &Result<ParsedResponse, ResponseError>,
         body: &[u8],
+        stream: Option<&StreamTiming>,
         batch: &Batch,
     ) -> io::Result<()> {
         let id = self.take_id();
@@ -133,8 +134,11 @@ impl<W: Write> SessionLog<W> {
             id,
             self.last_id,
             at,
-            parsed,
-            body,
+            &Said {
+                parsed,
+                body,
+                stream,
+            },
         );
         self.last_id = Some(id);
         match parsed {
@@ -215,12 +219,14 @@ fn write_reply_entry(
     id: u64,
     parent: Option<u64>,
     timestamp: u64,
-    parsed: &Result<ParsedResponse, ResponseError>,
-    body: &[u8],
+    said: &Said<'_>,
 ) {
     write_head(out, context, id, parent, timestamp);
     out.extend_from_slice(b",\"type\":\"model_reply\"");
-    match parsed {
+    if let Some(stream) = said.stream {
+        write_stream(out, stream);
+    }
+    match said.parsed {
         Ok(response) => {
             out.extend_from_slice(b",\"text\":");
             write_str(out, &response.text);
@@ -253,11 +259,43 @@ fn write_reply_entry(
             out.extend_from_slice(b",\"error\":");
             write_str(out, &error.to_string());
             out.extend_from_slice(b",\"body\":");
-            let text = String::from_utf8_lossy(body);
+            let text = String::from_utf8_lossy(said.body);
             write_str(out, &crate::excerpt::cut(&text, BODY_EXCERPT));
         }
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// What one reply said, and when its parts came if it streamed.
+struct Said<'a> {
+    parsed: &'a Result<ParsedResponse, ResponseError>,
+    body: &'a [u8],
+    stream: Option<&'a StreamTiming>,
+}
+
+/// `,"stream":{"firstByteMs":..,"firstTokenMs":..,"callsMs":[..],"endMs":..}`,
+/// milliseconds from the request's send (`firstTokenMs` null: none came).
+fn write_stream(out: &mut Vec<u8>, stream: &StreamTiming) {
+    let ms = |out: &mut Vec<u8>, d: Duration| {
+        out.extend_from_slice(format!("{}", (d.as_secs_f64() * 1e6).round() / 1e3).as_bytes());
+    };
+    out.extend_from_slice(b",\"stream\":{\"firstByteMs\":");
+    ms(out, stream.first_byte);
+    out.extend_from_slice(b",\"firstTokenMs\":");
+    match stream.first_token {
+        Some(at) => ms(out, at),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"callsMs\":[");
+    for (i, at) in stream.calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        ms(out, *at);
+    }
+    out.extend_from_slice(b"],\"endMs\":");
+    ms(out, stream.end);
+    out.push(b'}');
 }
 
 /// `{"id":"e1","parentId":null,"timestamp":..,"type":"tool_call","callId":..,"tool":..,"arguments":..}`

@@ -328,3 +328,72 @@ async fn the_log_records_error_kinds_and_raw_arguments_of_malformed_calls() {
     assert_eq!(entries[0]["id"], "e1");
     assert!(entries[0]["timestamp"].as_u64().unwrap() > 1_600_000_000_000);
 }
+
+/// Hand `calls` over one by one, each after its wait, then close.
+async fn hand_over(
+    sender: tokio::sync::mpsc::UnboundedSender<crate::call::EarlyCall>,
+    calls: &[(u64, ParsedCall)],
+    then_ms: u64,
+) {
+    for (k, (wait_ms, call)) in calls.iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(*wait_ms)).await;
+        sender.send((k, call.clone())).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(then_ms)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_run_early_start_when_complete_and_a_write_waits_for_what_came_before() {
+    let pipeline = pipeline(reads_and_write(), ExecMode::Parallel);
+    let state = pipeline.registry().new_state();
+    let calls = vec![
+        call("r1", "fetch", json!({})),
+        call("w", "save", json!({})),
+        call("r2", "fetch", json!({})),
+    ];
+    // Complete at 50, 60 and 400 ms; the reply ends at 500 ms.
+    let arriving = [
+        (50, calls[0].clone()),
+        (10, calls[1].clone()),
+        (340, calls[2].clone()),
+    ];
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let mut run = pipeline.early(&state);
+    let handed = async move { hand_over(sender, &arriving, 100).await };
+    futures_util::join!(handed, run.take(receiver));
+    assert_eq!(run.ran(), 3);
+    let batch = run.finish(&calls).await;
+    let starts: Vec<u64> = batch
+        .results
+        .iter()
+        .map(|r| r.started.as_millis() as u64)
+        .collect();
+    // r1 at once; the write after r1 ends; r2 the moment it is complete.
+    assert_eq!(starts, [50, 150, 400]);
+    assert!(batch.results.iter().all(|r| r.error_kind.is_none()));
+    assert_eq!(batch.makespan, Duration::from_millis(450));
+    let complete = [50, 60, 400].map(Duration::from_millis);
+    assert_eq!(
+        pipeline.ideal_early(&calls, &batch.results, &complete),
+        Duration::from_millis(500)
+    );
+    // Waiting for the whole reply: 500 ms, then 300 ms of calls.
+    assert_eq!(batch.ideal_makespan, Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_the_reply_changed_after_it_ran_early_runs_again_as_the_reply_says() {
+    let pipeline = pipeline(reads_and_write(), ExecMode::Parallel);
+    let state = pipeline.registry().new_state();
+    let early = call("c1", "fetch", json!({"n": 1}));
+    let own = call("c1", "fetch", json!({"n": 12}));
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let mut run = pipeline.early(&state);
+    let handed = async move { hand_over(sender, &[(10, early)], 10).await };
+    futures_util::join!(handed, run.take(receiver));
+    let batch = run.finish(std::slice::from_ref(&own)).await;
+    assert_eq!(batch.results.len(), 1);
+    // Run again once the early run (10..110 ms) ended, as the reply says.
+    assert_eq!(batch.results[0].started, Duration::from_millis(110));
+    assert_eq!(batch.results[0].elapsed, Duration::from_millis(100));
+}

@@ -7,8 +7,8 @@
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime};
 
-use super::{Batch, Pipeline, SessionLog};
-use crate::call::{ErrorKind, Failure, ParsedCall, ToolResult};
+use super::{Batch, EarlyRun, Pipeline, SessionLog};
+use crate::call::{ErrorKind, Failure, ParsedCall, StreamTiming, ToolResult};
 use crate::provider::{ParsedResponse, Provider, ResponseError};
 use crate::tool::ToolState;
 
@@ -55,7 +55,7 @@ complete, so none of its calls were run. Send it again, shorter.";
 
 /// The results of calls that were not run, because their reply was cut
 /// by the token limit: each answered, as every format requires.
-fn not_run(calls: &[ParsedCall]) -> Batch {
+pub(super) fn not_run(calls: &[ParsedCall]) -> Batch {
     Batch {
         results: calls
             .iter()
@@ -74,6 +74,14 @@ fn not_run(calls: &[ParsedCall]) -> Batch {
     }
 }
 
+/// What a streamed reply brings to its turn: when its parts came, and
+/// the calls already run while it streamed.
+#[derive(Default)]
+pub struct Streamed<'t, 'p> {
+    pub timing: Option<&'t StreamTiming>,
+    pub early: Option<EarlyRun<'p>>,
+}
+
 impl Pipeline {
     /// Run one reply of `provider`'s wire format through every stage.
     /// `state` is what tools remember across the turns of one trial; `log`
@@ -85,11 +93,32 @@ impl Pipeline {
         state: &ToolState,
         log: Option<&mut SessionLog<W>>,
     ) -> io::Result<Turn> {
+        self.turn_streamed(provider, body, state, log, Streamed::default())
+            .await
+    }
+
+    /// [`Pipeline::turn`] of a streamed reply: its calls that ran early
+    /// keep their results (a reply cut by the token limit runs no more).
+    pub async fn turn_streamed<'p, W: Write>(
+        &'p self,
+        provider: Provider,
+        body: &[u8],
+        state: &'p ToolState,
+        log: Option<&mut SessionLog<W>>,
+        streamed: Streamed<'_, 'p>,
+    ) -> io::Result<Turn> {
         let parsed = provider.parse_response(body);
-        let batch = match &parsed {
-            Ok(response) if response.truncated => not_run(&response.calls),
-            Ok(response) => self.run_with(&response.calls, state).await,
-            Err(_) => not_run(&[]),
+        let batch = match (&parsed, streamed.early) {
+            (Ok(response), Some(early)) if response.truncated => {
+                early
+                    .finish_cut(&response.calls, not_run(&response.calls))
+                    .await
+            }
+            (Ok(response), _) if response.truncated => not_run(&response.calls),
+            (Ok(response), Some(early)) => early.finish(&response.calls).await,
+            (Ok(response), None) => self.run_with(&response.calls, state).await,
+            (Err(_), Some(early)) => early.finish_cut(&[], not_run(&[])).await,
+            (Err(_), None) => not_run(&[]),
         };
         let mut returned = Vec::with_capacity(64 + 128 * batch.results.len());
         match &parsed {
@@ -103,7 +132,7 @@ impl Pipeline {
             _ => provider.write_results(&batch.results, &mut returned),
         }
         if let Some(log) = log {
-            log.record_turn(&parsed, body, &batch)?;
+            log.record_turn(&parsed, body, streamed.timing, &batch)?;
         }
         Ok(Turn {
             parsed,

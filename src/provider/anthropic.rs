@@ -255,6 +255,7 @@ fn usage_block(block: &Value) -> Usage {
         output_tokens: count(&block["output_tokens"]),
         // Thinking is in the output; the format does not count it apart.
         reasoning_tokens: 0,
+        cached_tokens: count(&block["cache_read_input_tokens"]),
     }
 }
 

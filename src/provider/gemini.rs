@@ -318,6 +318,7 @@ fn usage_block(block: &Value) -> Usage {
         // Thoughts are billed as output, counted apart from the reply.
         output_tokens: count(&block["candidatesTokenCount"]) + count(&block["thoughtsTokenCount"]),
         reasoning_tokens: count(&block["thoughtsTokenCount"]),
+        cached_tokens: count(&block["cachedContentTokenCount"]),
     }
 }
 

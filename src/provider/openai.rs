@@ -299,6 +299,7 @@ fn usage_block(block: &Value) -> Usage {
         input_tokens: count(&block["prompt_tokens"]),
         output_tokens: count(&block["completion_tokens"]),
         reasoning_tokens: count(&block["completion_tokens_details"]["reasoning_tokens"]),
+        cached_tokens: count(&block["prompt_tokens_details"]["cached_tokens"]),
     }
 }
 

@@ -322,6 +322,7 @@ fn usage_block(block: &Value) -> Usage {
         input_tokens: count(&block["input_tokens"]),
         output_tokens: count(&block["output_tokens"]),
         reasoning_tokens: count(&block["output_tokens_details"]["reasoning_tokens"]),
+        cached_tokens: count(&block["input_tokens_details"]["cached_tokens"]),
     }
 }
 

@@ -36,6 +36,10 @@ pub struct ApiSettings {
     /// assembled into the body it stands for before Parse reads it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    /// With `stream`: run each call the moment the stream shows it
+    /// complete, while the rest of the reply is still coming.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub execute_early: bool,
     /// How hard a reasoning model thinks (`low`, `medium`, `high`), for the
     /// Responses API (`reasoning.effort`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,6 +113,12 @@ impl ApiSettings {
         }
         if self.requests_per_minute == Some(0) {
             return fail("/api/requests_per_minute", "must be at least 1");
+        }
+        if self.execute_early && !self.stream {
+            return fail(
+                "/api/execute_early",
+                "needs \"stream\": true (calls can only run early out of a stream)",
+            );
         }
         if let Some(url) = &self.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))

@@ -354,3 +354,39 @@ fn reasoning_tokens_are_read_from_each_formats_usage_block() {
         "input_tokens": 30, "output_tokens": 12}}));
     assert_eq!(anthropic.reasoning_tokens, 0);
 }
+
+#[test]
+fn cached_input_tokens_are_read_from_each_formats_usage_block() {
+    use serde_json::json;
+    let chat = Provider::OpenAi.usage(&json!({"usage": {
+        "prompt_tokens": 30, "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 24}}}));
+    let responses = Provider::OpenAiResponses.usage(&json!({"usage": {
+        "input_tokens": 30, "output_tokens": 2,
+        "input_tokens_details": {"cached_tokens": 24}}}));
+    // Anthropic counts the cache apart from input_tokens; the input is all three.
+    let anthropic = Provider::Anthropic.usage(&json!({"usage": {
+        "input_tokens": 2, "cache_read_input_tokens": 24,
+        "cache_creation_input_tokens": 4, "output_tokens": 2}}));
+    let gemini = Provider::Gemini.usage(&json!({"usageMetadata": {
+        "promptTokenCount": 30, "candidatesTokenCount": 2, "cachedContentTokenCount": 24}}));
+    for usage in [chat, responses, anthropic, gemini] {
+        assert_eq!(
+            (usage.input_tokens, usage.cached_tokens),
+            (30, 24),
+            "{usage:?}"
+        );
+    }
+    let prices = crate::call::Prices {
+        input_per_mtok: 2.0,
+        output_per_mtok: 8.0,
+        cached_input_per_mtok: Some(0.5),
+    };
+    // (6 x 2 + 24 x 0.5 + 2 x 8) / 1e6
+    assert!((prices.cost(chat) - 40e-6).abs() < 1e-12);
+    let no_cached_price = crate::call::Prices {
+        cached_input_per_mtok: None,
+        ..prices
+    };
+    assert!((no_cached_price.cost(chat) - 76e-6).abs() < 1e-12);
+}

@@ -244,6 +244,7 @@ fn render(
                 (banner(info, stats))
                 (verdict(info, stats, &charts))
                 (scenario_table(info, stats))
+                (super::streamed::html(&super::summary::streamed_cells(&summary_rows(info, stats))))
                 (failed_trials(info, failed, failures))
                 script { (PreEscaped(SCRIPT)) }
             }

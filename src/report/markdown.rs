@@ -44,6 +44,9 @@ impl Reporter for Markdown {
             &correction_rows(info, stats),
             &violations(info, stats),
         );
+        text.push_str(&super::streamed::markdown(&super::summary::streamed_cells(
+            &rows,
+        )));
         if !charts.is_empty() {
             text.push_str("\n## Charts\n\n");
             for chart in &charts {

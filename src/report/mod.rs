@@ -15,6 +15,7 @@ mod junit;
 mod markdown;
 
 mod session;
+mod streamed;
 mod summary;
 pub mod svg;
 pub mod trials;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::ser::{SerializeTuple, Serializer};
 
+use super::streamed::StreamColumns;
 use super::{Reporter, RunInfo, cell_violations, header_of, round};
 use crate::call::Failure;
 use crate::metrics::{
@@ -45,6 +46,8 @@ pub(super) struct SummaryRow {
     pub failures: Vec<u64>,
     pub tail: SummaryTail,
     pub task: TaskColumns,
+    /// Streamed replies' figures (last, after the task's).
+    pub stream: StreamColumns,
     /// Is the scenario a task (not written: the task columns say it)?
     pub is_task: bool,
 }
@@ -194,11 +197,12 @@ impl Serialize for SummaryRow {
     /// One record: the head's fields, the failure counts, the tail's, the
     /// task's.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut tuple = serializer.serialize_tuple(4)?;
+        let mut tuple = serializer.serialize_tuple(5)?;
         tuple.serialize_element(&self.head)?;
         tuple.serialize_element(&self.failures)?;
         tuple.serialize_element(&self.tail)?;
         tuple.serialize_element(&self.task)?;
+        tuple.serialize_element(&self.stream)?;
         tuple.end()
     }
 }
@@ -211,6 +215,7 @@ impl SummaryRow {
         names.extend(counted_failures().map(|(_, column)| column));
         names.extend(&header_of::<SummaryTail>()?);
         names.extend(&header_of::<TaskColumns>()?);
+        names.extend(&header_of::<StreamColumns>()?);
         Ok(names)
     }
 }
@@ -308,6 +313,7 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
     SummaryRow {
         is_task,
         task: TaskColumns::of(info, m, cell),
+        stream: StreamColumns::of(cell),
         head: SummaryHead {
             model: info.models[m].name.clone(),
             scenario: info.scenarios[s].name.clone(),
@@ -379,6 +385,17 @@ pub(super) fn summary_rows(info: &RunInfo, stats: &Aggregate) -> Vec<SummaryRow>
         }
     }
     rows
+}
+
+/// The streamed-reply figures of each cell, named.
+pub(super) fn streamed_cells(rows: &[SummaryRow]) -> Vec<super::streamed::StreamedCell<'_>> {
+    rows.iter()
+        .map(|r| super::streamed::StreamedCell {
+            model: &r.head.model,
+            scenario: &r.head.scenario,
+            columns: &r.stream,
+        })
+        .collect()
 }
 
 /// A model's cells summed.

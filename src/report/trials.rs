@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
-use crate::call::{Failure, Usage};
-use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
+use crate::call::{Failure, StreamTiming, Usage};
+use crate::metrics::{AttemptRecord, Ending, StreamRecord, TaskEnd, TrialRecord};
 
 /// The column contract of trials.csv.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -72,6 +72,30 @@ pub struct TrialRow {
     /// apart.
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Live models: of the input tokens, those read from the prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Streamed replies (empty otherwise), from the request's send: the
+    /// first byte, the first token, the first call complete, each call
+    /// complete (`;`-separated), the last event.
+    #[serde(default)]
+    pub first_byte_ms: Option<f64>,
+    #[serde(default)]
+    pub first_token_ms: Option<f64>,
+    #[serde(default)]
+    pub first_call_ms: Option<f64>,
+    #[serde(default)]
+    pub calls_ms: String,
+    #[serde(default)]
+    pub stream_end_ms: Option<f64>,
+    /// Streamed replies: to the last call's result, as run; had each
+    /// call started when complete; calls run before the reply ended.
+    #[serde(default)]
+    pub turn_ms: Option<f64>,
+    #[serde(default)]
+    pub early_ideal_ms: Option<f64>,
+    #[serde(default)]
+    pub ran_early: u32,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -121,7 +145,54 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             retries: a.retries,
             retry_ms: millis(a.retry_time),
             reasoning_tokens: a.usage.reasoning_tokens,
+            cached_tokens: a.usage.cached_tokens,
+            ..stream_columns(a.stream.as_ref())
         })
+}
+
+/// The streamed-reply columns of a row (empty when not streamed).
+fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow {
+    let Some(stream) = stream else {
+        return TrialRow::default();
+    };
+    let timing = &stream.timing;
+    let calls: Vec<String> = timing
+        .calls
+        .iter()
+        .map(|d| millis(*d).to_string())
+        .collect();
+    TrialRow {
+        first_byte_ms: Some(millis(timing.first_byte)),
+        first_token_ms: timing.first_token.map(millis),
+        first_call_ms: timing.calls.first().copied().map(millis),
+        calls_ms: calls.join(";"),
+        stream_end_ms: Some(millis(timing.end)),
+        turn_ms: Some(millis(stream.turn)),
+        early_ideal_ms: Some(millis(stream.early_ideal)),
+        ran_early: stream.ran_early,
+        ..TrialRow::default()
+    }
+}
+
+/// A row's streamed-reply columns read back; `None`: not streamed.
+fn stream_record(row: &TrialRow) -> Option<StreamRecord> {
+    let end = row.stream_end_ms?;
+    Some(StreamRecord {
+        timing: StreamTiming {
+            first_byte: duration(row.first_byte_ms.unwrap_or_default()),
+            first_token: row.first_token_ms.map(duration),
+            calls: row
+                .calls_ms
+                .split(';')
+                .filter_map(|ms| ms.parse().ok())
+                .map(duration)
+                .collect(),
+            end: duration(end),
+        },
+        turn: duration(row.turn_ms.unwrap_or_default()),
+        early_ideal: duration(row.early_ideal_ms.unwrap_or_default()),
+        ran_early: row.ran_early,
+    })
 }
 
 /// `validation;validation;wrong_call`.
@@ -246,6 +317,7 @@ impl<'p> TrialReader<'p> {
             .filter(|f| !f.is_empty())
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
+        let stream = stream_record(&row);
         let reason = (!row.reason.is_empty()).then_some(row.reason);
         let reason_parameter = (!row.reason_parameter.is_empty()).then_some(row.reason_parameter);
         let task = match (info.scenarios[scenario].task_milestones, row.ended.as_str()) {
@@ -275,7 +347,9 @@ impl<'p> TrialReader<'p> {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
                 reasoning_tokens: row.reasoning_tokens,
+                cached_tokens: row.cached_tokens,
             },
+            stream,
             milestones: row.milestones,
             redundant: row.redundant_calls,
             schema_errors: row.schema_errors,

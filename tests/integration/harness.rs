@@ -271,7 +271,7 @@ impl toolgauge::model::ModelTrial for ListenerTrial<'_> {
         Box::pin(std::future::ready(Ok(toolgauge::model::Reply {
             body: body.into_bytes(),
             usage: Default::default(),
-            timing: None,
+            ..Default::default()
         })))
     }
 }

@@ -22,6 +22,7 @@ mod run;
 mod sandbox;
 mod snapshots;
 mod store;
+mod stream_timing;
 mod streams;
 
 use std::path::PathBuf;

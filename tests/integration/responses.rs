@@ -58,6 +58,7 @@ fn response(output: Value) -> Value {
         "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
         "model": "gpt-test", "output": output, "parallel_tool_calls": true,
         "usage": {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60,
+                  "input_tokens_details": {"cached_tokens": 40},
                   "output_tokens_details": {"reasoning_tokens": 4}}
     })
 }
@@ -167,7 +168,14 @@ async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() 
         .await;
     let dir = tempfile::tempdir().unwrap();
     let base = format!("{}/v1", server.uri());
-    let model = model_file(dir.path(), "openai-responses", &base, json!({"seed": null}));
+    let prices =
+        json!({"input_per_mtok": 1.0, "cached_input_per_mtok": 0.1, "output_per_mtok": 2.0});
+    let model = model_file(
+        dir.path(),
+        "openai-responses",
+        &base,
+        json!({"seed": null, "prices": prices}),
+    );
     let suite = refund_suite(dir.path());
     let out = dir.path().join("out");
     let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
@@ -192,6 +200,10 @@ async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() 
     // Reasoning tokens per attempt, apart from the output they are part of.
     assert!(column("reasoning_tokens").all(|r| r == "4"), "{trials}");
     assert!(column("output_tokens").all(|r| r == "10"), "{trials}");
+    // 40 of the 50 input tokens from the cache, priced apart:
+    // (10 x 1.0 + 40 x 0.1 + 10 x 2.0) / 1e6 dollars.
+    assert!(column("cached_tokens").all(|r| r == "40"), "{trials}");
+    assert!(column("cost_usd").all(|r| r == "0.000034"), "{trials}");
     // The reasoning summaries are in the log, never the encrypted text.
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("Look it up first."), "{log}");

@@ -183,11 +183,11 @@ proptest! {
     }
 }
 
-fn sse(events: &[Value]) -> String {
+pub(crate) fn sse(events: &[Value]) -> String {
     events.iter().map(|e| format!("data: {e}\n\n")).collect()
 }
 
-fn chunk(delta: Value) -> Value {
+pub(crate) fn chunk(delta: Value) -> Value {
     json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
 }
 
@@ -372,7 +372,7 @@ impl wiremock::Respond for ChatServer {
     }
 }
 
-async fn chat_server(streamed: bool) -> wiremock::MockServer {
+pub(crate) async fn chat_server(streamed: bool) -> wiremock::MockServer {
     let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("POST"))
         .respond_with(ChatServer {

@@ -1,102 +1,14 @@
-//! Streamed replies: server-sent events, read with `sse-stream`, and
-//! assembled into the body the same reply has whole, so that one Parse
-//! reads both. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
-//! call deltas routed by `index` (by `id` when calls share an index, and
-//! an id that comes after the arguments joins them); the Responses API's
-//! events by `item_id` and `output_index` (its final `response.completed`
-//! holds the whole response, and wins); Anthropic's content blocks by
-//! `index` (`input` whole in `content_block_start`, or in
-//! `input_json_delta` parts); Gemini's chunks, each call whole. A stream
-//! cut in the middle of a call leaves its arguments unfinished, which
-//! Parse reports as that call's problem, never a panic.
+//! The whole body a stream stands for, per format: OpenAI Chat's
+//! `chat.completion.chunk`s, tool call deltas routed by `index` (by `id`
+//! when calls share an index, and an id that comes after the arguments
+//! joins them); the Responses API's events by `item_id` and
+//! `output_index` (its final `response.completed` holds the whole
+//! response, and wins); Anthropic's content blocks by `index` (`input`
+//! whole in `content_block_start`, or in `input_json_delta` parts);
+//! Gemini's chunks, each call whole, or Vertex's `partialArgs` pieces
+//! joined while `willContinue` says more is coming.
 
-use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value, json};
-
-use super::Provider;
-
-/// One server-sent event: its `event:` name, if it had one, and its data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
-    pub event: Option<String>,
-    pub data: String,
-}
-
-/// A body that is not a stream of server-sent events.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a stream of server-sent events: {0}")]
-pub struct NotAStream(String);
-
-/// The events of a stream that arrived in `chunks` (however it was cut).
-pub fn frames<I>(chunks: I) -> Result<Vec<Frame>, NotAStream>
-where
-    I: IntoIterator<Item = Bytes>,
-{
-    let chunks: Vec<Result<Bytes, std::io::Error>> = chunks.into_iter().map(Ok).collect();
-    let mut events = sse_stream::SseStream::from_bytes_stream(futures_util::stream::iter(chunks));
-    let mut frames = Vec::new();
-    // Every chunk is here already: each poll is ready at once.
-    while let Some(Some(event)) = events.next().now_or_never() {
-        let event = event.map_err(|e| NotAStream(e.to_string()))?;
-        if let Some(data) = event.data {
-            frames.push(Frame {
-                event: event.event,
-                data,
-            });
-        }
-    }
-    Ok(frames)
-}
-
-/// Make `request` ask for a streamed reply, as `provider`'s API wants it
-/// asked: `stream: true` (with the usage in the last chunk, for Chat), or
-/// Gemini's `streamGenerateContent` endpoint with `alt=sse`.
-pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiRequest) {
-    match provider {
-        Provider::Gemini => {
-            request.url = request
-                .url
-                .replace(":generateContent", ":streamGenerateContent?alt=sse");
-        }
-        Provider::OpenAi => {
-            request.body["stream"] = json!(true);
-            request.body["stream_options"] = json!({"include_usage": true});
-        }
-        Provider::OpenAiResponses | Provider::Anthropic => request.body["stream"] = json!(true),
-    }
-}
-
-/// The body a streamed reply stands for, in `provider`'s format.
-pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
-    let frames = frames([Bytes::copy_from_slice(streamed)])?;
-    if frames.is_empty() {
-        return Err(NotAStream("it holds no event".to_owned()));
-    }
-    Ok(assemble(provider, &frames))
-}
-
-/// [`whole`], as bytes: what Parse reads.
-pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
-    whole(provider, streamed).map(|body| body.to_string().into_bytes())
-}
-
-/// The whole body the streamed reply stands for, in `provider`'s format.
-pub fn assemble(provider: Provider, frames: &[Frame]) -> Value {
-    let chunks = frames.iter().filter_map(|frame| {
-        let data = frame.data.trim();
-        // OpenAI Chat ends with `[DONE]`; the other formats do not.
-        (data != "[DONE]")
-            .then(|| serde_json::from_str::<Value>(data).ok())
-            .flatten()
-    });
-    match provider {
-        Provider::OpenAi => chat(chunks),
-        Provider::OpenAiResponses => responses(chunks),
-        Provider::Anthropic => anthropic(chunks),
-        Provider::Gemini => gemini(chunks),
-    }
-}
 
 /// One call of a Chat stream as its deltas come.
 #[derive(Debug, Default)]
@@ -107,7 +19,7 @@ struct ChatCall {
     arguments: String,
 }
 
-fn chat(chunks: impl Iterator<Item = Value>) -> Value {
+pub(super) fn chat(chunks: impl Iterator<Item = Value>) -> Value {
     let (mut text, mut reasoning) = (String::new(), String::new());
     let mut calls: Vec<ChatCall> = Vec::new();
     let (mut finish, mut usage, mut head) = (Value::Null, Value::Null, Map::new());
@@ -189,7 +101,7 @@ fn chat_call(calls: &mut Vec<ChatCall>, part: &Value) {
         .push_str(function["arguments"].as_str().unwrap_or_default());
 }
 
-fn responses(chunks: impl Iterator<Item = Value>) -> Value {
+pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
     let mut items: Vec<Value> = Vec::new();
     let mut base = json!({"object": "response", "status": "incomplete",
                           "incomplete_details": {"reason": "the stream ended early"}});
@@ -249,7 +161,7 @@ fn responses_item<'i>(items: &'i mut [Value], event: &Value) -> Option<&'i mut V
     items.get_mut(event["output_index"].as_u64()? as usize)
 }
 
-fn anthropic(chunks: impl Iterator<Item = Value>) -> Value {
+pub(super) fn anthropic(chunks: impl Iterator<Item = Value>) -> Value {
     let mut message = json!({"type": "message", "role": "assistant"});
     let mut blocks: Vec<Value> = Vec::new();
     // The `input_json_delta` parts of each tool block.
@@ -308,8 +220,8 @@ fn anthropic(chunks: impl Iterator<Item = Value>) -> Value {
     message
 }
 
-fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
-    let mut parts: Vec<Value> = Vec::new();
+pub(super) fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
+    let mut parts = GeminiParts::default();
     let mut body = json!({});
     let mut finish = Value::Null;
     for chunk in chunks {
@@ -320,7 +232,7 @@ fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
             .into_iter()
             .flatten()
         {
-            gemini_part(&mut parts, part);
+            parts.add(part);
         }
         if !candidate["finishReason"].is_null() {
             finish = candidate["finishReason"].clone();
@@ -331,7 +243,7 @@ fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
             }
         }
     }
-    let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+    let mut candidate = json!({"content": {"role": "model", "parts": parts.done()}, "index": 0});
     if !finish.is_null() {
         candidate["finishReason"] = finish;
     }
@@ -339,19 +251,151 @@ fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
     body
 }
 
-/// Text streamed in pieces is one text part again; every other part
-/// (a call, a thought, a part with a signature) stays whole, in order.
-fn gemini_part(parts: &mut Vec<Value>, part: &Value) {
-    let plain = |p: &Value| {
-        p.as_object()
-            .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
-    };
-    if plain(part)
-        && let Some(last) = parts.last_mut().filter(|last| plain(last))
-    {
-        let text = last["text"].as_str().unwrap_or_default().to_owned();
-        last["text"] = json!(text + part["text"].as_str().unwrap_or_default());
-        return;
+/// A Gemini reply's parts so far, and the Vertex call still coming in
+/// pieces (`willContinue`), with the string arguments still growing.
+#[derive(Default)]
+struct GeminiParts {
+    parts: Vec<Value>,
+    /// The part of the call that said `willContinue: true`.
+    open: Option<usize>,
+    /// Its arguments whose last piece said `willContinue: true`.
+    growing: Vec<String>,
+}
+
+impl GeminiParts {
+    /// Text streamed in pieces is one text part again; a call in Vertex
+    /// pieces is one call; every other part (a whole call, a thought, a
+    /// part with a signature) stays whole, in order.
+    fn add(&mut self, part: &Value) {
+        let plain = |p: &Value| {
+            p.as_object()
+                .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
+        };
+        if let Some(call) = part.get("functionCall") {
+            return self.add_call(part, call);
+        }
+        if plain(part)
+            && let Some(last) = self.parts.last_mut().filter(|last| plain(last))
+        {
+            let text = last["text"].as_str().unwrap_or_default().to_owned();
+            last["text"] = json!(text + part["text"].as_str().unwrap_or_default());
+            return;
+        }
+        self.parts.push(part.clone());
     }
-    parts.push(part.clone());
+
+    fn add_call(&mut self, part: &Value, call: &Value) {
+        // A piece of the open call: it names no other call.
+        let continues = self.open.filter(|&at| {
+            let open = &self.parts[at]["functionCall"];
+            ["id", "name"]
+                .iter()
+                .all(|key| call[key].is_null() || call[key] == open[key])
+        });
+        let at = match continues {
+            Some(at) => at,
+            None => {
+                let mut whole = part.clone();
+                let fields = whole["functionCall"].as_object_mut().expect("an object");
+                fields.remove("partialArgs");
+                fields.remove("willContinue");
+                fields.entry("args").or_insert_with(|| json!({}));
+                self.parts.push(whole);
+                self.growing.clear();
+                self.parts.len() - 1
+            }
+        };
+        let args = &mut self.parts[at]["functionCall"]["args"];
+        if continues.is_some()
+            && let Some(more) = call["args"].as_object()
+        {
+            for (key, value) in more {
+                args[key] = value.clone();
+            }
+        }
+        for piece in call["partialArgs"].as_array().into_iter().flatten() {
+            let path = piece["jsonPath"].as_str().unwrap_or("$");
+            let value = ["stringValue", "numberValue", "boolValue"]
+                .iter()
+                .find_map(|key| piece.get(*key).cloned())
+                .unwrap_or(Value::Null);
+            let growing = self.growing.iter().any(|p| p == path);
+            set_at_path(args, path, value, growing);
+            self.growing.retain(|p| p != path);
+            if piece["willContinue"] == true {
+                self.growing.push(path.to_owned());
+            }
+        }
+        self.open = (call["willContinue"] == true).then_some(at);
+    }
+
+    fn done(self) -> Vec<Value> {
+        self.parts
+    }
+}
+
+/// Put `value` at a JSON path (`$.a.b[0]`, `$['a b']`), making the
+/// objects and arrays on the way; a string still growing is added to.
+fn set_at_path(root: &mut Value, path: &str, value: Value, growing: bool) {
+    let mut target = root;
+    for step in path_steps(path) {
+        target = match step {
+            Step::Key(key) => {
+                if !target.is_object() {
+                    *target = json!({});
+                }
+                target
+                    .as_object_mut()
+                    .expect("an object")
+                    .entry(key)
+                    .or_insert(Value::Null)
+            }
+            Step::Index(index) => {
+                if !target.is_array() {
+                    *target = json!([]);
+                }
+                let items = target.as_array_mut().expect("an array");
+                if items.len() <= index {
+                    items.resize(index + 1, Value::Null);
+                }
+                &mut items[index]
+            }
+        };
+    }
+    match (growing, target.as_str(), value.as_str()) {
+        (true, Some(sent), Some(more)) => *target = json!(format!("{sent}{more}")),
+        _ => *target = value,
+    }
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The steps of an RFC 9535 path as Vertex writes them: `$`, then
+/// `.name`, `['name']` or `[0]`.
+fn path_steps(path: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut rest = path.strip_prefix('$').unwrap_or(path);
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            steps.push(Step::Key(after[..end].to_owned()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').unwrap_or(after.len());
+            let inside = after[..end].trim();
+            steps.push(match inside.parse::<usize>() {
+                Ok(index) => Step::Index(index),
+                Err(_) => Step::Key(inside.trim_matches(['\'', '"']).to_owned()),
+            });
+            rest = after.get(end + 1..).unwrap_or_default();
+        } else {
+            // Not a path Vertex writes: the rest is one key.
+            steps.push(Step::Key(rest.to_owned()));
+            break;
+        }
+    }
+    steps
 }

@@ -1,0 +1,306 @@
+//! Streamed replies: server-sent events, read with `sse-stream`, and
+//! assembled into the body the same reply has whole, so that one Parse
+//! reads both. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
+//! call deltas routed by `index` (by `id` when calls share an index, and
+//! an id that comes after the arguments joins them); the Responses API's
+//! events by `item_id` and `output_index` (its final `response.completed`
+//! holds the whole response, and wins); Anthropic's content blocks by
+//! `index` (`input` whole in `content_block_start`, or in
+//! `input_json_delta` parts); Gemini's chunks, each call whole. A stream
+//! cut in the middle of a call leaves its arguments unfinished, which
+//! Parse reports as that call's problem, never a panic.
+//!
+//! A stream read as it comes ([`read`]) is timed event by event
+//! ([`Assembly`]): first byte, first token, each call complete, end.
+
+mod assemble;
+mod progress;
+
+use std::ops::Range;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{FutureExt, Stream, StreamExt};
+use serde_json::{Value, json};
+
+pub use self::progress::Progress;
+use super::Provider;
+use crate::call::{ParsedCall, StreamTiming};
+
+/// One server-sent event: its `event:` name, if it had one, and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// A body that is not a stream of server-sent events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a stream of server-sent events: {0}")]
+pub struct NotAStream(String);
+
+/// The events of a stream that arrived in `chunks` (however it was cut).
+pub fn frames<I>(chunks: I) -> Result<Vec<Frame>, NotAStream>
+where
+    I: IntoIterator<Item = Bytes>,
+{
+    let chunks: Vec<Result<Bytes, std::io::Error>> = chunks.into_iter().map(Ok).collect();
+    let mut events = sse_stream::SseStream::from_bytes_stream(futures_util::stream::iter(chunks));
+    let mut frames = Vec::new();
+    // Every chunk is here already: each poll is ready at once.
+    while let Some(Some(event)) = events.next().now_or_never() {
+        let event = event.map_err(|e| NotAStream(e.to_string()))?;
+        if let Some(data) = event.data {
+            frames.push(Frame {
+                event: event.event,
+                data,
+            });
+        }
+    }
+    Ok(frames)
+}
+
+/// Make `request` ask for a streamed reply, as `provider`'s API wants it
+/// asked: `stream: true` (with the usage in the last chunk, for Chat), or
+/// Gemini's `streamGenerateContent` endpoint with `alt=sse`.
+pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiRequest) {
+    match provider {
+        Provider::Gemini => {
+            request.url = request
+                .url
+                .replace(":generateContent", ":streamGenerateContent?alt=sse");
+        }
+        Provider::OpenAi => {
+            request.body["stream"] = json!(true);
+            request.body["stream_options"] = json!({"include_usage": true});
+        }
+        Provider::OpenAiResponses | Provider::Anthropic => request.body["stream"] = json!(true),
+    }
+}
+
+/// The body a streamed reply stands for, in `provider`'s format.
+pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
+    let frames = frames([Bytes::copy_from_slice(streamed)])?;
+    if frames.is_empty() {
+        return Err(NotAStream("it holds no event".to_owned()));
+    }
+    Ok(assemble(provider, &frames))
+}
+
+/// [`whole`], as bytes: what Parse reads.
+pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
+    whole(provider, streamed).map(|body| body.to_string().into_bytes())
+}
+
+/// The whole body the streamed reply stands for, in `provider`'s format.
+pub fn assemble(provider: Provider, frames: &[Frame]) -> Value {
+    let chunks = frames.iter().filter_map(|frame| {
+        let data = frame.data.trim();
+        // OpenAI Chat ends with `[DONE]`; the other formats do not.
+        (data != "[DONE]")
+            .then(|| serde_json::from_str::<Value>(data).ok())
+            .flatten()
+    });
+    assemble_events(provider, chunks)
+}
+
+/// The whole body of a stream's events, already read as JSON.
+fn assemble_events(provider: Provider, events: impl Iterator<Item = Value>) -> Value {
+    match provider {
+        Provider::OpenAi => assemble::chat(events),
+        Provider::OpenAiResponses => assemble::responses(events),
+        Provider::Anthropic => assemble::anthropic(events),
+        Provider::Gemini => assemble::gemini(events),
+    }
+}
+
+/// A stream's events as they come, each with when it came: what it has
+/// shown so far, and the body it stands for at the end.
+#[derive(Debug)]
+pub struct Assembly {
+    provider: Provider,
+    events: Vec<Value>,
+    arrivals: Vec<Duration>,
+    progress: Progress,
+    first_token: Option<Duration>,
+    calls: Vec<Duration>,
+}
+
+/// A stream read to its end (or as far as it went).
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    /// The body the stream stands for, in its format.
+    pub body: Value,
+    pub timing: StreamTiming,
+    /// When each event came, from the request's send.
+    pub arrivals: Vec<Duration>,
+}
+
+impl Assembly {
+    pub fn new(provider: Provider) -> Assembly {
+        Assembly {
+            provider,
+            events: Vec::new(),
+            arrivals: Vec::new(),
+            progress: Progress::new(provider),
+            first_token: None,
+            calls: Vec::new(),
+        }
+    }
+
+    /// Take one event that came `at` after the request was sent: the
+    /// calls (in call order) it completed.
+    pub fn push(&mut self, frame: &Frame, at: Duration) -> Range<usize> {
+        self.arrivals.push(at);
+        let data = frame.data.trim();
+        // OpenAI Chat ends with `[DONE]`; the other formats do not.
+        let Some(event) = (data != "[DONE]")
+            .then(|| serde_json::from_str::<Value>(data).ok())
+            .flatten()
+        else {
+            return 0..0;
+        };
+        self.progress.feed(&event);
+        self.events.push(event);
+        if self.progress.has_token() && self.first_token.is_none() {
+            self.first_token = Some(at);
+        }
+        self.mark_complete(at)
+    }
+
+    fn mark_complete(&mut self, at: Duration) -> Range<usize> {
+        let before = self.calls.len();
+        self.calls.resize(self.progress.complete().max(before), at);
+        before..self.calls.len()
+    }
+
+    /// Call `k` (in call order) as the stream shows it now.
+    pub fn call(&self, k: usize) -> Option<ParsedCall> {
+        let body = assemble_events(self.provider, self.events.iter().cloned());
+        let parsed = self.provider.parse_response(body.to_string().as_bytes());
+        parsed.ok()?.calls.into_iter().nth(k)
+    }
+
+    /// The events held no event of the stream's format.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The stream ended (or broke off) `end` after the request was sent,
+    /// its first byte having come at `first_byte`: every call begun is
+    /// complete; the body and the timings. `None`: no event came.
+    pub fn finish(mut self, first_byte: Duration, end: Duration) -> Option<Assembled> {
+        if self.events.is_empty() {
+            return None;
+        }
+        self.progress.end();
+        self.mark_complete(end);
+        Some(Assembled {
+            body: assemble_events(self.provider, self.events.into_iter()),
+            timing: StreamTiming {
+                first_byte,
+                first_token: self.first_token,
+                calls: self.calls,
+                end,
+            },
+            arrivals: self.arrivals,
+        })
+    }
+}
+
+/// A stream as received: the bytes (what a recording keeps), the body
+/// and timings when it held events, and why it broke off, if it did.
+#[derive(Debug)]
+pub struct Received {
+    pub raw: Vec<u8>,
+    pub assembled: Option<Assembled>,
+    /// The stream broke off (a body that is no stream, a connection lost):
+    /// what was read before counts, as far as it goes.
+    pub broke_off: Option<String>,
+}
+
+/// Read a stream as it comes, each event timed from `sent`; `on_calls`
+/// hears of the calls each event completes, as it comes.
+pub async fn read<S, E>(
+    provider: Provider,
+    chunks: S,
+    sent: tokio::time::Instant,
+    mut on_calls: impl FnMut(&Assembly, Range<usize>),
+) -> Received
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let received = std::sync::Mutex::new((Vec::new(), None));
+    let chunks = chunks.inspect(|chunk| {
+        if let Ok(bytes) = chunk {
+            let mut received = received.lock().expect("never poisoned");
+            received.1.get_or_insert_with(|| sent.elapsed());
+            received.0.extend_from_slice(bytes);
+        }
+    });
+    let mut events = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(chunks));
+    let mut assembly = Assembly::new(provider);
+    let mut broke_off = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(sse_stream::Sse {
+                data: Some(data),
+                event,
+                ..
+            }) => {
+                let completed = assembly.push(&Frame { event, data }, sent.elapsed());
+                if !completed.is_empty() {
+                    on_calls(&assembly, completed);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => {
+                broke_off = Some(crate::transport::error_chain(&error));
+                break;
+            }
+        }
+    }
+    // The end is the last event (what came after it says nothing).
+    let end = assembly
+        .arrivals
+        .last()
+        .copied()
+        .unwrap_or_else(|| sent.elapsed());
+    let (raw, first_byte) = std::mem::take(&mut *received.lock().expect("never poisoned"));
+    Received {
+        raw,
+        assembled: assembly.finish(first_byte.unwrap_or(end), end),
+        broke_off,
+    }
+}
+
+/// A recorded stream read again, event by event, each at the time it
+/// was recorded to have come (`arrivals`, one per event; none: at once),
+/// its first byte at `first_byte`.
+pub fn replay(
+    provider: Provider,
+    raw: &[u8],
+    first_byte: Duration,
+    arrivals: &[Duration],
+    mut on_calls: impl FnMut(&Assembly, Range<usize>),
+) -> Received {
+    let mut assembly = Assembly::new(provider);
+    let (frames, broke_off) = match frames([Bytes::copy_from_slice(raw)]) {
+        Ok(frames) => (frames, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    for (i, frame) in frames.iter().enumerate() {
+        let at = arrivals.get(i).copied().unwrap_or_default();
+        let completed = assembly.push(frame, at);
+        if !completed.is_empty() {
+            on_calls(&assembly, completed);
+        }
+    }
+    let end = arrivals.last().copied().unwrap_or_default();
+    Received {
+        raw: raw.to_vec(),
+        assembled: assembly.finish(first_byte, end),
+        broke_off,
+    }
+}

@@ -1,0 +1,377 @@
+//! When a streamed reply's parts came, and calls run before it ended:
+//! each format's moment a call is complete; Vertex's argument pieces;
+//! a stream read as it comes, timed event by event on a paused clock;
+//! a streamed run's latency columns, its calls run early, and a
+//! recording that replays to the same timings.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use toolgauge::call::ParsedCall;
+use toolgauge::provider::Provider;
+use toolgauge::provider::stream::{self, Assembly, Frame};
+
+use crate::streams::{chat_server, chunk, sse};
+
+/// The calls each event completes, feeding `events` one per millisecond;
+/// and the timings at the end.
+fn completions(provider: Provider, events: &[Value]) -> (Vec<Vec<usize>>, Vec<u64>, Option<u64>) {
+    let mut assembly = Assembly::new(provider);
+    let mut each = Vec::new();
+    for (i, event) in events.iter().enumerate() {
+        let frame = Frame {
+            event: None,
+            data: event.to_string(),
+        };
+        each.push(
+            assembly
+                .push(&frame, Duration::from_millis(i as u64))
+                .collect(),
+        );
+    }
+    let end = Duration::from_millis(events.len() as u64);
+    let timing = assembly.finish(Duration::ZERO, end).unwrap().timing;
+    let ms = |d: Duration| d.as_millis() as u64;
+    (
+        each,
+        timing.calls.iter().map(|d| ms(*d)).collect(),
+        timing.first_token.map(ms),
+    )
+}
+
+fn call_delta(index: u64, id: Option<&str>, name: Option<&str>, arguments: &str) -> Value {
+    let mut part = json!({"index": index, "function": {"arguments": arguments}});
+    if let Some(id) = id {
+        part["id"] = json!(id);
+    }
+    if let Some(name) = name {
+        part["function"]["name"] = json!(name);
+    }
+    chunk(json!({"tool_calls": [part]}))
+}
+
+#[test]
+fn each_format_says_when_a_call_is_complete() {
+    // Chat: a call is complete when the next begins, or the choice finishes.
+    let chat = [
+        chunk(json!({"role": "assistant"})),
+        chunk(json!({"content": "Checking."})),
+        call_delta(0, Some("c1"), Some("f"), "{\"a\":"),
+        call_delta(0, None, None, "1}"),
+        call_delta(1, Some("c2"), Some("g"), "{}"),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ];
+    let (each, calls, first_token) = completions(Provider::OpenAi, &chat);
+    assert_eq!(each, [vec![], vec![], vec![], vec![], vec![0], vec![1]]);
+    assert_eq!((calls, first_token), (vec![4, 5], Some(1)));
+
+    // Responses: at the call item's output_item.done.
+    let item = |id: &str| json!({"type": "function_call", "id": id, "call_id": id, "name": "f", "arguments": ""});
+    let responses = [
+        json!({"type": "response.created", "response": {"id": "r", "output": []}}),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": item("a")}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "a", "delta": "{}"}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item("a")}),
+        json!({"type": "response.output_item.added", "output_index": 1, "item": item("b")}),
+        json!({"type": "response.output_item.done", "output_index": 1, "item": item("b")}),
+    ];
+    let (each, calls, first_token) = completions(Provider::OpenAiResponses, &responses);
+    assert_eq!(each[3], [0]);
+    assert_eq!(each[5], [1]);
+    assert_eq!((calls, first_token), (vec![3, 5], Some(1)));
+
+    // Anthropic: at the tool block's content_block_stop.
+    let anthropic = [
+        json!({"type": "message_start", "message": {"role": "assistant", "content": []}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hm."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+    ];
+    let (each, calls, first_token) = completions(Provider::Anthropic, &anthropic);
+    assert_eq!(each[6], [0]);
+    assert_eq!((calls, first_token), (vec![6], Some(2)));
+
+    // Gemini: each call part whole, when it comes.
+    let gemini = [
+        json!({"candidates": [{"content": {"parts": [{"text": "Sure."}]}}]}),
+        json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]}}]}),
+        json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "g", "args": {}}}]}, "finishReason": "STOP"}]}),
+    ];
+    let (each, calls, _) = completions(Provider::Gemini, &gemini);
+    assert_eq!(each, [vec![], vec![0], vec![1]]);
+    assert_eq!(calls, [1, 2]);
+}
+
+fn gemini_call(call: Value) -> Value {
+    json!({"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"functionCall": call}]}}]})
+}
+
+#[test]
+fn vertex_partial_arguments_are_joined_into_one_call_complete_when_it_stops_continuing() {
+    let events = [
+        gemini_call(json!({"name": "book", "id": "b1", "willContinue": true})),
+        gemini_call(json!({"partialArgs": [
+            {"jsonPath": "$.city", "stringValue": "San ", "willContinue": true},
+            {"jsonPath": "$.nights", "numberValue": 2}
+        ], "willContinue": true})),
+        gemini_call(json!({"partialArgs": [
+            {"jsonPath": "$.city", "stringValue": "Francisco"},
+            {"jsonPath": "$.guest.names[1]", "stringValue": "Lin"},
+            {"jsonPath": "$['guest']['names'][0]", "stringValue": "Ada"},
+            {"jsonPath": "$.breakfast", "boolValue": true},
+            {"jsonPath": "$.note", "nullValue": "NULL_VALUE"}
+        ], "willContinue": false})),
+        gemini_call(json!({"name": "pay", "args": {"amount": 3}})),
+    ];
+    let text = sse(&events);
+    let parsed = Provider::Gemini.parse_stream(text.as_bytes()).unwrap();
+    let calls: Vec<(String, Value)> = parsed
+        .calls
+        .iter()
+        .map(|c| match c {
+            ParsedCall::Ok(c) => (c.name.clone(), c.arguments.clone()),
+            ParsedCall::Malformed(c) => panic!("malformed: {c:?}"),
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "book".to_owned(),
+                json!({"city": "San Francisco", "nights": 2,
+                       "guest": {"names": ["Ada", "Lin"]}, "breakfast": true, "note": null})
+            ),
+            ("pay".to_owned(), json!({"amount": 3})),
+        ]
+    );
+    // The pieces do not make a call each; the call is complete at the
+    // piece that stops continuing.
+    let (each, calls, _) = completions(Provider::Gemini, &events);
+    assert_eq!(each, [vec![], vec![], vec![0], vec![1]]);
+    assert_eq!(calls, [2, 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_read_as_it_comes_is_timed_event_by_event() {
+    let sent = tokio::time::Instant::now();
+    let events = [
+        chunk(json!({"role": "assistant"})),
+        chunk(json!({"content": "One moment."})),
+        call_delta(0, Some("c1"), Some("f"), "{\"a\""),
+        call_delta(0, None, None, ":1}"),
+        call_delta(1, Some("c2"), Some("g"), "{}"),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ];
+    let text = sse(&events) + "data: [DONE]\n\n";
+    // Cut anywhere (here, inside the fourth event): an event counts when
+    // its last byte came. One piece every 100 ms from 100 ms on.
+    let cuts = [
+        0,
+        40,
+        text.find("\":1}").unwrap(),
+        text.len() - 30,
+        text.len(),
+    ];
+    let pieces: Vec<Bytes> = cuts
+        .windows(2)
+        .map(|w| Bytes::copy_from_slice(&text.as_bytes()[w[0]..w[1]]))
+        .collect();
+    let chunks = futures_util::stream::unfold(pieces.into_iter(), |mut rest| async move {
+        let piece = rest.next()?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Some((Ok::<_, std::io::Error>(piece), rest))
+    });
+    let mut handed = Vec::new();
+    let received = stream::read(Provider::OpenAi, chunks, sent, |assembly, complete| {
+        for k in complete {
+            handed.push((k, assembly.call(k).map(|c| c.name().to_owned())));
+        }
+    })
+    .await;
+    assert_eq!(received.broke_off, None);
+    assert_eq!(received.raw, text.as_bytes());
+    let timing = received.assembled.unwrap().timing;
+    let ms = |d: Duration| d.as_millis() as u64;
+    assert_eq!(ms(timing.first_byte), 100);
+    // The text's event ends in the second piece; the first call is
+    // complete when the second begins (third piece), the second at the
+    // finish (fourth).
+    assert_eq!(timing.first_token.map(ms), Some(200));
+    assert_eq!(
+        timing.calls.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
+        [300, 400]
+    );
+    assert_eq!(ms(timing.end), 400);
+    assert_eq!(
+        handed,
+        [(0, Some("f".to_owned())), (1, Some("g".to_owned()))]
+    );
+}
+
+/// trials.csv's rows as maps of column to value.
+fn rows(dir: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(dir.join("trials.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|row| {
+            let row = row.unwrap();
+            headers
+                .iter()
+                .zip(row.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+async fn run(api: Value, extra: &[&str], dir: &Path, name: &str) -> std::path::PathBuf {
+    let server = chat_server(api["stream"] == true).await;
+    let base = format!("{}/v1", server.uri());
+    let model = crate::live::model_file(dir, "openai", &base, api);
+    let suite = crate::live::make_suite(dir, "Weather in Paris?");
+    let out = dir.join(name);
+    let output = crate::live::toolgauge(
+        crate::live::run_args(&suite, &model, &out, extra),
+        Some(crate::live::KEY),
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    out
+}
+
+#[tokio::test]
+async fn a_streamed_run_reports_first_token_and_first_call_and_runs_its_calls_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = run(json!({}), &[], dir.path(), "whole").await;
+    let early = run(
+        json!({"stream": true, "execute_early": true}),
+        &[],
+        dir.path(),
+        "early",
+    )
+    .await;
+    let (whole, early_rows) = (rows(&whole), rows(&early));
+    let verdict = |r: &std::collections::BTreeMap<String, String>| {
+        ["attempt", "attempt_success", "failures", "calls"].map(|k| r[k].clone())
+    };
+    assert_eq!(
+        whole.iter().map(verdict).collect::<Vec<_>>(),
+        early_rows.iter().map(verdict).collect::<Vec<_>>()
+    );
+    for row in &whole {
+        assert_eq!(
+            row["first_token_ms"], "",
+            "a whole reply has no stream times"
+        );
+        assert_eq!(row["ran_early"], "0");
+    }
+    for row in &early_rows {
+        let ms = |k: &str| {
+            row[k]
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("{k}: {row:?}"))
+        };
+        assert!(ms("first_byte_ms") <= ms("first_call_ms"), "{row:?}");
+        assert!(ms("first_call_ms") <= ms("stream_end_ms"), "{row:?}");
+        assert!(ms("stream_end_ms") <= ms("turn_ms"), "{row:?}");
+        assert_eq!(row["calls_ms"], row["first_call_ms"]);
+        assert_eq!(row["ran_early"], "1", "the call ran before the reply ended");
+    }
+    let log = std::fs::read_to_string(early.join("session.jsonl")).unwrap();
+    let replies: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "model_reply")
+        .collect();
+    assert_eq!(replies.len(), 2);
+    assert!(
+        replies
+            .iter()
+            .all(|r| r["stream"]["callsMs"].as_array().unwrap().len() == 1)
+    );
+    let summary = std::fs::read_to_string(early.join("summary.csv")).unwrap();
+    let mut reader = csv::Reader::from_reader(summary.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let row = reader.records().next().unwrap().unwrap();
+    let column = |name: &str| row[headers.iter().position(|h| h == name).unwrap()].to_owned();
+    assert_eq!(column("streamed_attempts"), "2");
+    assert!(column("first_call_p95_ms").parse::<f64>().is_ok());
+    assert!(column("early_speedup").parse::<f64>().is_ok());
+    let md = std::fs::read_to_string(early.join("summary.md")).unwrap();
+    assert!(md.contains("## Streamed replies"), "{md}");
+}
+
+#[tokio::test]
+async fn a_recorded_stream_replays_to_the_same_calls_and_timings() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("recording");
+    let record = ["--record", recording.to_str().unwrap()];
+    let api = json!({"stream": true});
+    let recorded = run(api.clone(), &record, dir.path(), "recorded").await;
+    let model = dir.path().join("openai.json");
+    let suite = dir.path().join("suite");
+    let replayed = dir.path().join("replayed");
+    let replay = ["--replay", recording.to_str().unwrap()];
+    let output = crate::live::toolgauge(
+        crate::live::run_args(&suite, &model, &replayed, &replay),
+        None,
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    let keep = [
+        "attempt",
+        "failures",
+        "calls",
+        "first_byte_ms",
+        "first_token_ms",
+        "calls_ms",
+        "stream_end_ms",
+    ];
+    let pick = |dir: &Path| -> Vec<Vec<String>> {
+        rows(dir)
+            .iter()
+            .map(|r| keep.iter().map(|k| r[*k].clone()).collect())
+            .collect()
+    };
+    let (before, after) = (pick(&recorded), pick(&replayed));
+    assert_eq!(before.len(), 2);
+    assert!(before.iter().all(|r| !r[5].is_empty()), "{before:?}");
+    assert_eq!(before, after);
+}
+
+#[test]
+fn execute_early_without_a_stream_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::live::model_file(
+        dir.path(),
+        "openai",
+        "http://127.0.0.1:9/v1",
+        json!({"execute_early": true}),
+    );
+    let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let args = crate::live::run_args(&suite, &model, &out, &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = crate::toolgauge(&args);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = crate::live::stderr(&output);
+    assert!(stderr.contains("/api/execute_early"), "{stderr}");
+    assert!(stderr.contains("\"stream\": true"), "{stderr}");
+}
