@@ -557,11 +557,19 @@ async fn a_missing_key_variable_stops_the_run_before_it_starts() {
 #[test]
 fn the_example_live_model_files_load() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/examples/live-models");
-    for name in ["openai", "anthropic", "gemini", "local"] {
-        let model = toolgauge::model::ModelFile::load(&dir.join(format!("{name}.json")))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(model.is_live(), "{name}");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        let model = toolgauge::model::ModelFile::load(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(model.is_live(), "{}", path.display());
+        if let Some(api) = &model.api {
+            api.check()
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        loaded += 1;
     }
+    assert_eq!(loaded, 6);
 }
 
 /// A real final reply of each provider: text, no call, the turn ended.
