@@ -581,30 +581,39 @@ impl Prober {
         let request = self
             .provider
             .request(&self.ask_of(&conversation, &settings));
-        let response = match self.transport.send(&request).await {
-            Ok(response) => response,
+        let opened = match self.transport.open(&request).await {
+            Ok(opened) => opened,
             Err(error) => return finding(STREAMING, Verdict::No, format!("refused: {error}")),
         };
-        let frames = crate::provider::stream::frames([bytes::Bytes::from(response.body.clone())])
-            .unwrap_or_default();
-        let events = frames.len();
-        if events == 0 {
-            return finding(
-                STREAMING,
-                Verdict::No,
-                format!(
-                    "HTTP {}: the reply is no stream of server-sent events ({} bytes)",
-                    response.status,
-                    response.body.len()
+        let status = opened.status;
+        let chunks = opened.response.bytes_stream();
+        let received =
+            crate::provider::stream::read(self.provider, chunks, opened.sent, |_, _| {}).await;
+        let Some(assembled) = received.assembled else {
+            let evidence = match received.raw.len() {
+                0 => format!(
+                    "HTTP {status} and then nothing: the server failed once the stream began (0 bytes)"
                 ),
-            );
-        }
-        let whole = crate::provider::stream::assemble(self.provider, &frames);
-        match self.provider.parse_response(whole.to_string().as_bytes()) {
+                n => format!(
+                    "HTTP {status}: the reply is no stream of server-sent events ({n} bytes)"
+                ),
+            };
+            return finding(STREAMING, Verdict::No, evidence);
+        };
+        let events = assembled.arrivals.len();
+        let ms = |d: std::time::Duration| d.as_millis();
+        match self
+            .provider
+            .parse_response(assembled.body.to_string().as_bytes())
+        {
             Ok(parsed) if parsed.calls.iter().any(|c| c.name() == TOOL) => finding(
                 STREAMING,
                 Verdict::Yes,
-                format!("{events} events, assembled into a call of {TOOL}"),
+                format!(
+                    "{events} events, assembled into a call of {TOOL}, complete at {} ms (first token at {} ms)",
+                    assembled.timing.calls.first().map_or(0, |d| ms(*d)),
+                    assembled.timing.first_token.map_or(0, ms),
+                ),
             ),
             Ok(parsed) => finding(
                 STREAMING,

@@ -336,6 +336,10 @@ fn append_line(text: &mut String, part: &str) {
 /// are not errors: they become `ParsedCall::Malformed`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResponseError {
+    /// A 2xx answer with nothing in it (seen from servers that fail
+    /// after sending the head of a stream).
+    #[error("the response body is empty: the server answered 2xx and sent nothing")]
+    Empty,
     #[error("the response body is not JSON: {message} (line {line}, column {column})")]
     NotJson {
         line: usize,
@@ -355,6 +359,9 @@ fn from_body<'a, T: serde::Deserialize<'a>>(
     provider: Provider,
     body: &'a [u8],
 ) -> Result<T, ResponseError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ResponseError::Empty);
+    }
     let text = std::str::from_utf8(body).map_err(|e| {
         let line = 1 + body[..e.valid_up_to()]
             .iter()

@@ -703,3 +703,63 @@ async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
     }
     assert_eq!(output.status.code(), Some(0), "{printed}");
 }
+
+/// As llama-cpp-python's server under chatml-function-calling answers a
+/// streamed request with tools and `tool_choice: auto`: the head of an
+/// event stream, then nothing (it raised "Automatic streaming tool choice
+/// is not supported" after the head went out). Whole requests are
+/// answered as usual.
+struct EmptyStreamServer;
+
+impl wiremock::Respond for EmptyStreamServer {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if body["stream"] == true {
+            return ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream; charset=utf-8");
+        }
+        ProbedServer {
+            shows_results: true,
+        }
+        .respond(request)
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(EmptyStreamServer)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({"stream": true}),
+    );
+    let output = toolgauge(
+        vec!["doctor".into(), model.to_str().unwrap().into()],
+        Some(KEY),
+    )
+    .await;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let streaming = printed
+        .lines()
+        .find(|l| l.trim_start().starts_with("streaming"))
+        .unwrap_or_else(|| panic!("no streaming line: {printed}"));
+    assert!(streaming.contains(" no "), "{printed}");
+    assert!(streaming.contains("then nothing"), "{printed}");
+
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    // Lost to the server, not charged to the model, and the run fails.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("lost (bad_response): the response body is empty"),
+        "{}",
+        stderr(&output)
+    );
+}
