@@ -201,6 +201,10 @@ impl LiveModel {
         // A stream becomes the body it stands for; one that is no stream
         // stays as it came, and Parse says what it is.
         let (body, json, stream) = match received.assembled {
+            // Parse reads an empty body as the empty reply it is.
+            Some(assembled) if assembled.said_nothing(self.provider) => {
+                (Vec::new(), None, Some(assembled.timing))
+            }
             Some(assembled) => (
                 assembled.body.to_string().into_bytes(),
                 Some(assembled.body),

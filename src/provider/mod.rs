@@ -336,9 +336,13 @@ fn append_line(text: &mut String, part: &str) {
 /// are not errors: they become `ParsedCall::Malformed`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResponseError {
-    /// A 2xx answer with nothing in it (seen from servers that fail
-    /// after sending the head of a stream).
-    #[error("the response body is empty: the server answered 2xx and sent nothing")]
+    /// A 2xx answer with nothing of a reply in it: an empty body (a
+    /// server that failed after sending the head of a stream), or a
+    /// stream with no output and no token count (a proxy that turned
+    /// such a failure into an empty stream).
+    #[error(
+        "the reply is empty: no output and no token count (a server that failed after answering 2xx, or a proxy that hid its error)"
+    )]
     Empty,
     #[error("the response body is not JSON: {message} (line {line}, column {column})")]
     NotJson {

@@ -51,6 +51,14 @@ fn a_real_model_reaches_later_attempts_and_doctor_sees_that_results_are_dropped(
         .find(|l| l.trim_start().starts_with("tool results shown"))
         .unwrap_or_else(|| panic!("{printed}"));
     assert!(shown.split_whitespace().any(|w| w == "no"), "{printed}");
+    // Under chatml-function-calling, a streamed request with tools and
+    // tool_choice auto gets the head of a stream and then nothing.
+    let streaming = printed
+        .lines()
+        .find(|l| l.trim_start().starts_with("streaming"))
+        .unwrap_or_else(|| panic!("{printed}"));
+    assert!(streaming.contains(" no "), "{printed}");
+    assert!(streaming.contains("then nothing"), "{printed}");
 
     let out = dir.path().join("run");
     let run = crate::toolgauge(&[

@@ -707,16 +707,30 @@ async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
 /// As llama-cpp-python's server under chatml-function-calling answers a
 /// streamed request with tools and `tool_choice: auto`: the head of an
 /// event stream, then nothing (it raised "Automatic streaming tool choice
-/// is not supported" after the head went out). Whole requests are
-/// answered as usual.
-struct EmptyStreamServer;
+/// is not supported" after the head went out); or, with `proxied`, as
+/// the LiteLLM proxy (1.100.5) in front of it passes that on: a stream
+/// that says `stop` with nothing in it. Whole requests are answered as
+/// usual.
+struct EmptyStreamServer {
+    proxied: bool,
+}
 
 impl wiremock::Respond for EmptyStreamServer {
     fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
         if body["stream"] == true {
+            let events = if self.proxied {
+                concat!(
+                    "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1795484565,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                    "data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1795484565,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n",
+                    "data: [DONE]\n\n"
+                )
+            } else {
+                ""
+            };
             return ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream; charset=utf-8");
+                .insert_header("content-type", "text/event-stream; charset=utf-8")
+                .set_body_string(events);
         }
         ProbedServer {
             shows_results: true,
@@ -729,7 +743,7 @@ impl wiremock::Respond for EmptyStreamServer {
 async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(EmptyStreamServer)
+        .respond_with(EmptyStreamServer { proxied: false })
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
@@ -758,8 +772,35 @@ async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run
     // Lost to the server, not charged to the model, and the run fails.
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("lost (bad_response): the response body is empty"),
+        stderr(&output).contains("lost (bad_response): the reply is empty"),
         "{}",
         stderr(&output)
     );
+}
+
+#[tokio::test]
+async fn a_stream_with_no_output_and_no_token_count_is_lost_not_the_models_silence() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(EmptyStreamServer { proxied: true })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({"stream": true}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("lost (bad_response): the reply is empty"),
+        "{}",
+        stderr(&output)
+    );
+    let trials = std::fs::read_to_string(out.join("trials.csv")).unwrap();
+    assert!(!trials.contains("missing_call"), "{trials}");
 }

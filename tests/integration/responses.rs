@@ -128,10 +128,52 @@ fn refused(body: &Value, turn: usize) -> Option<String> {
     (input.len() != at).then(|| format!("input has {} items, expected {at}", input.len()))
 }
 
+/// A response as the Responses API streams it: created, each output item
+/// added, its pieces (text or arguments in two deltas, then whole), done,
+/// and the whole response completed.
+fn streamed(response: &Value) -> String {
+    let mut events = vec![json!({"type": "response.created",
+        "response": {"id": response["id"], "object": "response", "status": "in_progress", "output": []}})];
+    for (i, item) in response["output"].as_array().unwrap().iter().enumerate() {
+        let mut added = item.clone();
+        if item["type"] == "function_call" {
+            added["arguments"] = json!("");
+        }
+        if item["type"] == "message" {
+            added["content"] = json!([]);
+        }
+        events
+            .push(json!({"type": "response.output_item.added", "output_index": i, "item": added}));
+        let id = &item["id"];
+        if item["type"] == "function_call" {
+            let arguments = item["arguments"].as_str().unwrap();
+            let (head, tail) = arguments.split_at(arguments.len() / 2);
+            for delta in [head, tail] {
+                events.push(json!({"type": "response.function_call_arguments.delta",
+                    "item_id": id, "output_index": i, "delta": delta}));
+            }
+            events.push(json!({"type": "response.function_call_arguments.done",
+                "item_id": id, "output_index": i, "arguments": arguments}));
+        }
+        if item["type"] == "message" {
+            let text = item["content"][0]["text"].as_str().unwrap();
+            events.push(json!({"type": "response.output_text.delta",
+                "item_id": id, "output_index": i, "content_index": 0, "delta": text}));
+        }
+        events.push(json!({"type": "response.output_item.done", "output_index": i, "item": item}));
+    }
+    events.push(json!({"type": "response.completed", "response": response}));
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
 /// Turn by turn: the lookup (with reasoning), the refund (with reasoning,
-/// the same `call_0` id again), then the answer.
+/// the same `call_0` id again), then the answer; streamed when asked.
 struct ResponsesServer {
     turns: Mutex<usize>,
+    streamed: bool,
 }
 
 impl Respond for ResponsesServer {
@@ -139,7 +181,12 @@ impl Respond for ResponsesServer {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
         let mut turns = self.turns.lock().unwrap();
         *turns += 1;
-        if let Some(message) = refused(&body, *turns) {
+        let refusal = if (body["stream"] == true) != self.streamed {
+            Some("this test's server expects `stream` as its model file says".to_owned())
+        } else {
+            refused(&body, *turns)
+        };
+        if let Some(message) = refusal {
             return ResponseTemplate::new(400).set_body_json(
                 json!({"error": {"message": message, "type": "invalid_request_error"}}),
             );
@@ -152,17 +199,51 @@ impl Respond for ResponsesServer {
                          "content": [{"type": "output_text", "text": "Order o-7 is refunded.", "annotations": []}]}])
             }
         };
+        if self.streamed {
+            return ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(streamed(&response(output)));
+        }
         ResponseTemplate::new(200).set_body_json(response(output))
     }
 }
 
 #[tokio::test]
 async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() {
+    responses_task(false).await;
+}
+
+#[tokio::test]
+async fn a_streamed_responses_api_task_runs_its_calls_early_with_the_conversation_checked() {
+    let trials = responses_task(true).await;
+    let mut reader = csv::Reader::from_reader(trials.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    // The lookup and the refund ran before their replies ended; the answer
+    // has no call, and its first token is its text.
+    let ran: Vec<&str> = rows.iter().map(|r| &r[at("ran_early")]).collect();
+    assert_eq!(ran, ["1", "1", "0"], "{trials}");
+    assert!(
+        rows[..2].iter().all(|r| !r[at("first_call_ms")].is_empty()),
+        "{trials}"
+    );
+    assert!(rows[2][at("first_call_ms")].is_empty(), "{trials}");
+    assert!(
+        rows.iter().all(|r| !r[at("first_token_ms")].is_empty()),
+        "{trials}"
+    );
+}
+
+/// The refund task against the Responses server, whole or streamed (then
+/// running calls early); trials.csv.
+async fn responses_task(streamed: bool) -> String {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/responses"))
         .respond_with(ResponsesServer {
             turns: Mutex::new(0),
+            streamed,
         })
         .mount(&server)
         .await;
@@ -174,7 +255,7 @@ async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() 
         dir.path(),
         "openai-responses",
         &base,
-        json!({"seed": null, "prices": prices}),
+        json!({"seed": null, "prices": prices, "stream": streamed, "execute_early": streamed}),
     );
     let suite = refund_suite(dir.path());
     let out = dir.path().join("out");
@@ -209,6 +290,7 @@ async fn a_responses_api_task_runs_with_its_conversation_checked_turn_by_turn() 
     assert!(log.contains("Look it up first."), "{log}");
     assert!(log.contains("\"reasoningTokens\":4"), "{log}");
     assert!(!log.contains("enc-1"), "{log}");
+    trials
 }
 
 #[tokio::test]

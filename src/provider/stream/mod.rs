@@ -208,6 +208,16 @@ impl Assembly {
     }
 }
 
+impl Assembled {
+    /// The stream held events but no output (no text, reasoning or call)
+    /// and no token count: nothing of a model's reply, as when a proxy
+    /// turns a server's failure into an empty stream that says `stop`.
+    pub fn said_nothing(&self, provider: Provider) -> bool {
+        let usage = provider.usage(&self.body);
+        self.timing.first_token.is_none() && usage.input_tokens == 0 && usage.output_tokens == 0
+    }
+}
+
 /// A stream as received: the bytes (what a recording keeps), the body
 /// and timings when it held events, and why it broke off, if it did.
 #[derive(Debug)]
