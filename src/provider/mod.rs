@@ -341,7 +341,7 @@ pub enum ResponseError {
     /// stream with no output and no token count (a proxy that turned
     /// such a failure into an empty stream).
     #[error(
-        "the reply is empty: no output and no token count (a server that failed after answering 2xx, or a proxy that hid its error)"
+        "the reply is empty: no output and no output token counted (a server that failed after answering 2xx, or a proxy that hid its error)"
     )]
     Empty,
     #[error("the response body is not JSON: {message} (line {line}, column {column})")]

@@ -709,8 +709,9 @@ async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
 /// event stream, then nothing (it raised "Automatic streaming tool choice
 /// is not supported" after the head went out); or, with `proxied`, as
 /// the LiteLLM proxy (1.100.5) in front of it passes that on: a stream
-/// that says `stop` with nothing in it. Whole requests are answered as
-/// usual.
+/// that says `stop` with nothing in it, and a usage block of its own
+/// counting the prompt only (recorded from the proxy). Whole requests are
+/// answered as usual.
 struct EmptyStreamServer {
     proxied: bool,
 }
@@ -721,8 +722,9 @@ impl wiremock::Respond for EmptyStreamServer {
         if body["stream"] == true {
             let events = if self.proxied {
                 concat!(
-                    "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1795484565,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
-                    "data: {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion.chunk\",\"created\":1795484565,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n",
+                    "data: {\"id\":\"chatcmpl-a8d12467-6ab1-4147-a416-2eae19792ba7\",\"object\":\"chat.completion.chunk\",\"created\":1795485159,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+                    "data: {\"id\":\"chatcmpl-a8d12467-6ab1-4147-a416-2eae19792ba7\",\"object\":\"chat.completion.chunk\",\"created\":1795485159,\"model\":\"smollm2-135m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                    "data: {\"id\":\"chatcmpl-a8d12467-6ab1-4147-a416-2eae19792ba7\",\"created\":1795485159,\"model\":\"smollm2-135m\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{}}],\"usage\":{\"completion_tokens\":0,\"prompt_tokens\":41,\"total_tokens\":41,\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\n\n",
                     "data: [DONE]\n\n"
                 )
             } else {
@@ -793,6 +795,12 @@ async fn a_stream_with_no_output_and_no_token_count_is_lost_not_the_models_silen
         json!({"stream": true}),
     );
     let suite = make_suite(dir.path(), "Weather in Paris?");
+    // A scenario where no call is right: an empty reply must not pass it.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/real/no_call_greeting.json"),
+        suite.join("no_call_greeting.json"),
+    )
+    .unwrap();
     let out = dir.path().join("out");
     let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
@@ -802,5 +810,13 @@ async fn a_stream_with_no_output_and_no_token_count_is_lost_not_the_models_silen
         stderr(&output)
     );
     let trials = std::fs::read_to_string(out.join("trials.csv")).unwrap();
-    assert!(!trials.contains("missing_call"), "{trials}");
+    let mut reader = csv::Reader::from_reader(trials.as_bytes());
+    let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2, "{trials}");
+    // Neither charged (a missing call) nor credited (a right silence).
+    assert!(
+        rows.iter().all(|r| r.failures == "bad_response"),
+        "{trials}"
+    );
+    assert!(rows.iter().all(|r| !r.trial_success), "{trials}");
 }

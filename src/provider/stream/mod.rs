@@ -210,11 +210,12 @@ impl Assembly {
 
 impl Assembled {
     /// The stream held events but no output (no text, reasoning or call)
-    /// and no token count: nothing of a model's reply, as when a proxy
-    /// turns a server's failure into an empty stream that says `stop`.
+    /// and no output token counted: nothing of a model's reply, as when a
+    /// proxy turns a server's failure into an empty stream that says
+    /// `stop` (the input tokens a proxy may count itself, so they say
+    /// nothing of the model).
     pub fn said_nothing(&self, provider: Provider) -> bool {
-        let usage = provider.usage(&self.body);
-        self.timing.first_token.is_none() && usage.input_tokens == 0 && usage.output_tokens == 0
+        self.timing.first_token.is_none() && provider.usage(&self.body).output_tokens == 0
     }
 }
 
