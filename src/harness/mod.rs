@@ -203,7 +203,12 @@ pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
         .map(|s| ScenarioInfo {
             name: s.name.clone(),
             max_attempts: if s.task.is_some() { 1 } else { s.max_retries },
-            task_milestones: s.task.as_ref().map(|t| t.milestones.len() as u32),
+            task_milestones: s.task.as_ref().map(task::task_milestones),
+            task_user_turns: s
+                .task
+                .as_ref()
+                .map(|t| t.user_turns() as u32)
+                .filter(|n| *n > 1),
             min_success: s.min_success,
             tags: s.tags.clone(),
         })

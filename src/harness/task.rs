@@ -31,74 +31,129 @@ pub(super) async fn run_task(
         _ => None,
     };
     let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()));
-    let mut judge = TaskJudge::new(task);
-    let mut turns: Vec<AttemptRecord> = Vec::new();
-    let mut returned: Option<Vec<u8>> = None;
-    let mut ending = Ending::TurnLimit;
-    let mut answer = None;
-
-    for number in 1..=task.max_turns {
-        let (turn, mut record) = match run.step(number, returned.as_deref()).await? {
-            Step::Turn(turn, record) => (turn, record),
-            Step::Lost(record) => {
-                turns.push(record);
-                ending = Ending::Lost;
-                break;
+    let sandbox = copy
+        .as_ref()
+        .map(|(_, s)| s.root().to_path_buf())
+        .or_else(|| scenario.sandbox.clone());
+    let mut play = Play {
+        judge: TaskJudge::new(task),
+        turns: Vec::new(),
+        returned: None,
+        ending: Ending::TurnLimit,
+    };
+    let mut success = true;
+    for k in 0..task.user_turns() {
+        let checked = task.user_turn(k).expect("k < user_turns");
+        if k > 0 {
+            // The user speaks again, after the answer (or the last results).
+            run.model_trial.user_says(&task.then[k - 1].user);
+            play.judge.next_user_turn(checked);
+        }
+        let answer = play.user_turn(&mut run, checked, k as u32 + 1).await?;
+        let passed = match play.ending {
+            // Already failed, or not the model's doing: nothing more to judge.
+            Ending::ForbiddenCall | Ending::Lost => false,
+            Ending::Answer | Ending::TurnLimit => {
+                let verdict =
+                    play.judge
+                        .verdict(answer.as_deref(), sandbox.as_deref(), |collection, id| {
+                            run.tools.store_record(collection, id)
+                        });
+                let last = play.turns.last_mut().expect("a user turn has a model turn");
+                last.failures.extend(&verdict);
+                last.success = last.failures.is_empty();
+                play.ending == Ending::Answer && verdict.is_empty()
             }
         };
-        let marks = judge.observe(turn.calls(), &turn.batch.results);
-        record.milestones = marks.milestones;
-        record.redundant = marks.redundant;
-        record.failures.extend(std::iter::repeat_n(
-            Failure::ForbiddenCall,
-            marks.forbidden as usize,
-        ));
-        record.success = record.failures.is_empty();
-        turns.push(record);
-        if marks.forbidden > 0 {
-            ending = Ending::ForbiddenCall;
+        if let Some(last) = play.turns.last_mut() {
+            last.user_turn_passed = Some(passed);
+        }
+        success &= passed;
+        if matches!(play.ending, Ending::ForbiddenCall | Ending::Lost) {
             break;
         }
-        if let Ok(parsed) = &turn.parsed
-            && parsed.calls.is_empty()
-        {
-            ending = Ending::Answer;
-            answer = Some(parsed.text.clone());
-            break;
-        }
-        returned = Some(turn.returned);
     }
-    mark_recovered(&mut turns);
-
-    let success = match ending {
-        // Already failed, or not the model's doing: nothing more to judge.
-        Ending::ForbiddenCall | Ending::Lost => false,
-        Ending::Answer | Ending::TurnLimit => {
-            let sandbox = copy
-                .as_ref()
-                .map(|(_, s)| s.root())
-                .or(scenario.sandbox.as_deref());
-            let verdict = judge.verdict(answer.as_deref(), sandbox, |collection, id| {
-                run.tools.store_record(collection, id)
-            });
-            let last = turns.last_mut().expect("a task has at least one turn");
-            last.failures.extend(&verdict);
-            last.success = last.failures.is_empty();
-            ending == Ending::Answer && verdict.is_empty()
-        }
-    };
+    mark_recovered(&mut play.turns);
     let record = TrialRecord {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
-        attempts: turns,
+        attempts: play.turns,
         task: Some(TaskEnd {
             success,
-            ending,
-            milestones: task.milestones.len() as u32,
+            ending: play.ending,
+            milestones: task_milestones(task),
+            user_turns: task.user_turns() as u32,
         }),
     };
     Ok((record, run.into_log()))
+}
+
+/// Milestones over every user turn of a task.
+pub(super) fn task_milestones(task: &crate::scenario::Task) -> u32 {
+    (0..task.user_turns())
+        .filter_map(|k| task.user_turn(k))
+        .map(|t| t.milestones.len() as u32)
+        .sum()
+}
+
+/// One task trial as it goes: the judge, the model turns so far (the
+/// trial's attempts), what Return produced last, how the last user turn
+/// ended.
+struct Play<'t> {
+    judge: TaskJudge<'t>,
+    turns: Vec<AttemptRecord>,
+    returned: Option<Vec<u8>>,
+    ending: Ending,
+}
+
+impl<'t> Play<'t> {
+    /// The agent loop of one user turn (numbered from 1), until the model
+    /// answers it, makes a forbidden call, is lost, or has used the
+    /// turn's budget. Gives the answer, if it answered.
+    async fn user_turn(
+        &mut self,
+        run: &mut TrialRun<'_>,
+        task: &'t Task,
+        user_turn: u32,
+    ) -> Result<Option<String>, RunError> {
+        self.ending = Ending::TurnLimit;
+        for _ in 0..task.max_turns {
+            let number = self.turns.len() as u32 + 1;
+            let (turn, mut record) = match run.step(number, self.returned.as_deref()).await? {
+                Step::Turn(turn, record) => (turn, record),
+                Step::Lost(mut record) => {
+                    record.user_turn = user_turn;
+                    self.turns.push(record);
+                    self.ending = Ending::Lost;
+                    return Ok(None);
+                }
+            };
+            let marks = self.judge.observe(turn.calls(), &turn.batch.results);
+            record.user_turn = user_turn;
+            record.milestones = marks.milestones;
+            record.redundant = marks.redundant;
+            record.failures.extend(std::iter::repeat_n(
+                Failure::ForbiddenCall,
+                marks.forbidden as usize,
+            ));
+            record.success = record.failures.is_empty();
+            self.turns.push(record);
+            if marks.forbidden > 0 {
+                self.ending = Ending::ForbiddenCall;
+                return Ok(None);
+            }
+            if let Ok(parsed) = &turn.parsed
+                && parsed.calls.is_empty()
+            {
+                self.ending = Ending::Answer;
+                self.returned = None;
+                return Ok(Some(parsed.text.clone()));
+            }
+            self.returned = Some(turn.returned);
+        }
+        Ok(None)
+    }
 }
 
 /// A call error is recovered when a later turn makes calls and all of them

@@ -62,6 +62,11 @@ pub struct AttemptRecord {
     pub schema_errors: u32,
     /// A streamed reply: when its parts came, and its calls run early.
     pub stream: Option<StreamRecord>,
+    /// Tasks: the user turn this model turn answers (1: the opening one).
+    pub user_turn: u32,
+    /// Tasks, on a user turn's last model turn: whether that user turn
+    /// passed its checks.
+    pub user_turn_passed: Option<bool>,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.

@@ -47,8 +47,22 @@ impl Ending {
 pub struct TaskEnd {
     pub success: bool,
     pub ending: Ending,
-    /// How many milestones the task has.
+    /// How many milestones the task has, over all its user turns.
     pub milestones: u32,
+    /// How many user turns it has (1: the user speaks once).
+    pub user_turns: u32,
+}
+
+impl TrialRecord {
+    /// A task's user turns passed before the first that failed (or was
+    /// never reached).
+    pub fn user_turns_survived(&self) -> u32 {
+        self.attempts
+            .iter()
+            .filter_map(|a| a.user_turn_passed)
+            .take_while(|passed| *passed)
+            .count() as u32
+    }
 }
 
 /// Running task measures of one cell: a few counters and two small
@@ -67,6 +81,11 @@ pub struct TaskStats {
     pub errors: u64,
     /// Of those, the ones a later turn recovered from.
     pub recovered: u64,
+    /// User turns there were, and those passed (a turn never reached
+    /// counts as not passed); user turns survived, summed over tasks.
+    pub user_turns: u64,
+    pub user_turns_passed: u64,
+    pub survived: u64,
 }
 
 impl TaskStats {
@@ -83,6 +102,13 @@ impl TaskStats {
         }
         *self.turns.entry(trial.attempts.len() as u32).or_default() += 1;
         *self.calls.entry(calls).or_default() += 1;
+        self.user_turns += u64::from(end.user_turns);
+        self.user_turns_passed += trial
+            .attempts
+            .iter()
+            .filter(|a| a.user_turn_passed == Some(true))
+            .count() as u64;
+        self.survived += u64::from(trial.user_turns_survived());
     }
 
     pub fn merge(&mut self, other: &TaskStats) {
@@ -98,6 +124,21 @@ impl TaskStats {
         self.redundant_calls += other.redundant_calls;
         self.errors += other.errors;
         self.recovered += other.recovered;
+        self.user_turns += other.user_turns;
+        self.user_turns_passed += other.user_turns_passed;
+        self.survived += other.survived;
+    }
+
+    /// Conversations only (a task whose user speaks more than once): of
+    /// the user turns, the share passed, and the user turns survived per
+    /// task (passed before the first that failed).
+    pub fn user_turn_measures(&self) -> Option<(f64, f64)> {
+        (self.user_turns > self.tasks && self.tasks > 0).then(|| {
+            (
+                self.user_turns_passed as f64 / self.user_turns as f64,
+                self.survived as f64 / self.tasks as f64,
+            )
+        })
     }
 
     /// Milestones reached over milestones there were (AgentBoard's

@@ -307,6 +307,7 @@ impl Model for LiveModel {
                 .collect(),
             last_reply: None,
             early: None,
+            user: None,
         })
     }
 }
@@ -322,9 +323,15 @@ struct LiveTrial<'a> {
     last_reply: Option<(Vec<u8>, Value)>,
     /// Where the next reply's complete calls go (`execute_early`).
     early: Option<EarlySender>,
+    /// What the user says next, after the last reply and its results.
+    user: Option<String>,
 }
 
 impl ModelTrial for LiveTrial<'_> {
+    fn user_says(&mut self, text: &str) {
+        self.user = Some(text.to_owned());
+    }
+
     fn early_calls(&mut self) -> Option<EarlyCalls> {
         if !(self.model.settings.stream && self.model.settings.execute_early) {
             return None;
@@ -335,15 +342,25 @@ impl ModelTrial for LiveTrial<'_> {
     }
 
     fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        if let Some(reply) = self.last_reply.take() {
-            // Return wrote a JSON array of messages: sent on as they are.
-            let messages: Vec<Value> = returned
-                .and_then(|bytes| serde_json::from_slice(bytes).ok())
-                .unwrap_or_default();
-            let (body, reply) = reply;
-            // The same bytes give the same call ids as the pipeline's Parse.
-            if let Ok(parsed) = self.model.provider.parse_response(&body) {
-                self.conversation.push_turn(&reply, &parsed, messages);
+        let provider = self.model.provider;
+        let user = self.user.take();
+        match self.last_reply.take() {
+            Some((body, reply)) => {
+                // Return wrote a JSON array of messages: sent on as they
+                // are, then what the user says next.
+                let mut messages: Vec<Value> = returned
+                    .and_then(|bytes| serde_json::from_slice(bytes).ok())
+                    .unwrap_or_default();
+                messages.extend(user.map(|text| provider.text_message("user", &text)));
+                // The same bytes give the same call ids as the pipeline's Parse.
+                if let Ok(parsed) = provider.parse_response(&body) {
+                    self.conversation.push_turn(&reply, &parsed, messages);
+                }
+            }
+            None => {
+                if let Some(text) = user {
+                    self.conversation.push_user(&text);
+                }
             }
         }
         Box::pin(async move {

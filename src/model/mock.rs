@@ -132,6 +132,12 @@ struct MockTrial<'a> {
 }
 
 impl ModelTrial for MockTrial<'_> {
+    fn user_says(&mut self, _text: &str) {
+        if let Some(play) = &mut self.task {
+            play.next_user_turn();
+        }
+    }
+
     fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         let p = &self.model.parameters;
         let jitter = if p.jitter_ms > 0 {

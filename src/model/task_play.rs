@@ -37,6 +37,9 @@ pub(super) trait Player {
 
 /// What a mock keeps between the turns of one task.
 pub(super) struct TaskPlay<'a> {
+    /// The whole task, and the user turn being played (`task`).
+    whole: &'a Task,
+    user_turn: usize,
     task: &'a Task,
     registry: &'a Registry,
     /// Milestones it believes done.
@@ -60,6 +63,8 @@ type Play = (String, Vec<ParsedCall>);
 impl<'a> TaskPlay<'a> {
     pub(super) fn new(task: &'a Task, registry: &'a Registry) -> Self {
         TaskPlay {
+            whole: task,
+            user_turn: 0,
             task,
             registry,
             done: vec![false; task.milestones.len()],
@@ -68,6 +73,19 @@ impl<'a> TaskPlay<'a> {
             last_ok: None,
             streak: 0,
             last_clue: None,
+        }
+    }
+
+    /// The user speaks again: play the next user turn's steps, with what
+    /// was read so far (for `$result`) kept.
+    pub(super) fn next_user_turn(&mut self) {
+        if let Some(task) = self.whole.user_turn(self.user_turn + 1) {
+            self.user_turn += 1;
+            self.task = task;
+            self.done = vec![false; task.milestones.len()];
+            self.pending.clear();
+            self.streak = 0;
+            self.last_clue = None;
         }
     }
 

@@ -43,6 +43,11 @@ impl Conversation {
         conversation
     }
 
+    /// The user speaks again, after what the conversation holds.
+    pub fn push_user(&mut self, text: &str) {
+        self.push_text("user", text);
+    }
+
     fn push_text(&mut self, role: &str, text: &str) {
         self.messages.push(self.provider.text_message(role, text));
     }

@@ -288,7 +288,41 @@ fn key_table(rows: &[SummaryRow]) -> String {
         }
         t.push_str(&task_table(&tasks));
     }
+    let conversations: Vec<&SummaryRow> = tasks
+        .into_iter()
+        .filter(|r| r.task.user_turn_success.is_some())
+        .collect();
+    if !conversations.is_empty() {
+        t.push('\n');
+        t.push_str(&conversation_table(&conversations));
+    }
     t
+}
+
+/// Conversations (the user speaks more than once): user turns passed and
+/// survived.
+fn conversation_table(rows: &[&SummaryRow]) -> String {
+    let mut t = Table::new(&[
+        ("model", Left),
+        ("conversation", Left),
+        ("trials", Right),
+        ("all user turns passed", Right),
+        ("user turns passed", Right),
+        ("turns survived (mean)", Right),
+    ]);
+    for r in rows {
+        t.row([
+            r.head.model.clone(),
+            r.head.scenario.clone(),
+            r.head.trials.to_string(),
+            percent_opt(r.head.final_success),
+            percent_opt(r.task.user_turn_success),
+            r.task
+                .turns_survived_mean
+                .map_or("-".to_owned(), |m| format!("{m:.2}")),
+        ]);
+    }
+    t.into_string()
 }
 
 /// Tasks: success, pass^3, progress, turns and calls, recovery, forbidden calls.

@@ -77,6 +77,10 @@ pub struct ScenarioInfo {
     /// Set for a task: how many milestones it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_milestones: Option<u32>,
+    /// Set for a conversation (a task whose user speaks more than once):
+    /// how many user turns it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_user_turns: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// The scenario's own success threshold.
@@ -427,6 +431,7 @@ pub(crate) mod test_runs {
                 name: "s".to_owned(),
                 max_attempts: 1,
                 task_milestones: None,
+                task_user_turns: None,
                 tags: Vec::new(),
                 min_success: None,
             }],

@@ -164,6 +164,11 @@ pub(super) struct TaskColumns {
     pub turn_limit: Option<u64>,
     pub tokens_per_task: Option<f64>,
     pub cost_per_task: Option<f64>,
+    /// Conversations (the user speaks more than once): the share of user
+    /// turns passed, and user turns survived per task (passed before the
+    /// first that failed).
+    pub user_turn_success: Option<f64>,
+    pub turns_survived_mean: Option<f64>,
 }
 
 impl TaskColumns {
@@ -189,6 +194,8 @@ impl TaskColumns {
             turn_limit: count(Failure::TurnLimit),
             tokens_per_task: per_task((cell.input_tokens + cell.output_tokens) as f64),
             cost_per_task: per_task(cost(info, m, cell)),
+            user_turn_success: opt(task.user_turn_measures().map(|m| m.0)),
+            turns_survived_mean: opt(task.user_turn_measures().map(|m| m.1)),
         }
     }
 }

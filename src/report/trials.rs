@@ -96,6 +96,14 @@ pub struct TrialRow {
     pub early_ideal_ms: Option<f64>,
     #[serde(default)]
     pub ran_early: u32,
+    /// Tasks: the user turn this row's model turn answers (1: the
+    /// opening one; a conversation's user speaks again at 2, 3, ...).
+    #[serde(default)]
+    pub user_turn: Option<u32>,
+    /// Tasks, on a user turn's last row: `yes` when that user turn passed
+    /// its checks, else `no`; empty on other rows.
+    #[serde(default)]
+    pub user_turn_passed: String,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -146,6 +154,13 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             retry_ms: millis(a.retry_time),
             reasoning_tokens: a.usage.reasoning_tokens,
             cached_tokens: a.usage.cached_tokens,
+            user_turn: (a.user_turn > 0).then_some(a.user_turn),
+            user_turn_passed: match a.user_turn_passed {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "",
+            }
+            .to_owned(),
             ..stream_columns(a.stream.as_ref())
         })
 }
@@ -318,6 +333,12 @@ impl<'p> TrialReader<'p> {
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
         let stream = stream_record(&row);
+        let user_turn_passed = match row.user_turn_passed.as_str() {
+            "" => None,
+            "yes" => Some(true),
+            "no" => Some(false),
+            other => return Err(unknown("user_turn_passed", other)),
+        };
         let reason = (!row.reason.is_empty()).then_some(row.reason);
         let reason_parameter = (!row.reason_parameter.is_empty()).then_some(row.reason_parameter);
         let task = match (info.scenarios[scenario].task_milestones, row.ended.as_str()) {
@@ -326,6 +347,7 @@ impl<'p> TrialReader<'p> {
                 success: row.trial_success,
                 ending: Ending::parse(ended).ok_or_else(|| unknown("ending", ended))?,
                 milestones,
+                user_turns: info.scenarios[scenario].task_user_turns.unwrap_or(1),
             }),
             (None, ended) => return Err(unknown("ending of a non-task scenario", ended)),
         };
@@ -350,6 +372,8 @@ impl<'p> TrialReader<'p> {
                 cached_tokens: row.cached_tokens,
             },
             stream,
+            user_turn: row.user_turn.unwrap_or(0),
+            user_turn_passed,
             milestones: row.milestones,
             redundant: row.redundant_calls,
             schema_errors: row.schema_errors,

@@ -162,11 +162,21 @@ pub(super) fn success(
         (Some(expect), None) => (expect, None),
         (None, Some(task)) => {
             let task = Task::compile(task, registry)?;
-            if !task.final_files.is_empty() && sandbox.is_none() {
-                return Err(Located::new(
-                    Pointer::at("/task/final_state/files"),
-                    "files can be checked only in a scenario with file tools or files",
-                ));
+            for k in 0..task.user_turns() {
+                let checked = task.user_turn(k).expect("k < user_turns");
+                if !checked.final_files.is_empty() && sandbox.is_none() {
+                    let at = match k {
+                        0 => Pointer::at("/task/final_state/files"),
+                        k => Pointer::at("/task/turns")
+                            .index(k - 1)
+                            .key("final_state")
+                            .key("files"),
+                    };
+                    return Err(Located::new(
+                        at,
+                        "files can be checked only in a scenario with file tools or files",
+                    ));
+                }
             }
             (&NO_CALL, Some(task))
         }

@@ -4,6 +4,7 @@
 
 mod compile;
 mod expect;
+pub mod judge;
 mod load;
 mod locate;
 pub mod matcher;
@@ -19,10 +20,11 @@ use serde_json::{Map, Value};
 use crate::tool::{Registry, ToolDef};
 
 pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
+pub use judge::{TaskJudge, TurnMarks};
 pub use load::{
     LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite, load_suites,
 };
-pub use task::{Task, TaskJudge, TurnMarks};
+pub use task::Task;
 
 /// The default number of attempts a model gets.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;

@@ -8,6 +8,7 @@ mod bfcl_oracle;
 mod browser;
 mod cli;
 mod conformance;
+mod conversation;
 mod corpus;
 mod docs;
 mod harness;

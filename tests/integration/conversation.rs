@@ -1,0 +1,276 @@
+//! Conversations: tasks whose user speaks again. The example conversation
+//! on the mock models (the scripted one passes every user turn, the
+//! others fail some, reported per user turn and as turns survived), and
+//! on a live model whose server checks, at each user turn, that the user's
+//! new message follows the model's answer to the last one.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::live::{KEY, model_file, stderr, toolgauge};
+
+const CONVERSATION: &str = "scenarios/agent/conversation_order_support.json";
+
+/// trials.csv's rows of one model: (user_turn, user_turn_passed).
+fn user_turns(out: &Path, model: &str) -> Vec<(String, String)> {
+    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+    reader
+        .deserialize::<toolgauge::report::TrialRow>()
+        .map(Result::unwrap)
+        .filter(|r| r.model == model)
+        .map(|r| {
+            (
+                r.user_turn.map(|n| n.to_string()).unwrap_or_default(),
+                r.user_turn_passed,
+            )
+        })
+        .collect()
+}
+
+/// summary.csv's row of `model` as column -> value.
+fn summary(out: &Path, model: &str) -> std::collections::BTreeMap<String, String> {
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let row = reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| &r[0] == model)
+        .unwrap();
+    headers
+        .iter()
+        .zip(row.iter())
+        .map(|(h, v)| (h.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_conversation_on_the_mocks_is_judged_per_user_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = crate::toolgauge(&[
+        "run",
+        CONVERSATION,
+        "--trials",
+        "12",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    // The scripted model: each user turn's steps, then its answer.
+    let scripted = user_turns(&out, "scripted");
+    let first_trial: Vec<(&str, &str)> = scripted[..7]
+        .iter()
+        .map(|(t, p)| (t.as_str(), p.as_str()))
+        .collect();
+    assert_eq!(
+        first_trial,
+        [
+            ("1", ""),
+            ("1", ""),
+            ("1", "yes"),
+            ("2", ""),
+            ("2", "yes"),
+            ("3", ""),
+            ("3", "yes")
+        ]
+    );
+    let row = summary(&out, "scripted");
+    assert_eq!(row["user_turn_success"], "1.0");
+    assert_eq!(row["turns_survived_mean"], "3.0");
+    // The careless model fails some user turns; survived counts only
+    // those before the first failure.
+    let careless = summary(&out, "careless");
+    let passed: f64 = careless["user_turn_success"].parse().unwrap();
+    let survived: f64 = careless["turns_survived_mean"].parse().unwrap();
+    assert!(passed < 1.0 && survived < 3.0, "{careless:?}");
+    assert!(survived <= passed * 3.0 + 1e-9, "{careless:?}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("| turns survived (mean) |"), "{md}");
+}
+
+/// The model's side of the conversation, turn by turn: a call or an
+/// answer per request; a request at a user turn must end with the model's
+/// answer and then what the user said, else 400.
+struct ConversationServer {
+    requests: Mutex<usize>,
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [{
+        "id": format!("call_{name}"), "type": "function",
+        "function": {"name": name, "arguments": arguments.to_string()}}]})
+}
+
+fn says(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+impl Respond for ConversationServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let mut requests = self.requests.lock().unwrap();
+        *requests += 1;
+        let user_turn = |answer: &str, user: &str| {
+            let n = messages.len();
+            n >= 2
+                && messages[n - 2]["content"] == answer
+                && messages[n - 1]["role"] == "user"
+                && messages[n - 1]["content"] == user
+        };
+        let (message, ok) = match *requests {
+            1 => (
+                call(
+                    "store_find",
+                    json!({"collection": "customers", "where": {"email": "ada@example.com"}}),
+                ),
+                true,
+            ),
+            2 => (
+                call("store_get", json!({"collection": "orders", "id": "o-9d21"})),
+                true,
+            ),
+            3 => (says("Her order o-9d21 was delivered."), true),
+            4 => (
+                call(
+                    "refund_order",
+                    json!({"order_id": "o-9d21", "amount": 84.5}),
+                ),
+                user_turn(
+                    "Her order o-9d21 was delivered.",
+                    "She would like it refunded in full, please. Tell me the refund id.",
+                ),
+            ),
+            5 => (says("Refunded: r-o-9d21."), true),
+            6 => (
+                call(
+                    "store_put",
+                    json!({"collection": "customers", "record": {"id": "c-7f3a",
+                        "email": "ada.l@example.com", "name": "Ada Lovelace", "orders": ["o-9d21"]}}),
+                ),
+                user_turn(
+                    "Refunded: r-o-9d21.",
+                    "Her email is now ada.l@example.com. Update her customer record, keeping everything else.",
+                ),
+            ),
+            _ => (says("Her email is now ada.l@example.com."), true),
+        };
+        if !ok {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": format!("request {requests}: the user's new message does not follow the answer"),
+                "type": "invalid_request_error"}}));
+        }
+        let finish = if message["tool_calls"].is_null() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_live_conversation_sends_each_user_turn_after_the_answer_and_passes_all_three() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ConversationServer {
+            requests: Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &format!("{}/v1", server.uri()),
+        json!({}),
+    );
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        CONVERSATION,
+        "--models",
+        model.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(server.received_requests().await.unwrap().len(), 7);
+    let turns = user_turns(&out, "openai-live");
+    let passed: Vec<&str> = turns
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(t, p)| {
+            assert_eq!(p, "yes", "user turn {t}: {turns:?}");
+            t.as_str()
+        })
+        .collect();
+    assert_eq!(passed, ["1", "2", "3"]);
+    let row = summary(&out, "openai-live");
+    assert_eq!(row["final_success"], "1.0");
+    assert_eq!(row["turns_survived_mean"], "3.0");
+}
+
+#[test]
+fn a_user_turn_that_cannot_fail_or_names_no_tool_is_refused_where_it_is() {
+    let base: Value =
+        serde_json::from_str(&std::fs::read_to_string(CONVERSATION).unwrap()).unwrap();
+    let cases = [
+        (
+            json!({"user": "And?", "milestones": [{"name": "no_such_tool"}]}),
+            "/task/turns/1/milestones/0/name",
+            "no tool named \"no_such_tool\"",
+        ),
+        (
+            json!({"user": "Thanks."}),
+            "/task/turns/1",
+            "a user turn needs at least one check that can fail",
+        ),
+        (
+            json!({"user": " ", "answer": "ok"}),
+            "/task/turns/1/user",
+            "is empty",
+        ),
+    ];
+    for (turn, at, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut scenario = base.clone();
+        scenario["task"]["turns"][1] = turn;
+        let path = dir.path().join("conversation.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+        let out = dir.path().join("out");
+        let output = crate::toolgauge(&[
+            "run",
+            path.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = crate::live::stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(at) && stderr.contains(says),
+            "{at}: {stderr}"
+        );
+    }
+}
