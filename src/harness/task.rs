@@ -31,6 +31,7 @@ pub(super) async fn run_task(
         _ => None,
     };
     let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()));
+    run.tools.hide(&task.hidden_at_start());
     let sandbox = copy
         .as_ref()
         .map(|(_, s)| s.root().to_path_buf())
@@ -45,8 +46,11 @@ pub(super) async fn run_task(
     for k in 0..task.user_turns() {
         let checked = task.user_turn(k).expect("k < user_turns");
         if k > 0 {
-            // The user speaks again, after the answer (or the last results).
-            run.model_trial.user_says(&task.then[k - 1].user);
+            // The user speaks again, after the answer (or the last results),
+            // and the tools this turn gives are the model's from now on.
+            let turn = &task.then[k - 1];
+            run.tools.show(&turn.add_tools);
+            run.model_trial.user_says(turn);
             play.judge.next_user_turn(checked);
         }
         let answer = play.user_turn(&mut run, checked, k as u32 + 1).await?;

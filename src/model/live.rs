@@ -299,12 +299,22 @@ impl Model for LiveModel {
             model: self,
             start,
             conversation: Conversation::new(self.provider, &start.scenario.prompt),
-            tools: start
-                .scenario
-                .registry
-                .definitions()
-                .map(|d| d.spec())
-                .collect(),
+            // A conversation gives some tools only at a later user turn.
+            tools: {
+                let hidden = start
+                    .scenario
+                    .task
+                    .as_ref()
+                    .map(|t| t.hidden_at_start())
+                    .unwrap_or_default();
+                start
+                    .scenario
+                    .registry
+                    .definitions()
+                    .filter(|d| !hidden.contains(&d.name))
+                    .map(|d| d.spec())
+                    .collect()
+            },
             last_reply: None,
             early: None,
             user: None,
@@ -328,8 +338,15 @@ struct LiveTrial<'a> {
 }
 
 impl ModelTrial for LiveTrial<'_> {
-    fn user_says(&mut self, text: &str) {
-        self.user = Some(text.to_owned());
+    fn user_says(&mut self, turn: &crate::scenario::UserTurn) {
+        self.user = Some(turn.user.clone());
+        let registry = &self.start.scenario.registry;
+        self.tools.extend(
+            registry
+                .definitions()
+                .filter(|d| turn.add_tools.contains(&d.name))
+                .map(|d| d.spec()),
+        );
     }
 
     fn early_calls(&mut self) -> Option<EarlyCalls> {

@@ -347,9 +347,9 @@ pub trait ModelTrial: Send {
     /// array, as bytes); `None` on the first turn.
     fn reply<'s>(&'s mut self, attempt: u32, returned: Option<&'s [u8]>) -> ReplyFuture<'s>;
 
-    /// The user speaks again (a conversation's next user turn): the next
-    /// reply answers this after what came before.
-    fn user_says(&mut self, _text: &str) {}
+    /// The user speaks again (a conversation's next user turn, with the
+    /// tools it gives): the next reply answers this after what came before.
+    fn user_says(&mut self, _turn: &crate::scenario::UserTurn) {}
 
     /// Asked before [`ModelTrial::reply`]: where that reply's calls will
     /// come as each is complete, for a model that streams and runs calls

@@ -17,7 +17,7 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::validate::{Approved, validate};
+use super::validate::{Approved, validate, validate_among};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{EarlyCall, ParsedCall, ToolResult};
 use crate::tool::{Effect, ToolId, ToolState};
@@ -81,7 +81,7 @@ impl<'p> EarlyRun<'p> {
         self.results.push(None);
         let pipeline = self.pipeline;
         let call = &self.calls[index];
-        let tool = match validate(&pipeline.registry, call) {
+        let tool = match validate_among(&pipeline.registry, self.state.hidden(), call) {
             Err(rejection) => {
                 self.results[index] = Some(pipeline.rejected(call, &rejection, self.start));
                 return;

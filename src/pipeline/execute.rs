@@ -10,7 +10,7 @@ use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use super::feedback::word_error;
-use super::validate::{Approved, Rejection, validate};
+use super::validate::{Approved, Rejection, validate_among};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
 use crate::provider::EMPTY_RESULT_PLACEHOLDER;
@@ -50,7 +50,7 @@ impl Pipeline {
             read_group: Duration::ZERO,
         };
         for (index, call) in calls.iter().enumerate() {
-            match validate(&self.registry, call) {
+            match validate_among(&self.registry, state.hidden(), call) {
                 Err(rejection) => {
                     batch.results[index] = Some(self.rejected(call, &rejection, batch.start));
                 }

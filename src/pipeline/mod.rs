@@ -22,7 +22,7 @@ pub use execute::truncate;
 pub use feedback::FeedbackStyle;
 pub use record::{Coordinates, SessionLog};
 pub use turn::{Streamed, Turn};
-pub use validate::{Approved, Rejection, validate};
+pub use validate::{Approved, Rejection, validate, validate_among};
 
 /// Default bound on reads running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 16;

@@ -33,6 +33,17 @@ pub struct Rejection {
 /// the tool's schema is in its subset (cheap enough to run twice), else in
 /// one pass of the general validator.
 pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approved<'c>, Rejection> {
+    validate_among(registry, &[], call)
+}
+
+/// [`validate`] for a model not yet given the tools `hidden` names (a
+/// conversation adds them at a later user turn): a call to one is a call
+/// to an unknown tool, and the error lists only the tools it has.
+pub fn validate_among<'c>(
+    registry: &Registry,
+    hidden: &[String],
+    call: &'c ParsedCall,
+) -> Result<Approved<'c>, Rejection> {
     let call = match call {
         ParsedCall::Ok(call) => call,
         ParsedCall::Malformed(call) => {
@@ -43,10 +54,12 @@ pub fn validate<'c>(registry: &Registry, call: &'c ParsedCall) -> Result<Approve
             });
         }
     };
-    let Some(tool) = registry.lookup(&call.name) else {
+    let shown = |name: &str| !hidden.iter().any(|h| h == name);
+    let Some(tool) = registry.lookup(&call.name).filter(|_| shown(&call.name)) else {
+        let available = registry.names().filter(|n| shown(n));
         return Err(Rejection {
             kind: ErrorKind::UnknownTool,
-            message: Cow::Owned(feedback::unknown_tool(&call.name, registry.names())),
+            message: Cow::Owned(feedback::unknown_tool(&call.name, available)),
             details: Vec::new(),
         });
     };

@@ -24,7 +24,7 @@ pub use judge::{TaskJudge, TurnMarks};
 pub use load::{
     LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite, load_suites,
 };
-pub use task::Task;
+pub use task::{Task, UserTurn};
 
 /// The default number of attempts a model gets.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;

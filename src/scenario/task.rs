@@ -209,6 +209,7 @@ impl Task {
             then: Vec::new(),
         };
         task.then = compile_turns(&file.turns, &task, registry)?;
+        check_added_tools(&task, registry)?;
         Ok(task)
     }
 
@@ -220,6 +221,15 @@ impl Task {
             0 => Some(self),
             k => self.then.get(k - 1).map(|turn| &turn.task),
         }
+    }
+
+    /// The tools a conversation gives the model only at a later user
+    /// turn: hidden when it starts.
+    pub fn hidden_at_start(&self) -> Vec<String> {
+        self.then
+            .iter()
+            .flat_map(|turn| turn.add_tools.iter().cloned())
+            .collect()
     }
 
     /// User turns in all: the opening one and those after it.
@@ -468,6 +478,52 @@ pub struct UserTurnFile {
     pub final_state: FinalStateFile,
     #[serde(default)]
     pub answer: Option<Value>,
+    /// Tools of the scenario the model is given only from this turn on
+    /// (before it, a call to one is a call to an unknown tool).
+    #[serde(default)]
+    pub add_tools: Vec<String>,
+}
+
+/// Tools added at a user turn are the scenario's, added once, and no
+/// milestone before that turn needs one (it could never be reached).
+fn check_added_tools(task: &Task, registry: &Registry) -> Result<(), Located> {
+    let mut added: Vec<(&str, usize)> = Vec::new();
+    for (i, turn) in task.then.iter().enumerate() {
+        for (j, name) in turn.add_tools.iter().enumerate() {
+            let at = Pointer::root()
+                .key("task")
+                .key("turns")
+                .index(i)
+                .key("add_tools")
+                .index(j);
+            known_tool(registry, name, at.clone())?;
+            if added.iter().any(|(n, _)| n == name) {
+                return Err(Located::new(at, format!("{name:?} is added twice")));
+            }
+            added.push((name, i + 1));
+        }
+    }
+    for k in 0..task.user_turns() {
+        let checked = task.user_turn(k).expect("k < user_turns");
+        for (m, milestone) in checked.milestones.iter().enumerate() {
+            if let Some((name, from)) = added.iter().find(|(n, _)| *n == milestone.name)
+                && *from > k
+            {
+                let base = match k {
+                    0 => task_at(),
+                    k => task_at().key("turns").index(k - 1),
+                };
+                return Err(Located::new(
+                    base.key("milestones").index(m).key("name"),
+                    format!(
+                        "{name:?} is given to the model only from user turn {} on (add_tools), so this milestone could never be reached",
+                        from + 1
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A user turn after the opening one: what the user says, and the task
@@ -477,6 +533,8 @@ pub struct UserTurnFile {
 pub struct UserTurn {
     pub user: String,
     pub task: Task,
+    /// Tools the model is given from this turn on.
+    pub add_tools: Vec<String>,
 }
 
 /// Check each user turn of `task` against the scenario's tools; problems
@@ -506,6 +564,7 @@ fn compile_turns(
                 &at,
             )?;
             Ok(UserTurn {
+                add_tools: file.add_tools.clone(),
                 user: file.user.clone(),
                 task: Task {
                     max_turns: task.max_turns,

@@ -235,6 +235,7 @@ impl Registry {
             sandbox: None,
             down: Mutex::new(Vec::new()),
             resources: Mutex::new(Vec::new()),
+            hidden: Vec::new(),
         };
         for tool in &self.tools {
             tool.backend.prepare(&state);

@@ -41,12 +41,30 @@ pub struct ToolState {
     /// What tools keep for this trial only (its own MCP server, say), by
     /// the key the tool chose; dropped with the state.
     pub(super) resources: Mutex<Vec<(usize, TrialResource)>>,
+    /// Tools the model has not been given yet (a conversation adds them
+    /// at a later user turn): calls to them are calls to unknown tools.
+    pub(super) hidden: Vec<String>,
 }
 
 /// Something a tool keeps for one trial.
 pub(super) type TrialResource = Arc<dyn std::any::Any + Send + Sync>;
 
 impl ToolState {
+    /// Tools the model has not been given yet.
+    pub fn hidden(&self) -> &[String] {
+        &self.hidden
+    }
+
+    /// Hide `names` until [`ToolState::show`] gives them.
+    pub fn hide(&mut self, names: &[String]) {
+        self.hidden.extend(names.iter().cloned());
+    }
+
+    /// The model is given `names` now.
+    pub fn show(&mut self, names: &[String]) {
+        self.hidden.retain(|h| !names.contains(h));
+    }
+
     /// What the trial's store holds now: `{"collection": [records]}`.
     pub fn store_snapshot(&self) -> serde_json::Value {
         self.store

@@ -120,6 +120,17 @@ impl Respond for ConversationServer {
         let messages = body["messages"].as_array().unwrap();
         let mut requests = self.requests.lock().unwrap();
         *requests += 1;
+        // The refund tool is given from the second user turn on.
+        let refund_given = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "refund_order");
+        if refund_given != (*requests >= 4) {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": format!("request {requests}: refund_order given: {refund_given}"),
+                "type": "invalid_request_error"}}));
+        }
         let user_turn = |answer: &str, user: &str| {
             let n = messages.len();
             n >= 2
@@ -255,6 +266,131 @@ fn a_user_turn_that_cannot_fail_or_names_no_tool_is_refused_where_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let mut scenario = base.clone();
         scenario["task"]["turns"][1] = turn;
+        let path = dir.path().join("conversation.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+        let out = dir.path().join("out");
+        let output = crate::toolgauge(&[
+            "run",
+            path.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = crate::live::stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(at) && stderr.contains(says),
+            "{at}: {stderr}"
+        );
+    }
+}
+
+/// A model that reaches for the refund tool before it is given: the call
+/// fails as a call to an unknown tool, then it answers.
+struct EagerServer {
+    requests: Mutex<usize>,
+}
+
+impl Respond for EagerServer {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let mut requests = self.requests.lock().unwrap();
+        *requests += 1;
+        let message = match *requests {
+            1 => call(
+                "refund_order",
+                json!({"order_id": "o-9d21", "amount": 84.5}),
+            ),
+            _ => says("I could not do it."),
+        };
+        let finish = if message["tool_calls"].is_null() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_added_at_a_later_user_turn_is_unknown_before_it_and_not_named_in_the_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(EagerServer {
+            requests: Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &format!("{}/v1", server.uri()),
+        json!({}),
+    );
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        CONVERSATION,
+        "--models",
+        model.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let output = toolgauge(args, Some(KEY)).await;
+    // No threshold: a failed conversation is a measure, not a failed run.
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+    let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
+    assert_eq!(rows[0].failures, "unknown_tool");
+    assert!(!rows[0].trial_success);
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    let result = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    let text = result["content"].as_str().unwrap();
+    assert!(text.contains("Unknown tool \"refund_order\""), "{text}");
+    assert!(
+        text.contains("store_find") && !text.contains("refund_order."),
+        "{text}"
+    );
+    assert!(!text.contains(", refund_order"), "{text}");
+}
+
+#[test]
+fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_given() {
+    let base: Value =
+        serde_json::from_str(&std::fs::read_to_string(CONVERSATION).unwrap()).unwrap();
+    let mut unknown = base.clone();
+    unknown["task"]["turns"][0]["add_tools"] = json!(["refund_everything"]);
+    let mut too_early = base.clone();
+    too_early["task"]["turns"][1]["add_tools"] = json!(["store_put", "refund_order"]);
+    too_early["task"]["turns"][0]["add_tools"] = json!([]);
+    let cases = [
+        (
+            unknown,
+            "/task/turns/0/add_tools/0",
+            "no tool named \"refund_everything\"",
+        ),
+        (
+            too_early,
+            "/task/turns/0/milestones/0/name",
+            "\"refund_order\" is given to the model only from user turn 3 on",
+        ),
+    ];
+    for (scenario, at, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conversation.json");
         std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
         let out = dir.path().join("out");
