@@ -180,26 +180,32 @@ impl Respond for ConversationServer {
                 "message": format!("request {requests}: the user's new message does not follow the answer"),
                 "type": "invalid_request_error"}}));
         }
-        let finish = if message["tool_calls"].is_null() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        ResponseTemplate::new(200).set_body_json(json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
-        }))
+        completion(message)
     }
 }
 
-#[tokio::test]
-async fn a_live_conversation_sends_each_user_turn_after_the_answer_and_passes_all_three() {
+/// A Chat completion answering with `message`.
+fn completion(message: Value) -> ResponseTemplate {
+    let finish = if message["tool_calls"].is_null() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
+    }))
+}
+
+/// The example conversation, one trial, on a live model behind `server`
+/// (answering as `responder` does): the run's output and its folder.
+async fn live_conversation(
+    responder: impl Respond + 'static,
+) -> (MockServer, std::process::Output, tempfile::TempDir) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ConversationServer {
-            requests: Mutex::new(0),
-        })
+        .respond_with(responder)
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
@@ -224,6 +230,16 @@ async fn a_live_conversation_sends_each_user_turn_after_the_answer_and_passes_al
     .map(str::to_owned)
     .to_vec();
     let output = toolgauge(args, Some(KEY)).await;
+    (server, output, dir)
+}
+
+#[tokio::test]
+async fn a_live_conversation_sends_each_user_turn_after_the_answer_and_passes_all_three() {
+    let (server, output, dir) = live_conversation(ConversationServer {
+        requests: Mutex::new(0),
+    })
+    .await;
+    let out = dir.path().join("out");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(server.received_requests().await.unwrap().len(), 7);
     let turns = user_turns(&out, "openai-live");
@@ -263,27 +279,32 @@ fn a_user_turn_that_cannot_fail_or_names_no_tool_is_refused_where_it_is() {
         ),
     ];
     for (turn, at, says) in cases {
-        let dir = tempfile::tempdir().unwrap();
         let mut scenario = base.clone();
         scenario["task"]["turns"][1] = turn;
-        let path = dir.path().join("conversation.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-        let out = dir.path().join("out");
-        let output = crate::toolgauge(&[
-            "run",
-            path.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        let stderr = crate::live::stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(at) && stderr.contains(says),
-            "{at}: {stderr}"
-        );
+        assert_refused(&scenario, at, says);
     }
+}
+
+/// Running `scenario` stops at load (exit 2), naming `at` and saying `says`.
+fn assert_refused(scenario: &Value, at: &str, says: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversation.json");
+    std::fs::write(&path, serde_json::to_string_pretty(scenario).unwrap()).unwrap();
+    let out = dir.path().join("out");
+    let output = crate::toolgauge(&[
+        "run",
+        path.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = crate::live::stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(at) && stderr.contains(says),
+        "{at}: {stderr}"
+    );
 }
 
 /// A model that reaches for the refund tool before it is given: the call
@@ -296,57 +317,23 @@ impl Respond for EagerServer {
     fn respond(&self, _request: &Request) -> ResponseTemplate {
         let mut requests = self.requests.lock().unwrap();
         *requests += 1;
-        let message = match *requests {
+        completion(match *requests {
             1 => call(
                 "refund_order",
                 json!({"order_id": "o-9d21", "amount": 84.5}),
             ),
             _ => says("I could not do it."),
-        };
-        let finish = if message["tool_calls"].is_null() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        ResponseTemplate::new(200).set_body_json(json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
-        }))
+        })
     }
 }
 
 #[tokio::test]
 async fn a_tool_added_at_a_later_user_turn_is_unknown_before_it_and_not_named_in_the_error() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(EagerServer {
-            requests: Mutex::new(0),
-        })
-        .mount(&server)
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &format!("{}/v1", server.uri()),
-        json!({}),
-    );
+    let (_server, output, dir) = live_conversation(EagerServer {
+        requests: Mutex::new(0),
+    })
+    .await;
     let out = dir.path().join("out");
-    let args = [
-        "run",
-        CONVERSATION,
-        "--models",
-        model.to_str().unwrap(),
-        "--trials",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    let output = toolgauge(args, Some(KEY)).await;
     // No threshold: a failed conversation is a measure, not a failed run.
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
@@ -361,10 +348,7 @@ async fn a_tool_added_at_a_later_user_turn_is_unknown_before_it_and_not_named_in
         .unwrap();
     let text = result["content"].as_str().unwrap();
     assert!(text.contains("Unknown tool \"refund_order\""), "{text}");
-    assert!(
-        text.contains("store_find") && !text.contains("refund_order."),
-        "{text}"
-    );
+    assert!(text.contains("store_find"), "{text}");
     assert!(!text.contains(", refund_order"), "{text}");
 }
 
@@ -390,23 +374,6 @@ fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_
         ),
     ];
     for (scenario, at, says) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("conversation.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-        let out = dir.path().join("out");
-        let output = crate::toolgauge(&[
-            "run",
-            path.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        let stderr = crate::live::stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains(at) && stderr.contains(says),
-            "{at}: {stderr}"
-        );
+        assert_refused(&scenario, at, says);
     }
 }

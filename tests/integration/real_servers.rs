@@ -670,6 +670,25 @@ async fn doctor_says_whether_tool_results_reach_the_model_and_run_warns() {
     }
 }
 
+/// `toolgauge doctor MODEL`: its exit and what it printed.
+async fn doctor(model: &Path) -> (std::process::Output, String) {
+    let output = toolgauge(
+        vec!["doctor".into(), model.to_str().unwrap().into()],
+        Some(KEY),
+    )
+    .await;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output, printed)
+}
+
+/// Doctor's line for `probe`.
+fn probe_line<'p>(printed: &'p str, probe: &str) -> &'p str {
+    printed
+        .lines()
+        .find(|l| l.trim_start().starts_with(probe))
+        .unwrap_or_else(|| panic!("no {probe} line: {printed}"))
+}
+
 #[tokio::test]
 async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
     // Regression: a model file with "stream": true made every probe ask
@@ -688,18 +707,9 @@ async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
         &base_url("openai", &server),
         json!({"stream": true}),
     );
-    let output = toolgauge(
-        vec!["doctor".into(), model.to_str().unwrap().into()],
-        Some(KEY),
-    )
-    .await;
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (output, printed) = doctor(&model).await;
     for probe in ["tool call ", "tool results shown", "streaming"] {
-        let line = printed
-            .lines()
-            .find(|l| l.trim_start().starts_with(probe))
-            .unwrap_or_else(|| panic!("no {probe} line: {printed}"));
-        assert!(line.contains(" yes "), "{printed}");
+        assert!(probe_line(&printed, probe).contains(" yes "), "{printed}");
     }
     assert_eq!(output.status.code(), Some(0), "{printed}");
 }
@@ -755,16 +765,8 @@ async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run
         &base_url("openai", &server),
         json!({"stream": true}),
     );
-    let output = toolgauge(
-        vec!["doctor".into(), model.to_str().unwrap().into()],
-        Some(KEY),
-    )
-    .await;
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-    let streaming = printed
-        .lines()
-        .find(|l| l.trim_start().starts_with("streaming"))
-        .unwrap_or_else(|| panic!("no streaming line: {printed}"));
+    let (_, printed) = doctor(&model).await;
+    let streaming = probe_line(&printed, "streaming");
     assert!(streaming.contains(" no "), "{printed}");
     assert!(streaming.contains("then nothing"), "{printed}");
 
