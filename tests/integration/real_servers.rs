@@ -751,11 +751,14 @@ impl wiremock::Respond for EmptyStreamServer {
     }
 }
 
-#[tokio::test]
-async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run() {
+/// A model file that asks for streams from a server answering as
+/// `responder` does.
+async fn streaming_model(
+    responder: impl wiremock::Respond + 'static,
+) -> (MockServer, tempfile::TempDir, std::path::PathBuf) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(EmptyStreamServer { proxied: false })
+        .respond_with(responder)
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
@@ -765,6 +768,12 @@ async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run
         &base_url("openai", &server),
         json!({"stream": true}),
     );
+    (server, dir, model)
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run() {
+    let (_server, dir, model) = streaming_model(EmptyStreamServer { proxied: false }).await;
     let (_, printed) = doctor(&model).await;
     let streaming = probe_line(&printed, "streaming");
     assert!(streaming.contains(" no "), "{printed}");
@@ -784,18 +793,7 @@ async fn a_stream_that_ends_before_its_first_event_is_named_so_by_doctor_and_run
 
 #[tokio::test]
 async fn a_stream_with_no_output_and_no_token_count_is_lost_not_the_models_silence() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(EmptyStreamServer { proxied: true })
-        .mount(&server)
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({"stream": true}),
-    );
+    let (_server, dir, model) = streaming_model(EmptyStreamServer { proxied: true }).await;
     let suite = make_suite(dir.path(), "Weather in Paris?");
     // A scenario where no call is right: an empty reply must not pass it.
     std::fs::copy(
