@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         exec: ExecOptions::default(),
         shard: None,
         session_log: true,
+        users: Vec::new(),
     };
     let info = plan.info(Thresholds::default());
     let dir = tempfile::tempdir().unwrap();
@@ -74,6 +75,7 @@ fn bench(c: &mut Criterion) {
     // `run --no-session`: nothing recorded.
     let unrecorded = RunPlan {
         session_log: false,
+        users: Vec::new(),
         ..plan
     };
     group.bench_function("starter_x3_models_no_session", |b| {

@@ -174,11 +174,16 @@ pub enum Failure {
     /// A tool could not be run at all: the trial is lost to
     /// infrastructure.
     ToolUnavailable,
+    /// A conversation's simulated user failed (it never said it was done,
+    /// repeated its instructions to the model, said nothing, or its model
+    /// could not be reached): not the agent's doing, and the trial is
+    /// counted apart.
+    UserSimulator,
 }
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 18] = [
+    pub const ALL: [Failure; 19] = [
         Failure::Parse,
         Failure::UnknownTool,
         Failure::Validation,
@@ -197,6 +202,7 @@ impl Failure {
         Failure::TurnLimit,
         Failure::Truncated,
         Failure::ToolUnavailable,
+        Failure::UserSimulator,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -219,6 +225,7 @@ impl Failure {
             Failure::TurnLimit => "turn_limit",
             Failure::Truncated => "truncated",
             Failure::ToolUnavailable => "tool_unavailable",
+            Failure::UserSimulator => "user_simulator",
         }
     }
 
@@ -228,7 +235,10 @@ impl Failure {
     pub fn is_infrastructure(self) -> bool {
         matches!(
             self,
-            Failure::TransportError | Failure::BadResponse | Failure::ToolUnavailable
+            Failure::TransportError
+                | Failure::BadResponse
+                | Failure::ToolUnavailable
+                | Failure::UserSimulator
         )
     }
 
@@ -275,6 +285,7 @@ impl Failure {
             Failure::TransportError
             | Failure::BadResponse
             | Failure::ToolUnavailable
+            | Failure::UserSimulator
             | Failure::ForbiddenCall
             | Failure::MilestoneMissed
             | Failure::WrongFinalState

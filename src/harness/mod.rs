@@ -106,6 +106,9 @@ pub struct RunPlan {
     pub shard: Option<Shard>,
     /// Record every turn of every trial (session.jsonl).
     pub session_log: bool,
+    /// By scenario: the live model that plays its simulated user, when a
+    /// model does (none given: none does).
+    pub users: Vec<Option<Arc<crate::model::live::LiveModel>>>,
 }
 
 /// A job: one trial of one model on one scenario.

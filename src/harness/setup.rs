@@ -209,7 +209,19 @@ impl PreparedRun {
                 .map_err(SetupError::SuiteChanged)?;
         }
         models.check_answerable(&scenarios)?;
-        let plan = plan_of(&settings, scenarios, models.models);
+        let users = models.users(&scenarios)?;
+        // A simulated user played over the network needs the real clock.
+        if settings.clock == Clock::Virtual
+            && models.replayer.is_none()
+            && users.iter().any(Option::is_some)
+        {
+            notes.info.push(
+                "simulated users played by live models: running on the real clock".to_owned(),
+            );
+            settings.clock = Clock::Real;
+        }
+        let mut plan = plan_of(&settings, scenarios, models.models);
+        plan.users = users;
         let info = plan.info(settings.thresholds.clone());
         let (earlier, last_kept) = match request.resume {
             Some(_) => {
@@ -354,6 +366,9 @@ impl Reporter for ToolSourcesCsv {
 struct Models {
     files: Vec<ModelFile>,
     models: Vec<Arc<dyn Model>>,
+    /// How live models (simulated users' too) reach their answers.
+    live_options: LiveOptions,
+    replayer: Option<Arc<Replayer>>,
     /// Answered from a recording: no network.
     replayed: bool,
     /// Some model talks to a live endpoint over the network.
@@ -394,7 +409,32 @@ impl Models {
             replayed: replayer.is_some(),
             files,
             models,
+            live_options,
+            replayer,
         })
+    }
+
+    /// By scenario, the live model that plays its simulated user.
+    fn users(
+        &self,
+        scenarios: &[Scenario],
+    ) -> Result<Vec<Option<Arc<crate::model::live::LiveModel>>>, SetupError> {
+        scenarios
+            .iter()
+            .map(|s| {
+                let Some(user) = s.task.as_ref().and_then(|t| t.user.as_ref()) else {
+                    return Ok(None);
+                };
+                let dir = s.path.parent().unwrap_or(Path::new("."));
+                crate::model::user_sim::connect(
+                    user,
+                    dir,
+                    &self.live_options,
+                    self.replayer.clone(),
+                )
+                .map_err(SetupError::from)
+            })
+            .collect()
     }
 
     /// Every model can answer every scenario (a result file covers it).
@@ -447,6 +487,7 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
         },
         shard: settings.shard,
         session_log: !settings.no_session,
+        users: Vec::new(),
     }
 }
 

@@ -11,6 +11,9 @@ use std::path::Path;
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
 use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
+use crate::model::Model;
+use crate::model::recording::Position;
+use crate::model::user_sim::{Said, UserSim};
 use crate::scenario::{Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, builtin_needs_sandbox};
 
@@ -41,42 +44,25 @@ pub(super) async fn run_task(
         turns: Vec::new(),
         returned: None,
         ending: Ending::TurnLimit,
+        sandbox,
     };
-    let mut success = true;
-    for k in 0..task.user_turns() {
-        let checked = task.user_turn(k).expect("k < user_turns");
-        if k > 0 {
-            // The user speaks again, after the answer (or the last results),
-            // and the tools this turn gives are the model's from now on.
-            let turn = &task.then[k - 1];
-            run.tools.show(&turn.add_tools);
-            run.model_trial.user_says(turn);
-            play.judge.next_user_turn(checked);
+    let success = match &task.user {
+        None => play.written_turns(&mut run, task).await?,
+        Some(user) => {
+            let model = plan.users.get(job.scenario).cloned().flatten();
+            let position = Position {
+                model: run.model.name().to_owned(),
+                scenario: scenario.name.clone(),
+                trial: job.trial,
+                attempt: 0,
+            };
+            let opening = opening_words(&scenario.prompt);
+            let mut sim = UserSim::new(user, &opening, model.as_deref(), position);
+            let prices = model.as_ref().and_then(|m| m.prices());
+            play.simulated(&mut run, task, user.max_turns, &mut sim, prices)
+                .await?
         }
-        let answer = play.user_turn(&mut run, checked, k as u32 + 1).await?;
-        let passed = match play.ending {
-            // Already failed, or not the model's doing: nothing more to judge.
-            Ending::ForbiddenCall | Ending::Lost => false,
-            Ending::Answer | Ending::TurnLimit => {
-                let verdict =
-                    play.judge
-                        .verdict(answer.as_deref(), sandbox.as_deref(), |collection, id| {
-                            run.tools.store_record(collection, id)
-                        });
-                let last = play.turns.last_mut().expect("a user turn has a model turn");
-                last.failures.extend(&verdict);
-                last.success = last.failures.is_empty();
-                play.ending == Ending::Answer && verdict.is_empty()
-            }
-        };
-        if let Some(last) = play.turns.last_mut() {
-            last.user_turn_passed = Some(passed);
-        }
-        success &= passed;
-        if matches!(play.ending, Ending::ForbiddenCall | Ending::Lost) {
-            break;
-        }
-    }
+    };
     mark_recovered(&mut play.turns);
     let record = TrialRecord {
         model: job.model,
@@ -91,6 +77,20 @@ pub(super) async fn run_task(
         }),
     };
     Ok((record, run.into_log()))
+}
+
+/// What the user said to open the conversation: the prompt's last user
+/// message.
+fn opening_words(prompt: &[serde_json::Value]) -> String {
+    prompt
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
 }
 
 /// Milestones over every user turn of a task.
@@ -109,9 +109,120 @@ struct Play<'t> {
     turns: Vec<AttemptRecord>,
     returned: Option<Vec<u8>>,
     ending: Ending,
+    /// Where the final state's files are checked.
+    sandbox: Option<std::path::PathBuf>,
 }
 
 impl<'t> Play<'t> {
+    /// The user turns as written (the opening one, then `task.then`),
+    /// each judged on its own checks when the model answers it. Whether
+    /// every one passed.
+    async fn written_turns(
+        &mut self,
+        run: &mut TrialRun<'_>,
+        task: &'t Task,
+    ) -> Result<bool, RunError> {
+        let mut success = true;
+        for k in 0..task.user_turns() {
+            let checked = task.user_turn(k).expect("k < user_turns");
+            if k > 0 {
+                // The user speaks again, after the answer (or the last
+                // results); the tools this turn gives are the model's now.
+                let turn = &task.then[k - 1];
+                run.tools.show(&turn.add_tools);
+                run.model_trial.user_says(&turn.user, &turn.add_tools);
+                self.judge.next_user_turn(checked);
+            }
+            let answer = self.user_turn(run, checked, k as u32 + 1).await?;
+            success &= self.judge_user_turn(run, answer.as_deref());
+            if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
+                break;
+            }
+        }
+        Ok(success)
+    }
+
+    /// A simulated user speaks after each answer until it says it is
+    /// done; the task's checks are judged then. A user that never says
+    /// so within its turns, or fails otherwise, loses the trial (not the
+    /// agent's doing). Whether the conversation passed.
+    async fn simulated(
+        &mut self,
+        run: &mut TrialRun<'_>,
+        task: &'t Task,
+        max_turns: u32,
+        sim: &mut UserSim<'_>,
+        prices: Option<crate::call::Prices>,
+    ) -> Result<bool, RunError> {
+        let mut answer = self.user_turn(run, task, 1).await?;
+        let mut spoken = 0;
+        loop {
+            if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
+                return Ok(false);
+            }
+            let said = sim.next(answer.as_deref().unwrap_or_default()).await;
+            let last = self.turns.last_mut().expect("the model has spoken");
+            let (said, usage) = match said {
+                Ok(said) => said,
+                Err(failed) => return Ok(self.user_failed(run, &failed.0)),
+            };
+            last.user_usage = usage;
+            last.user_cost = prices.map_or(0.0, |p| p.cost(usage));
+            let Said::Message(text) = said else {
+                break;
+            };
+            if spoken == max_turns {
+                let why = format!("never said it was done in its {max_turns} turn(s)");
+                return Ok(self.user_failed(run, &why));
+            }
+            spoken += 1;
+            run.model_trial.user_says(&text, &[]);
+            answer = self.user_turn(run, task, spoken + 1).await?;
+        }
+        let passed = self.judge_user_turn(run, answer.as_deref());
+        Ok(passed)
+    }
+
+    /// The simulated user failed: the trial is lost to it.
+    fn user_failed(&mut self, run: &TrialRun<'_>, why: &str) -> bool {
+        eprintln!(
+            "{} / {} trial {}: lost (user_simulator): the simulated user {why}",
+            run.model.name(),
+            run.scenario.name,
+            run.trial
+        );
+        if let Some(last) = self.turns.last_mut() {
+            last.failures = vec![Failure::UserSimulator];
+            last.success = false;
+        }
+        self.ending = Ending::Lost;
+        false
+    }
+
+    /// Judge the user turn that just ended on the checks the judge holds:
+    /// the verdict goes on its last model turn. Whether it passed.
+    fn judge_user_turn(&mut self, run: &TrialRun<'_>, answer: Option<&str>) -> bool {
+        let passed = match self.ending {
+            // Already failed, or not the model's doing: nothing to judge.
+            Ending::ForbiddenCall | Ending::Lost => false,
+            Ending::Answer | Ending::TurnLimit => {
+                let verdict =
+                    self.judge
+                        .verdict(answer, self.sandbox.as_deref(), |collection, id| {
+                            run.tools.store_record(collection, id)
+                        });
+                let last = self.turns.last_mut().expect("a user turn has a model turn");
+                last.failures.extend(&verdict);
+                last.success = last.failures.is_empty();
+                self.ending == Ending::Answer && verdict.is_empty()
+            }
+        };
+        if let Some(last) = self.turns.last_mut() {
+            last.user_turn_passed = Some(passed);
+        }
+        passed
+    }
+
     /// The agent loop of one user turn (numbered from 1), until the model
     /// answers it, makes a forbidden call, is lost, or has used the
     /// turn's budget. Gives the answer, if it answered.

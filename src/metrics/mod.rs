@@ -67,6 +67,10 @@ pub struct AttemptRecord {
     /// Tasks, on a user turn's last model turn: whether that user turn
     /// passed its checks.
     pub user_turn_passed: Option<bool>,
+    /// A simulated user's tokens and their price, for what it said after
+    /// this model turn (apart from the agent's).
+    pub user_usage: Usage,
+    pub user_cost: f64,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.

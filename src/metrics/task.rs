@@ -86,6 +86,8 @@ pub struct TaskStats {
     pub user_turns: u64,
     pub user_turns_passed: u64,
     pub survived: u64,
+    /// A simulated user's tokens, input and output.
+    pub user_tokens: u64,
 }
 
 impl TaskStats {
@@ -109,6 +111,11 @@ impl TaskStats {
             .filter(|a| a.user_turn_passed == Some(true))
             .count() as u64;
         self.survived += u64::from(trial.user_turns_survived());
+        self.user_tokens += trial
+            .attempts
+            .iter()
+            .map(|a| a.user_usage.input_tokens + a.user_usage.output_tokens)
+            .sum::<u64>();
     }
 
     pub fn merge(&mut self, other: &TaskStats) {
@@ -127,6 +134,7 @@ impl TaskStats {
         self.user_turns += other.user_turns;
         self.user_turns_passed += other.user_turns_passed;
         self.survived += other.survived;
+        self.user_tokens += other.user_tokens;
     }
 
     /// Conversations only (a task whose user speaks more than once): of

@@ -230,6 +230,22 @@ impl LiveModel {
         ))
     }
 
+    /// A reply with no tools to `conversation` (a simulated user's turn):
+    /// its text (`None`: the body is not a reply) and its tokens.
+    pub async fn say(
+        &self,
+        conversation: &Conversation,
+        position: Position,
+    ) -> Result<(Option<String>, crate::call::Usage), ReplyError> {
+        let (reply, _) = self.ask(conversation, &[], position, None).await?;
+        let text = self
+            .provider
+            .parse_response(&reply.body)
+            .ok()
+            .map(|parsed| parsed.text);
+        Ok((text, reply.usage))
+    }
+
     /// Keep an exchange as received: a stream keeps its events and when
     /// each came.
     fn record(
@@ -338,13 +354,13 @@ struct LiveTrial<'a> {
 }
 
 impl ModelTrial for LiveTrial<'_> {
-    fn user_says(&mut self, turn: &crate::scenario::UserTurn) {
-        self.user = Some(turn.user.clone());
+    fn user_says(&mut self, text: &str, add_tools: &[String]) {
+        self.user = Some(text.to_owned());
         let registry = &self.start.scenario.registry;
         self.tools.extend(
             registry
                 .definitions()
-                .filter(|d| turn.add_tools.contains(&d.name))
+                .filter(|d| add_tools.contains(&d.name))
                 .map(|d| d.spec()),
         );
     }

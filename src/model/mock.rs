@@ -132,7 +132,7 @@ struct MockTrial<'a> {
 }
 
 impl ModelTrial for MockTrial<'_> {
-    fn user_says(&mut self, _turn: &crate::scenario::UserTurn) {
+    fn user_says(&mut self, _text: &str, _add_tools: &[String]) {
         if let Some(play) = &mut self.task {
             play.next_user_turn();
         }

@@ -13,6 +13,7 @@ mod mock;
 pub mod operators;
 pub mod recording;
 mod task_play;
+pub mod user_sim;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -349,7 +350,7 @@ pub trait ModelTrial: Send {
 
     /// The user speaks again (a conversation's next user turn, with the
     /// tools it gives): the next reply answers this after what came before.
-    fn user_says(&mut self, _turn: &crate::scenario::UserTurn) {}
+    fn user_says(&mut self, _text: &str, _add_tools: &[String]) {}
 
     /// Asked before [`ModelTrial::reply`]: where that reply's calls will
     /// come as each is complete, for a model that streams and runs calls

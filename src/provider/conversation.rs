@@ -43,6 +43,12 @@ impl Conversation {
         conversation
     }
 
+    /// A plain text turn of the assistant's (a simulated user's own words,
+    /// in its conversation).
+    pub fn push_assistant(&mut self, text: &str) {
+        self.push_text("assistant", text);
+    }
+
     /// The user speaks again, after what the conversation holds.
     pub fn push_user(&mut self, text: &str) {
         self.push_text("user", text);

@@ -169,12 +169,23 @@ pub(super) struct TaskColumns {
     /// first that failed).
     pub user_turn_success: Option<f64>,
     pub turns_survived_mean: Option<f64>,
+    /// Trials lost to a simulated user (it never said it was done,
+    /// repeated its instructions, said nothing, could not be asked): not
+    /// the agent's doing, apart from its failures.
+    pub user_simulator_failures: Option<u64>,
+    /// A simulated user's tokens per task (apart from the agent's).
+    pub user_tokens_per_task: Option<f64>,
 }
 
 impl TaskColumns {
     fn of(info: &RunInfo, m: usize, cell: &CellStats) -> TaskColumns {
         let Some(task) = cell.task.as_ref().filter(|t| t.tasks > 0) else {
-            return TaskColumns::default();
+            // Every trial lost: still say to whom.
+            let lost = cell.lost_to(Failure::UserSimulator);
+            return TaskColumns {
+                user_simulator_failures: (lost > 0).then_some(lost),
+                ..TaskColumns::default()
+            };
         };
         let count = |kind: Failure| Some(cell.failures.get(&kind).copied().unwrap_or(0));
         let per_task = |x: f64| Some(round(x / task.tasks as f64));
@@ -196,6 +207,9 @@ impl TaskColumns {
             cost_per_task: per_task(cost(info, m, cell)),
             user_turn_success: opt(task.user_turn_measures().map(|m| m.0)),
             turns_survived_mean: opt(task.user_turn_measures().map(|m| m.1)),
+            user_simulator_failures: Some(cell.lost_to(Failure::UserSimulator)),
+            user_tokens_per_task: (task.user_tokens > 0)
+                .then(|| round(task.user_tokens as f64 / task.tasks as f64)),
         }
     }
 }

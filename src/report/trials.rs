@@ -104,6 +104,14 @@ pub struct TrialRow {
     /// its checks, else `no`; empty on other rows.
     #[serde(default)]
     pub user_turn_passed: String,
+    /// A simulated user's tokens and their price, for what it said after
+    /// this row's model turn (apart from the agent's).
+    #[serde(default)]
+    pub user_input_tokens: u64,
+    #[serde(default)]
+    pub user_output_tokens: u64,
+    #[serde(default)]
+    pub user_cost_usd: f64,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -161,6 +169,9 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
                 None => "",
             }
             .to_owned(),
+            user_input_tokens: a.user_usage.input_tokens,
+            user_output_tokens: a.user_usage.output_tokens,
+            user_cost_usd: round_cost(a.user_cost),
             ..stream_columns(a.stream.as_ref())
         })
 }
@@ -374,6 +385,12 @@ impl<'p> TrialReader<'p> {
             stream,
             user_turn: row.user_turn.unwrap_or(0),
             user_turn_passed,
+            user_usage: Usage {
+                input_tokens: row.user_input_tokens,
+                output_tokens: row.user_output_tokens,
+                ..Usage::default()
+            },
+            user_cost: row.user_cost_usd,
             milestones: row.milestones,
             redundant: row.redundant_calls,
             schema_errors: row.schema_errors,

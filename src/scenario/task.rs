@@ -37,6 +37,53 @@ pub struct TaskFile {
     /// one, with its own checks, judged when the model answers it.
     #[serde(default)]
     pub turns: Vec<UserTurnFile>,
+    /// Or a simulated user speaks again, from instructions the model never
+    /// sees, until it says it is done; the task's checks are judged then.
+    #[serde(default)]
+    pub user: Option<SimulatedUserFile>,
+}
+
+/// A task's simulated user as written: its instructions, how many times
+/// it may speak after the opening, and who plays it (a live model's
+/// file, or a script of replies).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatedUserFile {
+    pub instructions: String,
+    #[serde(default = "default_user_turns")]
+    pub max_turns: u32,
+    /// A live model file (relative to the scenario's folder) that plays
+    /// the user.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The user's replies in order (a mock user, for tests and CI).
+    #[serde(default)]
+    pub script: Vec<String>,
+}
+
+fn default_user_turns() -> u32 {
+    5
+}
+
+/// What a simulated user says when the conversation is over (as tau2).
+pub const STOP: &str = "###STOP###";
+
+/// A task's simulated user, checked.
+#[derive(Debug, Clone)]
+pub struct SimulatedUser {
+    pub instructions: String,
+    /// Times it may speak after the opening message.
+    pub max_turns: u32,
+    pub player: UserPlayer,
+}
+
+/// Who plays a simulated user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserPlayer {
+    /// A live model, from this file.
+    Model(std::path::PathBuf),
+    /// These replies, in order.
+    Script(Vec<String>),
 }
 
 fn default_max_turns() -> u32 {
@@ -107,6 +154,8 @@ pub struct Task {
     /// The user turns after the opening one, each with its own checks
     /// (forbidden calls, writes and the turn budget are the task's).
     pub then: Vec<UserTurn>,
+    /// Or a simulated user who speaks until it is done.
+    pub user: Option<SimulatedUser>,
 }
 
 /// A call that must happen.
@@ -207,9 +256,17 @@ impl Task {
             final_store: checks.final_store,
             answer: checks.answer,
             then: Vec::new(),
+            user: None,
         };
         task.then = compile_turns(&file.turns, &task, registry)?;
         check_added_tools(&task, registry)?;
+        task.user = file.user.as_ref().map(compile_user).transpose()?;
+        if task.user.is_some() && !task.then.is_empty() {
+            return Err(Located::new(
+                task_at().key("user"),
+                "a task has \"turns\" (the user's words written out) or a simulated \"user\", not both",
+            ));
+        }
         Ok(task)
     }
 
@@ -484,6 +541,35 @@ pub struct UserTurnFile {
     pub add_tools: Vec<String>,
 }
 
+/// A simulated user: instructions to play from, and one player.
+fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Located> {
+    let at = task_at().key("user");
+    if file.instructions.trim().is_empty() {
+        return Err(Located::new(
+            at.key("instructions"),
+            "is empty: say what the user wants and knows",
+        ));
+    }
+    if file.max_turns == 0 {
+        return Err(Located::new(at.key("max_turns"), "must be at least 1"));
+    }
+    let player = match (&file.model, file.script.is_empty()) {
+        (Some(model), true) => UserPlayer::Model(model.into()),
+        (None, false) => UserPlayer::Script(file.script.clone()),
+        _ => {
+            return Err(Located::new(
+                at,
+                "give who plays the user: \"model\" (a live model's file) or \"script\" (its replies), one of them",
+            ));
+        }
+    };
+    Ok(SimulatedUser {
+        instructions: file.instructions.clone(),
+        max_turns: file.max_turns,
+        player,
+    })
+}
+
 /// Tools added at a user turn are the scenario's, added once, and no
 /// milestone before that turn needs one (it could never be reached).
 fn check_added_tools(task: &Task, registry: &Registry) -> Result<(), Located> {
@@ -575,6 +661,7 @@ fn compile_turns(
                     answer: checks.answer,
                     writes: task.writes.clone(),
                     then: Vec::new(),
+                    user: None,
                 },
             })
         })

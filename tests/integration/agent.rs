@@ -52,6 +52,7 @@ fn agent_plan(
         },
         shard: None,
         session_log: false,
+        users: Vec::new(),
     }
 }
 

@@ -377,3 +377,197 @@ fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_
         assert_refused(&scenario, at, says);
     }
 }
+
+const SIMULATED: &str = "scenarios/agent/conversation_simulated_user.json";
+
+#[test]
+fn a_scripted_user_drives_the_task_to_its_stop_and_the_checks_are_judged_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = crate::toolgauge(&[
+        "run",
+        SIMULATED,
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "3",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    let turns = user_turns(&out, "scripted");
+    // The opening request done in four model turns, then one answer to
+    // the user's question; judged when the user stopped.
+    let first: Vec<(&str, &str)> = turns[..5]
+        .iter()
+        .map(|(t, p)| (t.as_str(), p.as_str()))
+        .collect();
+    assert_eq!(
+        first,
+        [("1", ""), ("1", ""), ("1", ""), ("1", ""), ("2", "yes")]
+    );
+    let row = summary(&out, "scripted");
+    assert_eq!(row["final_success"], "1.0");
+    assert_eq!(row["user_simulator_failures"], "0");
+}
+
+#[test]
+fn a_user_that_never_stops_leaks_or_says_nothing_loses_the_trial_not_the_agent() {
+    let base: Value = serde_json::from_str(&std::fs::read_to_string(SIMULATED).unwrap()).unwrap();
+    let cases = [
+        (
+            json!(["And?", "And?", "And?"]),
+            "never said it was done in its 2 turn(s)",
+        ),
+        (
+            json!(["You want your last order refunded in full, and you want the refund id."]),
+            "repeated its instructions to the agent",
+        ),
+        (json!(["  "]), "said nothing"),
+    ];
+    for (script, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut scenario = base.clone();
+        scenario["task"]["user"]["script"] = script;
+        scenario["task"]["user"]["max_turns"] = json!(2);
+        let path = dir.path().join("simulated.json");
+        std::fs::write(&path, scenario.to_string()).unwrap();
+        let out = dir.path().join("out");
+        let output = crate::toolgauge(&[
+            "run",
+            path.to_str().unwrap(),
+            "--models",
+            "scenarios/models/scripted.json",
+            "--trials",
+            "2",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = crate::live::stderr(&output);
+        // Lost to the user, so the run fails, and the agent is charged
+        // with nothing.
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("lost (user_simulator): the simulated user {says}")),
+            "{says}: {stderr}"
+        );
+        let row = summary(&out, "scripted");
+        assert_eq!(row["user_simulator_failures"], "2", "{says}: {row:?}");
+        assert_eq!(row["lost_trials"], "2", "{row:?}");
+        assert_eq!(row["trials"], "0", "{row:?}");
+    }
+}
+
+/// The agent and the simulated user are both models behind this server:
+/// the user (asked with the simulator's instructions) asks once more,
+/// then stops; the agent finds, reads, refunds and answers.
+struct AgentAndUser {
+    agent: Mutex<usize>,
+    user: Mutex<usize>,
+}
+
+impl Respond for AgentAndUser {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.contains("You are playing a user") {
+            // The simulator never sees tools, and never the agent's own
+            // system text; its instructions are in its system message.
+            assert!(body["tools"].is_null(), "{body}");
+            assert!(system.contains("You are Ada Lovelace"), "{system}");
+            let mut user = self.user.lock().unwrap();
+            *user += 1;
+            return completion(says(if *user == 1 {
+                "Thanks. What is the refund id, please?"
+            } else {
+                "###STOP###"
+            }));
+        }
+        // The agent never sees the user's instructions.
+        assert!(
+            !body.to_string().contains("You do not know your order id"),
+            "{body}"
+        );
+        let mut agent = self.agent.lock().unwrap();
+        *agent += 1;
+        completion(match *agent {
+            1 => call(
+                "store_find",
+                json!({"collection": "customers", "where": {"email": "ada@example.com"}}),
+            ),
+            2 => call("store_get", json!({"collection": "orders", "id": "o-9d21"})),
+            3 => call(
+                "refund_order",
+                json!({"order_id": "o-9d21", "amount": 84.5}),
+            ),
+            4 => says("Your order is refunded."),
+            _ => says("The refund id is r-o-9d21."),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(AgentAndUser {
+            agent: Mutex::new(0),
+            user: Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{}/v1", server.uri());
+    let agent = model_file(dir.path(), "openai", &base, json!({}));
+    let user_dir = dir.path().join("users");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let user = model_file(
+        &user_dir,
+        "openai",
+        &base,
+        json!({"prices": {"input_per_mtok": 10.0, "output_per_mtok": 10.0}}),
+    );
+    let mut scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(SIMULATED).unwrap()).unwrap();
+    let user_spec = &mut scenario["task"]["user"];
+    user_spec.as_object_mut().unwrap().remove("script");
+    user_spec["model"] = json!(format!(
+        "users/{}",
+        user.file_name().unwrap().to_str().unwrap()
+    ));
+    let path = dir.path().join("simulated.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--models",
+        agent.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+    let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    assert!(rows.iter().all(|r| r.trial_success));
+    // The user spoke after the agent's answers (rows 4 and 5): its tokens
+    // there, apart from the agent's, and priced at its own prices.
+    let user_tokens: Vec<u64> = rows.iter().map(|r| r.user_input_tokens).collect();
+    assert_eq!(user_tokens, [0, 0, 0, 30, 30]);
+    assert!(rows[3].user_cost_usd > 0.0);
+    assert!(rows.iter().all(|r| r.input_tokens == 30));
+}
