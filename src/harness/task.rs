@@ -160,7 +160,12 @@ impl<'t> Play<'t> {
             if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
                 return Ok(false);
             }
-            let said = sim.next(answer.as_deref().unwrap_or_default()).await;
+            // No answer within the turn's budget: the user has nothing to
+            // answer, and the conversation is judged as it stands.
+            let Some(agent_said) = answer.as_deref() else {
+                break;
+            };
+            let said = sim.next(agent_said).await;
             let last = self.turns.last_mut().expect("the model has spoken");
             let (said, usage) = match said {
                 Ok(said) => said,

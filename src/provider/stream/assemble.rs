@@ -126,8 +126,7 @@ pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
             }
             "response.function_call_arguments.delta" => {
                 if let Some(item) = responses_item(&mut items, &event) {
-                    let sent = item["arguments"].as_str().unwrap_or_default().to_owned();
-                    item["arguments"] = json!(sent + event["delta"].as_str().unwrap_or_default());
+                    append(&mut item["arguments"], &event["delta"]);
                 }
             }
             // The arguments whole: they replace the deltas, never add.
@@ -138,10 +137,10 @@ pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
             }
             "response.output_text.delta" => {
                 if let Some(item) = responses_item(&mut items, &event) {
-                    let sent = item.pointer("/content/0/text").and_then(Value::as_str);
-                    let text = sent.unwrap_or_default().to_owned()
-                        + event["delta"].as_str().unwrap_or_default();
-                    item["content"] = json!([{"type": "output_text", "text": text}]);
+                    if item.pointer("/content/0/text").is_none() {
+                        item["content"] = json!([{"type": "output_text", "text": ""}]);
+                    }
+                    append(&mut item["content"][0]["text"], &event["delta"]);
                 }
             }
             _ => {}
@@ -190,8 +189,7 @@ pub(super) fn anthropic(chunks: impl Iterator<Item = Value>) -> Value {
                     kind => {
                         // text_delta, thinking_delta: the block's own field.
                         let key = kind.trim_end_matches("_delta");
-                        let sent = block[key].as_str().unwrap_or_default().to_owned();
-                        block[key] = json!(sent + delta[key].as_str().unwrap_or_default());
+                        append(&mut block[key], &delta[key]);
                     }
                 }
             }
@@ -277,8 +275,7 @@ impl GeminiParts {
         if plain(part)
             && let Some(last) = self.parts.last_mut().filter(|last| plain(last))
         {
-            let text = last["text"].as_str().unwrap_or_default().to_owned();
-            last["text"] = json!(text + part["text"].as_str().unwrap_or_default());
+            append(&mut last["text"], &part["text"]);
             return;
         }
         self.parts.push(part.clone());
@@ -398,4 +395,14 @@ fn path_steps(path: &str) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// Add a streamed piece to a text said so far, in place: a long stream
+/// costs its length, not its length squared.
+fn append(text: &mut Value, piece: &Value) {
+    let piece = piece.as_str().unwrap_or_default();
+    match text {
+        Value::String(sent) => sent.push_str(piece),
+        other => *other = Value::String(piece.to_owned()),
+    }
 }
