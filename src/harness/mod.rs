@@ -25,7 +25,7 @@ use crate::pipeline::{Coordinates, EarlyRun, ExecOptions, Pipeline, SessionLog, 
 use crate::report::{
     FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Task};
 use crate::tool::{Sandbox, ToolState};
 
 pub use progress::ProgressMode;
@@ -206,7 +206,7 @@ pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
         .map(|s| ScenarioInfo {
             name: s.name.clone(),
             max_attempts: if s.task.is_some() { 1 } else { s.max_retries },
-            task_milestones: s.task.as_ref().map(task::task_milestones),
+            task_milestones: s.task.as_ref().map(Task::all_milestones),
             task_user_turns: s
                 .task
                 .as_ref()

@@ -72,7 +72,7 @@ pub(super) async fn run_task(
         task: Some(TaskEnd {
             success,
             ending: play.ending,
-            milestones: task_milestones(task),
+            milestones: task.all_milestones(),
             user_turns: task.user_turns() as u32,
         }),
     };
@@ -91,14 +91,6 @@ fn opening_words(prompt: &[serde_json::Value]) -> String {
             other => other.to_string(),
         })
         .unwrap_or_default()
-}
-
-/// Milestones over every user turn of a task.
-pub(super) fn task_milestones(task: &crate::scenario::Task) -> u32 {
-    (0..task.user_turns())
-        .filter_map(|k| task.user_turn(k))
-        .map(|t| t.milestones.len() as u32)
-        .sum()
 }
 
 /// One task trial as it goes: the judge, the model turns so far (the

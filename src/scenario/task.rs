@@ -289,6 +289,14 @@ impl Task {
             .collect()
     }
 
+    /// Milestones over every user turn.
+    pub fn all_milestones(&self) -> u32 {
+        (0..self.user_turns())
+            .filter_map(|k| self.user_turn(k))
+            .map(|t| t.milestones.len() as u32)
+            .sum()
+    }
+
     /// User turns in all: the opening one and those after it.
     pub fn user_turns(&self) -> usize {
         1 + self.then.len()

@@ -94,14 +94,18 @@ pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotASt
 
 /// The whole body the streamed reply stands for, in `provider`'s format.
 pub fn assemble(provider: Provider, frames: &[Frame]) -> Value {
-    let chunks = frames.iter().filter_map(|frame| {
-        let data = frame.data.trim();
-        // OpenAI Chat ends with `[DONE]`; the other formats do not.
+    assemble_events(provider, frames.iter().filter_map(Frame::event))
+}
+
+impl Frame {
+    /// The event's data as JSON; `None` for Chat's closing `[DONE]` (the
+    /// other formats have none) or data that is not JSON.
+    fn event(&self) -> Option<Value> {
+        let data = self.data.trim();
         (data != "[DONE]")
             .then(|| serde_json::from_str::<Value>(data).ok())
             .flatten()
-    });
-    assemble_events(provider, chunks)
+    }
 }
 
 /// The whole body of a stream's events, already read as JSON.
@@ -152,12 +156,7 @@ impl Assembly {
     /// calls (in call order) it completed.
     pub fn push(&mut self, frame: &Frame, at: Duration) -> Range<usize> {
         self.arrivals.push(at);
-        let data = frame.data.trim();
-        // OpenAI Chat ends with `[DONE]`; the other formats do not.
-        let Some(event) = (data != "[DONE]")
-            .then(|| serde_json::from_str::<Value>(data).ok())
-            .flatten()
-        else {
+        let Some(event) = frame.event() else {
             return 0..0;
         };
         self.progress.feed(&event);
