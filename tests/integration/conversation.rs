@@ -380,21 +380,26 @@ fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_
 
 const SIMULATED: &str = "scenarios/agent/conversation_simulated_user.json";
 
+/// `scenario` on the scripted mock, `trials` trials, reports in `out`.
+fn scripted_run(scenario: &str, trials: u32, out: &Path) -> std::process::Output {
+    crate::toolgauge(&[
+        "run",
+        scenario,
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        &trials.to_string(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn a_scripted_user_drives_the_task_to_its_stop_and_the_checks_are_judged_then() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let output = crate::toolgauge(&[
-        "run",
-        SIMULATED,
-        "--models",
-        "scenarios/models/scripted.json",
-        "--trials",
-        "3",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let output = scripted_run(SIMULATED, 3, &out);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -439,17 +444,7 @@ fn a_user_that_never_stops_leaks_or_says_nothing_loses_the_trial_not_the_agent()
         let path = dir.path().join("simulated.json");
         std::fs::write(&path, scenario.to_string()).unwrap();
         let out = dir.path().join("out");
-        let output = crate::toolgauge(&[
-            "run",
-            path.to_str().unwrap(),
-            "--models",
-            "scenarios/models/scripted.json",
-            "--trials",
-            "2",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let output = scripted_run(path.to_str().unwrap(), 2, &out);
         let stderr = crate::live::stderr(&output);
         // Lost to the user, so the run fails, and the agent is charged
         // with nothing.

@@ -693,20 +693,10 @@ fn probe_line<'p>(printed: &'p str, probe: &str) -> &'p str {
 async fn doctor_on_a_model_that_streams_reads_its_whole_probes_whole() {
     // Regression: a model file with "stream": true made every probe ask
     // for a stream and read it as a whole body ("not JSON").
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ProbedServer {
-            shows_results: true,
-        })
-        .mount(&server)
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({"stream": true}),
-    );
+    let (_server, _dir, model) = streaming_model(ProbedServer {
+        shows_results: true,
+    })
+    .await;
     let (output, printed) = doctor(&model).await;
     for probe in ["tool call ", "tool results shown", "streaming"] {
         assert!(probe_line(&printed, probe).contains(" yes "), "{printed}");

@@ -526,6 +526,26 @@ async fn a_recorded_stream_keeps_its_events_and_replays_to_the_same_trials() {
             .collect()
     };
     assert_eq!(verdicts(&replayed), verdicts(&out));
+    // The events' times were kept: the replay has the same stream columns.
+    let keep = [
+        "attempt",
+        "failures",
+        "calls",
+        "first_byte_ms",
+        "first_token_ms",
+        "calls_ms",
+        "stream_end_ms",
+    ];
+    let pick = |dir: &Path| -> Vec<Vec<String>> {
+        crate::stream_timing::rows(dir)
+            .iter()
+            .map(|r| keep.iter().map(|k| r[*k].clone()).collect())
+            .collect()
+    };
+    let (before, after) = (pick(&out), pick(&replayed));
+    assert_eq!(before.len(), 2);
+    assert!(before.iter().all(|r| !r[5].is_empty()), "{before:?}");
+    assert_eq!(before, after);
     assert_eq!(
         server.received_requests().await.unwrap().len(),
         2,
