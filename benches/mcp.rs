@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
     let tools = servers
         .open(&spec)
         .unwrap()
-        .tools(Some(&["add".to_owned()]), &[], false)
+        .tools(Some(&["add".to_owned()]), &[], None, true)
         .unwrap();
     let registry = Registry::new(
         tools

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::answer::ground_truth_calls;
 use super::dialect::{Values, to_tool};
+use super::multi_turn::{self, FunctionDocs, MULTI_TURN_CATEGORIES};
 use super::{AnswerEntry, BfclError, Entry, Language, category_of, read_jsonl};
 use crate::tool::{Effect, Latency, LatencyDistribution, Simulate};
 
@@ -32,11 +33,19 @@ pub enum ImportError {
     Entry { id: String, message: String },
     #[error(
         "{}: BFCL category {category:?} is not supported: import takes the single-turn \
-         categories ({})",
+         categories ({}) and the multi-turn ones ({})",
         path.display(),
-        super::SINGLE_TURN_CATEGORIES.join(", ")
+        super::SINGLE_TURN_CATEGORIES.join(", "),
+        MULTI_TURN_CATEGORIES.join(", ")
     )]
     UnsupportedCategory { path: PathBuf, category: String },
+    #[error(
+        "{}: multi-turn entries run on BFCL's own classes: give --bridge with the command \
+         that starts scripts/bfcl_bridge/bridge.py (e.g. --bridge \"VENV/bin/python \
+         scripts/bfcl_bridge/bridge.py\")",
+        path.display()
+    )]
+    NoBridge { path: PathBuf },
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -55,18 +64,26 @@ pub fn default_answers(questions: &Path) -> PathBuf {
         .join(name)
 }
 
-/// Convert every single-turn entry of `questions` into a scenario file in
-/// `out`, named by its BFCL id.
+/// Convert every entry of `questions` into a scenario file in `out`,
+/// named by its BFCL id; multi-turn entries need the `bridge` command.
 pub fn import(
     questions: &Path,
     answers: Option<&Path>,
     out: &Path,
+    bridge: Option<&[String]>,
 ) -> Result<Imported, ImportError> {
     if let Some(category) = unsupported_category(questions) {
-        return Err(ImportError::UnsupportedCategory {
+        if !MULTI_TURN_CATEGORIES.contains(&category.as_str()) {
+            return Err(ImportError::UnsupportedCategory {
+                path: questions.to_owned(),
+                category,
+            });
+        }
+        let bridge = bridge.ok_or_else(|| ImportError::NoBridge {
             path: questions.to_owned(),
-            category,
-        });
+        })?;
+        let answers = answers.map_or_else(|| default_answers(questions), Path::to_owned);
+        return import_multi_turn(questions, &answers, out, bridge);
     }
     let entries: Vec<Entry> = read_jsonl(questions)?;
     let answers: BTreeMap<String, AnswerEntry> = match answers {
@@ -76,19 +93,59 @@ pub fn import(
             .collect(),
         None => BTreeMap::new(),
     };
-    std::fs::create_dir_all(out).map_err(|source| ImportError::Write {
-        path: out.to_owned(),
-        source,
-    })?;
     let mut imported = Imported::default();
     for entry in &entries {
         let scenario = scenario(entry, answers.get(&entry.id))?;
-        let path = out.join(format!("{}.json", entry.id));
-        let text = serde_json::to_string_pretty(&scenario).expect("a scenario serializes") + "\n";
-        std::fs::write(&path, text).map_err(|source| ImportError::Write { path, source })?;
-        imported.written += 1;
         let category = category_of(&entry.id).unwrap_or("other");
-        *imported.by_category.entry(category.to_owned()).or_default() += 1;
+        imported.write(out, &entry.id, category, &scenario)?;
+    }
+    Ok(imported)
+}
+
+impl Imported {
+    /// Write one scenario file, `out/<id>.json`, and count it.
+    fn write(
+        &mut self,
+        out: &Path,
+        id: &str,
+        category: &str,
+        scenario: &Value,
+    ) -> Result<(), ImportError> {
+        if self.written == 0 {
+            std::fs::create_dir_all(out).map_err(|source| ImportError::Write {
+                path: out.to_owned(),
+                source,
+            })?;
+        }
+        let path = out.join(format!("{id}.json"));
+        let text = serde_json::to_string_pretty(scenario).expect("a scenario serializes") + "\n";
+        std::fs::write(&path, text).map_err(|source| ImportError::Write { path, source })?;
+        self.written += 1;
+        *self.by_category.entry(category.to_owned()).or_default() += 1;
+        Ok(())
+    }
+}
+
+/// Multi-turn entries as conversation tasks on BFCL's own classes.
+fn import_multi_turn(
+    questions: &Path,
+    answers: &Path,
+    out: &Path,
+    bridge: &[String],
+) -> Result<Imported, ImportError> {
+    let docs = FunctionDocs::beside(questions)?;
+    let mut imported = Imported::default();
+    for (entry, answer) in multi_turn::entries(questions, answers)? {
+        let fail = |message: String| ImportError::Entry {
+            id: entry.id.clone(),
+            message,
+        };
+        let answer =
+            answer.ok_or_else(|| fail(format!("no ground truth in {}", answers.display())))?;
+        let scenario = multi_turn::scenario(&entry, &answer, &docs, bridge)
+            .map_err(|e| fail(e.to_string()))?;
+        let category = multi_turn::category_of(&entry.id).unwrap_or("other");
+        imported.write(out, &entry.id, category, &scenario)?;
     }
     Ok(imported)
 }

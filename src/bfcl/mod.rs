@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod dialect;
 pub mod import;
+pub mod multi_turn;
 pub mod prompt;
 mod reason;
 pub mod results;

@@ -97,14 +97,13 @@ impl BfclResults {
                 .ok_or_else(|| fail(i + 1, format!("entry {id:?} has no \"result\"")))?;
             let latency = match entry.get("latency") {
                 None | Some(Value::Null) => Duration::ZERO,
-                Some(seconds) => seconds
-                    .as_f64()
+                Some(seconds) => total(seconds)
                     .and_then(|s| Duration::try_from_secs_f64(s).ok())
                     .ok_or_else(|| {
                         fail(
                             i + 1,
                             format!(
-                                "entry {id:?}: \"latency\" must be seconds, a number of at least 0"
+                                "entry {id:?}: \"latency\" must be seconds, a number of at least 0 (or, for a multi-turn entry, lists of them per turn and step)"
                             ),
                         )
                     })?,
@@ -112,7 +111,7 @@ impl BfclResults {
             let tokens = |field: &str| {
                 match entry.get(field) {
                 None | Some(Value::Null) => Ok(0),
-                Some(count) => count.as_u64().ok_or_else(|| {
+                Some(count) => total(count).filter(|n| n.fract() == 0.0 && *n >= 0.0).map(|n| n as u64).ok_or_else(|| {
                     fail(
                         i + 1,
                         format!("entry {id:?}: \"{field}\" must be a count, a whole number of at least 0"),
@@ -137,6 +136,40 @@ impl BfclResults {
         Ok(BfclResults { results, format })
     }
 
+    /// A multi-turn entry's step `step` of user turn `turn`, as the run
+    /// recorded it: its calls, or `None` where the turn ended there (no
+    /// such step, or one that does not decode to calls, as BFCL's
+    /// inference ends a turn). The entry's whole latency and tokens come
+    /// with its first step.
+    pub fn step(
+        &self,
+        id: &str,
+        turn: usize,
+        step: usize,
+        tools: &Registry,
+    ) -> (Option<Vec<ParsedCall>>, Duration, Usage) {
+        let Some(recorded) = self.results.get(id) else {
+            return (None, Duration::ZERO, Usage::default());
+        };
+        let (latency, usage) = if (turn, step) == (0, 0) {
+            (recorded.latency, recorded.usage)
+        } else {
+            Default::default()
+        };
+        let calls = match (&recorded.result[turn][step], self.format) {
+            (Value::Null, _) => None,
+            (Value::String(text), ResultsFormat::Prompt) => {
+                let calls = prompt_calls(id, tools, text);
+                let decoded = !calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_)));
+                decoded.then_some(calls)
+            }
+            // Text where calls were expected ends the turn.
+            (Value::String(_), ResultsFormat::Fc) => None,
+            (result, _) => Some(result_calls(result)),
+        };
+        (calls.filter(|c| !c.is_empty()), latency, usage)
+    }
+
     pub fn contains(&self, id: &str) -> bool {
         self.results.contains_key(id)
     }
@@ -153,6 +186,16 @@ impl BfclResults {
             (result, _) => result_calls(result),
         };
         (calls, recorded.latency, recorded.usage)
+    }
+}
+
+/// A number, or the sum of nested lists of them (multi-turn entries record
+/// one per turn and step).
+fn total(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::Array(items) => items.iter().map(total).sum(),
+        _ => None,
     }
 }
 
@@ -283,6 +326,36 @@ mod tests {
             matches!(&result_calls(&json!("I cannot help with that"))[0], ParsedCall::Malformed(m) if m.name.is_empty())
         );
         assert!(result_calls(&json!([])).is_empty());
+    }
+
+    #[test]
+    fn a_multi_turn_result_replays_step_by_step_its_totals_with_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let entry = json!({
+            "id": "multi_turn_base_0",
+            "result": [
+                [[{"cd": "{\"folder\": \"docs\"}"}], "Moved."],
+                [[], "nothing"],
+            ],
+            "latency": [[0.5, 0.25], [1.0, 0.25]],
+            "input_token_count": [[10, 20], [30, 40]],
+        });
+        std::fs::write(&path, format!("{entry}\n")).unwrap();
+        let results = BfclResults::load(&path, ResultsFormat::Fc).unwrap();
+        let tools = Registry::builtins(&[], crate::tool::ToolEnv::default()).unwrap();
+        let (calls, latency, usage) = results.step("multi_turn_base_0", 0, 0, &tools);
+        let calls = calls.unwrap();
+        assert!(
+            matches!(&calls[0], ParsedCall::Ok(c) if c.name == "cd" && c.arguments == json!({"folder": "docs"}))
+        );
+        assert_eq!((latency, usage.input_tokens), (Duration::from_secs(2), 100));
+        // Text, an empty step and a step never recorded end the turn.
+        for (turn, step) in [(0, 1), (1, 0), (1, 5), (3, 0)] {
+            let (calls, latency, usage) = results.step("multi_turn_base_0", turn, step, &tools);
+            assert!(calls.is_none(), "turn {turn} step {step}");
+            assert_eq!((latency, usage.input_tokens), (Duration::ZERO, 0));
+        }
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub fn load(text: &str, servers: &ToolServers) -> Result<Tools, CliError> {
     let spec = McpServerSpec::parse(server)
         .map_err(|e| CliError::Usage(format!("--tools {text:?}: {e}")))?;
     let server = servers.open(&spec)?;
-    let tools = server.tools(None, &[], false)?;
+    let tools = server.tools(None, &[], None, true)?;
     let defs: Vec<ToolDef> = tools.iter().map(|(def, _)| def.clone()).collect();
     let problems = check_definitions(&defs)
         .into_iter()

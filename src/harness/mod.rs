@@ -354,6 +354,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
         return task::run_task(plan, job, task).await;
     }
     let mut run = TrialRun::start(plan, job, None);
+    run.scenario.registry.ready(&run.tools).await;
     let max_attempts = plan.max_attempts(job.model, job.scenario);
     let mut attempts = Vec::with_capacity(max_attempts as usize);
     let mut returned: Option<Vec<u8>> = None;

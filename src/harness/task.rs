@@ -14,8 +14,8 @@ use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
-use crate::scenario::{Task, TaskJudge};
-use crate::tool::{Effect, Sandbox, builtin_needs_sandbox};
+use crate::scenario::{Probe, Task, TaskJudge};
+use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
 pub(super) async fn run_task(
     plan: &RunPlan,
@@ -34,7 +34,9 @@ pub(super) async fn run_task(
         _ => None,
     };
     let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()));
-    run.tools.hide(&task.hidden_at_start());
+    scenario.registry.ready(&run.tools).await;
+    run.tools
+        .hide(&refused_until_given(task, &scenario.registry));
     let sandbox = copy
         .as_ref()
         .map(|(_, s)| s.root().to_path_buf())
@@ -77,6 +79,22 @@ pub(super) async fn run_task(
         }),
     };
     Ok((record, run.into_log()))
+}
+
+/// The tools a call to is refused until the model is given them (as a
+/// call to an unknown tool): every tool hidden at the start, but one that
+/// takes any arguments (BFCL's classes run whatever they are sent, a
+/// held-out function too) unless a probe calls it (never the model's).
+fn refused_until_given(task: &Task, registry: &crate::tool::Registry) -> Vec<String> {
+    task.hidden_at_start()
+        .into_iter()
+        .filter(|name| {
+            task.probe_tools().any(|probe| probe == name)
+                || !registry
+                    .lookup(name)
+                    .is_some_and(|id| registry.takes_any_arguments(id))
+        })
+        .collect()
 }
 
 /// What the user said to open the conversation: the prompt's last user
@@ -126,7 +144,7 @@ impl<'t> Play<'t> {
                 self.judge.next_user_turn(checked);
             }
             let answer = self.user_turn(run, checked, k as u32 + 1).await?;
-            success &= self.judge_user_turn(run, answer.as_deref());
+            success &= self.judge_user_turn(run, checked, answer.as_deref()).await;
             if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
                 break;
             }
@@ -176,8 +194,24 @@ impl<'t> Play<'t> {
             run.model_trial.user_says(&text, &[]);
             answer = self.user_turn(run, task, spoken + 1).await?;
         }
-        let passed = self.judge_user_turn(run, answer.as_deref());
+        let passed = self.judge_user_turn(run, task, answer.as_deref()).await;
         Ok(passed)
+    }
+
+    /// The probe's tool could not run: the state is unseen, and the trial
+    /// is lost to infrastructure.
+    fn probe_failed(&mut self, run: &TrialRun<'_>, tool: &str, why: &str) {
+        eprintln!(
+            "{} / {} trial {}: lost (tool_unavailable): the probe {tool:?} could not run: {why}",
+            run.model.name(),
+            run.scenario.name,
+            run.trial
+        );
+        if let Some(last) = self.turns.last_mut() {
+            last.failures = vec![Failure::ToolUnavailable];
+            last.success = false;
+        }
+        self.ending = Ending::Lost;
     }
 
     /// The simulated user failed: the trial is lost to it.
@@ -196,18 +230,43 @@ impl<'t> Play<'t> {
         false
     }
 
-    /// Judge the user turn that just ended on the checks the judge holds:
-    /// the verdict goes on its last model turn. Whether it passed.
-    fn judge_user_turn(&mut self, run: &TrialRun<'_>, answer: Option<&str>) -> bool {
+    /// Judge the user turn that just ended (`checked`) on the checks the
+    /// judge holds, its probe called first: the verdict goes on its last
+    /// model turn. Whether it passed.
+    async fn judge_user_turn(
+        &mut self,
+        run: &mut TrialRun<'_>,
+        checked: &Task,
+        answer: Option<&str>,
+    ) -> bool {
+        let probed = match (&self.ending, &checked.final_probe) {
+            (Ending::Answer | Ending::TurnLimit, Some(probe)) => match call_probe(run, probe).await
+            {
+                Ok(result) => {
+                    if let Some(log) = &mut run.log {
+                        let passed = probe.result.matches(Some(&result));
+                        // The log is in memory: writing cannot fail.
+                        let _ = log.record_probe(&probe.tool, &probe.arguments, &result, passed);
+                    }
+                    Some(result)
+                }
+                Err(why) => {
+                    self.probe_failed(run, &probe.tool, &why.message);
+                    None
+                }
+            },
+            _ => None,
+        };
         let passed = match self.ending {
             // Already failed, or not the model's doing: nothing to judge.
             Ending::ForbiddenCall | Ending::Lost => false,
             Ending::Answer | Ending::TurnLimit => {
-                let verdict =
-                    self.judge
-                        .verdict(answer, self.sandbox.as_deref(), |collection, id| {
-                            run.tools.store_record(collection, id)
-                        });
+                let verdict = self.judge.verdict(
+                    answer,
+                    self.sandbox.as_deref(),
+                    |collection, id| run.tools.store_record(collection, id),
+                    probed.as_ref(),
+                );
                 let last = self.turns.last_mut().expect("a user turn has a model turn");
                 last.failures.extend(&verdict);
                 last.success = last.failures.is_empty();
@@ -266,6 +325,23 @@ impl<'t> Play<'t> {
         }
         Ok(None)
     }
+}
+
+/// Call a probe's tool, under its timeout: its result as JSON when it is
+/// JSON, else as text.
+async fn call_probe(run: &TrialRun<'_>, probe: &Probe) -> Result<serde_json::Value, ToolFailure> {
+    let registry = &run.scenario.registry;
+    let tool = registry
+        .lookup(&probe.tool)
+        .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
+    let arguments = serde_json::Value::Object(probe.arguments.clone());
+    let timeout = registry.definition(tool).timeout();
+    let output = tokio::time::timeout(timeout, registry.execute(tool, &arguments, &run.tools))
+        .await
+        .map_err(|_| {
+            ToolFailure::unavailable(format!("no result within {} ms", timeout.as_millis()))
+        })??;
+    Ok(serde_json::from_str(&output).unwrap_or(serde_json::Value::String(output)))
 }
 
 /// A call error is recovered when a later turn makes calls and all of them

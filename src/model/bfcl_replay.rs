@@ -3,6 +3,7 @@
 //! scored again by toolgauge, its latency and tokens replayed with it.
 
 use super::{Model, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
+use crate::bfcl::multi_turn;
 use crate::bfcl::results::BfclResults;
 use crate::provider::Provider;
 use crate::scenario::Scenario;
@@ -50,6 +51,9 @@ impl Model for BfclReplay {
         Box::new(ReplayTrial {
             model: self,
             scenario: start.scenario,
+            multi_turn: multi_turn::category_of(&start.scenario.name).is_some(),
+            turn: 0,
+            step: 0,
         })
     }
 }
@@ -57,14 +61,33 @@ impl Model for BfclReplay {
 struct ReplayTrial<'a> {
     model: &'a BfclReplay,
     scenario: &'a Scenario,
+    /// A multi-turn entry replays step by step, user turn by user turn.
+    multi_turn: bool,
+    turn: usize,
+    step: usize,
 }
 
 impl ModelTrial for ReplayTrial<'_> {
+    fn user_says(&mut self, _text: &str, _add_tools: &[String]) {
+        self.turn += 1;
+        self.step = 0;
+    }
+
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        let (calls, latency, usage) = self
-            .model
-            .results
-            .reply(&self.scenario.name, &self.scenario.registry);
+        let (calls, latency, usage) = if self.multi_turn {
+            let (calls, latency, usage) = self.model.results.step(
+                &self.scenario.name,
+                self.turn,
+                self.step,
+                &self.scenario.registry,
+            );
+            self.step += 1;
+            (calls.unwrap_or_default(), latency, usage)
+        } else {
+            self.model
+                .results
+                .reply(&self.scenario.name, &self.scenario.registry)
+        };
         let mut body = Vec::with_capacity(256);
         // The body says the recorded tokens, as the log shows them.
         self.model

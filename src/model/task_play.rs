@@ -1,4 +1,5 @@
-//! How mock models play a task: turn by turn from its milestones. A step
+//! How mock models play a task: turn by turn from its steps (its
+//! reference calls, or else its milestones). A step
 //! is made once the steps it follows are done, with `$result` arguments
 //! filled from the results the mock actually received (read back from
 //! what Return sent, so a pipeline that loses results makes it fail, as it
@@ -67,7 +68,7 @@ impl<'a> TaskPlay<'a> {
             user_turn: 0,
             task,
             registry,
-            done: vec![false; task.milestones.len()],
+            done: vec![false; task.steps().len()],
             recent: RecentResults::default(),
             pending: Vec::new(),
             last_ok: None,
@@ -82,7 +83,7 @@ impl<'a> TaskPlay<'a> {
         if let Some(task) = self.whole.user_turn(self.user_turn + 1) {
             self.user_turn += 1;
             self.task = task;
-            self.done = vec![false; task.milestones.len()];
+            self.done = vec![false; task.steps().len()];
             self.pending.clear();
             self.streak = 0;
             self.last_clue = None;
@@ -147,7 +148,7 @@ impl<'a> TaskPlay<'a> {
     /// steps that follow it read from that tool?
     fn gave_what_is_needed(&self, milestone: usize, tool: &str) -> bool {
         self.task
-            .milestones
+            .steps()
             .iter()
             .filter(|next| next.requires.contains(&milestone))
             .flat_map(|next| next.arguments.result_reads())
@@ -159,17 +160,13 @@ impl<'a> TaskPlay<'a> {
     fn ready(&self) -> Vec<usize> {
         (0..self.done.len())
             .filter(|&m| {
-                !self.done[m]
-                    && self.task.milestones[m]
-                        .requires
-                        .iter()
-                        .all(|r| self.done[*r])
+                !self.done[m] && self.task.steps()[m].requires.iter().all(|r| self.done[*r])
             })
             .collect()
     }
 
     fn call(&self, number: u32, i: usize, milestone: usize, recent: &RecentResults) -> ToolCall {
-        let m = &self.task.milestones[milestone];
+        let m = &self.task.steps()[milestone];
         ToolCall {
             id: format!("call_{number}_{i}"),
             name: m.name.clone(),
@@ -272,7 +269,7 @@ impl<'a> TaskPlay<'a> {
     /// A step that reads an earlier result gets an id made up instead.
     fn invented_id(&mut self, number: u32, ready: &[usize], correct: &[ToolCall]) -> Option<Play> {
         let k = ready.iter().position(|&m| {
-            self.task.milestones[m]
+            self.task.steps()[m]
                 .arguments
                 .result_tools()
                 .next()
@@ -300,7 +297,7 @@ impl<'a> TaskPlay<'a> {
     fn write_before_read(&mut self, number: u32, ready: &[usize]) -> Option<Play> {
         let early = (0..self.done.len()).find(|&m| !self.done[m] && !ready.contains(&m))?;
         let call = self.call(number, 0, early, &self.recent);
-        let reads_results = self.task.milestones[early]
+        let reads_results = self.task.steps()[early]
             .arguments
             .result_tools()
             .next()

@@ -15,7 +15,7 @@ use super::recording::{Position, Replayer};
 use super::{Model, ModelError, ModelFile};
 use crate::call::Usage;
 use crate::provider::Conversation;
-use crate::scenario::task::{STOP, SimulatedUser, UserPlayer};
+use crate::scenario::user::{STOP, SimulatedUser, UserPlayer};
 
 /// What the user simulator is told, before its instructions.
 const ROLE: &str = "You are playing a user talking to a customer-support agent. Follow your \

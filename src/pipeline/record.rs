@@ -189,6 +189,39 @@ impl<W: Write> SessionLog<W> {
         written
     }
 
+    /// Append the entry of a probe: the tool toolgauge called when a user
+    /// turn ended (never the model), its arguments, what it answered and
+    /// whether that matched; and flush it.
+    pub fn record_probe(
+        &mut self,
+        tool: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        result: &serde_json::Value,
+        passed: bool,
+    ) -> io::Result<()> {
+        let id = self.take_id();
+        let at = millis(
+            std::time::SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
+        let out = &mut self.buffer;
+        write_head(out, &self.context, id, self.last_id, at);
+        out.extend_from_slice(b",\"type\":\"probe\",\"tool\":");
+        write_str(out, tool);
+        out.extend_from_slice(b",\"arguments\":");
+        write_value(out, &serde_json::Value::Object(arguments.clone()));
+        out.extend_from_slice(b",\"result\":");
+        write_value(out, result);
+        out.extend_from_slice(if passed {
+            b",\"passed\":true}\n"
+        } else {
+            b",\"passed\":false}\n"
+        });
+        self.last_id = Some(id);
+        self.flush_buffer()
+    }
+
     pub fn into_inner(self) -> W {
         self.out
     }

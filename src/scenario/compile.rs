@@ -103,9 +103,24 @@ fn mcp_tools(
     if let Some(program) = spec.command.first_mut() {
         *program = crate::tool::resolve_program(program, folder);
     }
+    let own_command = entry.per_trial && spec.url.is_none();
+    if !entry.trial_args.is_empty() && !own_command {
+        return Err(Located::new(
+            tool_at(i).key("trial_args"),
+            "\"trial_args\" are added to the command of each trial's own server: they need \"per_trial\": true and a \"command\"",
+        ));
+    }
+    let per_trial = entry.per_trial.then_some(entry.trial_args.as_slice());
     let mut tools = servers
         .open(&spec)
-        .and_then(|server| server.tools(entry.only.as_deref(), &entry.read, entry.per_trial))
+        .and_then(|server| {
+            server.tools(
+                entry.only.as_deref(),
+                &entry.read,
+                per_trial,
+                entry.validate,
+            )
+        })
         .map_err(|e| Located::new(tool_at(i), e.to_string()))?;
     if let Some(ms) = entry.timeout_ms {
         for (def, _) in &mut tools {

@@ -140,6 +140,7 @@ impl<'t> TaskJudge<'t> {
         answer: Option<&str>,
         sandbox: Option<&Path>,
         store: impl Fn(&str, &str) -> Option<Value>,
+        probed: Option<&Value>,
     ) -> Vec<Failure> {
         let task = self.task;
         let mut failures = Vec::new();
@@ -163,7 +164,14 @@ impl<'t> TaskJudge<'t> {
                 (Some(fields), Some(record)) => fields.matches_listed(&record, &self.recent),
                 (Some(_), None) => false,
             };
-        if !task.final_files.iter().all(file_holds) || !task.final_store.iter().all(record_holds) {
+        let probe_holds = task
+            .final_probe
+            .as_ref()
+            .is_none_or(|probe| probe.result.matches(probed));
+        if !task.final_files.iter().all(file_holds)
+            || !task.final_store.iter().all(record_holds)
+            || !probe_holds
+        {
             failures.push(Failure::WrongFinalState);
         }
         match answer {
@@ -276,8 +284,35 @@ mod tests {
         let marks = judge.observe(std::slice::from_ref(&get), &[result("{}", false)]);
         assert_eq!(marks.redundant, 0);
         assert_eq!(judge.reached(), 3);
-        assert!(judge.verdict(Some("done"), None, |_, _| None).is_empty());
-        assert_eq!(judge.verdict(None, None, |_, _| None), [Failure::TurnLimit]);
+        assert!(
+            judge
+                .verdict(Some("done"), None, |_, _| None, None)
+                .is_empty()
+        );
+        assert_eq!(
+            judge.verdict(None, None, |_, _| None, None),
+            [Failure::TurnLimit]
+        );
+    }
+
+    #[test]
+    fn a_probe_must_answer_what_it_must_and_its_tool_is_hidden_from_the_start() {
+        let task = task(json!({
+            "final_state": {"probe": {"tool": "store_get", "arguments": {"collection": "orders", "id": "o-1"}, "result": {"status": "refunded"}}},
+            "answer": {"$contains": "done"}
+        }));
+        assert_eq!(task.hidden_at_start(), ["store_get"]);
+        let judge = TaskJudge::new(&task);
+        let verdict =
+            |probed: Option<Value>| judge.verdict(Some("done"), None, |_, _| None, probed.as_ref());
+        assert!(verdict(Some(json!({"status": "refunded"}))).is_empty());
+        assert_eq!(
+            verdict(Some(json!({"status": "paid"}))),
+            [Failure::WrongFinalState]
+        );
+        // A text where JSON was wanted, or no answer at all, is not it.
+        assert_eq!(verdict(Some(json!("refunded"))), [Failure::WrongFinalState]);
+        assert_eq!(verdict(None), [Failure::WrongFinalState]);
     }
 
     #[test]
@@ -296,19 +331,19 @@ mod tests {
         };
         assert!(
             judge
-                .verdict(Some("refunded o-1"), None, store("refunded", false))
+                .verdict(Some("refunded o-1"), None, store("refunded", false), None)
                 .is_empty()
         );
         assert_eq!(
-            judge.verdict(Some("refunded o-1"), None, store("paid", false)),
+            judge.verdict(Some("refunded o-1"), None, store("paid", false), None),
             [Failure::WrongFinalState]
         );
         assert_eq!(
-            judge.verdict(Some("refunded o-1"), None, store("refunded", true)),
+            judge.verdict(Some("refunded o-1"), None, store("refunded", true), None),
             [Failure::WrongFinalState]
         );
         assert_eq!(
-            judge.verdict(Some("refunded o-2"), None, store("refunded", false)),
+            judge.verdict(Some("refunded o-2"), None, store("refunded", false), None),
             [Failure::WrongAnswer]
         );
         assert_eq!(task.answer_example(), "o-1 refunded");

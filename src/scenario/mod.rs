@@ -8,7 +8,9 @@ pub mod judge;
 mod load;
 mod locate;
 pub mod matcher;
+pub mod probe;
 pub mod task;
+pub mod user;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +26,7 @@ pub use judge::{TaskJudge, TurnMarks};
 pub use load::{
     LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite, load_suites,
 };
+pub use probe::Probe;
 pub use task::{Task, UserTurn};
 
 /// The default number of attempts a model gets.
@@ -89,10 +92,24 @@ pub struct McpEntry {
     /// A fresh server per trial, for stateful servers.
     #[serde(default)]
     pub per_trial: bool,
+    /// Arguments added to the command of each trial's own server: what
+    /// makes one scenario's server its own (needs `per_trial`). The
+    /// shared server, started without them, lists the tools.
+    #[serde(default)]
+    pub trial_args: Vec<String>,
+    /// `false`: toolgauge refuses no call for its schema and the server's
+    /// own answer is what the model sees (a benchmark's API that runs
+    /// whatever it is sent, as BFCL's classes do).
+    #[serde(default = "validate_by_default")]
+    pub validate: bool,
     /// Each call's timeout (default: the tools' default, 30 s); a server
     /// that lets it pass is started again for the next trial.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+}
+
+fn validate_by_default() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]

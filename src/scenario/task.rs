@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 
 use super::ExpectedCallFile;
 use super::matcher::{ArgumentMatchers, Matcher};
+use super::probe::{Probe, ProbeFile, compile_probe};
+use super::user::{SimulatedUser, SimulatedUserFile, compile_user};
 use crate::pointer::{Located, Pointer};
 use crate::tool::Registry;
 
@@ -26,6 +28,10 @@ pub struct TaskFile {
     pub max_turns: u32,
     #[serde(default)]
     pub milestones: Vec<MilestoneFile>,
+    /// Calls that do the task as its author did: mock models play them
+    /// (in place of the milestones), nothing judges them.
+    #[serde(default)]
+    pub reference: Vec<MilestoneFile>,
     #[serde(default)]
     pub forbidden: Vec<ExpectedCallFile>,
     #[serde(default)]
@@ -41,49 +47,6 @@ pub struct TaskFile {
     /// sees, until it says it is done; the task's checks are judged then.
     #[serde(default)]
     pub user: Option<SimulatedUserFile>,
-}
-
-/// A task's simulated user as written: its instructions, how many times
-/// it may speak after the opening, and who plays it (a live model's
-/// file, or a script of replies).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimulatedUserFile {
-    pub instructions: String,
-    #[serde(default = "default_user_turns")]
-    pub max_turns: u32,
-    /// A live model file (relative to the scenario's folder) that plays
-    /// the user.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The user's replies in order (a mock user, for tests and CI).
-    #[serde(default)]
-    pub script: Vec<String>,
-}
-
-fn default_user_turns() -> u32 {
-    5
-}
-
-/// What a simulated user says when the conversation is over (as tau2).
-pub const STOP: &str = "###STOP###";
-
-/// A task's simulated user, checked.
-#[derive(Debug, Clone)]
-pub struct SimulatedUser {
-    pub instructions: String,
-    /// Times it may speak after the opening message.
-    pub max_turns: u32,
-    pub player: UserPlayer,
-}
-
-/// Who plays a simulated user.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UserPlayer {
-    /// A live model, from this file.
-    Model(std::path::PathBuf),
-    /// These replies, in order.
-    Script(Vec<String>),
 }
 
 fn default_max_turns() -> u32 {
@@ -138,6 +101,10 @@ pub struct FinalStateFile {
     /// `null` when the record must be gone.
     #[serde(default)]
     pub store: BTreeMap<String, BTreeMap<String, Value>>,
+    /// A call that reports the state (a tool the model never sees), and
+    /// what its result must be.
+    #[serde(default)]
+    pub probe: Option<ProbeFile>,
 }
 
 /// A loaded task.
@@ -145,9 +112,12 @@ pub struct FinalStateFile {
 pub struct Task {
     pub max_turns: u32,
     pub milestones: Vec<Milestone>,
+    /// How the author did it, for mock models (see [`Task::steps`]).
+    pub reference: Vec<Milestone>,
     pub forbidden: Vec<Forbidden>,
     pub final_files: Vec<(String, Matcher)>,
     pub final_store: Vec<StoreEntry>,
+    pub final_probe: Option<Probe>,
     pub answer: Vec<Matcher>,
     /// The scenario's tools that change the world (`effect: write`).
     pub writes: HashSet<String>,
@@ -251,9 +221,11 @@ impl Task {
             writes,
             max_turns: file.max_turns,
             milestones: checks.milestones,
+            reference: compile_milestones(&file.reference, "reference", registry, &task_at())?,
             forbidden,
             final_files: checks.final_files,
             final_store: checks.final_store,
+            final_probe: checks.final_probe,
             answer: checks.answer,
             then: Vec::new(),
             user: None,
@@ -281,12 +253,36 @@ impl Task {
     }
 
     /// The tools a conversation gives the model only at a later user
-    /// turn: hidden when it starts.
+    /// turn, and the probes' tools (never given): hidden when it starts.
     pub fn hidden_at_start(&self) -> Vec<String> {
-        self.then
+        let mut hidden: Vec<String> = self
+            .then
             .iter()
             .flat_map(|turn| turn.add_tools.iter().cloned())
-            .collect()
+            .collect();
+        for tool in self.probe_tools() {
+            if !hidden.iter().any(|h| h == tool) {
+                hidden.push(tool.to_owned());
+            }
+        }
+        hidden
+    }
+
+    /// The tools the probes of every user turn call.
+    pub fn probe_tools(&self) -> impl Iterator<Item = &str> {
+        (0..self.user_turns())
+            .filter_map(|k| self.user_turn(k)?.final_probe.as_ref())
+            .map(|p| p.tool.as_str())
+    }
+
+    /// The calls mock models play: the reference when there is one (the
+    /// author's way, unjudged), else the milestones.
+    pub fn steps(&self) -> &[Milestone] {
+        if self.reference.is_empty() {
+            &self.milestones
+        } else {
+            &self.reference
+        }
     }
 
     /// Milestones over every user turn.
@@ -326,6 +322,7 @@ pub struct Checks {
     pub milestones: Vec<Milestone>,
     pub final_files: Vec<(String, Matcher)>,
     pub final_store: Vec<StoreEntry>,
+    pub final_probe: Option<Probe>,
     pub answer: Vec<Matcher>,
 }
 
@@ -341,14 +338,20 @@ impl Checks {
         at: &Pointer,
     ) -> Result<Checks, Located> {
         let checks = Checks {
-            milestones: compile_milestones(milestones, registry, at)?,
+            milestones: compile_milestones(milestones, "milestones", registry, at)?,
             final_files: compile_final_files(final_state, at)?,
             final_store: compile_final_store(final_state, registry, at)?,
+            final_probe: compile_probe(
+                final_state.probe.as_ref(),
+                registry,
+                at.clone().key("final_state").key("probe"),
+            )?,
             answer: compile_answer(answer, at)?,
         };
         if checks.milestones.is_empty()
             && checks.final_files.is_empty()
             && checks.final_store.is_empty()
+            && checks.final_probe.is_none()
             && checks.answer.is_empty()
         {
             return Err(Located::new(
@@ -362,15 +365,17 @@ impl Checks {
     }
 }
 
+/// Milestones (or reference steps), written under `at`'s `key`.
 fn compile_milestones(
     files: &[MilestoneFile],
+    key: &str,
     registry: &Registry,
     at: &Pointer,
 ) -> Result<Vec<Milestone>, Located> {
     let mut milestones: Vec<Milestone> = Vec::with_capacity(files.len());
     let mut previous_ordered = None;
     for (i, m) in files.iter().enumerate() {
-        let here = at.clone().key("milestones").index(i);
+        let here = at.clone().key(key).index(i);
         known_tool(registry, &m.name, here.clone().key("name"))?;
         let arguments = call_matchers(registry, &m.arguments, &here)?;
         check_example(registry, &m.name, &arguments, &here)?;
@@ -539,6 +544,9 @@ pub struct UserTurnFile {
     pub user: String,
     #[serde(default)]
     pub milestones: Vec<MilestoneFile>,
+    /// As the task's `reference`, for this turn.
+    #[serde(default)]
+    pub reference: Vec<MilestoneFile>,
     #[serde(default)]
     pub final_state: FinalStateFile,
     #[serde(default)]
@@ -547,35 +555,6 @@ pub struct UserTurnFile {
     /// (before it, a call to one is a call to an unknown tool).
     #[serde(default)]
     pub add_tools: Vec<String>,
-}
-
-/// A simulated user: instructions to play from, and one player.
-fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Located> {
-    let at = task_at().key("user");
-    if file.instructions.trim().is_empty() {
-        return Err(Located::new(
-            at.key("instructions"),
-            "is empty: say what the user wants and knows",
-        ));
-    }
-    if file.max_turns == 0 {
-        return Err(Located::new(at.key("max_turns"), "must be at least 1"));
-    }
-    let player = match (&file.model, file.script.is_empty()) {
-        (Some(model), true) => UserPlayer::Model(model.into()),
-        (None, false) => UserPlayer::Script(file.script.clone()),
-        _ => {
-            return Err(Located::new(
-                at,
-                "give who plays the user: \"model\" (a live model's file) or \"script\" (its replies), one of them",
-            ));
-        }
-    };
-    Ok(SimulatedUser {
-        instructions: file.instructions.clone(),
-        max_turns: file.max_turns,
-        player,
-    })
 }
 
 /// Tools added at a user turn are the scenario's, added once, and no
@@ -591,6 +570,12 @@ fn check_added_tools(task: &Task, registry: &Registry) -> Result<(), Located> {
                 .key("add_tools")
                 .index(j);
             known_tool(registry, name, at.clone())?;
+            if task.probe_tools().any(|tool| tool == name) {
+                return Err(Located::new(
+                    at,
+                    format!("{name:?} is a probe's tool, which the model is never given"),
+                ));
+            }
             if added.iter().any(|(n, _)| n == name) {
                 return Err(Located::new(at, format!("{name:?} is added twice")));
             }
@@ -663,9 +648,11 @@ fn compile_turns(
                 task: Task {
                     max_turns: task.max_turns,
                     milestones: checks.milestones,
+                    reference: compile_milestones(&file.reference, "reference", registry, &at)?,
                     forbidden: task.forbidden.clone(),
                     final_files: checks.final_files,
                     final_store: checks.final_store,
+                    final_probe: checks.final_probe,
                     answer: checks.answer,
                     writes: task.writes.clone(),
                     then: Vec::new(),

@@ -41,6 +41,21 @@ pub trait ToolBackend: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// Get ready for a trial whose state was just made (before any call).
+    /// Whether the tool takes any arguments, as the system it stands for
+    /// does (BFCL's classes run whatever they are sent): toolgauge then
+    /// refuses no call for its schema, and the tool's own error is what
+    /// the model sees.
+    fn takes_any_arguments(&self) -> bool {
+        false
+    }
+
+    /// Get ready for a trial whose state was just made (before any call):
+    /// begin, without waiting.
     fn prepare(&self, _state: &ToolState) {}
+
+    /// Wait until what `prepare` began is done (a trial's own server
+    /// started), so that no call of the trial pays for it.
+    fn ready<'a>(&'a self, _state: &'a ToolState) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(std::future::ready(()))
+    }
 }

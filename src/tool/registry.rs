@@ -141,7 +141,11 @@ impl Registry {
         let mut tools = Vec::with_capacity(defs.len());
         let mut by_name = FxHashMap::default();
         for (index, (def, backend)) in defs.into_iter().zip(backends).enumerate() {
-            let (validator, quick) = compile(&def)?;
+            let (validator, quick) = if backend.takes_any_arguments() {
+                compile(&def.name, &serde_json::json!({}))?
+            } else {
+                compile(&def.name, &def.parameters)?
+            };
             by_name.insert(def.name.clone().into_boxed_str(), ToolId(index));
             tools.push(RegisteredTool {
                 def,
@@ -195,6 +199,20 @@ impl Registry {
     }
 
     /// The tool's quick check, when its schema is in the quick subset.
+    /// Wait until every tool is ready for the trial of `state` (its own
+    /// servers started: their start-up is no call's time).
+    pub async fn ready(&self, state: &ToolState) {
+        for tool in &self.tools {
+            tool.backend.ready(state).await;
+        }
+    }
+
+    /// Whether the tool takes any arguments (see
+    /// [`ToolBackend::takes_any_arguments`]).
+    pub fn takes_any_arguments(&self, id: ToolId) -> bool {
+        self.tools[id.0].backend.takes_any_arguments()
+    }
+
     pub fn quick(&self, id: ToolId) -> Option<&QuickSchema> {
         self.tools[id.0].quick.as_ref()
     }
@@ -307,19 +325,23 @@ pub fn schema_options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions
         .should_validate_formats(true)
 }
 
-fn compile(def: &ToolDef) -> Result<(Validator, Option<QuickSchema>), RegistryError> {
+/// A tool's validator (and quick check) for its `parameters`.
+fn compile(
+    tool: &str,
+    parameters: &Value,
+) -> Result<(Validator, Option<QuickSchema>), RegistryError> {
     let problem = |message: String| {
         RegistryError::Definitions(vec![DefinitionProblem {
-            tool: def.name.clone(),
+            tool: tool.to_owned(),
             pointer: crate::pointer::Pointer::root().key("parameters"),
             message,
         }])
     };
-    let draft = draft_of(&def.parameters).map_err(|e| problem(e.to_string()))?;
+    let draft = draft_of(parameters).map_err(|e| problem(e.to_string()))?;
     let validator = schema_options(draft)
-        .build(&def.parameters)
+        .build(parameters)
         .map_err(|e| problem(format!("cannot compile the schema: {e}")))?;
-    Ok((validator, QuickSchema::compile(&def.parameters, draft)))
+    Ok((validator, QuickSchema::compile(parameters, draft)))
 }
 
 #[cfg(test)]

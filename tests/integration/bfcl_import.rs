@@ -473,8 +473,13 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
         let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
         let answers = default_answers(&questions);
         let answers = answers.exists().then_some(answers);
-        let imported = import(&questions, answers.as_deref(), &dir.path().join(category))
-            .unwrap_or_else(|e| panic!("{category}: {e}"));
+        let imported = import(
+            &questions,
+            answers.as_deref(),
+            &dir.path().join(category),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{category}: {e}"));
         total += imported.written;
     }
     // FORMAT.md's entry counts for the 13 categories.
@@ -505,12 +510,7 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
 #[test]
 fn import_of_a_category_it_does_not_take_says_so_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    for category in [
-        "multi_turn_base",
-        "memory",
-        "web_search",
-        "format_sensitivity",
-    ] {
+    for category in ["memory", "web_search", "format_sensitivity"] {
         let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
         // Renamed, the entries' ids still tell (format_sensitivity has none).
         let renamed = dir.path().join(format!("{category}-questions.json"));
@@ -537,4 +537,54 @@ fn import_of_a_category_it_does_not_take_says_so_by_name() {
         }
     }
     assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn import_of_multi_turn_entries_asks_for_the_bridge_that_runs_bfcls_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = corpora().join("bfcl/BFCL_v4_multi_turn_base.json");
+    let out = dir.path().join("out");
+    let output = toolgauge(&[
+        "import",
+        "bfcl",
+        questions.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("BFCL_v4_multi_turn_base.json: multi-turn entries run on BFCL's own classes: give --bridge"),
+        "{message}"
+    );
+    assert!(!out.exists());
+    // With one, every entry is a conversation task on its classes (no
+    // Python is needed to import them, only to run them).
+    let output = toolgauge(&[
+        "import",
+        "bfcl",
+        questions.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--bridge",
+        "python3 scripts/bfcl_bridge/bridge.py",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 200);
+    let scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("multi_turn_base_0.json")).unwrap())
+            .unwrap();
+    let bridge = &scenario["tools"][0]["mcp"]["command"];
+    assert_eq!(bridge[0], "python3");
+    // The script's path is written absolute: the scenario starts it from
+    // its own folder.
+    assert!(
+        bridge[1]
+            .as_str()
+            .unwrap()
+            .ends_with("/scripts/bfcl_bridge/bridge.py")
+            && bridge[1].as_str().unwrap().starts_with('/'),
+        "{bridge}"
+    );
+    assert_eq!(scenario["task"]["turns"].as_array().unwrap().len(), 3);
 }

@@ -4,6 +4,7 @@ mod agent;
 mod architecture;
 mod bfcl;
 mod bfcl_import;
+mod bfcl_multi_turn;
 mod bfcl_oracle;
 mod browser;
 mod cli;

@@ -129,7 +129,8 @@ async fn mcp_tools_are_called_over_streamable_http() {
         .tools(
             Some(&["add".to_owned(), "counter_increment".to_owned()]),
             &[],
-            false,
+            None,
+            true,
         )
         .unwrap();
     assert_eq!(tools.len(), 2);
@@ -226,8 +227,9 @@ async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
     assert_eq!(startups(), 1);
     for trial in 0..2 {
         let state = registry.new_state();
-        // The trial's own server started with its state, before any call:
-        // its start-up is not tool time.
+        // The trial's own server starts with its state, and is ready
+        // before any call: its start-up is not tool time.
+        registry.ready(&state).await;
         assert_eq!(startups(), 2 + trial);
         assert_eq!(
             call(&registry, &state, "counter_increment", json!({}))
@@ -565,7 +567,7 @@ async fn the_reference_server_everything_interoperates() {
         ..McpServerSpec::default()
     };
     let server = servers.open(&spec).unwrap();
-    let tools = server.tools(None, &[], false).unwrap();
+    let tools = server.tools(None, &[], None, true).unwrap();
     let echo = tools
         .iter()
         .find(|(d, _)| d.name == "echo")
@@ -736,4 +738,183 @@ fn report_merge_and_html_start_no_process() {
         String::from_utf8_lossy(&html.stderr)
     );
     assert_eq!(count(), after_run, "a report started the MCP server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trial_args_start_each_trials_server_with_them_and_it_stops_with_the_trial() {
+    let servers = ToolServers::new();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("--trial-args-{}", std::process::id());
+    let entry = stdio_entry(json!({
+        "only": ["counter_increment"],
+        "per_trial": true,
+        "trial_args": ["--entry", marker],
+    }));
+    let registry = registry_for(dir.path(), entry, &servers);
+    // The shared server, which lists the tools, has no trial arguments.
+    assert_eq!(processes_with(&marker), 0);
+    let state = registry.new_state();
+    registry.ready(&state).await;
+    assert_eq!(processes_with(&marker), 1, "the trial's own server");
+    assert_eq!(
+        call(&registry, &state, "counter_increment", json!({}))
+            .await
+            .unwrap(),
+        "1"
+    );
+    drop(state);
+    // The owner waits until every server it started, trials' own too, is gone.
+    servers.stop();
+    assert_eq!(processes_with(&marker), 0, "a trial's server outlived it");
+}
+
+#[test]
+fn trial_args_need_a_per_trial_server() {
+    let servers = ToolServers::new();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({
+        "name": "mcp",
+        "tools": [stdio_entry(json!({"trial_args": ["--entry", "x"]}))],
+        "prompt": "p",
+        "expect": {"no_call": true}
+    });
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+    let error = load_scenario(&path, dir.path(), &servers)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("/tools/0/trial_args") && error.contains("\"per_trial\": true"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_server_that_takes_any_arguments_gets_calls_its_schema_would_refuse() {
+    let servers = ToolServers::new();
+    let dir = tempfile::tempdir().unwrap();
+    let bad = json!({"by": "three"});
+    let checked = registry_for(
+        dir.path(),
+        stdio_entry(json!({"only": ["counter_increment"]})),
+        &servers,
+    );
+    let id = checked.lookup("counter_increment").unwrap();
+    assert!(!checked.is_valid(id, &bad));
+    let unchecked = registry_for(
+        dir.path(),
+        stdio_entry(json!({"only": ["counter_increment"], "validate": false})),
+        &servers,
+    );
+    let id = unchecked.lookup("counter_increment").unwrap();
+    assert!(
+        unchecked.is_valid(id, &bad),
+        "validate: false refuses nothing"
+    );
+    // The model still sees the server's schema.
+    assert_eq!(
+        unchecked.definition(id).parameters,
+        checked
+            .definition(checked.lookup("counter_increment").unwrap())
+            .parameters
+    );
+}
+
+/// A counter task judged by a probe: `counter_get`, which the model is
+/// never given, must read `expected` when the task ends.
+fn probed_counter_task(dir: &Path, expected: i64) -> PathBuf {
+    let suite = dir.join(format!("suite-{expected}"));
+    std::fs::create_dir_all(&suite).unwrap();
+    let scenario = json!({
+        "name": "probed_counter",
+        "tools": [stdio_entry(json!({"only": ["counter_increment", "counter_get"], "per_trial": true}))],
+        "prompt": "Add 3 to the counter, then add 4.",
+        "task": {
+            "reference": [
+                {"name": "counter_increment", "arguments": {"by": 3}},
+                {"name": "counter_increment", "arguments": {"by": 4}}
+            ],
+            "final_state": {"probe": {"tool": "counter_get", "result": expected}}
+        }
+    });
+    std::fs::write(suite.join("probed.json"), scenario.to_string()).unwrap();
+    suite
+}
+
+#[test]
+fn a_probe_judges_the_state_a_server_holds_and_its_tool_is_never_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(
+        "scenarios/models/scripted.json",
+        models.join("scripted.json"),
+    )
+    .unwrap();
+    for (expected, passes) in [(7, true), (8, false)] {
+        let out = dir.path().join(format!("out-{expected}"));
+        let suite = probed_counter_task(dir.path(), expected);
+        let output = toolgauge(&[
+            "run",
+            suite.to_str().unwrap(),
+            "--models",
+            models.to_str().unwrap(),
+            "--trials",
+            "2",
+            "--min-success",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(if passes { 0 } else { 1 }),
+            "{err}"
+        );
+        let trials = std::fs::read_to_string(out.join("trials.csv")).unwrap();
+        assert_eq!(trials.contains("wrong_final_state"), !passes, "{trials}");
+        // The model never called the probe's tool; toolgauge did, once per
+        // trial, and the log says what it answered.
+        let session = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+        let calls = session
+            .lines()
+            .filter(|l| l.contains("\"type\":\"tool_call\""));
+        assert!(calls.clone().count() >= 4, "{session}");
+        assert!(
+            calls.clone().all(|l| !l.contains("counter_get")),
+            "{session}"
+        );
+        let probes: Vec<&str> = session
+            .lines()
+            .filter(|l| l.contains("\"type\":\"probe\""))
+            .collect();
+        assert_eq!(probes.len(), 2, "{session}");
+        let said = format!("\"result\":7,\"passed\":{passes}");
+        assert!(probes.iter().all(|p| p.contains(&said)), "{probes:?}");
+    }
+}
+
+#[test]
+fn a_probes_tool_cannot_be_given_to_the_model_later() {
+    let servers = ToolServers::new();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({
+        "name": "mcp",
+        "tools": [stdio_entry(json!({"only": ["counter_increment", "counter_get"]}))],
+        "prompt": "p",
+        "task": {
+            "final_state": {"probe": {"tool": "counter_get", "result": 1}},
+            "turns": [{"user": "more", "add_tools": ["counter_get"], "answer": {"$contains": "1"}}]
+        }
+    });
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+    let error = load_scenario(&path, dir.path(), &servers)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("/task/turns/0/add_tools/0") && error.contains("a probe's tool"),
+        "{error}"
+    );
 }

@@ -369,7 +369,9 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
         &servers.open(&spec).unwrap()
     ));
     // A per-trial tool starts a second server for its trial.
-    let tools = server.tools(Some(&["add".to_owned()]), &[], true).unwrap();
+    let tools = server
+        .tools(Some(&["add".to_owned()]), &[], Some(&[]), true)
+        .unwrap();
     let registry = toolgauge::tool::Registry::new(
         tools
             .into_iter()

@@ -18,6 +18,15 @@ use super::Language;
 /// in the order the model wrote them.
 pub type PromptCall = (String, Map<String, Value>);
 
+/// A call with its positional values apart: name, positional, keywords.
+pub type PositionalCall = (String, Vec<Value>, Map<String, Value>);
+
+/// Read one Python call of BFCL's multi-turn ground truth, positional
+/// values kept (see `python::decode_positional`).
+pub fn decode_ground_truth_call(text: &str) -> Result<PositionalCall, DecodeError> {
+    python::decode_positional(text.trim())
+}
+
 /// The argument BFCL files under `None`: a Java or JavaScript value given
 /// without a name. No function declares it, so it is always unexpected.
 pub const POSITIONAL: &str = "<positional>";

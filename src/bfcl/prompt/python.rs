@@ -41,6 +41,32 @@ pub(super) fn decode(framed: &str) -> Result<Vec<PromptCall>, DecodeError> {
     }
 }
 
+/// One call as BFCL's multi-turn ground truth writes it (`cd('docs')`,
+/// `mv(source='a', destination='b')`): its name, its positional values in
+/// order (which BFCL's `eval` binds by position) and its keywords.
+pub(super) fn decode_positional(text: &str) -> Result<super::PositionalCall, DecodeError> {
+    let tree = super::parse(&tree_sitter_python::LANGUAGE.into(), text)?;
+    let root = tree.root_node();
+    let expression = match children(root).as_slice() {
+        [statement] if !root.has_error() => only_child(*statement),
+        _ => None,
+    }
+    .filter(|e| e.kind() == "call")
+    .ok_or("not one Python call")?;
+    let source = Source(text);
+    let (name, keywords) = source.call(expression)?;
+    let list = expression.child_by_field_name("arguments");
+    let mut positional = Vec::new();
+    for argument in list.map(children).unwrap_or_default() {
+        match argument.kind() {
+            "keyword_argument" => {}
+            "list_splat" | "dictionary_splat" => return fail("unpacking in a call"),
+            _ => positional.push(source.value(argument)?),
+        }
+    }
+    Ok((name, positional, keywords))
+}
+
 /// The named children that are not comments.
 fn children(node: Node) -> Vec<Node> {
     let mut cursor = node.walk();
@@ -351,6 +377,18 @@ mod tests {
     use crate::bfcl::Language;
     use crate::bfcl::prompt::decode as decode_prompt;
     use serde_json::json;
+
+    #[test]
+    fn a_ground_truth_call_keeps_its_positional_values_in_order() {
+        let (name, positional, keywords) =
+            decode_positional("tail('log.txt', 20, mode='l')").unwrap();
+        assert_eq!(name, "tail");
+        assert_eq!(positional, [json!("log.txt"), json!(20)]);
+        assert_eq!(Value::Object(keywords), json!({"mode": "l"}));
+        for bad in ["tail(*args)", "[tail(1), cd(2)]", "x = 1", "tail("] {
+            assert!(decode_positional(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn python_call_syntax_decodes_as_bfcl_reads_it() {

@@ -37,6 +37,10 @@ impl StderrTail {
     }
 }
 
+/// A start under way on the servers' runtime: the connection (or why
+/// not) and how long the start took.
+pub(super) type Starting = tokio::task::JoinHandle<(Result<Connection, McpError>, Duration)>;
+
 /// One started server.
 pub(super) struct Connection {
     pub(super) service: RunningService<RoleClient, ()>,
@@ -107,35 +111,48 @@ impl Connection {
     /// any thread. A server that lets it pass is dropped, and its process
     /// group with it.
     pub(super) fn start_blocking(hub: &Hub, spec: &McpServerSpec) -> Result<Connection, McpError> {
+        let starting = Connection::start_later(hub, spec)?;
+        hub.block_on(starting)?.map_err(|_| McpError::Panicked)?.0
+    }
+
+    /// Start within the start-up deadline, as a task of the servers'
+    /// runtime (the child is started from its thread, which the death
+    /// signal follows), to be awaited from any runtime: the connection,
+    /// and how long the start took.
+    pub(super) fn start_later(hub: &Hub, spec: &McpServerSpec) -> Result<Starting, McpError> {
         let deadline = spec.startup_timeout();
         let owned = spec.clone();
-        // Spawned as a task of the servers' runtime: the child is started
-        // from its thread, which the death signal follows.
-        let started = hub.runtime()?.spawn(async move {
+        Ok(hub.runtime()?.spawn(async move {
             let spec = &owned;
             let stderr = StderrTail::default();
-            match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone())).await
-            {
-                Ok(started) => started,
-                Err(_) => Err(McpError::Start {
-                    label: spec.label(),
-                    message: format!(
-                        "no answer to initialize within {} ms (startup_timeout_ms); is it an MCP server speaking JSON-RPC on its stdout?",
-                        deadline.as_millis()
-                    ),
-                    stderr: stderr.text(),
-                }),
-            }
-        });
-        hub.block_on(started)?.map_err(|_| McpError::Panicked)?
+            let began = std::time::Instant::now();
+            let started =
+                match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone()))
+                    .await
+                {
+                    Ok(started) => started,
+                    Err(_) => Err(McpError::Start {
+                        label: spec.label(),
+                        message: format!(
+                            "no answer to initialize within {} ms (startup_timeout_ms); is it an MCP server speaking JSON-RPC on its stdout?",
+                            deadline.as_millis()
+                        ),
+                        stderr: stderr.text(),
+                    }),
+                };
+            (started, began.elapsed())
+        }))
     }
 
     /// Close the session in the background (its process group goes with
     /// it); the hub's owner waits for it.
     pub(super) fn stop(self, hub: &Hub) {
-        hub.stop_later(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
-        });
+        hub.stop_later(self.close());
+    }
+
+    /// Close the session (its process group goes with it).
+    pub(super) async fn close(self) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
     }
 
     /// Put out of use: stopped now if nothing else holds it, or else

@@ -11,7 +11,7 @@ use rmcp::service::ServiceError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::connection::{Connection, StderrTail};
+use super::connection::{Connection, Starting, StderrTail};
 use super::hub::Hub;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{ToolBackend, ToolCallContext, ToolFuture};
@@ -93,13 +93,19 @@ impl McpServer {
 
     /// The server's tools (`only` those, if given), as definitions whose
     /// calls go to the server: reads where the server's annotations say
-    /// `readOnlyHint` or `read` names them, writes otherwise.
+    /// `readOnlyHint` or `read` names them, writes otherwise. With
+    /// `per_trial`, each trial starts a server of its own, its command
+    /// given these arguments more. Without `validate`, toolgauge refuses
+    /// no call for its schema: the server's own answer is what the model
+    /// sees.
     pub fn tools(
         self: &Arc<McpServer>,
         only: Option<&[String]>,
         read: &[String],
-        per_trial: bool,
+        per_trial: Option<&[String]>,
+        validate: bool,
     ) -> Result<Vec<ServedTool>, McpError> {
+        let per_trial: Option<Arc<[String]>> = per_trial.map(Arc::from);
         let connection = self.connection(None).map_err(|e| McpError::List {
             label: self.label.clone(),
             message: e.message,
@@ -174,7 +180,8 @@ impl McpServer {
                 let backend: Arc<dyn ToolBackend> = Arc::new(McpTool {
                     server: self.clone(),
                     name,
-                    per_trial,
+                    per_trial: per_trial.clone(),
+                    takes_any_arguments: !validate,
                 });
                 (def, backend)
             })
@@ -418,28 +425,77 @@ fn result_output(result: CallToolResult) -> Result<String, ToolFailure> {
 struct McpTool {
     server: Arc<McpServer>,
     name: String,
-    /// A fresh server per trial, for stateful servers.
-    per_trial: bool,
+    /// A fresh server per trial, for stateful servers, started with
+    /// these arguments added to the command.
+    per_trial: Option<Arc<[String]>>,
+    /// Calls go to the server whatever their arguments.
+    takes_any_arguments: bool,
 }
 
-/// A trial's own server, stopped when the trial's state goes.
+/// A trial's own server: started when the trial begins (on the servers'
+/// runtime, while the trial's own thread goes on), awaited by its first
+/// call, stopped when the trial's state goes.
 #[derive(Debug)]
 struct TrialServer {
     hub: Arc<Hub>,
-    connection: Option<Connection>,
+    /// The start under way, until a call has awaited it.
+    starting: tokio::sync::Mutex<Option<Starting>>,
+    connection: tokio::sync::OnceCell<Result<Connection, ToolFailure>>,
+}
+
+impl TrialServer {
+    /// The connection, once the start is done (its time measured).
+    async fn connection(&self, server: &McpServer) -> Result<&Connection, ToolFailure> {
+        let ready = self
+            .connection
+            .get_or_init(|| async {
+                let mut starting = self.starting.lock().await;
+                let Some(handle) = starting.as_mut() else {
+                    return Err(ToolFailure::unavailable("the trial's MCP server is gone"));
+                };
+                // Taken at once when done: a call cancelled while waiting
+                // leaves the start to the next one.
+                let outcome = handle.await;
+                *starting = None;
+                match outcome {
+                    Ok((started, took)) => {
+                        server.measured(|m| m.startups.push(took));
+                        started.map_err(|e| ToolFailure::unavailable(e.to_string()))
+                    }
+                    Err(_) => Err(ToolFailure::unavailable(format!(
+                        "the MCP server {} could not start",
+                        server.label
+                    ))),
+                }
+            })
+            .await;
+        ready.as_ref().map_err(Clone::clone)
+    }
 }
 
 impl Drop for TrialServer {
     fn drop(&mut self) {
-        if let Some(connection) = self.connection.take() {
+        if let Some(Ok(connection)) = self.connection.take() {
             connection.stop(&self.hub);
+        }
+        // A start never awaited: stopped once it is done.
+        if let Some(handle) = self.starting.get_mut().take() {
+            self.hub.stop_later(async move {
+                if let Ok((Ok(connection), _)) = handle.await {
+                    connection.close().await;
+                }
+            });
         }
     }
 }
 
 impl McpTool {
-    /// The trial's own server, started on first use.
-    fn trial_server(&self, state: &ToolState) -> Result<TrialResource, ToolFailure> {
+    /// The trial's own server, its start begun on first use.
+    fn trial_server(
+        &self,
+        state: &ToolState,
+        trial_args: &[String],
+    ) -> Result<TrialResource, ToolFailure> {
         let server = &self.server;
         if server.hub.is_closed() {
             return Err(ToolFailure::unavailable(format!(
@@ -448,13 +504,14 @@ impl McpTool {
             )));
         }
         state.resource(server.key(), || {
-            let started = Instant::now();
-            let connection = Connection::start_blocking(&server.hub, &server.spec)
-                .map_err(|e| ToolFailure::unavailable(e.to_string()));
-            server.measured(|m| m.startups.push(started.elapsed()));
+            let mut spec = server.spec.clone();
+            spec.command.extend(trial_args.iter().cloned());
+            let starting = Connection::start_later(&server.hub, &spec)
+                .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
             let own = TrialServer {
                 hub: server.hub.clone(),
-                connection: Some(connection?),
+                starting: tokio::sync::Mutex::new(Some(starting)),
+                connection: tokio::sync::OnceCell::new(),
             };
             Ok(Arc::new(own) as TrialResource)
         })
@@ -466,19 +523,39 @@ impl ToolBackend for McpTool {
         true
     }
 
+    fn takes_any_arguments(&self) -> bool {
+        self.takes_any_arguments
+    }
+
     /// A per-trial server starts with the trial, before its clock runs,
-    /// so its start-up is not tool time. (A start that fails is tried
-    /// again, and reported, by the first call.)
+    /// so its start-up is not tool time; the trial does not wait for it
+    /// until its first call. (A start that fails is reported by that call.)
     fn prepare(&self, state: &ToolState) {
-        if self.per_trial {
-            let _ = self.trial_server(state);
+        if let Some(args) = &self.per_trial {
+            let _ = self.trial_server(state, args);
         }
+    }
+
+    /// The trial's own server started (a start that failed is reported
+    /// by the first call).
+    fn ready<'a>(
+        &'a self,
+        state: &'a ToolState,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if let Some(args) = &self.per_trial
+                && let Ok(own) = self.trial_server(state, args)
+                && let Some(own) = own.downcast_ref::<TrialServer>()
+            {
+                let _ = own.connection(&self.server).await;
+            }
+        })
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
         Box::pin(async move {
             let trial = call.state;
-            if !self.per_trial {
+            let Some(trial_args) = &self.per_trial else {
                 if let Some(message) = trial.went_down(self.server.key()) {
                     return Err(ToolFailure::unavailable(message));
                 }
@@ -487,15 +564,12 @@ impl ToolBackend for McpTool {
                     .server
                     .call(&connection, trial, &self.name, call.arguments)
                     .await;
-            }
-            let own = self.trial_server(trial)?;
-            let Some(TrialServer {
-                connection: Some(connection),
-                ..
-            }) = own.downcast_ref::<TrialServer>()
-            else {
+            };
+            let own = self.trial_server(trial, trial_args)?;
+            let Some(own) = own.downcast_ref::<TrialServer>() else {
                 return Err(ToolFailure::unavailable("the trial's MCP server is gone"));
             };
+            let connection = own.connection(&self.server).await?;
             if connection.crashed() {
                 return Err(ToolFailure::unavailable(
                     self.server.stopped_message(&connection.stderr),

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The per-trial cost of one BFCL multi-turn entry in toolgauge, through the
+# bridge (the scripted mock, instant, plays the ground truth; each turn
+# judged by the bridge's probe), against BFCL's own loop on the same entry
+# (scripts/bfcl_bridge/bfcl_loop.py), in one sitting. The bridge's
+# start-up per trial is reported apart.
+#
+#   TOOLGAUGE_BFCL_PYTHON=VENV/bin/python scripts/bfcl_bridge/overhead.sh [ENTRY] [TRIALS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python=${TOOLGAUGE_BFCL_PYTHON:?"set TOOLGAUGE_BFCL_PYTHON to a Python with bfcl-eval and mcp (see docs/bfcl.md)"}
+entry=${1:-multi_turn_base_0}
+trials=${2:-20}
+category=${entry%_*}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+cargo build -q --release
+target/release/toolgauge import bfcl "../shared/corpora/bfcl/BFCL_v4_$category.json" \
+  --out "$dir/all" --bridge "$python scripts/bfcl_bridge/bridge.py" >/dev/null 2>&1
+mkdir "$dir/suite"
+cp "$dir/all/$entry.json" "$dir/suite/"
+echo '{"name": "instant", "kind": "scripted", "provider": "openai", "parameters": {"latency_ms": 0}}' >"$dir/instant.json"
+
+started=$(date +%s%N)
+target/release/toolgauge run "$dir/suite" --models "$dir/instant.json" --trials "$trials" \
+  --concurrency 1 --no-session --quiet --out "$dir/out" >/dev/null 2>&1
+ended=$(date +%s%N)
+bfcl=$("$python" scripts/bfcl_bridge/bfcl_loop.py "$entry" "$trials")
+
+"$python" - "$dir/out/tool_sources.csv" "$started" "$ended" "$trials" "$bfcl" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
+import csv, json, sys
+sources, started, ended, trials, bfcl, load = sys.argv[1:]
+source = next(csv.DictReader(open(sources)))
+trials = int(trials)
+wall = (int(ended) - int(started)) / 1e6 / trials
+startup = float(source["startup_ms_mean"]) * (int(source["startups"]) - 1) / trials
+bfcl = json.loads(bfcl)["ms_per_trial"]
+print(f"toolgauge, per trial (whole run / {trials}): {wall:.1f} ms, of which the bridge's start-up {startup:.1f} ms")
+print(f"toolgauge without the start-up: {wall - startup:.1f} ms; BFCL's own loop: {bfcl:.1f} ms")
+print(f"ratio (toolgauge without start-up / BFCL): {(wall - startup) / bfcl:.2f}x; load average {load}")
+PY

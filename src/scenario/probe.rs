@@ -1,0 +1,62 @@
+//! A probe: a call toolgauge makes when a user turn ends, to read state
+//! the model's tools hold elsewhere (an MCP server's), its tool never the
+//! model's, its result matched. Written as a task's `final_state.probe`.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::matcher::Matcher;
+use crate::pointer::{Located, Pointer};
+use crate::tool::Registry;
+
+/// `final_state.probe` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFile {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+    /// A matcher on the result: read as JSON when it is JSON, else text.
+    pub result: Value,
+}
+
+/// A call toolgauge makes when a turn ends, to read state the model's
+/// tools hold elsewhere (an MCP server's, say): its tool is never shown
+/// to the model, and its result must match.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    pub result: Matcher,
+}
+
+/// A `final_state`'s probe, written at `at`, checked against the
+/// scenario's tools.
+pub(super) fn compile_probe(
+    probe: Option<&ProbeFile>,
+    registry: &Registry,
+    at: Pointer,
+) -> Result<Option<Probe>, Located> {
+    let Some(probe) = probe else {
+        return Ok(None);
+    };
+    if registry.lookup(&probe.tool).is_none() {
+        return Err(Located::new(
+            at.key("tool"),
+            format!("no tool named {:?} in this scenario's tools", probe.tool),
+        ));
+    }
+    let result =
+        Matcher::from_value(&probe.result).map_err(|e| e.under(&at.clone().key("result")))?;
+    if matches!(result, Matcher::Result { .. }) {
+        return Err(Located::new(
+            at.key("result"),
+            "$result reads an earlier result and cannot judge the probe's",
+        ));
+    }
+    Ok(Some(Probe {
+        tool: probe.tool.clone(),
+        arguments: probe.arguments.clone(),
+        result,
+    }))
+}

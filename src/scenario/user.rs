@@ -1,0 +1,79 @@
+//! A conversation's simulated user: who plays it (a live model's file or
+//! a script of replies), from which instructions, for how many turns, and
+//! the words that end it. Written as a task's `user`.
+
+use serde::Deserialize;
+
+use crate::pointer::{Located, Pointer};
+
+/// A task's simulated user as written: its instructions, how many times
+/// it may speak after the opening, and who plays it (a live model's
+/// file, or a script of replies).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatedUserFile {
+    pub instructions: String,
+    #[serde(default = "default_user_turns")]
+    pub max_turns: u32,
+    /// A live model file (relative to the scenario's folder) that plays
+    /// the user.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The user's replies in order (a mock user, for tests and CI).
+    #[serde(default)]
+    pub script: Vec<String>,
+}
+
+fn default_user_turns() -> u32 {
+    5
+}
+
+/// What a simulated user says when the conversation is over (as tau2).
+pub const STOP: &str = "###STOP###";
+
+/// A task's simulated user, checked.
+#[derive(Debug, Clone)]
+pub struct SimulatedUser {
+    pub instructions: String,
+    /// Times it may speak after the opening message.
+    pub max_turns: u32,
+    pub player: UserPlayer,
+}
+
+/// Who plays a simulated user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserPlayer {
+    /// A live model, from this file.
+    Model(std::path::PathBuf),
+    /// These replies, in order.
+    Script(Vec<String>),
+}
+
+/// A simulated user: instructions to play from, and one player.
+pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Located> {
+    let at = Pointer::root().key("task").key("user");
+    if file.instructions.trim().is_empty() {
+        return Err(Located::new(
+            at.key("instructions"),
+            "is empty: say what the user wants and knows",
+        ));
+    }
+    if file.max_turns == 0 {
+        return Err(Located::new(at.key("max_turns"), "must be at least 1"));
+    }
+    let player = match (&file.model, file.script.is_empty()) {
+        (Some(model), true) => UserPlayer::Model(model.into()),
+        (None, false) => UserPlayer::Script(file.script.clone()),
+        _ => {
+            return Err(Located::new(
+                at,
+                "give who plays the user: \"model\" (a live model's file) or \"script\" (its replies), one of them",
+            ));
+        }
+    };
+    Ok(SimulatedUser {
+        instructions: file.instructions.clone(),
+        max_turns: file.max_turns,
+        player,
+    })
+}
