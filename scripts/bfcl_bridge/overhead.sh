@@ -22,21 +22,31 @@ mkdir "$dir/suite"
 cp "$dir/all/$entry.json" "$dir/suite/"
 echo '{"name": "instant", "kind": "scripted", "provider": "openai", "parameters": {"latency_ms": 0}}' >"$dir/instant.json"
 
-started=$(date +%s%N)
-target/release/toolgauge run "$dir/suite" --models "$dir/instant.json" --trials "$trials" \
-  --concurrency 1 --no-session --quiet --out "$dir/out" >/dev/null 2>&1
-ended=$(date +%s%N)
+# Two runs, few and many trials: the difference is the trials' own cost,
+# the run's fixed cost (loading, the listing server, reports) cancelled.
+run() {
+  local started ended
+  started=$(date +%s%N)
+  target/release/toolgauge run "$dir/suite" --models "$dir/instant.json" --trials "$1" \
+    --concurrency 1 --no-session --quiet --out "$dir/out-$1" >/dev/null 2>&1
+  ended=$(date +%s%N)
+  echo $((ended - started))
+}
+few=$((trials / 4))
+few_ns=$(run "$few")
+many_ns=$(run "$trials")
 bfcl=$("$python" scripts/bfcl_bridge/bfcl_loop.py "$entry" "$trials")
 
-"$python" - "$dir/out/tool_sources.csv" "$started" "$ended" "$trials" "$bfcl" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
+"$python" - "$dir/out-$trials/tool_sources.csv" "$few" "$few_ns" "$trials" "$many_ns" "$bfcl" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
 import csv, json, sys
-sources, started, ended, trials, bfcl, load = sys.argv[1:]
+sources, few, few_ns, many, many_ns, bfcl, load = sys.argv[1:]
 source = next(csv.DictReader(open(sources)))
-trials = int(trials)
-wall = (int(ended) - int(started)) / 1e6 / trials
-startup = float(source["startup_ms_mean"]) * (int(source["startups"]) - 1) / trials
+per_trial = (int(many_ns) - int(few_ns)) / 1e6 / (int(many) - int(few))
+# The per-trial servers' start-ups (the first start-up lists the tools).
+startup = float(source["startup_ms_mean"])
 bfcl = json.loads(bfcl)["ms_per_trial"]
-print(f"toolgauge, per trial (whole run / {trials}): {wall:.1f} ms, of which the bridge's start-up {startup:.1f} ms")
-print(f"toolgauge without the start-up: {wall - startup:.1f} ms; BFCL's own loop: {bfcl:.1f} ms")
-print(f"ratio (toolgauge without start-up / BFCL): {(wall - startup) / bfcl:.2f}x; load average {load}")
+print(f"toolgauge, per trial ({few} and {many} trials, the difference): {per_trial:.1f} ms, "
+      f"of which the bridge's start-up about {startup:.1f} ms")
+print(f"toolgauge without the start-up: {per_trial - startup:.1f} ms; BFCL's own loop: {bfcl:.2f} ms")
+print(f"ratio (toolgauge without start-up / BFCL): {(per_trial - startup) / bfcl:.1f}x; load average {load}")
 PY

@@ -139,22 +139,23 @@ impl BfclResults {
     /// A multi-turn entry's step `step` of user turn `turn`, as the run
     /// recorded it: its calls, or `None` where the turn ended there (no
     /// such step, or one that does not decode to calls, as BFCL's
-    /// inference ends a turn). The entry's whole latency and tokens come
-    /// with its first step.
+    /// inference ends a turn). The entry's tokens come with its first
+    /// step; its latency is not replayed: its tools run on the real
+    /// clock, where waiting it out would cost the published run's time.
     pub fn step(
         &self,
         id: &str,
         turn: usize,
         step: usize,
         tools: &Registry,
-    ) -> (Option<Vec<ParsedCall>>, Duration, Usage) {
+    ) -> (Option<Vec<ParsedCall>>, Usage) {
         let Some(recorded) = self.results.get(id) else {
-            return (None, Duration::ZERO, Usage::default());
+            return (None, Usage::default());
         };
-        let (latency, usage) = if (turn, step) == (0, 0) {
-            (recorded.latency, recorded.usage)
+        let usage = if (turn, step) == (0, 0) {
+            recorded.usage
         } else {
-            Default::default()
+            Usage::default()
         };
         let calls = match (&recorded.result[turn][step], self.format) {
             (Value::Null, _) => None,
@@ -167,7 +168,7 @@ impl BfclResults {
             (Value::String(_), ResultsFormat::Fc) => None,
             (result, _) => Some(result_calls(result)),
         };
-        (calls.filter(|c| !c.is_empty()), latency, usage)
+        (calls.filter(|c| !c.is_empty()), usage)
     }
 
     pub fn contains(&self, id: &str) -> bool {
@@ -329,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn a_multi_turn_result_replays_step_by_step_its_totals_with_the_first() {
+    fn a_multi_turn_result_replays_step_by_step_its_tokens_with_the_first() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.jsonl");
         let entry = json!({
@@ -344,17 +345,17 @@ mod tests {
         std::fs::write(&path, format!("{entry}\n")).unwrap();
         let results = BfclResults::load(&path, ResultsFormat::Fc).unwrap();
         let tools = Registry::builtins(&[], crate::tool::ToolEnv::default()).unwrap();
-        let (calls, latency, usage) = results.step("multi_turn_base_0", 0, 0, &tools);
+        let (calls, usage) = results.step("multi_turn_base_0", 0, 0, &tools);
         let calls = calls.unwrap();
         assert!(
             matches!(&calls[0], ParsedCall::Ok(c) if c.name == "cd" && c.arguments == json!({"folder": "docs"}))
         );
-        assert_eq!((latency, usage.input_tokens), (Duration::from_secs(2), 100));
+        assert_eq!(usage.input_tokens, 100);
         // Text, an empty step and a step never recorded end the turn.
         for (turn, step) in [(0, 1), (1, 0), (1, 5), (3, 0)] {
-            let (calls, latency, usage) = results.step("multi_turn_base_0", turn, step, &tools);
+            let (calls, usage) = results.step("multi_turn_base_0", turn, step, &tools);
             assert!(calls.is_none(), "turn {turn} step {step}");
-            assert_eq!((latency, usage.input_tokens), (Duration::ZERO, 0));
+            assert_eq!(usage.input_tokens, 0);
         }
     }
 

@@ -198,36 +198,31 @@ impl<'t> Play<'t> {
         Ok(passed)
     }
 
-    /// The probe's tool could not run: the state is unseen, and the trial
-    /// is lost to infrastructure.
-    fn probe_failed(&mut self, run: &TrialRun<'_>, tool: &str, why: &str) {
-        eprintln!(
-            "{} / {} trial {}: lost (tool_unavailable): the probe {tool:?} could not run: {why}",
-            run.model.name(),
-            run.scenario.name,
-            run.trial
-        );
-        if let Some(last) = self.turns.last_mut() {
-            last.failures = vec![Failure::ToolUnavailable];
-            last.success = false;
-        }
-        self.ending = Ending::Lost;
-    }
-
     /// The simulated user failed: the trial is lost to it.
     fn user_failed(&mut self, run: &TrialRun<'_>, why: &str) -> bool {
+        self.lost(
+            run,
+            Failure::UserSimulator,
+            &format!("the simulated user {why}"),
+        );
+        false
+    }
+
+    /// Not the model's doing (`why`): the trial is lost, counted by
+    /// `failure`, and the run goes on.
+    fn lost(&mut self, run: &TrialRun<'_>, failure: Failure, why: &str) {
         eprintln!(
-            "{} / {} trial {}: lost (user_simulator): the simulated user {why}",
+            "{} / {} trial {}: lost ({}): {why}",
             run.model.name(),
             run.scenario.name,
-            run.trial
+            run.trial,
+            failure.as_str()
         );
         if let Some(last) = self.turns.last_mut() {
-            last.failures = vec![Failure::UserSimulator];
+            last.failures = vec![failure];
             last.success = false;
         }
         self.ending = Ending::Lost;
-        false
     }
 
     /// Judge the user turn that just ended (`checked`) on the checks the
@@ -251,7 +246,9 @@ impl<'t> Play<'t> {
                     Some(result)
                 }
                 Err(why) => {
-                    self.probe_failed(run, &probe.tool, &why.message);
+                    // The state is unseen: not the model's failure.
+                    let why = format!("the probe {:?} could not run: {}", probe.tool, why.message);
+                    self.lost(run, Failure::ToolUnavailable, &why);
                     None
                 }
             },

@@ -75,14 +75,14 @@ impl ModelTrial for ReplayTrial<'_> {
 
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         let (calls, latency, usage) = if self.multi_turn {
-            let (calls, latency, usage) = self.model.results.step(
+            let (calls, usage) = self.model.results.step(
                 &self.scenario.name,
                 self.turn,
                 self.step,
                 &self.scenario.registry,
             );
             self.step += 1;
-            (calls.unwrap_or_default(), latency, usage)
+            (calls.unwrap_or_default(), std::time::Duration::ZERO, usage)
         } else {
             self.model
                 .results

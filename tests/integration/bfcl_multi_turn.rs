@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bfcl_oracle::{read_lines, replay_results};
 use crate::{corpora, toolgauge};
 
 fn fixtures() -> PathBuf {
@@ -35,15 +36,6 @@ fn bridge_python(test: &str) -> Option<String> {
         );
     }
     python
-}
-
-fn read_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Import the entries `ids` of every multi-turn category into `dir/suite`
@@ -147,23 +139,7 @@ fn bfcl_multi_turn_verdicts_agree_with_bfcls_own_checker_on_every_output() {
         std::fs::write(models.join(format!("{variant}.json")), model.to_string()).unwrap();
     }
     let out = dir.path().join("out");
-    let output = toolgauge(&[
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        models.to_str().unwrap(),
-        "--trials",
-        "1",
-        "--no-session",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        matches!(output.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    replay_results(&suite, &models, &out);
     let ours = verdicts(&out);
     let mut disagreements = Vec::new();
     let mut valid = 0;

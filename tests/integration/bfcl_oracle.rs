@@ -19,7 +19,8 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl_oracle")
 }
 
-fn read_lines(path: &Path) -> Vec<Value> {
+/// A JSON Lines file's values.
+pub fn read_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -69,6 +70,28 @@ fn import(category: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
     out
 }
 
+/// Score `suite` once with every `bfcl-results` model in `models`: the
+/// verdicts land in `out`/trials.csv.
+pub fn replay_results(suite: &Path, models: &Path, out: &Path) {
+    let output = toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        models.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--no-session",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn bfcl_verdicts_agree_with_bfcls_own_checker_on_every_output() {
     let verdicts = read_lines(&fixtures().join("verdicts.jsonl"));
@@ -102,23 +125,7 @@ fn bfcl_verdicts_agree_with_bfcls_own_checker_on_every_output() {
         std::fs::write(models.join(format!("{variant}.json")), model.to_string()).unwrap();
     }
     let out = dir.path().join("out");
-    let output = toolgauge(&[
-        "run",
-        dir.path().join("suite").to_str().unwrap(),
-        "--models",
-        models.to_str().unwrap(),
-        "--trials",
-        "1",
-        "--no-session",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        matches!(output.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    replay_results(&dir.path().join("suite"), &models, &out);
 
     // toolgauge's verdict per (variant, entry): its one attempt's success.
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();

@@ -246,21 +246,25 @@ async fn per_trial_mcp_servers_start_fresh_for_each_trial() {
     }
 }
 
-#[test]
-fn an_mcp_entry_naming_a_tool_the_server_lacks_is_located_in_the_file() {
+/// Why `scenario`, written as mcp.json, does not load.
+fn load_error(scenario: &Value) -> String {
     let servers = ToolServers::new();
     let dir = tempfile::tempdir().unwrap();
-    let scenario = json!({
+    let path = dir.path().join("mcp.json");
+    std::fs::write(&path, serde_json::to_string_pretty(scenario).unwrap()).unwrap();
+    load_scenario(&path, dir.path(), &servers)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn an_mcp_entry_naming_a_tool_the_server_lacks_is_located_in_the_file() {
+    let error = load_error(&json!({
         "name": "mcp",
         "tools": [stdio_entry(json!({"only": ["add", "multiply"]}))],
         "prompt": "p",
         "expect": {"no_call": true}
-    });
-    let path = dir.path().join("mcp.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-    let error = load_scenario(&path, dir.path(), &servers)
-        .unwrap_err()
-        .to_string();
+    }));
     assert!(
         error.contains("mcp.json:") && error.contains(": /tools/0: MCP server"),
         "{error}"
@@ -770,19 +774,12 @@ async fn trial_args_start_each_trials_server_with_them_and_it_stops_with_the_tri
 
 #[test]
 fn trial_args_need_a_per_trial_server() {
-    let servers = ToolServers::new();
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = json!({
+    let error = load_error(&json!({
         "name": "mcp",
         "tools": [stdio_entry(json!({"trial_args": ["--entry", "x"]}))],
         "prompt": "p",
         "expect": {"no_call": true}
-    });
-    let path = dir.path().join("mcp.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-    let error = load_scenario(&path, dir.path(), &servers)
-        .unwrap_err()
-        .to_string();
+    }));
     assert!(
         error.contains("/tools/0/trial_args") && error.contains("\"per_trial\": true"),
         "{error}"
@@ -897,9 +894,7 @@ fn a_probe_judges_the_state_a_server_holds_and_its_tool_is_never_the_models() {
 
 #[test]
 fn a_probes_tool_cannot_be_given_to_the_model_later() {
-    let servers = ToolServers::new();
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = json!({
+    let error = load_error(&json!({
         "name": "mcp",
         "tools": [stdio_entry(json!({"only": ["counter_increment", "counter_get"]}))],
         "prompt": "p",
@@ -907,12 +902,7 @@ fn a_probes_tool_cannot_be_given_to_the_model_later() {
             "final_state": {"probe": {"tool": "counter_get", "result": 1}},
             "turns": [{"user": "more", "add_tools": ["counter_get"], "answer": {"$contains": "1"}}]
         }
-    });
-    let path = dir.path().join("mcp.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
-    let error = load_scenario(&path, dir.path(), &servers)
-        .unwrap_err()
-        .to_string();
+    }));
     assert!(
         error.contains("/task/turns/0/add_tools/0") && error.contains("a probe's tool"),
         "{error}"

@@ -380,7 +380,13 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
         toolgauge::tool::ToolEnv::default(),
     )
     .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let state = registry.new_state();
+    // Its start began with the trial; ready, it is running.
+    runtime.block_on(registry.ready(&state));
     let running = our_children_with(marker);
     assert_eq!(running.len(), 2, "{running:?}");
     drop(state);
@@ -393,10 +399,6 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
     }
     // A tool of a stopped server says so; it starts nothing.
     let state = registry.new_state();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let id = registry.lookup("add").unwrap();
     let failure = runtime
         .block_on(registry.execute(id, &json!({"a": 1, "b": 2}), &state))
