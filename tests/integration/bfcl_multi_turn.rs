@@ -166,3 +166,79 @@ fn bfcl_multi_turn_verdicts_agree_with_bfcls_own_checker_on_every_output() {
         theirs.len()
     );
 }
+
+#[test]
+fn the_mocks_play_bfcl_multi_turn_entries_through_the_bridge() {
+    let test = "the_mocks_play_bfcl_multi_turn_entries_through_the_bridge";
+    let Some(python) = bridge_python(test) else {
+        return;
+    };
+    let ids: BTreeSet<String> = ["base_0", "miss_func_0", "miss_param_0", "long_context_0"]
+        .iter()
+        .map(|id| format!("multi_turn_{id}"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = import(&python, &ids, dir.path());
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for model in ["scripted", "careless"] {
+        let file = format!("{model}.json");
+        std::fs::copy(
+            Path::new("scenarios/models").join(&file),
+            models.join(&file),
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        models.to_str().unwrap(),
+        "--trials",
+        "3",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The scripted mock plays the ground truth: BFCL passes every turn.
+    let ours = verdicts(&out);
+    for id in &ids {
+        assert_eq!(
+            ours.get(&("scripted".to_owned(), id.clone())),
+            Some(&true),
+            "{id}"
+        );
+    }
+    // The careless one breaks calls and misspells tools: BFCL's checker,
+    // through the probe, says what that did to the turn.
+    let session = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    let careless_probes: Vec<Value> = session
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "probe" && e["model"] == "careless")
+        .collect();
+    let failed: Vec<&Value> = careless_probes
+        .iter()
+        .filter(|p| p["passed"] == false)
+        .collect();
+    assert!(!failed.is_empty(), "{careless_probes:#?}");
+    assert!(
+        failed.iter().all(|p| p["result"]["valid"] == false
+            && p["result"]["error_type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("multi_turn:"))),
+        "{failed:#?}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(
+        summary.lines().any(|l| l.starts_with("careless,")),
+        "{summary}"
+    );
+}
