@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::bfcl_oracle::{read_lines, replay_results};
+use crate::bfcl_oracle::{keep_entries, read_lines, replay_results};
 use crate::{corpora, toolgauge};
 
 fn fixtures() -> PathBuf {
@@ -61,16 +61,7 @@ fn import(python: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
                 questions.join("possible_answer").join(&name),
             ),
         ] {
-            let kept: Vec<String> = std::fs::read_to_string(from)
-                .unwrap()
-                .lines()
-                .filter(|l| {
-                    serde_json::from_str::<Value>(l)
-                        .is_ok_and(|v| v["id"].as_str().is_some_and(|id| ids.contains(id)))
-                })
-                .map(str::to_owned)
-                .collect();
-            std::fs::write(to, kept.join("\n") + "\n").unwrap();
+            keep_entries(&from, &to, ids);
         }
         let output = toolgauge(&[
             "import",

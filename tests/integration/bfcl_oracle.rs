@@ -29,24 +29,28 @@ pub fn read_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The lines of the JSON Lines file `from` whose `id` is one of `ids`,
+/// written to `to`.
+pub fn keep_entries(from: &Path, to: &Path, ids: &BTreeSet<String>) {
+    let kept: Vec<String> = std::fs::read_to_string(from)
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["id"].as_str().is_some_and(|id| ids.contains(id)))
+        })
+        .map(str::to_owned)
+        .collect();
+    std::fs::write(to, kept.join("\n") + "\n").unwrap();
+}
+
 /// The entries of `category` the fixture uses, and their answers, written
 /// where `toolgauge import bfcl` looks for them; the scenarios imported.
 fn import(category: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
     let questions_dir = dir.join("questions");
     std::fs::create_dir_all(questions_dir.join("possible_answer")).unwrap();
     let name = format!("BFCL_v4_{category}.json");
-    let keep = |path: PathBuf, to: PathBuf| {
-        let kept: Vec<String> = std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .filter(|l| {
-                serde_json::from_str::<Value>(l)
-                    .is_ok_and(|v| v["id"].as_str().is_some_and(|id| ids.contains(id)))
-            })
-            .map(str::to_owned)
-            .collect();
-        std::fs::write(to, kept.join("\n") + "\n").unwrap();
-    };
+    let keep = |path: PathBuf, to: PathBuf| keep_entries(&path, &to, ids);
     let bfcl = corpora().join("bfcl");
     keep(bfcl.join(&name), questions_dir.join(&name));
     let answers = bfcl.join("possible_answer").join(&name);
