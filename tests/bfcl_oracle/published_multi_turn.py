@@ -20,16 +20,13 @@ import tempfile
 from pathlib import Path
 
 from bfcl_eval.eval_checker.eval_runner import _evaluate_single_multi_turn_entry
-from bfcl_eval.model_handler.utils import convert_to_function_call
 from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from multi_turn import FunctionCallingHandler  # noqa: E402
 
 CATEGORIES = ["base", "miss_func", "miss_param", "long_context"]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class FunctionCallingHandler:
-    def decode_execute(self, result, has_tool_call_tag):
-        return convert_to_function_call(result)
 
 
 def bfcl_verdicts(results, category):
