@@ -1,0 +1,338 @@
+//! Instruction counts (callgrind, through gungraun) of the hot paths: Parse,
+//! Validate (valid, and invalid with its error text), one pipeline turn, a
+//! run of harness trials, fuzz generation and the BFCL decoders. Counts do
+//! not move with the machine's load, so each is held to the committed
+//! baseline in `benches/counts.baseline` (+5%). `scripts/counts.sh` runs
+//! them; `scripts/counts.sh --update` rewrites the baseline.
+//!
+//! Every input is built in code or read from the repository: no Node, no
+//! network, nothing random. Each bench hands its inputs back, so that
+//! dropping them is not counted.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gungraun::{
+    Callgrind, EventKind, LibraryBenchmarkConfig, library_benchmark, library_benchmark_group, main,
+};
+use mimalloc::MiMalloc;
+use serde_json::{Value, json};
+use toolgauge::bfcl::Language;
+use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::model::{LiveOptions, ModelFile};
+use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
+use toolgauge::provider::Provider;
+use toolgauge::report::{Reporters, Thresholds};
+use toolgauge::scenario::load_scenario;
+use toolgauge::tool::mcp::ToolServers;
+use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+
+// As in the binary.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+/// How much a count may grow over its baseline before CI fails.
+const ALLOWED_GROWTH: f64 = 1.05;
+
+/// The committed counts: `group/bench instructions` per line.
+const BASELINE: &str = include_str!("counts.baseline");
+
+/// The limit for one bench: its committed count plus the allowed growth.
+/// `TOOLGAUGE_COUNTS_UPDATE=1` (set by `scripts/counts.sh --update`) runs
+/// without limits, to measure new baselines.
+fn limit(key: &str) -> LibraryBenchmarkConfig {
+    let mut config = LibraryBenchmarkConfig::default();
+    if std::env::var_os("TOOLGAUGE_COUNTS_UPDATE").is_some() {
+        return config;
+    }
+    let committed = BASELINE
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .find(|(name, _)| *name == key)
+        .and_then(|(_, count)| count.trim().parse::<u64>().ok());
+    let Some(committed) = committed else {
+        panic!(
+            "benches/counts.baseline has no count for {key}: run scripts/counts.sh --update and commit it"
+        );
+    };
+    let ceiling = (committed as f64 * ALLOWED_GROWTH).ceil() as u64;
+    config.tool(Callgrind::default().hard_limits([(EventKind::Ir, ceiling)]));
+    config
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn calls(n: usize) -> Vec<ParsedCall> {
+    (0..n)
+        .map(|i| {
+            let (name, arguments) = if i % 2 == 0 {
+                (
+                    "echo",
+                    json!({"message": format!("hello world from call {i}")}),
+                )
+            } else {
+                (
+                    "math",
+                    json!({"operation": "multiply", "a": 12.5 + i as f64, "b": -4}),
+                )
+            };
+            ParsedCall::Ok(ToolCall {
+                id: format!("call_{i:08}_abcdefgh"),
+                name: name.to_owned(),
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// A reply of 3 calls in the provider's format, parsed once to warm up.
+fn reply(provider: Provider) -> (Provider, Vec<u8>) {
+    let body = serde_json::to_vec(&provider.format_response("Let me call the tools.", &calls(3)))
+        .expect("a reply serializes");
+    provider.parse_response(&body).expect("the reply parses");
+    (provider, body)
+}
+
+#[library_benchmark]
+#[bench::openai_3(args = (Provider::OpenAi), setup = reply, config = limit("parse/openai_3"))]
+#[bench::responses_3(args = (Provider::OpenAiResponses), setup = reply, config = limit("parse/responses_3"))]
+#[bench::anthropic_3(args = (Provider::Anthropic), setup = reply, config = limit("parse/anthropic_3"))]
+#[bench::gemini_3(args = (Provider::Gemini), setup = reply, config = limit("parse/gemini_3"))]
+fn parse((provider, body): (Provider, Vec<u8>)) -> (usize, Vec<u8>) {
+    let calls = provider
+        .parse_response(black_box(&body))
+        .unwrap()
+        .calls
+        .len();
+    (calls, body)
+}
+
+fn def(name: &str, parameters: Value) -> ToolDef {
+    ToolDef {
+        name: name.to_owned(),
+        description: format!("{name} for the bench"),
+        parameters,
+        effect: Effect::Read,
+        timeout_ms: 30_000,
+        metadata: None,
+        simulate: None,
+        http: None,
+        command: None,
+    }
+}
+
+/// The shape of schema tools have: typed properties, bounds, an enum,
+/// patterns, a nested object with an array.
+fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 200},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            "sort": {"enum": ["relevance", "date", "price"]},
+            "filters": {"type": "object", "properties": {
+                "min_price": {"type": "number", "minimum": 0},
+                "max_price": {"type": "number", "minimum": 0},
+                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z-]+$"}, "maxItems": 10}
+            }, "additionalProperties": false},
+            "region": {"type": "string", "pattern": "^[A-Z]{2}$"},
+            "include_sold_out": {"type": "boolean"}
+        },
+        "required": ["query", "limit"],
+        "additionalProperties": false
+    })
+}
+
+/// The search tool and one call to it, validated once to warm up.
+fn search_call(arguments: Value) -> (Registry, ParsedCall) {
+    let registry = Registry::new(
+        vec![ToolSource::BuiltinWithDefinition(def(
+            "echo",
+            search_schema(),
+        ))],
+        ToolEnv::default(),
+    )
+    .expect("the schema compiles");
+    let call = ParsedCall::Ok(ToolCall {
+        id: "call_1".to_owned(),
+        name: "echo".to_owned(),
+        arguments,
+    });
+    let _ = validate(&registry, &call);
+    (registry, call)
+}
+
+fn valid_search() -> (Registry, ParsedCall) {
+    search_call(json!({"query": "red shoes", "limit": 20, "sort": "price",
+        "filters": {"min_price": 10, "max_price": 80.5, "tags": ["running", "trail-run"]},
+        "region": "PT", "include_sold_out": false}))
+}
+
+fn invalid_search() -> (Registry, ParsedCall) {
+    search_call(json!({"query": "", "limit": 500, "sort": "cheapest",
+        "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1}))
+}
+
+#[library_benchmark]
+#[bench::valid(setup = valid_search, config = limit("validate/valid"))]
+#[bench::invalid_worded(setup = invalid_search, config = limit("validate/invalid_worded"))]
+fn validate_call((registry, call): (Registry, ParsedCall)) -> (bool, Registry, ParsedCall) {
+    let valid = validate(&registry, black_box(&call)).is_ok();
+    (valid, registry, call)
+}
+
+struct TurnSetup {
+    runtime: tokio::runtime::Runtime,
+    pipeline: Pipeline,
+    body: Vec<u8>,
+}
+
+/// An Anthropic reply of 3 calls to the built-in echo and math, through a
+/// pipeline warmed up by one turn.
+fn turn_setup() -> TurnSetup {
+    let registry = Registry::new(
+        vec![
+            ToolSource::Builtin("echo".into()),
+            ToolSource::Builtin("math".into()),
+        ],
+        ToolEnv::default(),
+    )
+    .expect("the built-ins register");
+    let pipeline = Pipeline::new(Arc::new(registry), ExecOptions::default());
+    let (_, body) = reply(Provider::Anthropic);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    let setup = TurnSetup {
+        runtime,
+        pipeline,
+        body,
+    };
+    turn(&setup, Some(&mut SessionLog::new(Vec::new())));
+    setup
+}
+
+fn turn(setup: &TurnSetup, log: Option<&mut SessionLog<Vec<u8>>>) -> usize {
+    setup.runtime.block_on(async {
+        let state = setup.pipeline.registry().new_state();
+        let turn = setup
+            .pipeline
+            .turn(Provider::Anthropic, &setup.body, &state, log)
+            .await
+            .expect("a turn in memory");
+        turn.returned.len()
+    })
+}
+
+#[library_benchmark]
+#[bench::turn_recorded(setup = turn_setup, config = limit("pipeline/turn_recorded"))]
+fn pipeline_turn(setup: TurnSetup) -> (usize, TurnSetup) {
+    let mut log = SessionLog::new(Vec::with_capacity(8192));
+    (turn(&setup, Some(&mut log)), setup)
+}
+
+/// Ten trials of one starter scenario and one agent task on the careless
+/// mock (it fails and corrects itself), virtual clock, nothing written.
+fn trials_plan() -> RunPlan {
+    let scenarios = root().join("scenarios");
+    let sandbox = std::env::temp_dir().join("toolgauge-counts-sandbox");
+    let servers = ToolServers::new();
+    let load = |path: &str| {
+        load_scenario(&scenarios.join(path), &sandbox, &servers).expect("the scenario loads")
+    };
+    let file = ModelFile::load(&scenarios.join("models/careless.json")).expect("the model loads");
+    RunPlan {
+        scenarios: vec![
+            load("starter/currency_convert.json"),
+            load("agent/convert_order_total.json"),
+        ],
+        models: vec![
+            toolgauge::model::build(&file, &LiveOptions::default(), None).expect("the mock builds"),
+        ],
+        trials: 10,
+        seed: 1,
+        concurrency: 1,
+        clock: Clock::Virtual,
+        exec: ExecOptions::default(),
+        shard: None,
+        session_log: true,
+        users: Vec::new(),
+    }
+}
+
+#[library_benchmark]
+#[bench::careless_20_trials(setup = trials_plan, config = limit("harness/careless_20_trials"))]
+fn harness_trials(plan: RunPlan) -> (u64, RunPlan) {
+    let info = plan.info(Thresholds::default());
+    let mut reporters = Reporters::new(&info, Vec::new());
+    harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).expect("the run ends");
+    let trials = reporters.stats().cells[0][0].trials;
+    (trials, plan)
+}
+
+fn fuzz_setup() -> (Value, jsonschema::Validator) {
+    let schema = search_schema();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    (schema, validator)
+}
+
+#[library_benchmark]
+#[bench::search_100_cases(setup = fuzz_setup, config = limit("fuzz/search_100_cases"))]
+fn fuzz_generate(
+    (schema, validator): (Value, jsonschema::Validator),
+) -> (u64, Value, jsonschema::Validator) {
+    let report = toolgauge::fuzz::fuzz_schema(&schema, &validator, 100, 1, &mut |v| {
+        Some(validator.is_valid(v))
+    });
+    (report.valid, schema, validator)
+}
+
+/// Model outputs in BFCL's prompt format, as published runs hold them.
+fn bfcl_output(language: Language) -> (Language, &'static str) {
+    let text = match language {
+        Language::Python => {
+            "[get_weather(city='San Francisco', unit='celsius'), math.hypot(x=3, y=4.5, z=[1, 2, {'k': None}])]"
+        }
+        Language::Java => {
+            "[ThreadPool.submit(task=\"new Runnable()\", priority=\"5\", tags=\"Arrays.asList(\\\"a\\\", \\\"b\\\")\")]"
+        }
+        Language::JavaScript => {
+            "[fetchUser(userId=\"42\", options=\"{retries: 3, cache: true}\", onDone=\"handle\")]"
+        }
+    };
+    toolgauge::bfcl::prompt::decode(text, language).expect("the output decodes");
+    (language, text)
+}
+
+#[library_benchmark]
+#[bench::python(args = (Language::Python), setup = bfcl_output, config = limit("bfcl/python"))]
+#[bench::java(args = (Language::Java), setup = bfcl_output, config = limit("bfcl/java"))]
+#[bench::javascript(args = (Language::JavaScript), setup = bfcl_output, config = limit("bfcl/javascript"))]
+fn bfcl_decode((language, text): (Language, &'static str)) -> usize {
+    black_box(
+        toolgauge::bfcl::prompt::decode(black_box(text), language)
+            .unwrap()
+            .len(),
+    )
+}
+
+library_benchmark_group!(name = parse_group; benchmarks = parse);
+library_benchmark_group!(name = validate_group; benchmarks = validate_call);
+library_benchmark_group!(name = pipeline_group; benchmarks = pipeline_turn);
+library_benchmark_group!(name = harness_group; benchmarks = harness_trials);
+library_benchmark_group!(name = fuzz_group; benchmarks = fuzz_generate);
+library_benchmark_group!(name = bfcl_group; benchmarks = bfcl_decode);
+
+main!(
+    library_benchmark_groups = parse_group,
+    validate_group,
+    pipeline_group,
+    harness_group,
+    fuzz_group,
+    bfcl_group
+);
