@@ -34,11 +34,21 @@ impl Disagreement {
     }
 }
 
+/// Where validators disagree, by site.
+pub type Found = BTreeMap<(Option<Mutation>, String), Disagreement>;
+
 /// Disagreements among `verdicts` (one list per validator, each over the
 /// cases in order; only the cases every list reaches count).
 pub fn disagreements(cases: &Cases, verdicts: &[Vec<bool>]) -> Vec<Disagreement> {
+    let mut found = Found::new();
+    collect(&mut found, cases, verdicts);
+    found.into_values().collect()
+}
+
+/// Add the disagreements among `verdicts` on one block of cases to
+/// `found` (each site keeps its smallest case, the earlier of two).
+pub fn collect(found: &mut Found, cases: &Cases, verdicts: &[Vec<bool>]) {
     let judged = verdicts.iter().map(Vec::len).min().unwrap_or(0);
-    let mut found: BTreeMap<(Option<Mutation>, String), Disagreement> = BTreeMap::new();
     for index in 0..judged.min(cases.len()) {
         let first = verdicts[0][index];
         if verdicts.iter().all(|v| v[index] == first) {
@@ -50,7 +60,7 @@ pub fn disagreements(cases: &Cases, verdicts: &[Vec<bool>]) -> Vec<Disagreement>
             CaseKind::Mutant { mutation, pointer } => (Some(*mutation), pointer.as_str()),
         };
         let example = || Example {
-            case: index as u64,
+            case: cases.offset + index as u64,
             pointer: pointer.to_owned(),
             instance: instance.clone(),
         };
@@ -80,7 +90,6 @@ pub fn disagreements(cases: &Cases, verdicts: &[Vec<bool>]) -> Vec<Disagreement>
             }
         }
     }
-    found.into_values().collect()
 }
 
 impl Disagreement {

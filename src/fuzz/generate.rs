@@ -340,27 +340,47 @@ pub fn valid_instances(
     n: usize,
     seed: u64,
 ) -> Vec<Value> {
-    // XorShift (fast, and enough for test data) needs a non-zero seed.
-    let mut seed_bytes = [0u8; 16];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    seed_bytes[8..].copy_from_slice(&(seed ^ 0x9E37_79B9_7F4A_7C15).to_le_bytes());
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::XorShift, &seed_bytes),
-    );
-    let strategy = strategy(schema);
-    let mut found = Vec::with_capacity(n);
-    for _ in 0..n * 10 {
-        if found.len() == n {
-            break;
-        }
-        let Ok(tree) = strategy.new_tree(&mut runner) else {
-            break;
-        };
-        let value = proptest::strategy::ValueTree::current(&tree);
-        if validator.is_valid(&value) {
-            found.push(value);
+    ValidInstances::new(schema, seed).draw(validator, n)
+}
+
+/// A stream of valid instances of one schema, deterministic from its seed:
+/// drawn a batch at a time, so that no run holds more than a batch.
+pub struct ValidInstances {
+    runner: TestRunner,
+    strategy: BoxedStrategy<Value>,
+}
+
+impl ValidInstances {
+    pub fn new(schema: &Value, seed: u64) -> ValidInstances {
+        // XorShift (fast, and enough for test data) needs a non-zero seed.
+        let mut seed_bytes = [0u8; 16];
+        seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        seed_bytes[8..].copy_from_slice(&(seed ^ 0x9E37_79B9_7F4A_7C15).to_le_bytes());
+        ValidInstances {
+            runner: TestRunner::new_with_rng(
+                Config::default(),
+                TestRng::from_seed(RngAlgorithm::XorShift, &seed_bytes),
+            ),
+            strategy: strategy(schema),
         }
     }
-    found
+
+    /// The next `n` valid instances, in at most `10 * n` draws: fewer when
+    /// the generator guesses wrong that often.
+    pub fn draw(&mut self, validator: &jsonschema::Validator, n: usize) -> Vec<Value> {
+        let mut found = Vec::with_capacity(n);
+        for _ in 0..n * 10 {
+            if found.len() == n {
+                break;
+            }
+            let Ok(tree) = self.strategy.new_tree(&mut self.runner) else {
+                break;
+            };
+            let value = proptest::strategy::ValueTree::current(&tree);
+            if validator.is_valid(&value) {
+                found.push(value);
+            }
+        }
+        found
+    }
 }

@@ -12,7 +12,7 @@ pub mod session;
 pub mod shrink;
 pub mod wire;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, btree_map};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
@@ -27,6 +27,14 @@ pub struct Counts {
     pub survived: u64,
 }
 
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.generated += other.generated;
+        self.killed += other.killed;
+        self.survived += other.survived;
+    }
+}
+
 /// One instance a report names: the case index that makes it again (with
 /// the schema, `cases` and the seed), where it was broken, and itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +43,28 @@ pub struct Example {
     /// JSON pointer of the broken value; empty for a valid instance.
     pub pointer: String,
     pub instance: Value,
+}
+
+impl Example {
+    /// Whether this instance is shorter as JSON text than `other`'s:
+    /// reports show the smallest, the earlier of two the same size.
+    pub fn smaller_than(&self, other: &Example) -> bool {
+        self.instance.to_string().len() < other.instance.to_string().len()
+    }
+}
+
+/// Keep `example` in `entry` if it is the first or smaller.
+fn keep_smaller(entry: btree_map::Entry<'_, Mutation, Example>, example: Example) {
+    match entry {
+        btree_map::Entry::Vacant(slot) => {
+            slot.insert(example);
+        }
+        btree_map::Entry::Occupied(mut slot) => {
+            if example.smaller_than(slot.get()) {
+                slot.insert(example);
+            }
+        }
+    }
 }
 
 /// What fuzzing one tool's validator found.
@@ -71,6 +101,27 @@ impl ToolFuzz {
         self.valid + self.by_mutation.values().map(|c| c.generated).sum::<u64>()
     }
 
+    /// Add what a later block of the same tool's cases found.
+    pub fn absorb(&mut self, later: ToolFuzz) {
+        self.valid += later.valid;
+        self.false_rejects += later.false_rejects;
+        for (mutation, counts) in later.by_mutation {
+            self.by_mutation.entry(mutation).or_default().add(counts);
+        }
+        for (site, counts) in later.by_site {
+            self.by_site.entry(site).or_default().add(counts);
+        }
+        for (mutation, example) in later.survivors {
+            keep_smaller(self.survivors.entry(mutation), example);
+        }
+        if let Some(example) = later.false_reject {
+            match &self.false_reject {
+                Some(kept) if !example.smaller_than(kept) => {}
+                _ => self.false_reject = Some(example),
+            }
+        }
+    }
+
     /// Whether any case was judged at all.
     pub fn measured(&self) -> bool {
         self.judged() > 0
@@ -88,28 +139,108 @@ pub enum CaseKind {
     },
 }
 
-/// Every case of fuzzing one schema, in the order they are judged: the
-/// valid instances, then the mutants. They depend on the schema, the
-/// reference validator, `cases` and the seed only, never on verdicts, so
-/// a case index names one instance for good.
+/// Valid instances per block of cases: the most a run holds at once.
+pub const BLOCK: usize = 1024;
+
+/// One block of the cases of fuzzing one schema, in the order they are
+/// judged: its valid instances, then their mutants. Blocks depend on the
+/// schema, the reference validator, `cases` and the seed only, never on
+/// verdicts, so a case index names one instance for good.
 #[derive(Debug, Clone, Default)]
 pub struct Cases {
+    /// The index of the block's first case among the tool's cases.
+    pub offset: u64,
     pub instances: Vec<Value>,
     pub kinds: Vec<CaseKind>,
 }
 
+/// The blocks of cases of one schema: up to `cases` valid instances and
+/// `cases` mutants in all, [`BLOCK`] valid instances (and as many mutants
+/// of them) at a time, so that memory stays flat however many cases.
+pub struct CaseBlocks<'a> {
+    schema: &'a Value,
+    reference: &'a jsonschema::Validator,
+    valid: generate::ValidInstances,
+    left: usize,
+    offset: u64,
+    objects_only: bool,
+}
+
+impl<'a> CaseBlocks<'a> {
+    /// `objects_only`: without the cases that are not objects (a tool
+    /// server's `tools/call` carries arguments as an object, so they
+    /// cannot be sent); indices count only the cases kept.
+    pub fn new(
+        schema: &'a Value,
+        reference: &'a jsonschema::Validator,
+        cases: usize,
+        seed: u64,
+        objects_only: bool,
+    ) -> CaseBlocks<'a> {
+        CaseBlocks {
+            schema,
+            reference,
+            valid: generate::ValidInstances::new(schema, seed),
+            left: cases,
+            offset: 0,
+            objects_only,
+        }
+    }
+}
+
+impl Iterator for CaseBlocks<'_> {
+    type Item = Cases;
+
+    fn next(&mut self) -> Option<Cases> {
+        let wanted = self.left.min(BLOCK);
+        if wanted == 0 {
+            return None;
+        }
+        let valid = self.valid.draw(self.reference, wanted);
+        // A generator that came up short has no more to give.
+        self.left = if valid.len() < wanted {
+            0
+        } else {
+            self.left - wanted
+        };
+        let mut block = Cases::of(self.schema, self.reference, valid, wanted);
+        if self.objects_only {
+            block = block.objects_only();
+        }
+        block.offset = self.offset;
+        self.offset += block.len() as u64;
+        (!block.is_empty()).then_some(block)
+    }
+}
+
 impl Cases {
-    /// Up to `cases` valid instances and `cases` mutants of `schema`.
-    /// Mutants that the reference validator accepts are dropped: they are
-    /// not really invalid.
+    /// Every case of `schema` in one value (see [`CaseBlocks`] for a run
+    /// that should not hold them all).
     pub fn generate(
         schema: &Value,
         reference: &jsonschema::Validator,
         cases: usize,
         seed: u64,
     ) -> Cases {
-        let valid = generate::valid_instances(schema, reference, cases, seed);
+        let mut all = Cases::default();
+        for mut block in CaseBlocks::new(schema, reference, cases, seed, false) {
+            all.instances.append(&mut block.instances);
+            all.kinds.append(&mut block.kinds);
+        }
+        all
+    }
+
+    /// `valid` and up to `mutants` mutants of them. Mutants that the
+    /// reference validator accepts are dropped: they are not really
+    /// invalid.
+    fn of(
+        schema: &Value,
+        reference: &jsonschema::Validator,
+        valid: Vec<Value>,
+        mutants: usize,
+    ) -> Cases {
         let mut out = Cases {
+            offset: 0,
             kinds: vec![CaseKind::Valid; valid.len()],
             instances: Vec::with_capacity(valid.len() * 2),
         };
@@ -131,10 +262,10 @@ impl Cases {
             .map(|(_, sites)| sites.into_iter())
             .collect();
         // The same mutant from two instances (say, "not an object") counts
-        // once; mutants are told apart by a hash of their value.
+        // once in a block; mutants are told apart by a hash of their value.
         let mut seen = HashSet::new();
         let mut made = 0;
-        while made < cases && !queues.is_empty() {
+        while made < mutants && !queues.is_empty() {
             queues.retain(|queue| queue.len() > 0);
             for queue in &mut queues {
                 let Some((i, site)) = queue.next() else {
@@ -152,7 +283,7 @@ impl Cases {
                 });
                 out.instances.push(mutant.instance);
                 made += 1;
-                if made >= cases {
+                if made >= mutants {
                     break;
                 }
             }
@@ -167,9 +298,8 @@ impl Cases {
         self.instances.len()
     }
 
-    /// Without the cases that are not objects: a tool server's
-    /// `tools/call` carries arguments as an object, so they cannot be sent.
-    pub fn objects_only(mut self) -> Cases {
+    /// Without the cases that are not objects.
+    fn objects_only(mut self) -> Cases {
         let mut kinds = std::mem::take(&mut self.kinds).into_iter();
         let mut kept_kinds = Vec::with_capacity(kinds.len());
         self.instances.retain(|instance| {
@@ -202,7 +332,7 @@ impl Cases {
             .zip(verdicts)
             .enumerate()
         {
-            let case = index as u64;
+            let case = self.offset + index as u64;
             let (mutation, pointer) = match kind {
                 CaseKind::Valid => {
                     report.valid += 1;
@@ -260,9 +390,15 @@ pub fn fuzz_schema(
     seed: u64,
     accepts: &mut dyn FnMut(&Value) -> Option<bool>,
 ) -> ToolFuzz {
-    let cases = Cases::generate(schema, reference, cases, seed);
-    let verdicts: Vec<bool> = cases.instances.iter().map_while(accepts).collect();
-    cases.tally(&verdicts)
+    let mut report = ToolFuzz::default();
+    for block in CaseBlocks::new(schema, reference, cases, seed, false) {
+        let verdicts: Vec<bool> = block.instances.iter().map_while(&mut *accepts).collect();
+        report.absorb(block.tally(&verdicts));
+        if verdicts.len() < block.len() {
+            break;
+        }
+    }
+    report
 }
 
 /// A hash of `value` that tells JSON values apart (integers from floats

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::differential::{Disagreement, disagreements};
+use super::differential::{self, Disagreement, Found};
 use super::external::ExternalValidator;
-use super::{Cases, ToolFuzz};
+use super::{CaseBlocks, ToolFuzz};
 use crate::tool::{Registry, ToolDef};
 
 /// A `--validator` that cannot be used.
@@ -172,38 +172,52 @@ pub fn fuzz_tools(
     let mut offset = 0;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
-        let cases = Cases::generate(&def.parameters, reference, count, seed);
-        let cases = if served { cases.objects_only() } else { cases };
+        let blocks = CaseBlocks::new(&def.parameters, reference, count, seed, served);
         if !allowed(def) {
             // Case indices still count its cases, as --replay does.
-            offset += cases.len() as u64;
+            offset += blocks.map(|block| block.len() as u64).sum::<u64>();
             continue;
         }
-        let mut verdicts = Vec::with_capacity(validators.len());
-        for validator in validators {
-            let (judged, fault) = validator.judge(&def.name, reference, &cases.instances);
-            verdicts.push(judged);
-            if fault.is_some() {
-                failure = fault;
+        // One report per validator that judged; one block in memory at a time.
+        let mut reports: Vec<ToolFuzz> = Vec::with_capacity(validators.len());
+        let mut found = Found::new();
+        let mut judged = 0;
+        for block in blocks {
+            let mut verdicts = Vec::with_capacity(validators.len());
+            for validator in validators {
+                let (judged, fault) = validator.judge(&def.name, reference, &block.instances);
+                verdicts.push(judged);
+                if fault.is_some() {
+                    failure = fault;
+                    break;
+                }
+            }
+            if reports.len() < verdicts.len() {
+                reports.resize_with(verdicts.len(), ToolFuzz::default);
+            }
+            for (report, verdicts) in reports.iter_mut().zip(&verdicts) {
+                report.absorb(block.tally(verdicts));
+            }
+            if validators.len() > 1 && failure.is_none() {
+                differential::collect(&mut found, &block, &verdicts);
+            }
+            judged += block.len() as u64;
+            if failure.is_some() {
                 break;
             }
         }
-        let reports = verdicts.iter().map(|v| cases.tally(v)).collect();
-        let mut found = Vec::new();
-        if validators.len() > 1 && failure.is_none() {
-            found = disagreements(&cases, &verdicts);
-            for disagreement in &mut found {
-                disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
-                    let one = std::slice::from_ref(candidate);
-                    validators
-                        .iter()
-                        .map(|v| match v.judge(&def.name, reference, one) {
-                            (verdicts, None) => verdicts.first().copied(),
-                            (_, Some(_)) => None,
-                        })
-                        .collect()
-                });
-            }
+        let mut found: Vec<Disagreement> = found.into_values().collect();
+        for disagreement in &mut found {
+            disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
+                let one = std::slice::from_ref(candidate);
+                validators
+                    .iter()
+                    .map(|v| match v.judge(&def.name, reference, one) {
+                        (verdicts, None) => verdicts.first().copied(),
+                        (_, Some(_)) => None,
+                    })
+                    .collect()
+            });
         }
         results.push(ToolResult {
             tool: def.name.clone(),
@@ -211,7 +225,7 @@ pub fn fuzz_tools(
             disagreements: found,
             offset,
         });
-        offset += cases.len() as u64;
+        offset += judged;
         if failure.is_some() {
             break;
         }
@@ -233,13 +247,13 @@ pub fn replay(
     let mut total = 0;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
-        let made = Cases::generate(&def.parameters, reference, cases, seed);
-        let made = if served { made.objects_only() } else { made };
-        if let Some(instance) = made.instances.get(index) {
-            return Ok((def.name.clone(), instance.clone()));
+        for block in CaseBlocks::new(&def.parameters, reference, cases, seed, served) {
+            if let Some(instance) = block.instances.get(index) {
+                return Ok((def.name.clone(), instance.clone()));
+            }
+            index -= block.len();
+            total += block.len();
         }
-        index -= made.len();
-        total += made.len();
     }
     Err(total)
 }

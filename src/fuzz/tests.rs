@@ -49,6 +49,48 @@ fn a_validator_that_ignores_nested_objects_is_read_off_the_paths() {
 }
 
 #[test]
+fn cases_come_a_block_at_a_time_and_their_indices_hold_across_blocks() {
+    let schema = schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let weak = |v: &Value| v.get("city").is_some();
+    let cases = 2 * BLOCK + 100;
+    let blocks: Vec<Cases> = CaseBlocks::new(&schema, &validator, cases, 5, false).collect();
+    assert_eq!(blocks.len(), 3);
+    let mut offset = 0;
+    for block in &blocks {
+        // No block holds more than BLOCK valid instances and as many mutants.
+        let valid = block
+            .kinds
+            .iter()
+            .filter(|k| **k == CaseKind::Valid)
+            .count();
+        assert!(valid <= BLOCK && block.len() - valid <= BLOCK);
+        assert_eq!(block.offset, offset);
+        offset += block.len() as u64;
+    }
+    // Judged block by block, the report is the one of all cases at once,
+    // and every survivor's index names its instance among all cases.
+    let all = Cases::generate(&schema, &validator, cases, 5);
+    assert_eq!(all.len() as u64, offset);
+    let verdicts: Vec<bool> = all.instances.iter().map(weak).collect();
+    let whole = all.tally(&verdicts);
+    let by_block = fuzz_schema(&schema, &validator, cases, 5, &mut |v| Some(weak(v)));
+    assert_eq!(by_block.valid, 2 * BLOCK as u64 + 100);
+    assert_eq!(whole.by_mutation, by_block.by_mutation);
+    assert_eq!(whole.by_site, by_block.by_site);
+    assert_eq!(whole.survivors, by_block.survivors);
+    assert!(
+        by_block
+            .survivors
+            .values()
+            .any(|e| e.case >= blocks[0].len() as u64)
+    );
+    for example in by_block.survivors.values() {
+        assert_eq!(all.instances[example.case as usize], example.instance);
+    }
+}
+
+#[test]
 fn a_prefix_of_verdicts_counts_as_far_as_it_goes_and_survivors_name_their_case() {
     let schema = schema();
     let validator = jsonschema::validator_for(&schema).unwrap();
