@@ -62,17 +62,12 @@ pub fn word_error(
 ) -> String {
     match style {
         FeedbackStyle::PointerList => {
-            let lines: usize = details
-                .iter()
-                .map(|d| d.pointer.len() + d.message.len() + 4)
-                .sum();
+            let lines: usize = details.iter().map(|d| d.line().len() + 2).sum();
             let mut text = String::with_capacity(message.len() + lines);
             text.push_str(message);
             for detail in details {
                 text.push_str("\n- ");
-                text.push_str(&detail.pointer);
-                text.push_str(": ");
-                text.push_str(&detail.message);
+                text.push_str(detail.line());
             }
             text
         }
@@ -81,7 +76,7 @@ pub fn word_error(
             if !details.is_empty() {
                 object["details"] = details
                     .iter()
-                    .map(|d| json!({"pointer": d.pointer, "message": d.message}))
+                    .map(|d| json!({"pointer": d.pointer(), "message": d.message()}))
                     .collect::<Value>();
             }
             object.to_string()
@@ -150,14 +145,8 @@ mod tests {
     #[test]
     fn styles_keep_or_drop_the_facts() {
         let details = [
-            ArgumentError {
-                pointer: "/a".into(),
-                message: "must be number".into(),
-            },
-            ArgumentError {
-                pointer: "/".into(),
-                message: "must have required property 'b'".into(),
-            },
+            ArgumentError::new("/a", "must be number"),
+            ArgumentError::new("/", "must have required property 'b'"),
         ];
         let kind = ErrorKind::Validation;
         let word = |style| word_error(style, kind, VALIDATION_HEADING, &details);

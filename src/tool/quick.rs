@@ -52,14 +52,16 @@ mod types {
 struct Node {
     /// Allowed types; `None` allows any.
     types: Option<u8>,
-    /// The `enum` array as written (for the message), and its values.
-    enumeration: Option<Value>,
-    constant: Option<Value>,
+    /// The `enum` array as written, and its values.
+    enumeration: Option<Box<Value>>,
+    /// The `enum`'s message, worded once: it lists every option.
+    enum_message: Option<Box<str>>,
+    constant: Option<Box<Value>>,
     /// Numeric bounds as written (numbers).
-    minimum: Option<Value>,
-    maximum: Option<Value>,
-    exclusive_minimum: Option<Value>,
-    exclusive_maximum: Option<Value>,
+    minimum: Option<Box<Value>>,
+    maximum: Option<Box<Value>>,
+    exclusive_minimum: Option<Box<Value>>,
+    exclusive_maximum: Option<Box<Value>>,
     min_length: Option<u64>,
     max_length: Option<u64>,
     min_items: Option<u64>,
@@ -78,6 +80,8 @@ struct Node {
     number_bounds: bool,
     /// Whether a length bound is set (most strings have none).
     length_bounds: bool,
+    /// Whether an `enum` or a `const` is set (most values have neither).
+    value_checks: bool,
     /// Whether a required name has no entry in `properties`.
     required_elsewhere: bool,
     additional: Additional,
@@ -144,8 +148,8 @@ fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
     for (keyword, value) in schema {
         match keyword.as_str() {
             "type" => node.types = Some(type_set(value)?),
-            "enum" if value.is_array() => node.enumeration = Some(value.clone()),
-            "const" => node.constant = Some(value.clone()),
+            "enum" if value.is_array() => node.enumeration = Some(Box::new(value.clone())),
+            "const" => node.constant = Some(Box::new(value.clone())),
             "minimum" => node.minimum = Some(number(value)?),
             "maximum" => node.maximum = Some(number(value)?),
             "exclusiveMinimum" => node.exclusive_minimum = Some(number(value)?),
@@ -195,6 +199,7 @@ fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
         || node.exclusive_minimum.is_some()
         || node.exclusive_maximum.is_some();
     node.length_bounds = node.min_length.is_some() || node.max_length.is_some();
+    node.value_checks = node.enumeration.is_some() || node.constant.is_some();
     if node.properties.len() > LINEAR_PROPERTIES {
         node.by_name = Some(
             node.properties
@@ -204,6 +209,11 @@ fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
                 .collect(),
         );
     }
+    node.enum_message = node.enumeration.as_ref().map(|options| {
+        let mut message = String::new();
+        word(Violation::Enum(options), &mut message);
+        message.into_boxed_str()
+    });
     node.string_options = node.enumeration.as_ref().and_then(|options| {
         options
             .as_array()?
@@ -244,8 +254,10 @@ fn type_set(value: &Value) -> Option<u8> {
     }
 }
 
-fn number(value: &Value) -> Option<Value> {
-    value.is_number().then(|| value.clone())
+/// Cold data of a node is boxed: a node stays small, and a scan over
+/// properties touches few cache lines.
+fn number(value: &Value) -> Option<Box<Value>> {
+    value.is_number().then(|| Box::new(value.clone()))
 }
 
 /// A non-negative whole count (`minLength: 2`, `maxItems: 3.0`).
@@ -264,7 +276,7 @@ impl Node {
         {
             return false;
         }
-        if !self.enum_and_const_hold(instance) {
+        if self.value_checks && !self.enum_and_const_hold(instance) {
             return false;
         }
         match instance {
@@ -294,9 +306,11 @@ impl Node {
 
     fn enum_holds(&self, instance: &Value) -> bool {
         if let Some(options) = &self.string_options {
-            return instance
-                .as_str()
-                .is_some_and(|text| options.iter().any(|option| option == text));
+            return instance.as_str().is_some_and(|text| {
+                options
+                    .iter()
+                    .any(|option| crate::json_eq::str_eq(option, text))
+            });
         }
         self.enumeration.as_ref().is_none_or(|options| {
             options
@@ -390,13 +404,17 @@ impl Node {
                     .required
                     .iter()
                     .filter_map(Value::as_str)
-                    .all(|name| members.contains_key(name)))
+                    .all(|name| has_member(members, name)))
     }
 
+    #[inline]
     fn property(&self, name: &str) -> Option<&Property> {
         match &self.by_name {
             Some(index) => index.get(name).map(|&i| &self.properties[i]),
-            None => self.properties.iter().find(|p| p.name == name),
+            None => self
+                .properties
+                .iter()
+                .find(|p| crate::json_eq::str_eq(&p.name, name)),
         }
     }
 
@@ -406,10 +424,10 @@ impl Node {
         {
             line(path, Violation::Type(allowed), out);
         }
-        if let Some(options) = &self.enumeration
+        if let Some(message) = &self.enum_message
             && !self.enum_holds(instance)
         {
-            line(path, Violation::Enum(options), out);
+            line(path, Violation::Worded(message), out);
         }
         if let Some(constant) = &self.constant
             && !equal(constant, instance)
@@ -476,7 +494,7 @@ impl Node {
         // Look names up only when the count says one is missing.
         if required_seen != self.required_properties || self.required_elsewhere {
             for name in &self.required {
-                if !name.as_str().is_some_and(|name| members.contains_key(name)) {
+                if !name.as_str().is_some_and(|name| has_member(members, name)) {
                     line(path, Violation::Required(name), out);
                 }
             }
@@ -484,6 +502,16 @@ impl Node {
         if !unexpected.is_empty() {
             line(path, Violation::AdditionalProperties(&unexpected), out);
         }
+    }
+}
+
+/// Whether `members` has `name`: the few members of tool arguments
+/// compare faster one by one than the name is hashed.
+fn has_member(members: &Map<String, Value>, name: &str) -> bool {
+    if members.len() <= LINEAR_PROPERTIES {
+        members.keys().any(|key| crate::json_eq::str_eq(key, name))
+    } else {
+        members.contains_key(name)
     }
 }
 
@@ -503,14 +531,13 @@ enum Step<'a> {
 
 /// One error, its pointer written out only now.
 fn line(path: Path<'_>, violation: Violation<'_>, out: &mut Vec<ArgumentError>) {
-    let mut pointer = String::with_capacity(16);
-    match path {
-        None => pointer.push('/'),
-        Some(segment) => write_pointer(segment, &mut pointer),
-    }
-    let mut message = String::with_capacity(48);
-    word(violation, &mut message);
-    out.push(ArgumentError { pointer, message });
+    out.push(ArgumentError::worded(
+        |pointer| match path {
+            None => pointer.push('/'),
+            Some(segment) => write_pointer(segment, pointer),
+        },
+        violation,
+    ));
 }
 
 fn write_pointer(segment: &Segment<'_>, out: &mut String) {

@@ -74,10 +74,16 @@ struct RegisteredTool {
     backend: Arc<dyn ToolBackend>,
 }
 
+/// Up to this many tools, a name is looked up by comparing it with each.
+const LINEAR_LOOKUP: usize = 8;
+
 /// The tools available to a pipeline.
 pub struct Registry {
     tools: Vec<RegisteredTool>,
     by_name: FxHashMap<Box<str>, ToolId>,
+    /// The names in tool order, side by side: a scan of a few touches
+    /// one cache line.
+    names: Vec<Box<str>>,
     sandbox: Option<Sandbox>,
     /// What every trial's store starts with.
     store: Store,
@@ -140,6 +146,7 @@ impl Registry {
 
         let mut tools = Vec::with_capacity(defs.len());
         let mut by_name = FxHashMap::default();
+        let mut names = Vec::with_capacity(defs.len());
         for (index, (def, backend)) in defs.into_iter().zip(backends).enumerate() {
             let (validator, quick) = if backend.takes_any_arguments() {
                 compile(&def.name, &serde_json::json!({}))?
@@ -147,6 +154,7 @@ impl Registry {
                 compile(&def.name, &def.parameters)?
             };
             by_name.insert(def.name.clone().into_boxed_str(), ToolId(index));
+            names.push(def.name.clone().into_boxed_str());
             tools.push(RegisteredTool {
                 def,
                 validator,
@@ -157,6 +165,7 @@ impl Registry {
         Ok(Registry {
             tools,
             by_name,
+            names,
             sandbox: env.sandbox,
             store: env.store,
         })
@@ -177,6 +186,14 @@ impl Registry {
     }
 
     pub fn lookup(&self, name: &str) -> Option<ToolId> {
+        // A few names compare faster one by one than a hash is computed.
+        if self.names.len() <= LINEAR_LOOKUP {
+            return self
+                .names
+                .iter()
+                .position(|known| crate::json_eq::str_eq(known, name))
+                .map(ToolId);
+        }
         self.by_name.get(name).copied()
     }
 
