@@ -34,7 +34,7 @@ rust() {
   python3 - <<'PY'
 import json
 def per_call(name):
-    with open(f"target/criterion/validate/small_hot/{name}/new/estimates.json") as f:
+    with open(f"target/criterion/validate/small_hot_{name}/new/estimates.json") as f:
         return json.load(f)["median"]["point_estimate"] / 1000
 print(per_call("toolgauge_is_valid"), per_call("toolgauge"))
 PY

@@ -56,6 +56,8 @@ struct Node {
     enumeration: Option<Box<Value>>,
     /// The `enum`'s message, worded once: it lists every option.
     enum_message: Option<Box<str>>,
+    /// The `type`'s message, worded once.
+    type_message: Box<str>,
     constant: Option<Box<Value>>,
     /// Numeric bounds as written (numbers).
     minimum: Option<Box<Value>>,
@@ -128,7 +130,8 @@ impl QuickSchema {
     /// Every error of `instance` as a `(pointer, message)` pair, worded
     /// as the general validator's are.
     pub fn errors(&self, instance: &Value) -> Vec<ArgumentError> {
-        let mut out = Vec::new();
+        // Most invalid calls break one or two things.
+        let mut out = Vec::with_capacity(2);
         self.root.write_errors(instance, None, &mut out);
         out
     }
@@ -208,6 +211,11 @@ fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
                 .map(|(i, p)| (p.name.clone(), i))
                 .collect(),
         );
+    }
+    if let Some(allowed) = node.types {
+        let mut message = String::new();
+        word(Violation::Type(allowed), &mut message);
+        node.type_message = message.into_boxed_str();
     }
     node.enum_message = node.enumeration.as_ref().map(|options| {
         let mut message = String::new();
@@ -422,7 +430,7 @@ impl Node {
         if let Some(allowed) = self.types
             && !type_allowed(allowed, instance)
         {
-            line(path, Violation::Type(allowed), out);
+            line(path, Violation::Worded(&self.type_message), out);
         }
         if let Some(message) = &self.enum_message
             && !self.enum_holds(instance)
