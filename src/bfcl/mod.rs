@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The language an entry's functions are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
     Python,
     Java,

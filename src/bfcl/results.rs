@@ -60,6 +60,8 @@ pub struct BfclResults {
 #[derive(Debug)]
 struct Recorded {
     result: Value,
+    /// A prompt-mode output decoded at load (see [`decode_all`]).
+    decoded: Option<Decoded>,
     /// How long the model took; zero when not recorded.
     latency: Duration,
     usage: Usage,
@@ -128,10 +130,14 @@ impl BfclResults {
                 id.to_owned(),
                 Recorded {
                     result: result.clone(),
+                    decoded: None,
                     latency,
                     usage,
                 },
             );
+        }
+        if format == ResultsFormat::Prompt {
+            decode_all(&mut results);
         }
         Ok(BfclResults { results, format })
     }
@@ -160,7 +166,8 @@ impl BfclResults {
         let calls = match (&recorded.result[turn][step], self.format) {
             (Value::Null, _) => None,
             (Value::String(text), ResultsFormat::Prompt) => {
-                let calls = prompt_calls(id, tools, text);
+                let decoded = super::prompt::decode(text, super::Language::of_id(id));
+                let calls = prompt_calls(tools, text, &decoded);
                 let decoded = !calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_)));
                 decoded.then_some(calls)
             }
@@ -182,8 +189,8 @@ impl BfclResults {
         let Some(recorded) = self.results.get(id) else {
             return Default::default();
         };
-        let calls = match (&recorded.result, self.format) {
-            (Value::String(text), ResultsFormat::Prompt) => prompt_calls(id, tools, text),
+        let calls = match (&recorded.result, &recorded.decoded) {
+            (Value::String(text), Some(decoded)) => prompt_calls(tools, text, decoded),
             (result, _) => result_calls(result),
         };
         (calls, recorded.latency, recorded.usage)
@@ -200,9 +207,55 @@ fn total(value: &Value) -> Option<f64> {
     }
 }
 
+/// What BFCL's decoder makes of a prompt-mode output.
+type Decoded = Result<Vec<super::prompt::PromptCall>, super::prompt::DecodeError>;
+
+/// Decode every prompt-mode output of a file, each distinct text (in its
+/// entry's language) once, spread over the machine's cores: tree-sitter's
+/// parse is most of a re-scoring's time, the rest of a run one thread.
+fn decode_all(results: &mut FxHashMap<String, Recorded>) {
+    let mut distinct: FxHashMap<(&str, super::Language), usize> = FxHashMap::default();
+    let mut texts = Vec::new();
+    let mut slots = Vec::new();
+    for (id, recorded) in results.iter() {
+        if let Value::String(text) = &recorded.result {
+            let key = (text.as_str(), super::Language::of_id(id));
+            let next = texts.len();
+            let index = *distinct.entry(key).or_insert_with(|| {
+                texts.push(key);
+                next
+            });
+            slots.push((id.clone(), index));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = texts.len().div_ceil(threads).max(1);
+    let decoded: Vec<Decoded> = std::thread::scope(|scope| {
+        let workers: Vec<_> = texts
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(text, language)| super::prompt::decode(text, *language))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().expect("a decoder thread does not panic"))
+            .collect()
+    });
+    for (id, index) in slots {
+        if let Some(recorded) = results.get_mut(&id) {
+            recorded.decoded = Some(decoded[index].clone());
+        }
+    }
+}
+
 /// A prompt-mode output as calls, or, when BFCL would fail to decode it,
 /// one malformed call (no call, for relevance).
-fn prompt_calls(id: &str, tools: &Registry, text: &str) -> Vec<ParsedCall> {
+fn prompt_calls(tools: &Registry, text: &str, decoded: &Decoded) -> Vec<ParsedCall> {
     let not_calls = |problem: String| {
         vec![ParsedCall::Malformed(MalformedCall {
             id: "bfcl_0".to_owned(),
@@ -211,15 +264,15 @@ fn prompt_calls(id: &str, tools: &Registry, text: &str) -> Vec<ParsedCall> {
             problem,
         })]
     };
-    match super::prompt::decode(text, super::Language::of_id(id)) {
+    match decoded {
         Ok(calls) => calls
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(i, (name, arguments))| {
                 ParsedCall::Ok(ToolCall {
                     id: format!("bfcl_{i}"),
-                    name: prompt_tool_name(tools, &name),
-                    arguments: Value::Object(arguments),
+                    name: prompt_tool_name(tools, name),
+                    arguments: Value::Object(arguments.clone()),
                 })
             })
             .collect(),

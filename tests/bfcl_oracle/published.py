@@ -15,9 +15,11 @@ Nothing here is committed: the published files are read where they are.
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -82,7 +84,10 @@ def reason_words(error_type):
 
 def main(results, corpora, toolgauge):
     results, corpora = Path(results), Path(corpora)
-    work = Path(tempfile.mkdtemp(prefix="bfcl-published-"))
+    # TOOLGAUGE_BFCL_WORK keeps the suites, model files and outputs (to
+    # time the runs again: scripts/bfcl-rescore.sh).
+    kept = os.environ.get("TOOLGAUGE_BFCL_WORK")
+    work = Path(kept) if kept else Path(tempfile.mkdtemp(prefix="bfcl-published-"))
     theirs = []
     runs = defaultdict(list)
     for model_dir in sorted(p for p in results.iterdir() if p.is_dir()):
@@ -119,6 +124,7 @@ def main(results, corpora, toolgauge):
                     verdict = oracle.bfcl_prompt_verdict(category, entry, answer, result)
                 theirs.append((category, "FC" if fc else "prompt", model, i, verdict))
     ours = {}
+    run_seconds = 0.0
     for category in runs:
         suite = work / "suite" / category
         subprocess.run(
@@ -126,11 +132,13 @@ def main(results, corpora, toolgauge):
             check=True, capture_output=True,
         )
         out = work / "out" / category
+        started = time.monotonic()
         run = subprocess.run(
             [toolgauge, "run", str(suite), "--models", str(work / "models" / category),
              "--trials", "1", "--no-session", "--quiet", "--out", str(out)],
             capture_output=True, text=True,
         )
+        run_seconds += time.monotonic() - started
         if run.returncode not in (0, 1):
             sys.exit(f"toolgauge run failed on {category}: {run.stderr[-400:]}")
         with open(out / "trials.csv") as f:
@@ -162,6 +170,7 @@ def main(results, corpora, toolgauge):
         total = [a + b for a, b in zip(total, t)]
         print(f"| {category} | {mode} | {t[0]} | {t[1]} | {t[2]} | {t[3]} |")
     print(f"| all | | {total[0]} | {total[1]} | {total[2]} | {total[3]} |")
+    print(f"toolgauge's {len(runs)} runs: {run_seconds:.2f} s wall")
     for d in differences[:40]:
         print(d)
     return 1 if differences else 0
