@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::charts::charts;
 use super::markdown::points;
-use super::session::{index, job_of};
+use super::session::{index, job_at_start};
 use super::summary::{ComparisonRow, comparison_rows, summary_rows};
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::metrics::Aggregate;
@@ -96,10 +96,11 @@ impl HtmlReport {
         let models = index(info.models.iter().map(|m| &m.name));
         let scenarios = index(info.scenarios.iter().map(|s| &s.name));
         let file = std::fs::File::open(&path)?;
-        for line in io::BufReader::new(file).split(b'\n') {
+        // Large reads: the log of a large run is most of what is read.
+        for line in io::BufReader::with_capacity(1 << 20, file).split(b'\n') {
             let line = line?;
             // Only the kept trials' entries are read whole.
-            let Some((m, s, trial)) = job_of(&line, &models, &scenarios) else {
+            let Some((m, s, trial)) = job_at_start(&line, &models, &scenarios) else {
                 continue;
             };
             if let Some(trials) = self.failed.get_mut(&(m, s))

@@ -6,6 +6,7 @@
 //! largest file of a run: a thread of its own writes it, so the runner
 //! never waits on the disk but at checkpoints.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, Write};
@@ -139,18 +140,60 @@ pub(super) fn job_of(
     models: &HashMap<&str, usize>,
     scenarios: &HashMap<&str, usize>,
 ) -> Option<JobKey> {
+    // Names with escapes (a quote, a backslash) cannot be borrowed.
     #[derive(serde::Deserialize)]
     struct Coordinates<'a> {
-        model: &'a str,
-        scenario: &'a str,
+        #[serde(borrow)]
+        model: Cow<'a, str>,
+        #[serde(borrow)]
+        scenario: Cow<'a, str>,
         trial: u32,
     }
     let entry: Coordinates<'_> = serde_json::from_slice(line).ok()?;
     Some((
-        *models.get(entry.model)?,
-        *scenarios.get(entry.scenario)?,
+        *models.get(entry.model.as_ref())?,
+        *scenarios.get(entry.scenario.as_ref())?,
         entry.trial,
     ))
+}
+
+/// The job of an entry, read off the coordinates the session log writes
+/// first, without reading (or checking) the rest of the line: to find a
+/// few trials' entries in a large log, each then read whole. A line in
+/// another shape is read as [`job_of`] reads it.
+pub(super) fn job_at_start(
+    line: &[u8],
+    models: &HashMap<&str, usize>,
+    scenarios: &HashMap<&str, usize>,
+) -> Option<JobKey> {
+    match leading_coordinates(line) {
+        Some((model, scenario, trial)) => {
+            Some((*models.get(model)?, *scenarios.get(scenario)?, trial))
+        }
+        None => job_of(line, models, scenarios),
+    }
+}
+
+/// The coordinates of an entry as the session log writes them, first
+/// (`{"model":…,"scenario":…,"trial":N,…`), read without parsing the rest
+/// of the line (a run's log is mostly what the report does not show).
+/// `None` for a line in any other shape.
+fn leading_coordinates(line: &[u8]) -> Option<(&str, &str, u32)> {
+    fn string<'l>(rest: &'l [u8], key: &[u8]) -> Option<(&'l str, &'l [u8])> {
+        let rest = rest.strip_prefix(key)?;
+        let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<&str>();
+        let value = values.next()?.ok()?;
+        Some((value, &rest[values.byte_offset()..]))
+    }
+    let (model, rest) = string(line, b"{\"model\":")?;
+    let (scenario, rest) = string(rest, b",\"scenario\":")?;
+    let rest = rest.strip_prefix(b",\"trial\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    let trial = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    Some((model, scenario, trial))
 }
 
 impl Reporter for SessionFile {
@@ -172,5 +215,48 @@ impl Reporter for SessionFile {
         let (answer, written) = sync_channel(1);
         self.send(Chunk::Written(answer))?;
         written.recv().map_err(|_| writer_gone())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_of_a_model_whose_name_has_a_quote_keeps_its_job() {
+        let models = HashMap::from([("m\"1", 0)]);
+        let scenarios = HashMap::from([("s\\2", 0)]);
+        let line = br#"{"model":"m\"1","scenario":"s\\2","trial":3,"attempt":1}"#;
+        assert_eq!(job_of(line, &models, &scenarios), Some((0, 0, 3)));
+    }
+
+    #[test]
+    fn the_job_read_off_the_start_of_a_line_is_the_job_of_the_whole_entry() {
+        let models = HashMap::from([("m\"1", 0), ("m2", 1)]);
+        let scenarios = HashMap::from([("s", 0)]);
+        let lines: [&[u8]; 5] = [
+            br#"{"model":"m2","scenario":"s","trial":7,"attempt":1,"id":"e1"}"#,
+            // Escaped names are read whole.
+            br#"{"model":"m\"1","scenario":"s","trial":3,"attempt":1}"#,
+            // Another order of members is read whole.
+            br#"{"trial":4,"model":"m2","scenario":"s"}"#,
+            // Not of this run.
+            br#"{"model":"other","scenario":"s","trial":1,"attempt":1}"#,
+            b"not json",
+        ];
+        for line in lines {
+            assert_eq!(
+                job_at_start(line, &models, &scenarios),
+                job_of(line, &models, &scenarios),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        assert_eq!(job_at_start(lines[0], &models, &scenarios), Some((1, 0, 7)));
+        assert_eq!(job_at_start(lines[1], &models, &scenarios), Some((0, 0, 3)));
+        // A torn line is no whole entry; its start still names its job.
+        let torn = br#"{"model":"m2","scenario":"s","trial":7,"attempt":1,"cont"#;
+        assert_eq!(job_of(torn, &models, &scenarios), None);
+        assert_eq!(job_at_start(torn, &models, &scenarios), Some((1, 0, 7)));
     }
 }
