@@ -115,10 +115,39 @@ fn bench(c: &mut Criterion) {
         })
     };
 
+    // As `exec --session` records: each turn written and flushed to the file.
     group.bench_function("full_3_calls_recorded", |b| {
         b.iter_custom(|iters| {
             let mut log = SessionLog::create(&dir.path().join("session.jsonl")).unwrap();
             run(iters, Some(&mut log))
+        })
+    });
+    // As a run records: a trial's entries into memory, the file written
+    // in 64 KB chunks (by the session file's own thread in a run; here,
+    // inline, so that the time is all counted).
+    group.bench_function("full_3_calls_recorded_as_a_run", |b| {
+        b.iter_custom(|iters| {
+            let mut file = std::fs::File::create(dir.path().join("run.jsonl")).unwrap();
+            runtime.block_on(async {
+                let state = pipeline.registry().new_state();
+                let mut log = SessionLog::new(Vec::with_capacity(128 * 1024));
+                let start = Instant::now();
+                for i in 0..iters as usize {
+                    let body = &bodies[i % bodies.len()];
+                    let turn = pipeline
+                        .turn(Provider::Anthropic, body, &state, Some(&mut log))
+                        .await
+                        .unwrap();
+                    black_box(&turn.returned);
+                    let written = log.get_mut();
+                    if written.len() >= 64 * 1024 {
+                        std::io::Write::write_all(&mut file, written).unwrap();
+                        written.clear();
+                    }
+                }
+                std::io::Write::write_all(&mut file, log.get_mut()).unwrap();
+                start.elapsed()
+            })
         })
     });
     group.bench_function("full_3_calls_unrecorded", |b| {
