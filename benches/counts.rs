@@ -177,6 +177,60 @@ fn invalid_search() -> (Registry, ParsedCall) {
         "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1}))
 }
 
+/// The anchors' tools (echo, math) and 1,000 calls to them, seven in ten
+/// valid, the rest a wrong type, a missing required property or a value
+/// outside the enum (as ../shared/anchors/gen_workload.js makes them).
+fn anchor_calls() -> (Registry, Vec<ParsedCall>) {
+    let echo = json!({"type": "object", "properties": {"message": {"type": "string"}},
+        "required": ["message"]});
+    let math = json!({"type": "object", "properties": {
+        "operation": {"type": "string", "enum": ["add", "multiply"]},
+        "a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["operation", "a", "b"]});
+    let registry = Registry::new(
+        vec![
+            ToolSource::BuiltinWithDefinition(def("echo", echo)),
+            ToolSource::BuiltinWithDefinition(def("math", math)),
+        ],
+        ToolEnv::default(),
+    )
+    .expect("the anchors' schemas compile");
+    let calls: Vec<ParsedCall> = (0..1000)
+        .map(|i| {
+            let (name, arguments) = match (i % 2, i % 10) {
+                (0, 7) => ("echo", json!({"message": i})),
+                (0, 8) => ("echo", json!({})),
+                (0, _) => ("echo", json!({"message": format!("hello {i}")})),
+                (_, 7) => ("math", json!({"operation": "add", "a": "1", "b": 2})),
+                (_, 9) => ("math", json!({"operation": "pow", "a": 1, "b": 2})),
+                (_, 3) => ("math", json!({"operation": "multiply", "a": 1.5})),
+                _ => ("math", json!({"operation": "add", "a": i, "b": 2.5})),
+            };
+            ParsedCall::Ok(ToolCall {
+                id: format!("call_{i}"),
+                name: name.to_owned(),
+                arguments,
+            })
+        })
+        .collect();
+    for call in &calls {
+        let _ = validate(&registry, call);
+    }
+    (registry, calls)
+}
+
+#[library_benchmark]
+#[bench::anchor_mix_1000(setup = anchor_calls, config = limit("validate/anchor_mix_1000"))]
+fn validate_anchor_mix(
+    (registry, calls): (Registry, Vec<ParsedCall>),
+) -> (usize, Registry, Vec<ParsedCall>) {
+    let valid = calls
+        .iter()
+        .filter(|call| validate(&registry, call).is_ok())
+        .count();
+    (valid, registry, calls)
+}
+
 #[library_benchmark]
 #[bench::valid(setup = valid_search, config = limit("validate/valid"))]
 #[bench::invalid_worded(setup = invalid_search, config = limit("validate/invalid_worded"))]
@@ -322,7 +376,7 @@ fn bfcl_decode((language, text): (Language, &'static str)) -> usize {
 }
 
 library_benchmark_group!(name = parse_group; benchmarks = parse);
-library_benchmark_group!(name = validate_group; benchmarks = validate_call);
+library_benchmark_group!(name = validate_group; benchmarks = validate_call, validate_anchor_mix);
 library_benchmark_group!(name = pipeline_group; benchmarks = pipeline_turn);
 library_benchmark_group!(name = harness_group; benchmarks = harness_trials);
 library_benchmark_group!(name = fuzz_group; benchmarks = fuzz_generate);

@@ -387,8 +387,8 @@ impl Node {
     /// (few) declared properties; required ones are counted on the way.
     fn object_is_valid(&self, members: &Map<String, Value>) -> bool {
         let mut required_seen = 0;
-        for (key, member) in members {
-            match self.property(key) {
+        for (position, (key, member)) in members.iter().enumerate() {
+            match self.property(key, position) {
                 Some(property) => {
                     if !property.schema.is_valid(member) {
                         return false;
@@ -415,8 +415,16 @@ impl Node {
                     .all(|name| has_member(members, name)))
     }
 
+    /// The declared property `name`, the member at `position` of the
+    /// instance: models mostly write arguments in the schema's order, so
+    /// the property at the same position is tried first.
     #[inline]
-    fn property(&self, name: &str) -> Option<&Property> {
+    fn property(&self, name: &str, position: usize) -> Option<&Property> {
+        if let Some(property) = self.properties.get(position)
+            && crate::json_eq::str_eq(&property.name, name)
+        {
+            return Some(property);
+        }
         match &self.by_name {
             Some(index) => index.get(name).map(|&i| &self.properties[i]),
             None => self
@@ -480,8 +488,8 @@ impl Node {
     ) {
         let mut required_seen = 0;
         let mut unexpected = Vec::new();
-        for (key, member) in members {
-            let schema = match (self.property(key), &self.additional) {
+        for (position, (key, member)) in members.iter().enumerate() {
+            let schema = match (self.property(key, position), &self.additional) {
                 (Some(property), _) => {
                     required_seen += usize::from(property.required);
                     &property.schema

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The fuzz command's rate and memory from the command line: every built-in
+# tool, the built-in validator, for each --cases given (default 10000
+# 100000 1000000). Prints instances judged, wall seconds, instances per
+# second and peak RSS. Uses the release binary (built if missing).
+#
+#   scripts/fuzz-rate.sh [CASES ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x target/release/toolgauge ] || cargo build --release --quiet
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+target/release/toolgauge tools list builtin >"$out/tools.json"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| --cases | instances | wall | instances/s | peak RSS |"
+echo "|---:|---:|---:|---:|---:|"
+for cases in "${@:-10000 100000 1000000}"; do
+  for n in $cases; do
+    /usr/bin/time -f "%e %M" -o "$out/time" target/release/toolgauge fuzz --tools "$out/tools.json" \
+      --cases "$n" --out "$out/run" >/dev/null
+    # Each operator's total row (empty path) counts its instances once.
+    instances=$(awk -F, 'NR > 1 && $8 == "" { n += $3 } END { print n }' "$out/run/fuzz.csv")
+    read -r wall rss <"$out/time"
+    awk -v c="$n" -v i="$instances" -v w="$wall" -v r="$rss" \
+      'BEGIN { printf "| %d | %d | %.2f s | %d | %d MB |\n", c, i, w, i / w, r / 1024 }'
+  done
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
