@@ -17,7 +17,7 @@ echo "|---:|---:|---:|---:|---:|"
 for cases in "${@:-10000 100000 1000000}"; do
   for n in $cases; do
     /usr/bin/time -f "%e %M" -o "$out/time" target/release/toolgauge fuzz --tools "$out/tools.json" \
-      --cases "$n" --out "$out/run" >/dev/null
+      --cases "$n" --out "$out/run" >/dev/null 2>&1
     # Each operator's total row (empty path) counts its instances once.
     instances=$(awk -F, 'NR > 1 && $8 == "" { n += $3 } END { print n }' "$out/run/fuzz.csv")
     read -r wall rss <"$out/time"
