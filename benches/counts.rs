@@ -9,6 +9,9 @@
 //! network, nothing random. Each bench hands its inputs back, so that
 //! dropping them is not counted.
 
+#[path = "common/inputs.rs"]
+mod inputs;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,7 +30,7 @@ use toolgauge::provider::Provider;
 use toolgauge::report::{Reporters, Thresholds};
 use toolgauge::scenario::load_scenario;
 use toolgauge::tool::mcp::ToolServers;
-use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
 // As in the binary.
 #[global_allocator]
@@ -66,33 +69,11 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-fn calls(n: usize) -> Vec<ParsedCall> {
-    (0..n)
-        .map(|i| {
-            let (name, arguments) = if i % 2 == 0 {
-                (
-                    "echo",
-                    json!({"message": format!("hello world from call {i}")}),
-                )
-            } else {
-                (
-                    "math",
-                    json!({"operation": "multiply", "a": 12.5 + i as f64, "b": -4}),
-                )
-            };
-            ParsedCall::Ok(ToolCall {
-                id: format!("call_{i:08}_abcdefgh"),
-                name: name.to_owned(),
-                arguments,
-            })
-        })
-        .collect()
-}
-
 /// A reply of 3 calls in the provider's format, parsed once to warm up.
 fn reply(provider: Provider) -> (Provider, Vec<u8>) {
-    let body = serde_json::to_vec(&provider.format_response("Let me call the tools.", &calls(3)))
-        .expect("a reply serializes");
+    let body =
+        serde_json::to_vec(&provider.format_response("Let me call the tools.", &inputs::calls(3)))
+            .expect("a reply serializes");
     provider.parse_response(&body).expect("the reply parses");
     (provider, body)
 }
@@ -111,48 +92,12 @@ fn parse((provider, body): (Provider, Vec<u8>)) -> (usize, Vec<u8>) {
     (calls, body)
 }
 
-fn def(name: &str, parameters: Value) -> ToolDef {
-    ToolDef {
-        name: name.to_owned(),
-        description: format!("{name} for the bench"),
-        parameters,
-        effect: Effect::Read,
-        timeout_ms: 30_000,
-        metadata: None,
-        simulate: None,
-        http: None,
-        command: None,
-    }
-}
-
-/// The shape of schema tools have: typed properties, bounds, an enum,
-/// patterns, a nested object with an array.
-fn search_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 200},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-            "sort": {"enum": ["relevance", "date", "price"]},
-            "filters": {"type": "object", "properties": {
-                "min_price": {"type": "number", "minimum": 0},
-                "max_price": {"type": "number", "minimum": 0},
-                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z-]+$"}, "maxItems": 10}
-            }, "additionalProperties": false},
-            "region": {"type": "string", "pattern": "^[A-Z]{2}$"},
-            "include_sold_out": {"type": "boolean"}
-        },
-        "required": ["query", "limit"],
-        "additionalProperties": false
-    })
-}
-
 /// The search tool and one call to it, validated once to warm up.
 fn search_call(arguments: Value) -> (Registry, ParsedCall) {
     let registry = Registry::new(
-        vec![ToolSource::BuiltinWithDefinition(def(
+        vec![ToolSource::BuiltinWithDefinition(inputs::def(
             "echo",
-            search_schema(),
+            inputs::search().0,
         ))],
         ToolEnv::default(),
     )
@@ -167,14 +112,11 @@ fn search_call(arguments: Value) -> (Registry, ParsedCall) {
 }
 
 fn valid_search() -> (Registry, ParsedCall) {
-    search_call(json!({"query": "red shoes", "limit": 20, "sort": "price",
-        "filters": {"min_price": 10, "max_price": 80.5, "tags": ["running", "trail-run"]},
-        "region": "PT", "include_sold_out": false}))
+    search_call(inputs::search().1)
 }
 
 fn invalid_search() -> (Registry, ParsedCall) {
-    search_call(json!({"query": "", "limit": 500, "sort": "cheapest",
-        "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1}))
+    search_call(inputs::search().2)
 }
 
 /// The anchors' tools (echo, math) and 1,000 calls to them, seven in ten
@@ -189,8 +131,8 @@ fn anchor_calls() -> (Registry, Vec<ParsedCall>) {
         "required": ["operation", "a", "b"]});
     let registry = Registry::new(
         vec![
-            ToolSource::BuiltinWithDefinition(def("echo", echo)),
-            ToolSource::BuiltinWithDefinition(def("math", math)),
+            ToolSource::BuiltinWithDefinition(inputs::def("echo", echo)),
+            ToolSource::BuiltinWithDefinition(inputs::def("math", math)),
         ],
         ToolEnv::default(),
     )
@@ -330,7 +272,7 @@ fn harness_trials(plan: RunPlan) -> (u64, RunPlan) {
 }
 
 fn fuzz_setup() -> (Value, jsonschema::Validator) {
-    let schema = search_schema();
+    let schema = inputs::search().0;
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     (schema, validator)
 }

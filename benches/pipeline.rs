@@ -2,6 +2,8 @@
 //! validate, run echo/math, format the results, record two JSONL entries
 //! per call to a file, on the anchors' workload.
 
+#[path = "common/inputs.rs"]
+mod inputs;
 #[path = "common/workload.rs"]
 mod workload;
 
@@ -15,24 +17,14 @@ use serde_json::Value;
 use toolgauge::call::{ParsedCall, ToolCall};
 use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
 use toolgauge::provider::Provider;
-use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
 // As in the binary.
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
 fn registry(schemas: &Value) -> Registry {
-    let def = |name: &str| ToolDef {
-        name: name.to_owned(),
-        description: format!("{name} (anchor schema)"),
-        parameters: schemas[name].clone(),
-        effect: Effect::Read,
-        timeout_ms: 30_000,
-        metadata: None,
-        simulate: None,
-        http: None,
-        command: None,
-    };
+    let def = |name: &str| inputs::def(name, schemas[name].clone());
     Registry::new(
         vec![
             ToolSource::BuiltinWithDefinition(def("echo")),

@@ -4,6 +4,8 @@
 //! cycled as in the Node anchor's h1/h2 rows), and medium and large
 //! schemas with valid and invalid inputs.
 
+#[path = "common/inputs.rs"]
+mod inputs;
 #[path = "common/workload.rs"]
 mod workload;
 
@@ -15,25 +17,11 @@ use mimalloc::MiMalloc;
 use serde_json::{Map, Value, json};
 use toolgauge::call::{ParsedCall, ToolCall};
 use toolgauge::pipeline::validate;
-use toolgauge::tool::{Effect, Registry, ToolDef, ToolEnv, ToolSource};
+use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
 // As in the binary.
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
-
-fn def(name: &str, parameters: Value) -> ToolDef {
-    ToolDef {
-        name: name.to_owned(),
-        description: format!("{name} for the bench"),
-        parameters,
-        effect: Effect::Read,
-        timeout_ms: 30_000,
-        metadata: None,
-        simulate: None,
-        http: None,
-        command: None,
-    }
-}
 
 fn call(name: &str, arguments: Value) -> ParsedCall {
     ParsedCall::Ok(ToolCall {
@@ -41,31 +29,6 @@ fn call(name: &str, arguments: Value) -> ParsedCall {
         name: name.to_owned(),
         arguments,
     })
-}
-
-fn medium() -> (Value, Value, Value) {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 200},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-            "sort": {"enum": ["relevance", "date", "price"]},
-            "filters": {"type": "object", "properties": {
-                "min_price": {"type": "number", "minimum": 0},
-                "max_price": {"type": "number", "minimum": 0},
-                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z-]+$"}, "maxItems": 10}
-            }, "additionalProperties": false},
-            "region": {"type": "string", "pattern": "^[A-Z]{2}$"},
-            "include_sold_out": {"type": "boolean"}
-        },
-        "required": ["query", "limit"],
-        "additionalProperties": false
-    });
-    let valid = json!({"query": "red shoes", "limit": 20, "sort": "price",
-        "filters": {"min_price": 10, "max_price": 80.5, "tags": ["running", "trail-run"]}, "region": "PT", "include_sold_out": false});
-    let invalid = json!({"query": "", "limit": 500, "sort": "cheapest",
-        "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1});
-    (schema, valid, invalid)
 }
 
 fn large() -> (Value, Value, Value) {
@@ -114,11 +77,11 @@ fn bench(c: &mut Criterion) {
         let registry = Arc::new(
             Registry::new(
                 vec![
-                    ToolSource::BuiltinWithDefinition(def(
+                    ToolSource::BuiltinWithDefinition(inputs::def(
                         "echo",
                         workload.schemas["echo"].clone(),
                     )),
-                    ToolSource::BuiltinWithDefinition(def(
+                    ToolSource::BuiltinWithDefinition(inputs::def(
                         "math",
                         workload.schemas["math"].clone(),
                     )),
@@ -207,9 +170,9 @@ fn bench(c: &mut Criterion) {
     }
 
     group.throughput(Throughput::Elements(1));
-    for (size, (schema, valid, invalid)) in [("medium", medium()), ("large", large())] {
+    for (size, (schema, valid, invalid)) in [("medium", inputs::search()), ("large", large())] {
         let registry = Registry::new(
-            vec![ToolSource::Defined(def("tool", schema))],
+            vec![ToolSource::Defined(inputs::def("tool", schema))],
             ToolEnv::default(),
         )
         .unwrap();

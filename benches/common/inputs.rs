@@ -1,0 +1,77 @@
+//! Inputs several benches share, built in code: tool definitions, replies
+//! of n calls, and a search tool's schema with a valid and an invalid
+//! call. Included with `#[path]` by each bench that needs it.
+
+// Each bench that includes this file uses only part of it.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::tool::{Effect, ToolDef};
+
+/// A read-only tool definition with these parameters.
+pub fn def(name: &str, parameters: Value) -> ToolDef {
+    ToolDef {
+        name: name.to_owned(),
+        description: format!("{name} for the bench"),
+        parameters,
+        effect: Effect::Read,
+        timeout_ms: 30_000,
+        metadata: None,
+        simulate: None,
+        http: None,
+        command: None,
+    }
+}
+
+/// `n` calls, echo and math by turns.
+pub fn calls(n: usize) -> Vec<ParsedCall> {
+    (0..n)
+        .map(|i| {
+            let (name, arguments) = if i % 2 == 0 {
+                (
+                    "echo",
+                    json!({"message": format!("hello world from call {i}")}),
+                )
+            } else {
+                (
+                    "math",
+                    json!({"operation": "multiply", "a": 12.5 + i as f64, "b": -4}),
+                )
+            };
+            ParsedCall::Ok(ToolCall {
+                id: format!("call_{i:08}_abcdefgh"),
+                name: name.to_owned(),
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// The shape of schema tools have (typed properties, bounds, an enum,
+/// patterns, a nested object with an array), a valid call's arguments and
+/// an invalid one's that breaks most of it.
+pub fn search() -> (Value, Value, Value) {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 200},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            "sort": {"enum": ["relevance", "date", "price"]},
+            "filters": {"type": "object", "properties": {
+                "min_price": {"type": "number", "minimum": 0},
+                "max_price": {"type": "number", "minimum": 0},
+                "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z-]+$"}, "maxItems": 10}
+            }, "additionalProperties": false},
+            "region": {"type": "string", "pattern": "^[A-Z]{2}$"},
+            "include_sold_out": {"type": "boolean"}
+        },
+        "required": ["query", "limit"],
+        "additionalProperties": false
+    });
+    let valid = json!({"query": "red shoes", "limit": 20, "sort": "price",
+        "filters": {"min_price": 10, "max_price": 80.5, "tags": ["running", "trail-run"]}, "region": "PT", "include_sold_out": false});
+    let invalid = json!({"query": "", "limit": 500, "sort": "cheapest",
+        "filters": {"min_price": -1, "tags": ["Bad Tag"]}, "region": "portugal", "extra": 1});
+    (schema, valid, invalid)
+}
