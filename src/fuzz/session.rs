@@ -181,7 +181,7 @@ pub fn fuzz_tools(
         // One report per validator that judged; one block in memory at a time.
         let mut reports: Vec<ToolFuzz> = Vec::with_capacity(validators.len());
         let mut found = Found::new();
-        let mut judged = 0;
+        let mut tool_cases = 0;
         for block in blocks {
             let mut verdicts = Vec::with_capacity(validators.len());
             for validator in validators {
@@ -201,7 +201,7 @@ pub fn fuzz_tools(
             if validators.len() > 1 && failure.is_none() {
                 differential::collect(&mut found, &block, &verdicts);
             }
-            judged += block.len() as u64;
+            tool_cases += block.len() as u64;
             if failure.is_some() {
                 break;
             }
@@ -225,7 +225,7 @@ pub fn fuzz_tools(
             disagreements: found,
             offset,
         });
-        offset += judged;
+        offset += tool_cases;
         if failure.is_some() {
             break;
         }
