@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::bfcl_oracle::{keep_entries, read_lines, replay_results};
-use crate::{corpora, toolgauge};
+use crate::{assert_success, corpora, toolgauge};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl_multi_turn")
@@ -72,12 +72,7 @@ fn import(python: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
             "--bridge",
             &bridge,
         ]);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_success(&output);
     }
     suite
 }
@@ -192,12 +187,7 @@ fn the_mocks_play_bfcl_multi_turn_entries_through_the_bridge() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     // The scripted mock plays the ground truth: BFCL passes every turn.
     let ours = verdicts(&out);
     for id in &ids {

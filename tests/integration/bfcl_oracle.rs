@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{corpora, toolgauge};
+use crate::{assert_success, corpora, toolgauge};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl_oracle")
@@ -65,12 +65,7 @@ fn import(category: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     out
 }
 

@@ -39,6 +39,17 @@ pub fn toolgauge(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Fail, showing the command's stderr, unless it exited with 0.
+#[track_caller]
+pub fn assert_success(output: &Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The shared corpora beside the repository (`../shared/corpora`).
 pub fn corpora() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora");

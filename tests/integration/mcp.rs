@@ -11,7 +11,7 @@ use toolgauge::scenario::load_scenario;
 use toolgauge::tool::mcp::{McpServerSpec, ToolServers};
 use toolgauge::tool::{Effect, Registry, ToolFailureKind};
 
-use crate::toolgauge;
+use crate::{assert_success, toolgauge};
 
 /// The test server example, built by `cargo test`.
 fn test_server() -> PathBuf {
@@ -395,12 +395,7 @@ fn fuzzing_an_mcp_server_measures_its_own_validation_and_never_calls_what_is_not
 fn tools_list_prints_an_mcp_servers_definitions_in_each_format() {
     let server = format!("mcp:{}", test_server().display());
     let output = toolgauge(&["tools", "list", &server, "--format", "openai"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let tools: Value = serde_json::from_slice(&output.stdout).unwrap();
     let add = tools
         .as_array()
@@ -665,12 +660,7 @@ fn exec_runs_a_response_against_an_mcp_servers_tools() {
         &format!("mcp:{}", test_server().display()),
         response.to_str().unwrap(),
     ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     let messages: Value = serde_json::from_slice(&output.stdout).unwrap();
     let results = &messages[0]["content"];
     assert_eq!(results[0]["content"], "42");
@@ -711,12 +701,7 @@ fn report_merge_and_html_start_no_process() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_success(&run);
     let count = || std::fs::read_to_string(&starts).unwrap().lines().count();
     let after_run = count();
     assert!(after_run >= 1);
@@ -728,19 +713,9 @@ fn report_merge_and_html_start_no_process() {
         "--out",
         merged.to_str().unwrap(),
     ]);
-    assert_eq!(
-        merge.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&merge.stderr)
-    );
+    assert_success(&merge);
     let html = toolgauge(&["report", "html", out.to_str().unwrap()]);
-    assert_eq!(
-        html.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&html.stderr)
-    );
+    assert_success(&html);
     assert_eq!(count(), after_run, "a report started the MCP server");
 }
 

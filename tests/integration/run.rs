@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::toolgauge;
+use crate::{assert_success, toolgauge};
 
 /// The report files a run writes (run.json last).
 pub(crate) const FILES: [&str; 9] = [
@@ -51,12 +51,7 @@ fn seeded_runs_write_identical_reports() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let first = run_into(&a, &[]);
-    assert_eq!(
-        first.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    assert_success(&first);
     run_into(&b, &["--concurrency", "3"]);
     // run.json records the concurrency; everything else is the same.
     assert_same(&a, &b, &FILES[..8]);
@@ -66,12 +61,7 @@ fn seeded_runs_write_identical_reports() {
     let summary = read(&a, "summary.csv");
     assert_eq!(summary.lines().count(), 1 + 4 * 35);
     let c = run_into(&dir.path().join("c"), &["--seed", "12"]);
-    assert_eq!(
-        c.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&c.stderr)
-    );
+    assert_success(&c);
     assert_ne!(
         read(&a, "trials.csv"),
         read(&dir.path().join("c"), "trials.csv")
@@ -97,12 +87,7 @@ fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
     .unwrap();
     std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
     let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
-    assert_eq!(
-        resumed.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    assert_success(&resumed);
     assert_same_files(&full, &killed);
     // Every entry once, in order: only the wall-clock timestamps differ.
     let entries = |dir: &Path| -> Vec<serde_json::Value> {
@@ -136,12 +121,7 @@ fn merged_shards_equal_one_run() {
     args.extend(shards.iter().map(|s| s.to_str().unwrap()));
     args.extend(["--out", merged.to_str().unwrap()]);
     let output = toolgauge(&args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     assert_same_files(&full, &merged);
     // report.html too, the failed trials' conversations read from the
     // merged log; and made again from the folder, the same.
@@ -336,8 +316,7 @@ fn run_ok(args: &[&str], out: &Path) {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--quiet", "--out", out.to_str().unwrap()]);
-    let output = toolgauge(&all);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_success(&toolgauge(&all));
 }
 
 fn stderr(output: &Output) -> String {

@@ -1,5 +1,6 @@
 //! Snapshots of every report format, from a small seeded run.
 
+use crate::assert_success;
 use std::path::Path;
 use std::process::Command;
 
@@ -118,12 +119,7 @@ fn the_task_charts_match_their_snapshots() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
     for name in ["tasks", "task_turns"] {
         let svg = std::fs::read_to_string(dir.path().join(format!("out/{name}.svg"))).unwrap();
         insta::assert_snapshot!(format!("chart_{name}.svg"), svg);
