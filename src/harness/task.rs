@@ -332,10 +332,11 @@ async fn call_probe(run: &TrialRun<'_>, probe: &Probe) -> Result<serde_json::Val
         .lookup(&probe.tool)
         .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
     let arguments = serde_json::Value::Object(probe.arguments.clone());
-    let timeout = registry.definition(tool).timeout();
-    let output = tokio::time::timeout(timeout, registry.execute(tool, &arguments, &run.tools))
+    let output = registry
+        .execute_in_time(tool, &arguments, &run.tools)
         .await
         .map_err(|_| {
+            let timeout = registry.definition(tool).timeout();
             ToolFailure::unavailable(format!("no result within {} ms", timeout.as_millis()))
         })??;
     Ok(serde_json::from_str(&output).unwrap_or(serde_json::Value::String(output)))

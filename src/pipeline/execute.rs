@@ -215,13 +215,10 @@ impl Pipeline {
         approved: Approved<'_>,
     ) -> ToolResult {
         let start = Instant::now();
-        let timeout = self.registry.definition(approved.tool).timeout();
-        let outcome = tokio::time::timeout(
-            timeout,
-            self.registry
-                .execute(approved.tool, approved.arguments, state),
-        )
-        .await;
+        let outcome = self
+            .registry
+            .execute_in_time(approved.tool, approved.arguments, state)
+            .await;
         self.finish(call, batch_start, approved, start..Instant::now(), outcome)
     }
 

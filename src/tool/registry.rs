@@ -308,6 +308,18 @@ impl Registry {
         };
         self.tools[id.0].backend.run(call).await
     }
+
+    /// [`Registry::execute`] within the tool's own timeout: `Err` when it
+    /// gave no result in time (the pipeline's calls and the probes alike).
+    pub async fn execute_in_time(
+        &self,
+        id: ToolId,
+        arguments: &Value,
+        state: &ToolState,
+    ) -> Result<Result<String, ToolFailure>, tokio::time::error::Elapsed> {
+        let timeout = self.definition(id).timeout();
+        tokio::time::timeout(timeout, self.execute(id, arguments, state)).await
+    }
 }
 
 fn builtin_backend(name: &str, env: &ToolEnv) -> Result<Arc<dyn ToolBackend>, RegistryError> {
