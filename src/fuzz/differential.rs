@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{CaseKind, Cases, Example, Mutation, shrink, site_path};
+use super::{CaseKind, Cases, Example, Mutation, shrink, site_path, smaller_than_kept};
 
 /// Where validators disagree: one site, and its smallest case.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ pub fn collect(found: &mut Found, cases: &Cases, verdicts: &[Vec<bool>]) {
         match found.get_mut(&key) {
             Some(known) => {
                 known.cases += 1;
-                if instance.to_string().len() < known.example.instance.to_string().len() {
+                if smaller_than_kept(instance, Some(&known.example)) {
                     known.example = example();
                     known.verdicts = each();
                     known.minimised = instance.clone();

@@ -12,7 +12,7 @@ pub mod session;
 pub mod shrink;
 pub mod wire;
 
-use std::collections::{BTreeMap, HashMap, HashSet, btree_map};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
@@ -45,26 +45,10 @@ pub struct Example {
     pub instance: Value,
 }
 
-impl Example {
-    /// Whether this instance is shorter as JSON text than `other`'s:
-    /// reports show the smallest, the earlier of two the same size.
-    pub fn smaller_than(&self, other: &Example) -> bool {
-        self.instance.to_string().len() < other.instance.to_string().len()
-    }
-}
-
-/// Keep `example` in `entry` if it is the first or smaller.
-fn keep_smaller(entry: btree_map::Entry<'_, Mutation, Example>, example: Example) {
-    match entry {
-        btree_map::Entry::Vacant(slot) => {
-            slot.insert(example);
-        }
-        btree_map::Entry::Occupied(mut slot) => {
-            if example.smaller_than(slot.get()) {
-                slot.insert(example);
-            }
-        }
-    }
+/// Whether `instance` is shorter as JSON text than the example kept, or
+/// none is: reports show the smallest, the earlier of two the same size.
+pub(super) fn smaller_than_kept(instance: &Value, kept: Option<&Example>) -> bool {
+    kept.is_none_or(|kept| instance.to_string().len() < kept.instance.to_string().len())
 }
 
 /// What fuzzing one tool's validator found.
@@ -112,13 +96,14 @@ impl ToolFuzz {
             self.by_site.entry(site).or_default().add(counts);
         }
         for (mutation, example) in later.survivors {
-            keep_smaller(self.survivors.entry(mutation), example);
-        }
-        if let Some(example) = later.false_reject {
-            match &self.false_reject {
-                Some(kept) if !example.smaller_than(kept) => {}
-                _ => self.false_reject = Some(example),
+            if smaller_than_kept(&example.instance, self.survivors.get(&mutation)) {
+                self.survivors.insert(mutation, example);
             }
+        }
+        if let Some(example) = later.false_reject
+            && smaller_than_kept(&example.instance, self.false_reject.as_ref())
+        {
+            self.false_reject = Some(example);
         }
     }
 
@@ -322,9 +307,6 @@ impl Cases {
     /// order, say of the validator; a shorter list counts its prefix.
     pub fn tally(&self, verdicts: &[bool]) -> ToolFuzz {
         let mut report = ToolFuzz::default();
-        let size = |v: &Value| v.to_string().len();
-        let smaller =
-            |kept: Option<&Example>, v: &Value| kept.is_none_or(|e| size(v) < size(&e.instance));
         for (index, ((instance, kind), &accepted)) in self
             .instances
             .iter()
@@ -338,7 +320,7 @@ impl Cases {
                     report.valid += 1;
                     if !accepted {
                         report.false_rejects += 1;
-                        if smaller(report.false_reject.as_ref(), instance) {
+                        if smaller_than_kept(instance, report.false_reject.as_ref()) {
                             report.false_reject = Some(Example {
                                 case,
                                 pointer: String::new(),
@@ -360,7 +342,7 @@ impl Cases {
             if accepted {
                 counts.survived += 1;
                 at_site.survived += 1;
-                if smaller(report.survivors.get(&mutation), instance) {
+                if smaller_than_kept(instance, report.survivors.get(&mutation)) {
                     report.survivors.insert(
                         mutation,
                         Example {
