@@ -7,6 +7,7 @@
 //! (`model::bfcl_replay`) answers with them.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustc_hash::FxHashMap;
@@ -60,8 +61,9 @@ pub struct BfclResults {
 #[derive(Debug)]
 struct Recorded {
     result: Value,
-    /// A prompt-mode output decoded at load (see [`decode_all`]).
-    decoded: Option<Decoded>,
+    /// A prompt-mode output decoded at load (see [`decode_all`]), shared
+    /// by the entries with the same text.
+    decoded: Option<Arc<Decoded>>,
     /// How long the model took; zero when not recorded.
     latency: Duration,
     usage: Usage,
@@ -216,27 +218,27 @@ type Decoded = Result<Vec<super::prompt::PromptCall>, super::prompt::DecodeError
 fn decode_all(results: &mut FxHashMap<String, Recorded>) {
     let mut distinct: FxHashMap<(&str, super::Language), usize> = FxHashMap::default();
     let mut texts = Vec::new();
-    let mut slots = Vec::new();
+    // The distinct text of each prompt-mode entry, in the map's order.
+    let mut text_of = Vec::new();
     for (id, recorded) in results.iter() {
         if let Value::String(text) = &recorded.result {
             let key = (text.as_str(), super::Language::of_id(id));
             let next = texts.len();
-            let index = *distinct.entry(key).or_insert_with(|| {
+            text_of.push(*distinct.entry(key).or_insert_with(|| {
                 texts.push(key);
                 next
-            });
-            slots.push((id.clone(), index));
+            }));
         }
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let chunk = texts.len().div_ceil(threads).max(1);
-    let decoded: Vec<Decoded> = std::thread::scope(|scope| {
+    let decoded: Vec<Arc<Decoded>> = std::thread::scope(|scope| {
         let workers: Vec<_> = texts
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|(text, language)| super::prompt::decode(text, *language))
+                        .map(|(text, language)| Arc::new(super::prompt::decode(text, *language)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -246,10 +248,12 @@ fn decode_all(results: &mut FxHashMap<String, Recorded>) {
             .flat_map(|worker| worker.join().expect("a decoder thread does not panic"))
             .collect()
     });
-    for (id, index) in slots {
-        if let Some(recorded) = results.get_mut(&id) {
-            recorded.decoded = Some(decoded[index].clone());
-        }
+    // The same entries in the same order: the map has not changed.
+    let prompted = results
+        .values_mut()
+        .filter(|recorded| recorded.result.is_string());
+    for (recorded, index) in prompted.zip(text_of) {
+        recorded.decoded = Some(Arc::clone(&decoded[index]));
     }
 }
 
