@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::loose::{LooseStr, present};
+use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
     Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError,
-    api_error_message, count, make_call, non_empty, write_arguments,
+    api_error_message, make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
@@ -27,9 +27,33 @@ struct Body<'a> {
     #[serde(borrow, default)]
     stop_reason: LooseStr<'a>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Loose<UsageBlock>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+/// `usage`: cached input tokens count as input.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UsageBlock {
+    input_tokens: LooseCount,
+    output_tokens: LooseCount,
+    cache_read_input_tokens: LooseCount,
+    cache_creation_input_tokens: LooseCount,
+}
+
+impl From<UsageBlock> for Usage {
+    fn from(block: UsageBlock) -> Usage {
+        Usage {
+            input_tokens: block.input_tokens.0
+                + block.cache_read_input_tokens.0
+                + block.cache_creation_input_tokens.0,
+            output_tokens: block.output_tokens.0,
+            // Thinking is in the output; the format does not count it apart.
+            reasoning_tokens: 0,
+            cached_tokens: block.cache_read_input_tokens.0,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -65,7 +89,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     })?;
     let mut ids = IdMaker::new(body);
     let mut response = ParsedResponse {
-        usage: parsed.usage.as_ref().map(usage_block).unwrap_or_default(),
+        usage: parsed.usage.0.into(),
         ..ParsedResponse::default()
     };
     response.stopped(parsed.stop_reason.as_deref(), "max_tokens");
@@ -242,21 +266,8 @@ pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Optio
     (!content.is_empty()).then(|| json!({"role": "assistant", "content": content}))
 }
 
-/// Cached input tokens count as input.
 pub(super) fn usage(reply: &Value) -> Usage {
-    usage_block(&reply["usage"])
-}
-
-fn usage_block(block: &Value) -> Usage {
-    Usage {
-        input_tokens: count(&block["input_tokens"])
-            + count(&block["cache_read_input_tokens"])
-            + count(&block["cache_creation_input_tokens"]),
-        output_tokens: count(&block["output_tokens"]),
-        // Thinking is in the output; the format does not count it apart.
-        reasoning_tokens: 0,
-        cached_tokens: count(&block["cache_read_input_tokens"]),
-    }
+    usage_of::<UsageBlock>(&reply["usage"])
 }
 
 /// `POST {base}/messages` with `x-api-key` and `anthropic-version`.

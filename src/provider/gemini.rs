@@ -9,11 +9,11 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
-use super::loose::{LooseStr, present};
+use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
     Arguments, Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider,
-    ResponseError, count, make_call, non_empty, write_arguments,
+    ResponseError, make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
@@ -30,7 +30,28 @@ struct Body<'a> {
     #[serde(default)]
     error: Option<Value>,
     #[serde(default)]
-    usage_metadata: Option<Value>,
+    usage_metadata: Loose<UsageBlock>,
+}
+
+/// `usageMetadata`: thoughts are billed as output, and counted apart.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct UsageBlock {
+    prompt_token_count: LooseCount,
+    candidates_token_count: LooseCount,
+    thoughts_token_count: LooseCount,
+    cached_content_token_count: LooseCount,
+}
+
+impl From<UsageBlock> for Usage {
+    fn from(block: UsageBlock) -> Usage {
+        Usage {
+            input_tokens: block.prompt_token_count.0,
+            output_tokens: block.candidates_token_count.0 + block.thoughts_token_count.0,
+            reasoning_tokens: block.thoughts_token_count.0,
+            cached_tokens: block.cached_content_token_count.0,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -88,11 +109,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         });
     };
     let mut response = ParsedResponse {
-        usage: parsed
-            .usage_metadata
-            .as_ref()
-            .map(usage_block)
-            .unwrap_or_default(),
+        usage: parsed.usage_metadata.0.into(),
         ..ParsedResponse::default()
     };
     let candidate = candidates.into_iter().next();
@@ -309,17 +326,7 @@ pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Optio
 
 /// Thinking tokens count as output.
 pub(super) fn usage(reply: &Value) -> Usage {
-    usage_block(&reply["usageMetadata"])
-}
-
-fn usage_block(block: &Value) -> Usage {
-    Usage {
-        input_tokens: count(&block["promptTokenCount"]),
-        // Thoughts are billed as output, counted apart from the reply.
-        output_tokens: count(&block["candidatesTokenCount"]) + count(&block["thoughtsTokenCount"]),
-        reasoning_tokens: count(&block["thoughtsTokenCount"]),
-        cached_tokens: count(&block["cachedContentTokenCount"]),
-    }
+    usage_of::<UsageBlock>(&reply["usageMetadata"])
 }
 
 /// `POST {base}/models/{model}:generateContent` with `x-goog-api-key`.

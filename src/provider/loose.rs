@@ -1,6 +1,9 @@
-//! `LooseStr`: a string field that may hold anything. Providers and
-//! compatible servers disagree on field types; a name that is a number
-//! should make one malformed call, not reject the whole response.
+//! Fields read loosely: `LooseStr` (a string), `LooseCount` (a token count)
+//! and `Loose<T>` (an object of known fields) each take any JSON value and
+//! make the ones of another type nothing. Providers and compatible servers
+//! disagree on field types; a name that is a number should make one
+//! malformed call, and a usage block of an odd shape no count, not reject
+//! the whole response.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -28,6 +31,41 @@ impl<'de: 'a, 'a> Deserialize<'de> for LooseStr<'a> {
     }
 }
 
+/// The visits of a loose visitor that make a value of another type
+/// nothing (`$none`): scalars, and arrays and objects read past.
+macro_rules! other_types_are {
+    ($none:expr; $($scalar:ident: $ty:ty),*) => {
+        $(fn $scalar<E: de::Error>(self, _: $ty) -> Result<Self::Value, E> {
+            Ok($none)
+        })*
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+    };
+}
+
+/// The same, objects included.
+macro_rules! other_types_and_objects_are {
+    ($none:expr; $($scalar:ident: $ty:ty),*) => {
+        other_types_are!($none; $($scalar: $ty),*);
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+    };
+}
+
 struct LooseStrVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
 impl<'de: 'a, 'a> Visitor<'de> for LooseStrVisitor<'a> {
@@ -49,43 +87,76 @@ impl<'de: 'a, 'a> Visitor<'de> for LooseStrVisitor<'a> {
         Ok(LooseStr(Some(Cow::Owned(v))))
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(LooseStr(None))
-    }
-
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         LooseStr::deserialize(d)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(LooseStr(None))
+    other_types_and_objects_are!(LooseStr(None);
+        visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+}
+
+/// A count: a JSON integer of at least 0, or 0 for any other value (a
+/// negative or fractional number, a string) or an absent field.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LooseCount(pub u64);
+
+impl<'de> Deserialize<'de> for LooseCount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LooseCountVisitor)
+    }
+}
+
+struct LooseCountVisitor;
+
+impl<'de> Visitor<'de> for LooseCountVisitor {
+    type Value = LooseCount;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(LooseStr(None))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(LooseCount(v))
     }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        LooseCount::deserialize(d)
+    }
+
+    other_types_and_objects_are!(LooseCount(0);
+        visit_bool: bool, visit_i64: i64, visit_f64: f64, visit_str: &str);
+}
+
+/// An object read into `T` (whose fields should be loose themselves), or
+/// `T::default()` for any other value or an absent field.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Loose<T>(pub T);
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LooseVisitor(std::marker::PhantomData))
+    }
+}
+
+struct LooseVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for LooseVisitor<T> {
+    type Value = Loose<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Loose)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        Loose::deserialize(d)
+    }
+
+    other_types_are!(Loose(T::default());
+        visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
 
 /// For `Option<Value>` fields: a present `null` is `Some(Null)`, so that

@@ -293,8 +293,12 @@ impl Ask<'_> {
 }
 
 /// A token count from a usage block (0 when absent).
-fn count(value: &Value) -> u64 {
-    value.as_u64().unwrap_or(0)
+/// The usage of a reply kept as JSON (a live model's reply, a doctor's
+/// answer), read by the same typed block as its parse.
+fn usage_of<B: serde::de::DeserializeOwned + Default + Into<Usage>>(block: &Value) -> Usage {
+    <loose::Loose<B> as serde::Deserialize>::deserialize(block)
+        .map(|block| block.0.into())
+        .unwrap_or_default()
 }
 
 /// What a model said in one response.

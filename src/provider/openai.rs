@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::loose::{LooseStr, present};
+use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
-    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, count,
-    make_call, non_empty,
+    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
+    non_empty, usage_of,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64, write_value};
@@ -25,7 +25,40 @@ struct Body<'a> {
     #[serde(default)]
     error: Option<Value>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Loose<UsageBlock>,
+}
+
+/// `usage`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UsageBlock {
+    prompt_tokens: LooseCount,
+    completion_tokens: LooseCount,
+    completion_tokens_details: Loose<ReasoningTokens>,
+    prompt_tokens_details: Loose<CachedTokens>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct ReasoningTokens {
+    pub(super) reasoning_tokens: LooseCount,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct CachedTokens {
+    pub(super) cached_tokens: LooseCount,
+}
+
+impl From<UsageBlock> for Usage {
+    fn from(block: UsageBlock) -> Usage {
+        Usage {
+            input_tokens: block.prompt_tokens.0,
+            output_tokens: block.completion_tokens.0,
+            reasoning_tokens: block.completion_tokens_details.0.reasoning_tokens.0,
+            cached_tokens: block.prompt_tokens_details.0.cached_tokens.0,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -98,7 +131,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
             .or(message.reasoning.as_deref())
             .unwrap_or_default()
             .to_owned(),
-        usage: parsed.usage.as_ref().map(usage_block).unwrap_or_default(),
+        usage: parsed.usage.0.into(),
         ..ParsedResponse::default()
     };
     response.stopped(choice.finish_reason.as_deref(), "length");
@@ -291,16 +324,7 @@ pub(super) fn assistant_message(parsed: &ParsedResponse) -> Value {
 }
 
 pub(super) fn usage(reply: &Value) -> Usage {
-    usage_block(&reply["usage"])
-}
-
-fn usage_block(block: &Value) -> Usage {
-    Usage {
-        input_tokens: count(&block["prompt_tokens"]),
-        output_tokens: count(&block["completion_tokens"]),
-        reasoning_tokens: count(&block["completion_tokens_details"]["reasoning_tokens"]),
-        cached_tokens: count(&block["prompt_tokens_details"]["cached_tokens"]),
-    }
+    usage_of::<UsageBlock>(&reply["usage"])
 }
 
 /// `POST {base}/chat/completions`, the key as a bearer token.

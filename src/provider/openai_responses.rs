@@ -14,10 +14,11 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::loose::{LooseStr, present};
+use super::loose::{Loose, LooseCount, LooseStr, present};
+use super::openai::{CachedTokens, ReasoningTokens};
 use super::{
     Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, append_line,
-    count, make_call, non_empty,
+    make_call, non_empty, usage_of,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64, write_value};
@@ -33,11 +34,32 @@ struct Body<'a> {
     #[serde(default)]
     error: Option<Value>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Loose<UsageBlock>,
     #[serde(borrow, default)]
     status: LooseStr<'a>,
     #[serde(default)]
     incomplete_details: Option<Value>,
+}
+
+/// `usage`, its details named as Chat's are (`super::openai`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UsageBlock {
+    input_tokens: LooseCount,
+    output_tokens: LooseCount,
+    output_tokens_details: Loose<ReasoningTokens>,
+    input_tokens_details: Loose<CachedTokens>,
+}
+
+impl From<UsageBlock> for Usage {
+    fn from(block: UsageBlock) -> Usage {
+        Usage {
+            input_tokens: block.input_tokens.0,
+            output_tokens: block.output_tokens.0,
+            reasoning_tokens: block.output_tokens_details.0.reasoning_tokens.0,
+            cached_tokens: block.input_tokens_details.0.cached_tokens.0,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -71,7 +93,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         reason: "it has no `output`".to_owned(),
     })?;
     let mut response = ParsedResponse {
-        usage: parsed.usage.as_ref().map(usage_block).unwrap_or_default(),
+        usage: parsed.usage.0.into(),
         ..ParsedResponse::default()
     };
     // "completed", or why it is incomplete ("max_output_tokens").
@@ -314,16 +336,7 @@ fn assistant_text(text: &str) -> Value {
 }
 
 pub(super) fn usage(reply: &Value) -> Usage {
-    usage_block(&reply["usage"])
-}
-
-fn usage_block(block: &Value) -> Usage {
-    Usage {
-        input_tokens: count(&block["input_tokens"]),
-        output_tokens: count(&block["output_tokens"]),
-        reasoning_tokens: count(&block["output_tokens_details"]["reasoning_tokens"]),
-        cached_tokens: count(&block["input_tokens_details"]["cached_tokens"]),
-    }
+    usage_of::<UsageBlock>(&reply["usage"])
 }
 
 /// `POST {base}/responses`, the key as a bearer token. Nothing is stored

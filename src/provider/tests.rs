@@ -390,3 +390,50 @@ fn cached_input_tokens_are_read_from_each_formats_usage_block() {
     };
     assert!((no_cached_price.cost(chat) - 76e-6).abs() < 1e-12);
 }
+
+#[test]
+fn a_usage_block_of_an_odd_shape_counts_nothing_and_rejects_nothing() {
+    // Counts that are strings, negative, fractional or objects, details
+    // that are not objects: each counts 0 and the rest of the block is read.
+    let odd = [
+        (
+            Provider::OpenAi,
+            json!({"choices": [{"message": {"content": "hi"}}],
+            "usage": {"prompt_tokens": "30", "completion_tokens": 12,
+                "completion_tokens_details": "none", "prompt_tokens_details": {"cached_tokens": -1}}}),
+        ),
+        (
+            Provider::OpenAiResponses,
+            json!({"output": [],
+            "usage": {"input_tokens": 30.5, "output_tokens": 12,
+                "output_tokens_details": [8], "input_tokens_details": null}}),
+        ),
+        (
+            Provider::Anthropic,
+            json!({"type": "message", "content": [],
+            "usage": {"input_tokens": {"n": 3}, "output_tokens": 12, "cache_read_input_tokens": true}}),
+        ),
+        (
+            Provider::Gemini,
+            json!({"candidates": [{"content": {"parts": [{"text": "hi"}]}}],
+            "usageMetadata": {"promptTokenCount": [30], "candidatesTokenCount": 12}}),
+        ),
+    ];
+    for (provider, reply) in odd {
+        let parsed = provider.parse_response(&body(reply.clone())).unwrap();
+        let expected = crate::call::Usage {
+            output_tokens: 12,
+            ..Default::default()
+        };
+        assert_eq!(parsed.usage, expected, "{provider}");
+        // A reply kept as JSON is read by the same block.
+        assert_eq!(provider.usage(&reply), expected, "{provider}");
+    }
+    // A usage block that is not an object at all.
+    let parsed = Provider::Anthropic
+        .parse_response(&body(
+            json!({"type": "message", "content": [], "usage": "n/a"}),
+        ))
+        .unwrap();
+    assert_eq!(parsed.usage, crate::call::Usage::default());
+}
