@@ -120,6 +120,14 @@ pub struct Job {
 }
 
 impl RunPlan {
+    /// Whether a trial waits on sockets or processes (a real tool, a
+    /// simulated user played by a live model): the runtime then needs
+    /// tokio's I/O driver.
+    fn needs_io_driver(&self) -> bool {
+        self.scenarios.iter().any(|s| s.registry.has_real_tools())
+            || self.users.iter().any(Option::is_some)
+    }
+
     /// Every job of this run (this shard), in report order.
     pub fn jobs(&self) -> impl Iterator<Item = Job> + '_ {
         let (models, scenarios, trials) = (self.models.len(), self.scenarios.len(), self.trials);
@@ -274,11 +282,17 @@ pub fn run_until(
     stop: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
     let runtime = match plan.clock {
-        // I/O for the Ctrl-C signal; the clock stays paused.
-        Clock::Virtual => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()?,
+        // Setup puts real tools and live models on the real clock, and
+        // signals are watched on a thread of their own: with no I/O driver,
+        // an idle moment advances the paused clock without a syscall (an
+        // `epoll_wait` per wait of every trial, else).
+        Clock::Virtual => {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            if plan.needs_io_driver() {
+                builder.enable_io();
+            }
+            builder.enable_time().start_paused(true).build()?
+        }
         // I/O for live models' HTTP.
         Clock::Real => tokio::runtime::Builder::new_multi_thread()
             .enable_all()

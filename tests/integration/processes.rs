@@ -406,3 +406,21 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
     assert!(failure.message.contains("stopped"), "{}", failure.message);
     assert!(our_children_with(marker).is_empty());
 }
+
+#[test]
+fn sigint_stops_a_run_on_the_paused_clock_with_its_finished_trials_kept() {
+    // Mock models run on the paused clock, whose runtime has no I/O
+    // driver: the stop must still reach it from the signals' thread.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = spawn_run_with(Path::new("scenarios/starter"), &out, "200000", &[]);
+    let stderr = lines_of(child.stderr.take().unwrap());
+    wait_for_line(&stderr, "progress:", Duration::from_secs(60));
+    signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    let said = stderr.iter().collect::<Vec<_>>().join("\n");
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("interrupted (SIGINT)"), "{said}");
+    let rows = std::fs::read_to_string(out.join("trials.csv")).unwrap();
+    assert!(rows.lines().count() > 1, "no finished trial was kept");
+}
