@@ -292,7 +292,6 @@ impl Ask<'_> {
     }
 }
 
-/// A token count from a usage block (0 when absent).
 /// The usage of a reply kept as JSON (a live model's reply, a doctor's
 /// answer), read by the same typed block as its parse.
 fn usage_of<B: serde::de::DeserializeOwned + Default + Into<Usage>>(block: &Value) -> Usage {

@@ -28,7 +28,7 @@ struct Body<'a> {
     usage: Loose<UsageBlock>,
 }
 
-/// `usage`.
+/// `usage`: reasoning and cached tokens are counted in its details.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct UsageBlock {
