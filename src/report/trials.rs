@@ -2,6 +2,7 @@
 //! and flushed as each trial finishes, and read back for `--resume` and
 //! `report merge`.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -12,20 +13,21 @@ use super::{FinishedTrial, Reporter, RunInfo};
 use crate::call::{Failure, StreamTiming, Usage};
 use crate::metrics::{AttemptRecord, Ending, StreamRecord, TaskEnd, TrialRecord};
 
-/// The column contract of trials.csv.
+/// The column contract of trials.csv. Written, a row borrows its texts
+/// from the trial and the run (no copy per row); read, it owns them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TrialRow {
-    pub model: String,
-    pub scenario: String,
+pub struct TrialRow<'a> {
+    pub model: Cow<'a, str>,
+    pub scenario: Cow<'a, str>,
     pub trial: u32,
     pub attempt: u32,
     pub attempt_success: bool,
     pub trial_success: bool,
     /// Failure kinds of the attempt, `;`-separated, one per failed call.
-    pub failures: String,
+    pub failures: Cow<'a, str>,
     /// BFCL-rules scenarios: why the calls did not match, in BFCL's words.
     #[serde(default)]
-    pub reason: String,
+    pub reason: Cow<'a, str>,
     pub calls: u32,
     pub model_ms: f64,
     pub tool_ms: f64,
@@ -50,7 +52,7 @@ pub struct TrialRow {
     /// Tasks, on the last turn only: why the loop stopped (`answer`,
     /// `turn_limit`, `forbidden_call`, `lost`).
     #[serde(default)]
-    pub ended: String,
+    pub ended: Cow<'a, str>,
     /// Calls that broke their tool's schema, whatever the verdict.
     #[serde(default)]
     pub schema_errors: u32,
@@ -58,7 +60,7 @@ pub struct TrialRow {
     /// wrong one in the model's order), when it is about one. New columns
     /// go last, so readers that index columns keep working.
     #[serde(default)]
-    pub reason_parameter: String,
+    pub reason_parameter: Cow<'a, str>,
     /// Live models: time in toolgauge's own queue (a permit, the pace),
     /// apart from `model_ms`.
     #[serde(default)]
@@ -85,7 +87,7 @@ pub struct TrialRow {
     #[serde(default)]
     pub first_call_ms: Option<f64>,
     #[serde(default)]
-    pub calls_ms: String,
+    pub calls_ms: Cow<'a, str>,
     #[serde(default)]
     pub stream_end_ms: Option<f64>,
     /// Streamed replies: to the last call's result, as run; had each
@@ -103,7 +105,7 @@ pub struct TrialRow {
     /// Tasks, on a user turn's last row: `yes` when that user turn passed
     /// its checks, else `no`; empty on other rows.
     #[serde(default)]
-    pub user_turn_passed: String,
+    pub user_turn_passed: Cow<'a, str>,
     /// A simulated user's tokens and their price, for what it said after
     /// this row's model turn (apart from the agent's).
     #[serde(default)]
@@ -122,10 +124,13 @@ fn duration(ms: f64) -> std::time::Duration {
     std::time::Duration::from_secs_f64((ms / 1e3).max(0.0))
 }
 
-pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item = TrialRow> + 'r {
-    let model = info.models[record.model].name.clone();
+pub fn rows<'r>(
+    info: &'r RunInfo,
+    record: &'r TrialRecord,
+) -> impl Iterator<Item = TrialRow<'r>> + 'r {
+    let model = info.models[record.model].name.as_str();
     let prices = info.models[record.model].prices;
-    let scenario = info.scenarios[record.scenario].name.clone();
+    let scenario = info.scenarios[record.scenario].name.as_str();
     let trial_success = record.success();
     let trial = record.trial;
     let last = record.attempts.len();
@@ -135,14 +140,14 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
         .iter()
         .enumerate()
         .map(move |(i, a)| TrialRow {
-            model: model.clone(),
-            scenario: scenario.clone(),
+            model: Cow::Borrowed(model),
+            scenario: Cow::Borrowed(scenario),
             trial,
             attempt: a.attempt,
             attempt_success: a.success,
             trial_success,
             failures: failure_list(&a.failures),
-            reason: a.reason.clone().unwrap_or_default(),
+            reason: Cow::Borrowed(a.reason.as_deref().unwrap_or_default()),
             calls: a.calls,
             model_ms: millis(a.model_time),
             tool_ms: millis(a.tool_time),
@@ -154,21 +159,20 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
             milestones: a.milestones,
             redundant_calls: a.redundant,
             recovered: a.recovered,
-            ended: if i + 1 == last { ending } else { "" }.to_owned(),
+            ended: Cow::Borrowed(if i + 1 == last { ending } else { "" }),
             schema_errors: a.schema_errors,
-            reason_parameter: a.reason_parameter.clone().unwrap_or_default(),
+            reason_parameter: Cow::Borrowed(a.reason_parameter.as_deref().unwrap_or_default()),
             queue_ms: millis(a.queue_time),
             retries: a.retries,
             retry_ms: millis(a.retry_time),
             reasoning_tokens: a.usage.reasoning_tokens,
             cached_tokens: a.usage.cached_tokens,
             user_turn: (a.user_turn > 0).then_some(a.user_turn),
-            user_turn_passed: match a.user_turn_passed {
+            user_turn_passed: Cow::Borrowed(match a.user_turn_passed {
                 Some(true) => "yes",
                 Some(false) => "no",
                 None => "",
-            }
-            .to_owned(),
+            }),
             user_input_tokens: a.user_usage.input_tokens,
             user_output_tokens: a.user_usage.output_tokens,
             user_cost_usd: round_cost(a.user_cost),
@@ -177,7 +181,7 @@ pub fn rows<'r>(info: &RunInfo, record: &'r TrialRecord) -> impl Iterator<Item =
 }
 
 /// The streamed-reply columns of a row (empty when not streamed).
-fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow {
+fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow<'static> {
     let Some(stream) = stream else {
         return TrialRow::default();
     };
@@ -191,7 +195,7 @@ fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow {
         first_byte_ms: Some(millis(timing.first_byte)),
         first_token_ms: timing.first_token.map(millis),
         first_call_ms: timing.calls.first().copied().map(millis),
-        calls_ms: calls.join(";"),
+        calls_ms: Cow::Owned(calls.join(";")),
         stream_end_ms: Some(millis(timing.end)),
         turn_ms: Some(millis(stream.turn)),
         early_ideal_ms: Some(millis(stream.early_ideal)),
@@ -201,7 +205,7 @@ fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow {
 }
 
 /// A row's streamed-reply columns read back; `None`: not streamed.
-fn stream_record(row: &TrialRow) -> Option<StreamRecord> {
+fn stream_record(row: &TrialRow<'_>) -> Option<StreamRecord> {
     let end = row.stream_end_ms?;
     Some(StreamRecord {
         timing: StreamTiming {
@@ -221,8 +225,13 @@ fn stream_record(row: &TrialRow) -> Option<StreamRecord> {
     })
 }
 
-/// `validation;validation;wrong_call`.
-fn failure_list(failures: &[Failure]) -> String {
+/// `validation;validation;wrong_call`; none or one borrowed.
+fn failure_list(failures: &[Failure]) -> Cow<'static, str> {
+    match failures {
+        [] => return Cow::Borrowed(""),
+        [one] => return Cow::Borrowed(one.as_str()),
+        _ => {}
+    }
     let mut text = String::new();
     for (i, failure) in failures.iter().enumerate() {
         if i > 0 {
@@ -230,7 +239,7 @@ fn failure_list(failures: &[Failure]) -> String {
         }
         text.push_str(failure.as_str());
     }
-    text
+    Cow::Owned(text)
 }
 
 /// Dollars to a millionth of a cent: enough, and stable in text.
@@ -276,7 +285,7 @@ impl Reporter for TrialsCsv {
             .map_err(|e| io::Error::other(e.to_string()))?;
         // A run with no trial still has the header.
         if bytes.is_empty() && self.file.metadata()?.len() == 0 {
-            let names = super::header_of::<TrialRow>()?;
+            let names = super::header_of::<TrialRow<'_>>()?;
             let mut header = names.iter().collect::<Vec<_>>().join(",");
             header.push('\n');
             return self.file.write_all(header.as_bytes());
@@ -292,7 +301,7 @@ impl Reporter for TrialsCsv {
 pub struct TrialReader<'p> {
     info: &'p RunInfo,
     path: PathBuf,
-    rows: csv::DeserializeRecordsIntoIter<io::Take<File>, TrialRow>,
+    rows: csv::DeserializeRecordsIntoIter<io::Take<File>, TrialRow<'static>>,
     pending: Option<TrialRecord>,
 }
 
@@ -322,7 +331,7 @@ impl<'p> TrialReader<'p> {
             || record.attempts.len() as u32 >= self.info.max_attempts(record.model, record.scenario)
     }
 
-    fn convert(&self, row: TrialRow) -> io::Result<Converted> {
+    fn convert(&self, row: TrialRow<'static>) -> io::Result<Converted> {
         let info = self.info;
         let unknown = |what: &str, name: &str| {
             io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
@@ -344,15 +353,16 @@ impl<'p> TrialReader<'p> {
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
         let stream = stream_record(&row);
-        let user_turn_passed = match row.user_turn_passed.as_str() {
+        let user_turn_passed = match row.user_turn_passed.as_ref() {
             "" => None,
             "yes" => Some(true),
             "no" => Some(false),
             other => return Err(unknown("user_turn_passed", other)),
         };
-        let reason = (!row.reason.is_empty()).then_some(row.reason);
-        let reason_parameter = (!row.reason_parameter.is_empty()).then_some(row.reason_parameter);
-        let task = match (info.scenarios[scenario].task_milestones, row.ended.as_str()) {
+        let reason = (!row.reason.is_empty()).then(|| row.reason.into_owned());
+        let reason_parameter =
+            (!row.reason_parameter.is_empty()).then(|| row.reason_parameter.into_owned());
+        let task = match (info.scenarios[scenario].task_milestones, row.ended.as_ref()) {
             (_, "") => None,
             (Some(milestones), ended) => Some(TaskEnd {
                 success: row.trial_success,

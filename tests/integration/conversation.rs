@@ -25,7 +25,7 @@ fn user_turns(out: &Path, model: &str) -> Vec<(String, String)> {
         .map(|r| {
             (
                 r.user_turn.map(|n| n.to_string()).unwrap_or_default(),
-                r.user_turn_passed,
+                r.user_turn_passed.into_owned(),
             )
         })
         .collect()

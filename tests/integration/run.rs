@@ -580,7 +580,12 @@ fn every_call_of_every_trial_is_recorded_with_its_coordinates() {
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
     for row in reader.deserialize::<toolgauge::report::TrialRow>() {
         let row = row.unwrap();
-        let key = (row.model, row.scenario, row.trial, row.attempt);
+        let key = (
+            row.model.into_owned(),
+            row.scenario.into_owned(),
+            row.trial,
+            row.attempt,
+        );
         calls_by_attempt.insert(key, u64::from(row.calls));
     }
     let mut logged = std::collections::HashMap::new();
