@@ -158,6 +158,84 @@ fn bench(c: &mut Criterion) {
         })
     });
     parse.finish();
+
+    // What serde_json can do at best with the same reply: only the fields
+    // Parse reads, typed and borrowed, with the arguments as JSON values
+    // (what the pipeline passes on) or skipped (the floor of reading the
+    // bytes). Not toolgauge's work: the bounds its parse is measured in.
+    let mut floor = c.benchmark_group("parse_floor");
+    floor.throughput(Throughput::Elements(1));
+    floor.bench_function("typed_arguments_as_values", |b| {
+        b.iter(|| {
+            let reply: floor::Reply<'_, Value> =
+                serde_json::from_slice(black_box(&workload.response)).unwrap();
+            reply.calls()
+        })
+    });
+    floor.bench_function("typed_arguments_skipped", |b| {
+        b.iter(|| {
+            let reply: floor::Reply<'_, serde::de::IgnoredAny> =
+                serde_json::from_slice(black_box(&workload.response)).unwrap();
+            reply.calls()
+        })
+    });
+    floor.finish();
+}
+
+/// An Anthropic reply as little as Parse needs of it.
+mod floor {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub struct Reply<'a, A> {
+        #[serde(borrow)]
+        content: Vec<Block<'a, A>>,
+        #[serde(borrow)]
+        stop_reason: Option<&'a str>,
+        usage: Usage,
+    }
+
+    #[derive(Deserialize)]
+    struct Block<'a, A> {
+        #[serde(rename = "type", borrow)]
+        kind: &'a str,
+        #[serde(borrow, default)]
+        id: Option<&'a str>,
+        #[serde(borrow, default)]
+        name: Option<&'a str>,
+        #[serde(default = "none")]
+        input: Option<A>,
+        #[serde(borrow, default)]
+        text: Option<std::borrow::Cow<'a, str>>,
+    }
+
+    fn none<A>() -> Option<A> {
+        None
+    }
+
+    #[derive(Deserialize)]
+    struct Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+    }
+
+    impl<A> Reply<'_, A> {
+        /// The calls, each with its id and name; the rest read so that
+        /// nothing is optimized away.
+        pub fn calls(&self) -> usize {
+            let calls = self
+                .content
+                .iter()
+                .filter(|b| b.kind == "tool_use" && b.input.is_some())
+                .filter(|b| b.id.zip(b.name).is_some())
+                .count();
+            let text = self.content.iter().filter_map(|b| b.text.as_ref()).count();
+            calls
+                + text
+                + self.stop_reason.map_or(0, str::len)
+                + (self.usage.input_tokens + self.usage.output_tokens) as usize
+        }
+    }
 }
 
 criterion_group!(benches, bench);
