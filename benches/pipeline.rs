@@ -114,73 +114,59 @@ fn bench(c: &mut Criterion) {
             run(iters, Some(&mut log))
         })
     });
-    // As a run records: a trial's entries into memory, the file written
-    // in 64 KB chunks (by the session file's own thread in a run; here,
-    // inline, so that the time is all counted).
+    // As a run records: a trial's entries into memory, each full 64 KB
+    // handed to `full` (which leaves the buffer empty), the rest at the end.
+    let record_as_a_run = |iters: u64, full: &mut dyn FnMut(&mut Vec<u8>)| {
+        runtime.block_on(async {
+            let state = pipeline.registry().new_state();
+            let mut log = SessionLog::new(Vec::with_capacity(128 * 1024));
+            let start = Instant::now();
+            for i in 0..iters as usize {
+                let body = &bodies[i % bodies.len()];
+                let turn = pipeline
+                    .turn(Provider::Anthropic, body, &state, Some(&mut log))
+                    .await
+                    .unwrap();
+                black_box(&turn.returned);
+                if log.get_mut().len() >= 64 * 1024 {
+                    full(log.get_mut());
+                }
+            }
+            full(log.get_mut());
+            start.elapsed()
+        })
+    };
+    // The file written here, inline, so that the time is all counted.
     group.bench_function("full_3_calls_recorded_as_a_run", |b| {
         b.iter_custom(|iters| {
             let mut file = std::fs::File::create(dir.path().join("run.jsonl")).unwrap();
-            runtime.block_on(async {
-                let state = pipeline.registry().new_state();
-                let mut log = SessionLog::new(Vec::with_capacity(128 * 1024));
-                let start = Instant::now();
-                for i in 0..iters as usize {
-                    let body = &bodies[i % bodies.len()];
-                    let turn = pipeline
-                        .turn(Provider::Anthropic, body, &state, Some(&mut log))
-                        .await
-                        .unwrap();
-                    black_box(&turn.returned);
-                    let written = log.get_mut();
-                    if written.len() >= 64 * 1024 {
-                        std::io::Write::write_all(&mut file, written).unwrap();
-                        written.clear();
-                    }
-                }
-                std::io::Write::write_all(&mut file, log.get_mut()).unwrap();
-                start.elapsed()
+            record_as_a_run(iters, &mut |written| {
+                std::io::Write::write_all(&mut file, written).unwrap();
+                written.clear();
             })
         })
     });
-    // As a run records, the file written by a thread of its own as `run`
-    // does (and as Node's WriteStream does, on libuv's threads): the
-    // chunks are handed over, the kernel's copy is not on this thread.
+    // The file written by a thread of its own, as `run` does (and as
+    // Node's WriteStream does, on libuv's threads): the kernel's copy is
+    // not on this thread.
     group.bench_function("full_3_calls_recorded_as_a_run_writer_thread", |b| {
         b.iter_custom(|iters| {
-            let file = std::fs::File::create(dir.path().join("threaded.jsonl")).unwrap();
+            let mut file = std::fs::File::create(dir.path().join("threaded.jsonl")).unwrap();
             let (to_writer, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
             // Written chunks come back to be filled again: no fresh pages.
             let (to_fill, emptied) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
             let writer = std::thread::spawn(move || {
-                let mut file = file;
                 for mut chunk in chunks {
                     std::io::Write::write_all(&mut file, &chunk).unwrap();
                     chunk.clear();
                     let _ = to_fill.try_send(chunk);
                 }
             });
-            let elapsed = runtime.block_on(async {
-                let state = pipeline.registry().new_state();
-                let mut log = SessionLog::new(Vec::with_capacity(128 * 1024));
-                let mut spare = Vec::with_capacity(128 * 1024);
-                let start = Instant::now();
-                for i in 0..iters as usize {
-                    let body = &bodies[i % bodies.len()];
-                    let turn = pipeline
-                        .turn(Provider::Anthropic, body, &state, Some(&mut log))
-                        .await
-                        .unwrap();
-                    black_box(&turn.returned);
-                    if log.get_mut().len() >= 64 * 1024 {
-                        let next = emptied
-                            .try_recv()
-                            .unwrap_or_else(|_| std::mem::take(&mut spare));
-                        let full = std::mem::replace(log.get_mut(), next);
-                        to_writer.send(full).unwrap();
-                    }
-                }
-                to_writer.send(std::mem::take(log.get_mut())).unwrap();
-                start.elapsed()
+            let elapsed = record_as_a_run(iters, &mut |written| {
+                let next = emptied
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(128 * 1024));
+                to_writer.send(std::mem::replace(written, next)).unwrap();
             });
             drop(to_writer);
             writer.join().unwrap();
