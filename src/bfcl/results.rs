@@ -170,8 +170,8 @@ impl BfclResults {
             (Value::String(text), ResultsFormat::Prompt) => {
                 let decoded = super::prompt::decode(text, super::Language::of_id(id));
                 let calls = prompt_calls(tools, text, &decoded);
-                let decoded = !calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_)));
-                decoded.then_some(calls)
+                let every_call_read = !calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_)));
+                every_call_read.then_some(calls)
             }
             // Text where calls were expected ends the turn.
             (Value::String(_), ResultsFormat::Fc) => None,
