@@ -19,10 +19,18 @@ use super::{FinishedTrial, Reporter, RunInfo};
 /// Bytes handed to the writer thread at once.
 const CHUNK: usize = 64 * 1024;
 
+/// Chunks the writer hands back to be filled again, at most; a chunk a
+/// huge trial grew past `4 * CHUNK` is not kept.
+const RECYCLED: usize = 8;
+
 pub struct SessionFile {
     /// Entries not yet handed to the writer.
     pending: Vec<u8>,
     to_writer: Option<SyncSender<Chunk>>,
+    /// Chunks the writer has written and emptied: filled again, they cost
+    /// no fresh memory (whose pages the kernel zeroes) and are freed on
+    /// the thread that made them.
+    emptied: Receiver<Vec<u8>>,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -34,15 +42,20 @@ enum Chunk {
 
 /// The writer thread: chunks in order, the first error kept for the next
 /// `Written`.
-fn write_chunks(mut file: File, chunks: Receiver<Chunk>) {
+fn write_chunks(mut file: File, chunks: Receiver<Chunk>, emptied: SyncSender<Vec<u8>>) {
     let mut failed: Option<io::Error> = None;
     for chunk in chunks {
         match chunk {
-            Chunk::Bytes(bytes) => {
+            Chunk::Bytes(mut bytes) => {
                 if failed.is_none()
                     && let Err(error) = file.write_all(&bytes)
                 {
                     failed = Some(error);
+                }
+                if bytes.capacity() <= 4 * CHUNK {
+                    bytes.clear();
+                    // Full (or gone): this one is freed instead.
+                    let _ = emptied.try_send(bytes);
                 }
             }
             Chunk::Written(answer) => {
@@ -99,12 +112,39 @@ impl SessionFile {
 
     fn over(file: File) -> Self {
         let (to_writer, chunks) = sync_channel(8);
-        let writer = std::thread::spawn(move || write_chunks(file, chunks));
+        let (to_fill, emptied) = sync_channel(RECYCLED);
+        let writer = std::thread::spawn(move || write_chunks(file, chunks, to_fill));
         SessionFile {
             pending: Vec::with_capacity(CHUNK),
             to_writer: Some(to_writer),
+            emptied,
             writer: Some(writer),
         }
+    }
+
+    /// A finished trial's entries, after those before.
+    fn add(&mut self, session: &[u8]) -> io::Result<()> {
+        // Handed over before it would outgrow its capacity: growing would
+        // copy the whole chunk into fresh memory.
+        if !self.pending.is_empty() && self.pending.len() + session.len() > self.pending.capacity()
+        {
+            self.hand_over()?;
+        }
+        self.pending.extend_from_slice(session);
+        if self.pending.len() >= CHUNK {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    /// Hand the pending entries to the writer, and fill an emptied chunk next.
+    fn hand_over(&mut self) -> io::Result<()> {
+        let next = self
+            .emptied
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let full = std::mem::replace(&mut self.pending, next);
+        self.send(Chunk::Bytes(full))
     }
 
     fn send(&self, chunk: Chunk) -> io::Result<()> {
@@ -198,19 +238,13 @@ fn leading_coordinates(line: &[u8]) -> Option<(&str, &str, u32)> {
 
 impl Reporter for SessionFile {
     fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
-        self.pending.extend_from_slice(trial.session);
-        if self.pending.len() >= CHUNK {
-            let full = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
-            self.send(Chunk::Bytes(full))?;
-        }
-        Ok(())
+        self.add(trial.session)
     }
 
     /// Waits until every entry so far is in the file.
     fn checkpoint(&mut self) -> io::Result<()> {
         if !self.pending.is_empty() {
-            let rest = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
-            self.send(Chunk::Bytes(rest))?;
+            self.hand_over()?;
         }
         let (answer, written) = sync_channel(1);
         self.send(Chunk::Written(answer))?;
@@ -221,6 +255,33 @@ impl Reporter for SessionFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_is_handed_over_before_it_would_grow_and_every_byte_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let mut log = SessionFile::create(&path).unwrap();
+        let mut expected = Vec::new();
+        for trial in 0..300u32 {
+            let line = format!("{{\"trial\":{trial:>4},\"pad\":\"{}\"}}\n", "x".repeat(970));
+            log.add(line.as_bytes()).unwrap();
+            expected.extend_from_slice(line.as_bytes());
+            // Never grown (a copy of the whole chunk); emptied ones come back.
+            assert_eq!(log.pending.capacity(), CHUNK, "after trial {trial}");
+        }
+        // A trial larger than a chunk goes whole, in its place.
+        let big = format!("{{\"big\":\"{}\"}}\n", "y".repeat(3 * CHUNK));
+        log.add(big.as_bytes()).unwrap();
+        expected.extend_from_slice(big.as_bytes());
+        log.add(b"{\"last\":1}\n").unwrap();
+        expected.extend_from_slice(b"{\"last\":1}\n");
+        log.checkpoint().unwrap();
+        drop(log);
+        assert!(
+            std::fs::read(&path).unwrap() == expected,
+            "the file differs"
+        );
+    }
 
     #[test]
     fn an_entry_of_a_model_whose_name_has_a_quote_keeps_its_job() {
