@@ -19,17 +19,18 @@ use super::{FinishedTrial, Reporter, RunInfo};
 /// Bytes handed to the writer thread at once.
 const CHUNK: usize = 64 * 1024;
 
-/// Chunks the writer hands back to be filled again, at most; a chunk a
-/// huge trial grew past `4 * CHUNK` is not kept.
+/// Chunks the writer hands back to be filled again, at most.
 const RECYCLED: usize = 8;
+
+/// A chunk a huge trial grew past this is freed, not filled again.
+const RECYCLED_CAPACITY: usize = 4 * CHUNK;
 
 pub struct SessionFile {
     /// Entries not yet handed to the writer.
     pending: Vec<u8>,
     to_writer: Option<SyncSender<Chunk>>,
     /// Chunks the writer has written and emptied: filled again, they cost
-    /// no fresh memory (whose pages the kernel zeroes) and are freed on
-    /// the thread that made them.
+    /// no fresh memory (whose pages the kernel zeroes on first touch).
     emptied: Receiver<Vec<u8>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -52,7 +53,7 @@ fn write_chunks(mut file: File, chunks: Receiver<Chunk>, emptied: SyncSender<Vec
                 {
                     failed = Some(error);
                 }
-                if bytes.capacity() <= 4 * CHUNK {
+                if bytes.capacity() <= RECYCLED_CAPACITY {
                     bytes.clear();
                     // Full (or gone): this one is freed instead.
                     let _ = emptied.try_send(bytes);
@@ -266,7 +267,7 @@ mod tests {
             let line = format!("{{\"trial\":{trial:>4},\"pad\":\"{}\"}}\n", "x".repeat(970));
             log.add(line.as_bytes()).unwrap();
             expected.extend_from_slice(line.as_bytes());
-            // Never grown (a copy of the whole chunk); emptied ones come back.
+            // Never grown, which copied the whole chunk into fresh memory.
             assert_eq!(log.pending.capacity(), CHUNK, "after trial {trial}");
         }
         // A trial larger than a chunk goes whole, in its place.
