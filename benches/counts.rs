@@ -105,7 +105,7 @@ fn search_call(arguments: Value) -> (Registry, ParsedCall) {
     let call = ParsedCall::Ok(ToolCall {
         id: "call_1".to_owned(),
         name: "echo".to_owned(),
-        arguments,
+        arguments: arguments.try_into().expect("an object"),
     });
     let _ = validate(&registry, &call);
     (registry, call)
@@ -151,7 +151,7 @@ fn anchor_calls() -> (Registry, Vec<ParsedCall>) {
             ParsedCall::Ok(ToolCall {
                 id: format!("call_{i}"),
                 name: name.to_owned(),
-                arguments,
+                arguments: arguments.try_into().expect("an object"),
             })
         })
         .collect();

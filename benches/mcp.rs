@@ -42,6 +42,8 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let arguments = json!({"a": 20, "b": 22});
+    let call_arguments: toolgauge::call::Arguments =
+        arguments.clone().try_into().expect("an object");
 
     // Raw rmcp: a client of its own, a server process of its own.
     let raw = runtime.block_on(async {
@@ -77,7 +79,7 @@ fn bench(c: &mut Criterion) {
     let state = registry.new_state();
     assert_eq!(
         runtime
-            .block_on(registry.execute(add, &arguments, &state))
+            .block_on(registry.execute(add, &call_arguments, &state))
             .unwrap(),
         "42"
     );
@@ -90,7 +92,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 runtime
-                    .block_on(registry.execute(add, &arguments, &state))
+                    .block_on(registry.execute(add, &call_arguments, &state))
                     .unwrap(),
             )
         })

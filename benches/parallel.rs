@@ -60,7 +60,7 @@ fn batch(n: usize, barriers: bool) -> Vec<ParsedCall> {
             ParsedCall::Ok(ToolCall {
                 id: format!("c{i}"),
                 name: name.to_owned(),
-                arguments: json!({"n": i}),
+                arguments: json!({"n": i}).try_into().expect("an object"),
             })
         })
         .collect()

@@ -47,7 +47,7 @@ fn bodies(workload: &workload::Workload) -> Vec<Vec<u8>> {
                     ParsedCall::Ok(ToolCall {
                         id: c.id.clone(),
                         name: c.name.clone(),
-                        arguments: c.input.clone(),
+                        arguments: c.input.clone().try_into().expect("an object"),
                     })
                 })
                 .collect();
@@ -69,7 +69,7 @@ fn bench(c: &mut Criterion) {
             let call = ParsedCall::Ok(ToolCall {
                 id: c.id.clone(),
                 name: c.name.clone(),
-                arguments: c.input.clone(),
+                arguments: c.input.clone().try_into().expect("an object"),
             });
             validate(&registry, &call).is_ok() != c.expect_valid
         })
@@ -173,6 +173,53 @@ fn bench(c: &mut Criterion) {
             elapsed
         })
     });
+    // The work of Node's b2, whose calls are parsed before its clock
+    // starts: the replies parsed beforehand, then Validate, Execute,
+    // Return and Record as a run records (Parse has a row of its own).
+    let parsed: Vec<_> = bodies
+        .iter()
+        .map(|body| Provider::Anthropic.parse_response(body))
+        .collect();
+    group.bench_function("parsed_3_calls_recorded_as_a_run", |b| {
+        b.iter_custom(|iters| {
+            let mut file = std::fs::File::create(dir.path().join("parsed.jsonl")).unwrap();
+            runtime.block_on(async {
+                let state = pipeline.registry().new_state();
+                let mut log = SessionLog::new(Vec::with_capacity(128 * 1024));
+                let mut elapsed = Duration::ZERO;
+                for i in 0..iters as usize {
+                    let at = i % bodies.len();
+                    // The clone stands for the parsed reply a turn owns:
+                    // making it is not counted, freeing it is (with the
+                    // turn), which Node's b2 does not pay.
+                    let reply = parsed[at].clone();
+                    let start = Instant::now();
+                    let turn = pipeline
+                        .turn_parsed(
+                            Provider::Anthropic,
+                            reply,
+                            &bodies[at],
+                            &state,
+                            Some(&mut log),
+                            Default::default(),
+                        )
+                        .await
+                        .unwrap();
+                    black_box(&turn.returned);
+                    let written = log.get_mut();
+                    if written.len() >= 64 * 1024 {
+                        std::io::Write::write_all(&mut file, written).unwrap();
+                        written.clear();
+                    }
+                    drop(turn);
+                    elapsed += start.elapsed();
+                }
+                let start = Instant::now();
+                std::io::Write::write_all(&mut file, log.get_mut()).unwrap();
+                elapsed + start.elapsed()
+            })
+        })
+    });
     group.bench_function("full_3_calls_unrecorded", |b| {
         b.iter_custom(|iters| run(iters, None))
     });
@@ -210,7 +257,86 @@ fn bench(c: &mut Criterion) {
             reply.calls()
         })
     });
+    // The same reply read by sonic-rs (SIMD) as a tree, then the calls
+    // taken out of it: ids and names copied, the arguments as sonic-rs's
+    // own values (objects as lists of members, no hashing) or converted
+    // to the `serde_json::Value`s the pipeline passes on. What a parse
+    // that keeps its arguments in a cheaper value could reach.
+    let ours: Vec<_> = Provider::Anthropic
+        .parse_response(&workload.response)
+        .unwrap()
+        .calls
+        .into_iter()
+        .map(|call| match call {
+            ParsedCall::Ok(call) => (call.id, call.name, call.arguments.as_value().clone()),
+            ParsedCall::Malformed(call) => {
+                panic!("the anchor reply's calls are well formed: {call:?}")
+            }
+        })
+        .collect();
+    assert_eq!(
+        sonic::calls(&workload.response, sonic::to_serde),
+        ours,
+        "sonic-rs reads the anchor reply's calls as Parse does"
+    );
+    floor.bench_function("sonic_tree_arguments_as_its_values", |b| {
+        b.iter(|| sonic::calls(black_box(&workload.response), Clone::clone))
+    });
+    floor.bench_function("sonic_tree_arguments_as_serde_values", |b| {
+        b.iter(|| sonic::calls(black_box(&workload.response), sonic::to_serde))
+    });
     floor.finish();
+}
+
+/// Calls taken out of a reply read whole by sonic-rs.
+mod sonic {
+    use serde_json::Value;
+    use sonic_rs::{JsonContainerTrait, JsonType, JsonValueTrait};
+
+    pub fn calls<A>(
+        body: &[u8],
+        arguments: impl Fn(&sonic_rs::Value) -> A,
+    ) -> Vec<(String, String, A)> {
+        let reply: sonic_rs::Value = sonic_rs::from_slice(body).unwrap();
+        let blocks = reply.get("content").and_then(|c| c.as_array()).unwrap();
+        blocks
+            .iter()
+            .filter(|block| block.get("type").and_then(|t| t.as_str()) == Some("tool_use"))
+            .map(|block| {
+                let text = |key: &str| block.get(key).and_then(|v| v.as_str()).unwrap().to_owned();
+                (
+                    text("id"),
+                    text("name"),
+                    arguments(block.get("input").unwrap()),
+                )
+            })
+            .collect()
+    }
+
+    pub fn to_serde(value: &sonic_rs::Value) -> Value {
+        match value.get_type() {
+            JsonType::Null => Value::Null,
+            JsonType::Boolean => Value::Bool(value.as_bool().unwrap()),
+            JsonType::Number => match (value.as_u64(), value.as_i64()) {
+                (Some(n), _) => n.into(),
+                (None, Some(n)) => n.into(),
+                _ => serde_json::Number::from_f64(value.as_f64().unwrap())
+                    .map_or(Value::Null, Value::Number),
+            },
+            JsonType::String => Value::String(value.as_str().unwrap().to_owned()),
+            JsonType::Array => {
+                Value::Array(value.as_array().unwrap().iter().map(to_serde).collect())
+            }
+            JsonType::Object => Value::Object(
+                value
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(key, member)| (key.to_owned(), to_serde(member)))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// An Anthropic reply as little as Parse needs of it.

@@ -26,7 +26,9 @@ fn calls() -> Vec<ParsedCall> {
                 id: format!("call_{i}"),
                 name: "create_calendar_event".to_owned(),
                 arguments: json!({"title": format!("Sync {i}"), "start": "2026-11-23T10:00:00",
-                                  "duration_minutes": 30, "attendees": ["Ada", "Lin"]}),
+                                  "duration_minutes": 30, "attendees": ["Ada", "Lin"]})
+                .try_into()
+                .expect("an object"),
             })
         })
         .collect()

@@ -27,7 +27,9 @@ fn call(name: &str, arguments: Value) -> ParsedCall {
     ParsedCall::Ok(ToolCall {
         id: "call_1".to_owned(),
         name: name.to_owned(),
-        arguments,
+        arguments: arguments
+            .try_into()
+            .expect("the workload's arguments are objects"),
     })
 }
 
@@ -114,7 +116,7 @@ fn bench(c: &mut Criterion) {
                     .filter(|c| match c {
                         ParsedCall::Ok(call) => registry
                             .lookup(&call.name)
-                            .is_some_and(|tool| registry.is_valid(tool, &call.arguments)),
+                            .is_some_and(|tool| registry.is_valid(tool, call.arguments.as_value())),
                         ParsedCall::Malformed(_) => false,
                     })
                     .count()

@@ -10,9 +10,9 @@
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::call::{ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
+use crate::call::{Arguments, ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
 use crate::model::ModelFile;
 use crate::model::live::{ApiKey, api_key};
 use crate::provider::{
@@ -404,7 +404,7 @@ impl Prober {
         let call = ParsedCall::Ok(ToolCall {
             id: "call_doctor_1".to_owned(),
             name: TOOL.to_owned(),
-            arguments: json!({"key": "alpha"}),
+            arguments: Arguments::from_map(Map::from_iter([("key".to_owned(), json!("alpha"))])),
         });
         let reply = self
             .provider

@@ -42,7 +42,7 @@ pub fn calls(n: usize) -> Vec<ParsedCall> {
             ParsedCall::Ok(ToolCall {
                 id: format!("call_{i:08}_abcdefgh"),
                 name: name.to_owned(),
-                arguments,
+                arguments: arguments.try_into().expect("an object"),
             })
         })
         .collect()

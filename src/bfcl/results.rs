@@ -13,7 +13,7 @@ use std::time::Duration;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::call::{MalformedCall, ParsedCall, ToolCall, Usage};
+use crate::call::{Arguments, MalformedCall, ParsedCall, ToolCall, Usage};
 use crate::tool::Registry;
 
 /// A result file that cannot be read.
@@ -276,7 +276,7 @@ fn prompt_calls(tools: &Registry, text: &str, decoded: &Decoded) -> Vec<ParsedCa
                 ParsedCall::Ok(ToolCall {
                     id: format!("bfcl_{i}"),
                     name: prompt_tool_name(tools, name),
-                    arguments: Value::Object(arguments.clone()),
+                    arguments: Arguments::from_map(arguments.clone()),
                 })
             })
             .collect(),
@@ -339,11 +339,11 @@ fn result_calls(result: &Value) -> Vec<ParsedCall> {
             let id = format!("bfcl_{}", calls.len());
             let parsed = match arguments {
                 Value::String(text) => match serde_json::from_str::<Value>(text) {
-                    Ok(value @ Value::Object(_)) => Ok(value),
+                    Ok(Value::Object(members)) => Ok(Arguments::from_map(members)),
                     Ok(_) => Err((text.clone(), "the arguments are not a JSON object")),
                     Err(_) => Err((text.clone(), "the arguments are not valid JSON")),
                 },
-                Value::Object(_) => Ok(arguments.clone()),
+                Value::Object(members) => Ok(Arguments::from_map(members.clone())),
                 other => Err((other.to_string(), "the arguments are not a JSON object")),
             };
             calls.push(match parsed {

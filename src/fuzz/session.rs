@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::differential::{self, Disagreement, Found};
 use super::external::ExternalValidator;
 use super::{CaseBlocks, ToolFuzz};
+use crate::call::Arguments;
 use crate::tool::{Registry, ToolDef};
 
 /// A `--validator` that cannot be used.
@@ -56,8 +57,13 @@ impl ServerJudge {
         let calls = futures_util::stream::iter(instances.iter().map(|instance| async move {
             // A fresh trial per case: a server that crashed is started
             // again for the next.
+            // `tools/call` carries only an object: another value cannot
+            // reach the server, so the tool never accepts it.
+            let Ok(arguments) = Arguments::try_from(instance.clone()) else {
+                return Ok(false);
+            };
             let state = self.registry.new_state();
-            tokio::time::timeout(self.timeout, self.registry.execute(id, instance, &state))
+            tokio::time::timeout(self.timeout, self.registry.execute(id, &arguments, &state))
                 .await
                 .map(|outcome| outcome.is_ok())
                 .map_err(|_| {

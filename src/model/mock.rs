@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde_json::Value;
 
 use super::operators;
 use super::task_play::{Player, TaskPlay};
@@ -16,7 +15,7 @@ use super::{
     Model, ModelError, ModelFile, ModelKind, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
     TrialStart,
 };
-use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
 use crate::provider::Provider;
 use crate::scenario::{Expectation, Scenario};
 
@@ -245,7 +244,7 @@ fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
         .map(|(i, expected)| ToolCall {
             id: format!("call_{attempt}_{i}"),
             name: expected.name.clone(),
-            arguments: Value::Object(expected.arguments.example()),
+            arguments: Arguments::from_map(expected.arguments.example()),
         })
         .collect()
 }
@@ -255,8 +254,10 @@ fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
     let registry = &scenario.registry;
     let def = registry.definitions().next()?;
     let validator = registry.validator(registry.lookup(&def.name)?);
-    let arguments =
+    let instance =
         crate::fuzz::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
+    // Parameters are always an object schema (checked when loaded).
+    let arguments = Arguments::try_from(instance).ok()?;
     Some(ToolCall {
         id: format!("call_{attempt}_0"),
         name: def.name.clone(),
@@ -297,13 +298,26 @@ fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>)
                     raw_arguments: raw.clone(),
                     problem: String::new(),
                 }),
-                (None, arguments) => ParsedCall::Ok(ToolCall {
+                (None, None) => ParsedCall::Ok(ToolCall {
                     id,
                     name: call.name.clone(),
-                    arguments: arguments
-                        .clone()
-                        .unwrap_or_else(|| Value::Object(Default::default())),
+                    arguments: Arguments::default(),
                 }),
+                (None, Some(arguments)) => match Arguments::try_from(arguments.clone()) {
+                    Ok(arguments) => ParsedCall::Ok(ToolCall {
+                        id,
+                        name: call.name.clone(),
+                        arguments,
+                    }),
+                    // Written into the reply as they are, where Parse
+                    // finds them not an object, as it would a model's.
+                    Err(other) => ParsedCall::Malformed(MalformedCall {
+                        id,
+                        name: call.name.clone(),
+                        raw_arguments: other.to_string(),
+                        problem: String::new(),
+                    }),
+                },
             }
         })
         .collect();

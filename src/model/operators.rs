@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::{MalformedCall, ParsedCall, ToolCall};
+use crate::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
 use crate::fuzz::mutate::{self, Mutation as SchemaMutation};
 use crate::tool::Registry;
 
@@ -130,7 +130,7 @@ pub fn apply(
         let call = ToolCall {
             id: "call_unwanted".into(),
             name,
-            arguments: Value::Object(Map::new()),
+            arguments: Arguments::default(),
         };
         return Some(Mutation {
             calls: vec![ParsedCall::Ok(call)],
@@ -178,10 +178,10 @@ fn break_call(
 ) -> Option<(ParsedCall, String)> {
     let tool = registry.lookup(&call.name)?;
     let schema = &registry.definition(tool).parameters;
-    let args = call.arguments.as_object()?;
+    let args = call.arguments.as_map();
     let with_args = |arguments: Map<String, Value>| {
         ParsedCall::Ok(ToolCall {
-            arguments: Value::Object(arguments),
+            arguments: Arguments::from_map(arguments),
             ..call.clone()
         })
     };
@@ -195,13 +195,14 @@ fn break_call(
         | Operator::MissingRequired
         | Operator::EnumViolation
         | Operator::OutOfRange => {
-            let candidates: Vec<mutate::Mutant> = mutate::mutants(schema, &call.arguments)
-                .into_iter()
-                .filter(|m| operator.schema_mutations().contains(&m.mutation))
-                // A model breaks an argument; whole-object breakage is BrokenJson's.
-                .filter(|m| !m.pointer.is_empty())
-                .filter(|m| !registry.validator(tool).is_valid(&m.instance))
-                .collect();
+            let candidates: Vec<mutate::Mutant> =
+                mutate::mutants(schema, call.arguments.as_value())
+                    .into_iter()
+                    .filter(|m| operator.schema_mutations().contains(&m.mutation))
+                    // A model breaks an argument; whole-object breakage is BrokenJson's.
+                    .filter(|m| !m.pointer.is_empty())
+                    .filter(|m| !registry.validator(tool).is_valid(&m.instance))
+                    .collect();
             if candidates.is_empty() {
                 return None;
             }
@@ -215,7 +216,8 @@ fn break_call(
                 _ => mutant.pointer.clone(),
             };
             let broken = ParsedCall::Ok(ToolCall {
-                arguments: mutant.instance,
+                // Broken inside (the pointer is not the root): an object still.
+                arguments: Arguments::try_from(mutant.instance).ok()?,
                 ..call.clone()
             });
             Some((broken, clue))
@@ -315,7 +317,7 @@ mod tests {
             ParsedCall::Malformed(_) => true,
             ParsedCall::Ok(call) => registry
                 .lookup(&call.name)
-                .is_none_or(|tool| !registry.is_valid(tool, &call.arguments)),
+                .is_none_or(|tool| !registry.is_valid(tool, call.arguments.as_value())),
         }
     }
     use rand::SeedableRng;
@@ -326,12 +328,14 @@ mod tests {
             ToolCall {
                 id: "c1".into(),
                 name: "math".into(),
-                arguments: json!({"operation": "add", "a": 1, "b": 2}),
+                arguments: json!({"operation": "add", "a": 1, "b": 2})
+                    .try_into()
+                    .unwrap(),
             },
             ToolCall {
                 id: "c2".into(),
                 name: "sleep".into(),
-                arguments: json!({"ms": 10}),
+                arguments: json!({"ms": 10}).try_into().unwrap(),
             },
         ]
     }
@@ -363,11 +367,11 @@ mod tests {
                         &registry
                             .definition(registry.lookup(&original.name).unwrap())
                             .parameters,
-                        &original.arguments
+                        original.arguments.as_value()
                     )
                     .iter()
                     .any(|m| operator.schema_mutations().contains(&m.mutation)
-                        && m.instance == broken.arguments),
+                        && broken.arguments == m.instance),
                     "{operator:?} sent {} which no fuzz mutant of its kind is",
                     broken.arguments
                 );

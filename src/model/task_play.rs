@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 use serde_json::Value;
 
 use super::operators::{self, Operator};
-use crate::call::{ParsedCall, ToolCall};
+use crate::call::{Arguments, ParsedCall, ToolCall};
 use crate::scenario::Task;
 use crate::scenario::matcher::{INVENTED_ID, RecentResults};
 use crate::tool::Registry;
@@ -170,7 +170,7 @@ impl<'a> TaskPlay<'a> {
         ToolCall {
             id: format!("call_{number}_{i}"),
             name: m.name.clone(),
-            arguments: Value::Object(m.arguments.example_in(recent)),
+            arguments: Arguments::from_map(m.arguments.example_in(recent)),
         }
     }
 
@@ -259,7 +259,7 @@ impl<'a> TaskPlay<'a> {
         let call = ToolCall {
             id: format!("call_{number}_0"),
             name: f.name.clone(),
-            arguments: Value::Object(f.arguments.example_in(&self.recent)),
+            arguments: Arguments::from_map(f.arguments.example_in(&self.recent)),
         };
         self.went_wrong(None);
         self.pending = vec![(None, Some(call.clone()))];

@@ -347,7 +347,7 @@ fn write_call_entry(
     write_str(out, call.name());
     out.extend_from_slice(b",\"arguments\":");
     match call {
-        ParsedCall::Ok(call) => write_value(out, &call.arguments),
+        ParsedCall::Ok(call) => write_value(out, call.arguments.as_value()),
         // A malformed call's arguments exactly as the model sent them.
         ParsedCall::Malformed(call) => write_str(out, &call.raw_arguments),
     }

@@ -34,7 +34,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ParsedCall {
     ParsedCall::Ok(ToolCall {
         id: id.into(),
         name: name.into(),
-        arguments,
+        arguments: arguments.try_into().unwrap(),
     })
 }
 

@@ -108,6 +108,22 @@ impl Pipeline {
         streamed: Streamed<'_, 'p>,
     ) -> io::Result<Turn> {
         let parsed = provider.parse_response(body);
+        self.turn_parsed(provider, parsed, body, state, log, streamed)
+            .await
+    }
+
+    /// The stages after Parse (Validate, Execute, Return, Record) for a
+    /// reply parsed already: what [`Pipeline::turn_streamed`] does once it
+    /// has read `body`.
+    pub async fn turn_parsed<'p, W: Write>(
+        &'p self,
+        provider: Provider,
+        parsed: Result<ParsedResponse, ResponseError>,
+        body: &[u8],
+        state: &'p ToolState,
+        log: Option<&mut SessionLog<W>>,
+        streamed: Streamed<'_, 'p>,
+    ) -> io::Result<Turn> {
         let batch = match (&parsed, streamed.early) {
             (Ok(response), Some(early)) if response.truncated => {
                 early

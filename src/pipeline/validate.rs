@@ -4,17 +4,15 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 use super::feedback;
-use crate::call::{ErrorKind, ParsedCall};
+use crate::call::{Arguments, ErrorKind, ParsedCall};
 use crate::tool::{ArgumentError, Registry, ToolId, schema_errors};
 
 /// A call that may run: the tool and its (valid) arguments.
 #[derive(Debug, Clone, Copy)]
 pub struct Approved<'c> {
     pub tool: ToolId,
-    pub arguments: &'c Value,
+    pub arguments: &'c Arguments,
 }
 
 /// Why a call may not run: what happened, and for arguments that break
@@ -69,17 +67,17 @@ pub fn validate_among<'c>(
     };
     let details = match registry.quick(tool) {
         Some(quick) => {
-            if quick.is_valid(&call.arguments) {
+            if quick.is_valid(call.arguments.as_value()) {
                 return Ok(approved);
             }
-            quick.errors(&call.arguments)
+            quick.errors(call.arguments.as_value())
         }
         None => {
             let validator = registry.validator(tool);
-            if validator.is_valid(&call.arguments) {
+            if validator.is_valid(call.arguments.as_value()) {
                 return Ok(approved);
             }
-            schema_errors(validator.iter_errors(&call.arguments))
+            schema_errors(validator.iter_errors(call.arguments.as_value()))
         }
     };
     Err(Rejection {
@@ -96,11 +94,11 @@ mod tests {
     use crate::tool::ToolEnv;
     use serde_json::json;
 
-    fn call(name: &str, arguments: Value) -> ParsedCall {
+    fn call(name: &str, arguments: serde_json::Value) -> ParsedCall {
         ParsedCall::Ok(ToolCall {
             id: "c1".into(),
             name: name.into(),
-            arguments,
+            arguments: arguments.try_into().unwrap(),
         })
     }
 

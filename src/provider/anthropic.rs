@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
-    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError,
+    Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, WireArguments,
     api_error_message, make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
@@ -111,8 +111,8 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
                 let index = response.calls.len();
                 let id = ids.id_for(block.id.as_deref(), index);
                 let arguments = match block.input {
-                    Some(value) => Arguments::Value(value),
-                    None => Arguments::Missing,
+                    Some(value) => WireArguments::Value(value),
+                    None => WireArguments::Missing,
                 };
                 response
                     .calls
@@ -242,7 +242,7 @@ pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Optio
             "tool_use" => {
                 let Some(call) = calls.next() else { continue };
                 let input = match call {
-                    ParsedCall::Ok(call) => call.arguments.clone(),
+                    ParsedCall::Ok(call) => call.arguments.as_value().clone(),
                     ParsedCall::Malformed(_) => block["input"].clone(),
                 };
                 json!({"type": "tool_use", "id": call.id(), "name": call.name(), "input": input})

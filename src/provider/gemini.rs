@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
-    Arguments, Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider,
-    ResponseError, make_call, non_empty, usage_of, write_arguments,
+    Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
+    WireArguments, make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
@@ -126,8 +126,8 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
             let index = response.calls.len();
             let id = ids.id_for(call.id.as_deref(), index);
             let arguments = match call.args {
-                Some(value) => Arguments::Value(value),
-                None => Arguments::Missing,
+                Some(value) => WireArguments::Value(value),
+                None => WireArguments::Missing,
             };
             response
                 .calls
@@ -311,7 +311,7 @@ pub(super) fn assistant_message(reply: &Value, parsed: &ParsedResponse) -> Optio
             }
             function.insert("name".into(), json!(call.name()));
             let args = match call {
-                ParsedCall::Ok(call) => call.arguments.clone(),
+                ParsedCall::Ok(call) => call.arguments.as_value().clone(),
                 ParsedCall::Malformed(_) => part["functionCall"]["args"].clone(),
             };
             function.insert("args".into(), args);

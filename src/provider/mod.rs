@@ -20,7 +20,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 pub use crate::call::FunctionSpec;
-use crate::call::{ParsedCall, ToolCall, ToolResult, Usage};
+use crate::call::{Arguments, ParsedCall, ToolCall, ToolResult, Usage};
 use crate::transport::ApiRequest;
 
 pub use anthropic::ANTHROPIC_VERSION;
@@ -443,7 +443,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Build a call from its parts, or say why it is malformed.
-fn make_call(id: String, name: Option<&str>, arguments: Arguments<'_>) -> ParsedCall {
+fn make_call(id: String, name: Option<&str>, arguments: WireArguments<'_>) -> ParsedCall {
     let name_text = name.unwrap_or_default().to_owned();
     let malformed = |raw_arguments: String, problem: String| {
         ParsedCall::Malformed(crate::call::MalformedCall {
@@ -454,10 +454,10 @@ fn make_call(id: String, name: Option<&str>, arguments: Arguments<'_>) -> Parsed
         })
     };
     let arguments = match arguments {
-        Arguments::Missing => Value::Object(Default::default()),
-        Arguments::Value(value) => value,
-        Arguments::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
-        Arguments::Text(text) => match serde_json::from_str::<Value>(text) {
+        WireArguments::Missing => Value::Object(Default::default()),
+        WireArguments::Value(value) => value,
+        WireArguments::Text(text) if text.trim().is_empty() => Value::Object(Default::default()),
+        WireArguments::Text(text) => match serde_json::from_str::<Value>(text) {
             Ok(value) => value,
             Err(error) => {
                 return malformed(
@@ -473,15 +473,18 @@ fn make_call(id: String, name: Option<&str>, arguments: Arguments<'_>) -> Parsed
             "the call has no tool name".to_owned(),
         );
     }
-    if !arguments.is_object() {
-        return malformed(
-            arguments.to_string(),
-            format!(
-                "the arguments must be a JSON object, not {}",
-                json_type_name(&arguments)
-            ),
-        );
-    }
+    let arguments = match Arguments::try_from(arguments) {
+        Ok(arguments) => arguments,
+        Err(other) => {
+            return malformed(
+                other.to_string(),
+                format!(
+                    "the arguments must be a JSON object, not {}",
+                    json_type_name(&other)
+                ),
+            );
+        }
+    };
     ParsedCall::Ok(ToolCall {
         id,
         name: name_text,
@@ -491,7 +494,7 @@ fn make_call(id: String, name: Option<&str>, arguments: Arguments<'_>) -> Parsed
 
 /// Arguments as they arrive: a JSON string to decode (OpenAI), a JSON value
 /// (Anthropic, Gemini), or nothing at all.
-enum Arguments<'a> {
+enum WireArguments<'a> {
     Missing,
     Text(&'a str),
     Value(Value),
@@ -517,7 +520,7 @@ fn raw_arguments_value(raw: &str) -> Value {
 /// `args`): a malformed call's raw text as JSON if it is, else a string.
 fn write_arguments(call: &ParsedCall, out: &mut Vec<u8>) {
     match call {
-        ParsedCall::Ok(call) => crate::json_writer::write_value(out, &call.arguments),
+        ParsedCall::Ok(call) => crate::json_writer::write_value(out, call.arguments.as_value()),
         ParsedCall::Malformed(call) => {
             crate::json_writer::write_value(out, &raw_arguments_value(&call.raw_arguments));
         }

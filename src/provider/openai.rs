@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
-    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, make_call,
+    Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, WireArguments, make_call,
     non_empty, usage_of,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
@@ -143,13 +143,13 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         let index = response.calls.len();
         let id = ids.id_for(raw.id.as_deref(), index);
         let call = match &raw.function {
-            None => make_call(id, None, Arguments::Missing),
+            None => make_call(id, None, WireArguments::Missing),
             Some(function) => {
                 let arguments = match &function.arguments {
-                    None => Arguments::Missing,
-                    Some(Value::String(text)) => Arguments::Text(text),
+                    None => WireArguments::Missing,
+                    Some(Value::String(text)) => WireArguments::Text(text),
                     // Some compatible servers send an object; accept what is unambiguous.
-                    Some(other) => Arguments::Value(other.clone()),
+                    Some(other) => WireArguments::Value(other.clone()),
                 };
                 make_call(id, function.name.as_deref(), arguments)
             }
@@ -263,7 +263,7 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], usage: Usage, out
             match call {
                 ParsedCall::Ok(call) => {
                     arguments.clear();
-                    write_value(&mut arguments, &call.arguments);
+                    write_value(&mut arguments, call.arguments.as_value());
                     write_str(
                         out,
                         std::str::from_utf8(&arguments).expect("JSON text is UTF-8"),

@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::openai::{CachedTokens, ReasoningTokens};
 use super::{
-    Arguments, Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, append_line,
-    make_call, non_empty, usage_of,
+    Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, WireArguments,
+    append_line, make_call, non_empty, usage_of,
 };
 use crate::call::{ParsedCall, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64, write_value};
@@ -114,9 +114,9 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
                 // Results go back by `call_id`; the item's own `id` is not it.
                 let id = ids.id_for(item.call_id.as_deref().or(item.id.as_deref()), index);
                 let arguments = match &item.arguments {
-                    None => Arguments::Missing,
-                    Some(Value::String(text)) => Arguments::Text(text),
-                    Some(other) => Arguments::Value(other.clone()),
+                    None => WireArguments::Missing,
+                    Some(Value::String(text)) => WireArguments::Text(text),
+                    Some(other) => WireArguments::Value(other.clone()),
                 };
                 response
                     .calls
@@ -245,7 +245,7 @@ pub(super) fn write_response(text: &str, calls: &[ParsedCall], usage: Usage, out
         match call {
             ParsedCall::Ok(call) => {
                 arguments.clear();
-                write_value(&mut arguments, &call.arguments);
+                write_value(&mut arguments, call.arguments.as_value());
                 write_str(
                     out,
                     std::str::from_utf8(&arguments).expect("JSON text is UTF-8"),
@@ -385,7 +385,7 @@ mod tests {
         ParsedCall::Ok(ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments,
+            arguments: arguments.try_into().unwrap(),
         })
     }
 

@@ -279,12 +279,14 @@ fn responses_round_trip_through_every_format() {
         ParsedCall::Ok(ToolCall {
             id: "call_a".into(),
             name: "echo".into(),
-            arguments: json!({"message": "hi \"there\""}),
+            arguments: json!({"message": "hi \"there\""}).try_into().unwrap(),
         }),
         ParsedCall::Ok(ToolCall {
             id: "call_b".into(),
             name: "math".into(),
-            arguments: json!({"operation": "add", "a": 1.5, "b": -2}),
+            arguments: json!({"operation": "add", "a": 1.5, "b": -2})
+                .try_into()
+                .unwrap(),
         }),
     ];
     for provider in Provider::ALL {

@@ -39,9 +39,11 @@ pub struct ExpectedCall {
 impl ExpectedCall {
     fn fits(&self, call: &ParsedCall) -> bool {
         match (call, &self.bfcl) {
-            (ParsedCall::Ok(call), Some(rule)) => rule.check(&call.name, &call.arguments).is_ok(),
+            (ParsedCall::Ok(call), Some(rule)) => {
+                rule.check(&call.name, call.arguments.as_value()).is_ok()
+            }
             (ParsedCall::Ok(call), None) => {
-                call.name == self.name && self.arguments.matches(&call.arguments)
+                call.name == self.name && self.arguments.matches(call.arguments.as_value())
             }
             (ParsedCall::Malformed(_), _) => false,
         }
@@ -195,7 +197,11 @@ impl Expectation {
             return Some(Reason::WrongCount.into());
         }
         if let ([one], [ParsedCall::Ok(call)]) = (expected.as_slice(), calls) {
-            return one.bfcl.as_ref()?.check(&call.name, &call.arguments).err();
+            return one
+                .bfcl
+                .as_ref()?
+                .check(&call.name, call.arguments.as_value())
+                .err();
         }
         (self.verdict(calls) != Verdict::Match).then(|| Reason::CannotFindMatch.into())
     }
@@ -250,7 +256,7 @@ mod tests {
         ParsedCall::Ok(ToolCall {
             id: "x".into(),
             name: name.into(),
-            arguments: args,
+            arguments: args.try_into().unwrap(),
         })
     }
 

@@ -73,7 +73,9 @@ impl<'t> TaskJudge<'t> {
         for (i, call) in calls.iter().enumerate() {
             let ParsedCall::Ok(call) = call else { continue };
             marks.forbidden += u32::from(self.task.forbidden.iter().any(|f| {
-                f.name == call.name && f.arguments.matches_listed(&call.arguments, &self.recent)
+                f.name == call.name
+                    && f.arguments
+                        .matches_listed(call.arguments.as_value(), &self.recent)
             }));
             let succeeded = results.get(i).is_some_and(|r| !r.is_error());
             if !succeeded {
@@ -99,7 +101,7 @@ impl<'t> TaskJudge<'t> {
                         && milestone.name == call.name
                         && milestone
                             .arguments
-                            .matches_in(&call.arguments, &self.recent)
+                            .matches_in(call.arguments.as_value(), &self.recent)
                 });
             match reachable {
                 Some(m) => {
@@ -207,7 +209,7 @@ mod tests {
         ParsedCall::Ok(crate::call::ToolCall {
             id: "c".into(),
             name: name.into(),
-            arguments,
+            arguments: arguments.try_into().unwrap(),
         })
     }
 

@@ -5,12 +5,12 @@
 //! (`simulated`), the store (`store_tools`), and tools served elsewhere
 //! (`served`: an HTTP endpoint or a command; `mcp`: an MCP server).
 
-use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
 
 use super::ToolFailure;
 use super::state::{ToolId, ToolState};
+use crate::call::Arguments;
 
 /// A tool's output to come.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolFailure>> + Send + 'a>>;
@@ -19,7 +19,7 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolFailure
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCallContext<'a> {
     pub tool: ToolId,
-    pub arguments: &'a Map<String, Value>,
+    pub arguments: &'a Arguments,
     /// What tools remember across the calls of one trial.
     pub state: &'a ToolState,
 }
@@ -28,7 +28,7 @@ pub struct ToolCallContext<'a> {
 pub trait ToolBackend: Send + Sync + std::fmt::Debug {
     /// The output now, for a tool that neither waits nor can hang: it runs
     /// with no future and no timer. `None`: the tool must be awaited.
-    fn run_now(&self, _arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+    fn run_now(&self, _arguments: &Arguments) -> Option<Result<String, ToolFailure>> {
         None
     }
 

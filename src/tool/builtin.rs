@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
+use crate::call::Arguments;
 
 /// Does the built-in tool `name` read or write files (and so need a sandbox)?
 pub fn builtin_needs_sandbox(name: &str) -> bool {
@@ -369,13 +370,13 @@ pub(super) struct Builtin {
 }
 
 impl ToolBackend for Builtin {
-    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
-        self.implementation.run_now(arguments)
+    fn run_now(&self, arguments: &Arguments) -> Option<Result<String, ToolFailure>> {
+        self.implementation.run_now(arguments.as_map())
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
         Box::pin(self.implementation.run(
-            call.arguments,
+            call.arguments.as_map(),
             call.state.sandbox.as_ref().or(self.sandbox.as_ref()),
         ))
     }

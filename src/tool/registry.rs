@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use jsonschema::Validator;
 use rustc_hash::FxHashMap;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::backend::{ToolBackend, ToolCallContext};
 use super::builtin::Builtin;
@@ -20,6 +20,7 @@ pub use super::state::{ToolId, ToolState};
 use super::store::Store;
 use super::store_tools::StoreTool;
 use super::{Sandbox, ToolDef, ToolFailure};
+use crate::call::Arguments;
 
 /// Where a registered tool comes from.
 #[derive(Debug, Clone)]
@@ -215,7 +216,6 @@ impl Registry {
         }
     }
 
-    /// The tool's quick check, when its schema is in the quick subset.
     /// Wait until every tool is ready for the trial of `state` (its own
     /// servers started: their start-up is no call's time).
     pub async fn ready(&self, state: &ToolState) {
@@ -230,6 +230,7 @@ impl Registry {
         self.tools[id.0].backend.takes_any_arguments()
     }
 
+    /// The tool's quick check, when its schema is in the quick subset.
     pub fn quick(&self, id: ToolId) -> Option<&QuickSchema> {
         self.tools[id.0].quick.as_ref()
     }
@@ -284,12 +285,9 @@ impl Registry {
     pub fn execute_now(
         &self,
         id: ToolId,
-        arguments: &Value,
+        arguments: &Arguments,
     ) -> Option<Result<String, ToolFailure>> {
-        let empty = Map::new();
-        self.tools[id.0]
-            .backend
-            .run_now(arguments.as_object().unwrap_or(&empty))
+        self.tools[id.0].backend.run_now(arguments)
     }
 
     /// Execute a tool on arguments that passed validation. The caller
@@ -297,13 +295,12 @@ impl Registry {
     pub async fn execute(
         &self,
         id: ToolId,
-        arguments: &Value,
+        arguments: &Arguments,
         state: &ToolState,
     ) -> Result<String, ToolFailure> {
-        let empty = Map::new();
         let call = ToolCallContext {
             tool: id,
-            arguments: arguments.as_object().unwrap_or(&empty),
+            arguments,
             state,
         };
         self.tools[id.0].backend.run(call).await
@@ -314,7 +311,7 @@ impl Registry {
     pub async fn execute_in_time(
         &self,
         id: ToolId,
-        arguments: &Value,
+        arguments: &Arguments,
         state: &ToolState,
     ) -> Result<Result<String, ToolFailure>, tokio::time::error::Elapsed> {
         let timeout = self.definition(id).timeout();
@@ -428,11 +425,17 @@ mod tests {
         .unwrap();
         let tool = registry.lookup("count").unwrap();
         assert!(
-            registry.execute_now(tool, &json!({})).is_none(),
+            registry
+                .execute_now(tool, &json!({}).try_into().unwrap())
+                .is_none(),
             "it must be awaited"
         );
         let output = registry
-            .execute(tool, &json!({"a": 1, "b": 2}), &registry.new_state())
+            .execute(
+                tool,
+                &json!({"a": 1, "b": 2}).try_into().unwrap(),
+                &registry.new_state(),
+            )
             .await;
         assert_eq!(output.unwrap(), "2 argument(s)");
     }
@@ -472,7 +475,11 @@ mod tests {
         .unwrap();
         let id = registry.lookup("t").unwrap();
         let out = registry
-            .execute(id, &json!({"x": [1, 2]}), &registry.new_state())
+            .execute(
+                id,
+                &json!({"x": [1, 2]}).try_into().unwrap(),
+                &registry.new_state(),
+            )
             .await
             .unwrap();
         assert_eq!(out, r#"{"x":[1,2]}"#);
@@ -496,7 +503,10 @@ mod tests {
                 let mut draws = Vec::new();
                 for _ in 0..20 {
                     let start = tokio::time::Instant::now();
-                    registry.execute(id, &json!({}), &state).await.unwrap();
+                    registry
+                        .execute(id, &json!({}).try_into().unwrap(), &state)
+                        .await
+                        .unwrap();
                     draws.push(start.elapsed().as_millis());
                 }
                 draws
@@ -543,17 +553,26 @@ mod tests {
         let id = registry.lookup("flaky").unwrap();
         let state = registry.new_state();
         for _ in 0..2 {
-            let failure = registry.execute(id, &json!({}), &state).await.unwrap_err();
+            let failure = registry
+                .execute(id, &json!({}).try_into().unwrap(), &state)
+                .await
+                .unwrap_err();
             assert_eq!(failure.kind, ToolFailureKind::NotFound);
             assert_eq!(failure.message, "no such row");
         }
         assert_eq!(
-            registry.execute(id, &json!({}), &state).await.unwrap(),
+            registry
+                .execute(id, &json!({}).try_into().unwrap(), &state)
+                .await
+                .unwrap(),
             r#"{"ok":true}"#
         );
         let fresh = registry.new_state();
         assert!(
-            registry.execute(id, &json!({}), &fresh).await.is_err(),
+            registry
+                .execute(id, &json!({}).try_into().unwrap(), &fresh)
+                .await
+                .is_err(),
             "a new trial fails again"
         );
     }

@@ -171,7 +171,7 @@ fn cut(text: &str, limit: usize) -> String {
 
 impl ToolBackend for HttpBackend {
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        Box::pin(self.call(call.arguments))
+        Box::pin(self.call(call.arguments.as_map()))
     }
 
     fn is_real(&self) -> bool {
@@ -260,7 +260,7 @@ impl Drop for GroupGuard {
 
 impl ToolBackend for CommandBackend {
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        Box::pin(self.call(call.arguments))
+        Box::pin(self.call(call.arguments.as_map()))
     }
 
     fn is_real(&self) -> bool {

@@ -5,28 +5,24 @@
 
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use super::{FailureKind, Simulate, ToolFailure, ToolFailureKind, template};
+use crate::call::Arguments;
 
 /// A definition with no implementation, answering with its arguments.
 #[derive(Debug)]
 pub(super) struct EchoArguments;
 
 impl ToolBackend for EchoArguments {
-    fn run_now(&self, arguments: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
-        Some(Ok(object_text(arguments)))
+    fn run_now(&self, arguments: &Arguments) -> Option<Result<String, ToolFailure>> {
+        Some(Ok(arguments.to_string()))
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
-        Box::pin(std::future::ready(Ok(object_text(call.arguments))))
+        Box::pin(std::future::ready(Ok(call.arguments.to_string())))
     }
-}
-
-/// An object as compact JSON.
-fn object_text(object: &Map<String, Value>) -> String {
-    serde_json::to_string(object).expect("a JSON object serializes")
 }
 
 /// A simulated tool: its latency drawn from the trial's seed, failures
@@ -70,7 +66,7 @@ impl ToolBackend for Simulated {
                     .store
                     .lock()
                     .map_err(|_| ToolFailure::runtime("the store is unavailable"))?;
-                rendered = template::render(&simulate.result, call.arguments, &store);
+                rendered = template::render(&simulate.result, call.arguments.as_map(), &store);
                 &rendered
             } else {
                 &simulate.result

@@ -48,7 +48,7 @@ impl StoreTool {
 impl ToolBackend for StoreTool {
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
         let outcome = match call.state.store.lock() {
-            Ok(mut store) => self.run_on(&mut store, call.arguments),
+            Ok(mut store) => self.run_on(&mut store, call.arguments.as_map()),
             Err(_) => Err(ToolFailure::runtime("the store is unavailable")),
         };
         Box::pin(std::future::ready(outcome))

@@ -422,3 +422,21 @@ fn task_runs_give_the_same_files_whatever_the_concurrency_resume_or_shards() {
     assert!(tasks >= 15, "{tasks} tasks");
     assert_eq!(endings, 4 * tasks * 4);
 }
+
+#[test]
+fn scripted_arguments_that_are_not_an_object_reach_parse_as_a_malformed_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!([
+        {"calls": [call("list_dir", json!(["app"]))]},
+        {"text": "Nothing to do."}
+    ]);
+    let suite = variant(
+        dir.path(),
+        "file_cleanup_forbidden",
+        json!({"script": script}),
+    );
+    let rows = scripted_rows(&suite, &dir.path().join("out"));
+    // The model was told its arguments are not an object, as a provider's
+    // reply with an array for arguments is read.
+    assert_eq!((&rows[0][3], &rows[0][6]), ("1", "parse"), "{rows:?}");
+}

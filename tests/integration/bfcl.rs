@@ -12,7 +12,7 @@ use toolgauge::bfcl::answer::ground_truth_calls;
 use toolgauge::bfcl::dialect::{Values, to_tool};
 use toolgauge::bfcl::rules::first_acceptable;
 use toolgauge::bfcl::{AnswerEntry, Entry, Language, SINGLE_TURN_CATEGORIES, read_jsonl};
-use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::call::{Arguments, ParsedCall, ToolCall};
 use toolgauge::pipeline::validate;
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
@@ -86,7 +86,7 @@ fn every_ground_truth_answer_validates_except_the_known_issues() {
                 let call = ParsedCall::Ok(ToolCall {
                     id: "gt".into(),
                     name: call.tool_name(),
-                    arguments: Value::Object(arguments),
+                    arguments: Arguments::from_map(arguments),
                 });
                 if let Err(rejection) = validate(&registry, &call) {
                     let details: Vec<String> =
@@ -144,10 +144,20 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                 let reference = registry.validator(id);
                 quick += usize::from(registry.quick(id).is_some());
                 let mut accepts = |instance: &Value| {
+                    let Ok(arguments) = Arguments::try_from(instance.clone()) else {
+                        // No call carries arguments that are not an object
+                        // (Parse makes it a malformed call); both checks
+                        // refuse it all the same.
+                        assert!(!reference.is_valid(instance), "{}: {instance}", entry.id);
+                        if let Some(quick) = registry.quick(id) {
+                            assert!(!quick.is_valid(instance), "{}: {instance}", entry.id);
+                        }
+                        return Some(false);
+                    };
                     let call = ParsedCall::Ok(ToolCall {
                         id: "f".into(),
                         name: def.name.clone(),
-                        arguments: instance.clone(),
+                        arguments,
                     });
                     let outcome = validate(&registry, &call);
                     // The quick check and jsonschema agree on every

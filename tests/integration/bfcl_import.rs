@@ -273,7 +273,7 @@ fn ground_truth_calls(
             ParsedCall::Ok(ToolCall {
                 id: format!("c{i}"),
                 name: e.name.clone(),
-                arguments: Value::Object(e.arguments.example()),
+                arguments: toolgauge::call::Arguments::from_map(e.arguments.example()),
             })
         })
         .collect()

@@ -54,7 +54,9 @@ async fn call(
     arguments: Value,
 ) -> Result<String, toolgauge::tool::ToolFailure> {
     let id = registry.lookup(tool).unwrap();
-    registry.execute(id, &arguments, state).await
+    registry
+        .execute(id, &arguments.try_into().unwrap(), state)
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -401,7 +401,7 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
     let state = registry.new_state();
     let id = registry.lookup("add").unwrap();
     let failure = runtime
-        .block_on(registry.execute(id, &json!({"a": 1, "b": 2}), &state))
+        .block_on(registry.execute(id, &json!({"a": 1, "b": 2}).try_into().unwrap(), &state))
         .unwrap_err();
     assert!(failure.message.contains("stopped"), "{}", failure.message);
     assert!(our_children_with(marker).is_empty());

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolgauge::call::{MalformedCall, ParsedCall, ToolCall};
+use toolgauge::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
 use toolgauge::pipeline::{ExecOptions, Pipeline};
 use toolgauge::provider::Provider;
 use toolgauge::tool::{Registry, Sandbox, ToolDef, ToolEnv, check_definitions};
@@ -119,10 +119,12 @@ proptest! {
             .into_iter()
             .enumerate()
             .map(|(i, (name, arguments, malformed))| {
-                if malformed {
-                    ParsedCall::Malformed(MalformedCall { id: format!("c{i}"), name: name.to_owned(), raw_arguments: arguments.to_string(), problem: "broken".into() })
-                } else {
-                    ParsedCall::Ok(ToolCall { id: format!("c{i}"), name: name.to_owned(), arguments })
+                // Arguments that are not an object are a malformed call,
+                // as Parse makes them.
+                match Arguments::try_from(arguments) {
+                    Ok(arguments) if !malformed => ParsedCall::Ok(ToolCall { id: format!("c{i}"), name: name.to_owned(), arguments }),
+                    Ok(arguments) => ParsedCall::Malformed(MalformedCall { id: format!("c{i}"), name: name.to_owned(), raw_arguments: arguments.to_string(), problem: "broken".into() }),
+                    Err(other) => ParsedCall::Malformed(MalformedCall { id: format!("c{i}"), name: name.to_owned(), raw_arguments: other.to_string(), problem: "not an object".into() }),
                 }
             })
             .collect();
@@ -166,7 +168,7 @@ fn hostile_shapes_are_errors_not_panics() {
         panic!("a good call")
     };
     assert_eq!(
-        call.arguments["message"].as_str().unwrap().len(),
+        call.arguments.as_value()["message"].as_str().unwrap().len(),
         10 * 1024 * 1024
     );
     // Too deep is a clear error.

@@ -12,7 +12,7 @@ fn call(id: usize, name: &str, arguments: serde_json::Value) -> ParsedCall {
     ParsedCall::Ok(ToolCall {
         id: format!("c{id}"),
         name: name.into(),
-        arguments,
+        arguments: arguments.try_into().expect("an object"),
     })
 }
 

@@ -136,7 +136,7 @@ fn vertex_partial_arguments_are_joined_into_one_call_complete_when_it_stops_cont
         .calls
         .iter()
         .map(|c| match c {
-            ParsedCall::Ok(c) => (c.name.clone(), c.arguments.clone()),
+            ParsedCall::Ok(c) => (c.name.clone(), c.arguments.as_value().clone()),
             ParsedCall::Malformed(c) => panic!("malformed: {c:?}"),
         })
         .collect();

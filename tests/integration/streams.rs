@@ -197,7 +197,7 @@ fn parsed(provider: Provider, text: &str) -> Vec<ParsedCall> {
 
 fn args(call: &ParsedCall) -> Value {
     match call {
-        ParsedCall::Ok(call) => call.arguments.clone(),
+        ParsedCall::Ok(call) => call.arguments.as_value().clone(),
         ParsedCall::Malformed(call) => panic!("malformed: {}", call.problem),
     }
 }

@@ -562,7 +562,7 @@ impl ToolBackend for McpTool {
                 let connection = self.server.connection(Some(trial))?;
                 return self
                     .server
-                    .call(&connection, trial, &self.name, call.arguments)
+                    .call(&connection, trial, &self.name, call.arguments.as_map())
                     .await;
             };
             let own = self.trial_server(trial, trial_args)?;
@@ -576,7 +576,7 @@ impl ToolBackend for McpTool {
                 ));
             }
             self.server
-                .call(connection, trial, &self.name, call.arguments)
+                .call(connection, trial, &self.name, call.arguments.as_map())
                 .await
         })
     }
