@@ -9,7 +9,7 @@ use std::io;
 use std::path::Path;
 
 use super::{Job, RunError, RunPlan, Step, TrialRun};
-use crate::call::{Arguments, Failure};
+use crate::call::Failure;
 use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
 use crate::model::Model;
 use crate::model::recording::Position;
@@ -331,9 +331,8 @@ async fn call_probe(run: &TrialRun<'_>, probe: &Probe) -> Result<serde_json::Val
     let tool = registry
         .lookup(&probe.tool)
         .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
-    let arguments = Arguments::from_map(probe.arguments.clone());
     let output = registry
-        .execute_in_time(tool, &arguments, &run.tools)
+        .execute_in_time(tool, &probe.arguments, &run.tools)
         .await
         .map_err(|_| {
             let timeout = registry.definition(tool).timeout();

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::Batch;
-use crate::call::{ParsedCall, StreamTiming, ToolResult};
+use crate::call::{Arguments, ParsedCall, StreamTiming, ToolResult};
 use crate::json_writer::{write_str, write_u64, write_value};
 use crate::provider::{ParsedResponse, ResponseError};
 
@@ -195,7 +195,7 @@ impl<W: Write> SessionLog<W> {
     pub fn record_probe(
         &mut self,
         tool: &str,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        arguments: &Arguments,
         result: &serde_json::Value,
         passed: bool,
     ) -> io::Result<()> {
@@ -210,7 +210,7 @@ impl<W: Write> SessionLog<W> {
         out.extend_from_slice(b",\"type\":\"probe\",\"tool\":");
         write_str(out, tool);
         out.extend_from_slice(b",\"arguments\":");
-        write_value(out, &serde_json::Value::Object(arguments.clone()));
+        write_value(out, arguments.as_value());
         out.extend_from_slice(b",\"result\":");
         write_value(out, result);
         out.extend_from_slice(if passed {

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::matcher::Matcher;
+use crate::call::Arguments;
 use crate::pointer::{Located, Pointer};
 use crate::tool::Registry;
 
@@ -26,7 +27,7 @@ pub struct ProbeFile {
 #[derive(Debug, Clone)]
 pub struct Probe {
     pub tool: String,
-    pub arguments: Map<String, Value>,
+    pub arguments: Arguments,
     pub result: Matcher,
 }
 
@@ -56,7 +57,7 @@ pub(super) fn compile_probe(
     }
     Ok(Some(Probe {
         tool: probe.tool.clone(),
-        arguments: probe.arguments.clone(),
+        arguments: Arguments::from_map(probe.arguments.clone()),
         result,
     }))
 }
