@@ -55,13 +55,13 @@ impl ServerJudge {
             return (Vec::new(), Some(format!("no tool {tool:?}")));
         };
         let calls = futures_util::stream::iter(instances.iter().map(|instance| async move {
-            // A fresh trial per case: a server that crashed is started
-            // again for the next.
             // `tools/call` carries only an object: another value cannot
             // reach the server, so the tool never accepts it.
             let Ok(arguments) = Arguments::try_from(instance.clone()) else {
                 return Ok(false);
             };
+            // A fresh trial per case: a server that crashed is started
+            // again for the next.
             let state = self.registry.new_state();
             tokio::time::timeout(self.timeout, self.registry.execute(id, &arguments, &state))
                 .await

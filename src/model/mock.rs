@@ -298,12 +298,10 @@ fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>)
                     raw_arguments: raw.clone(),
                     problem: String::new(),
                 }),
-                (None, None) => ParsedCall::Ok(ToolCall {
-                    id,
-                    name: call.name.clone(),
-                    arguments: Arguments::default(),
-                }),
-                (None, Some(arguments)) => match Arguments::try_from(arguments.clone()) {
+                (None, arguments) => match arguments
+                    .clone()
+                    .map_or(Ok(Arguments::default()), Arguments::try_from)
+                {
                     Ok(arguments) => ParsedCall::Ok(ToolCall {
                         id,
                         name: call.name.clone(),
