@@ -285,7 +285,129 @@ fn bench(c: &mut Criterion) {
     floor.bench_function("sonic_tree_arguments_as_serde_values", |b| {
         b.iter(|| sonic::calls(black_box(&workload.response), sonic::to_serde))
     });
+    // sonic-rs's own serde reader (typed, borrowed, the fields Parse
+    // reads) with the arguments skipped, or kept in the cheapest value
+    // that still owns them in the order sent: objects as lists of
+    // members, keys and short strings inline (no allocation). The floor
+    // of any parse that hands the pipeline owned, ordered arguments.
+    let typed: floor::Reply<'_, ordered::Value> = sonic_rs::from_slice(&workload.response).unwrap();
+    assert_eq!(
+        typed
+            .arguments()
+            .map(ordered::Value::to_serde)
+            .collect::<Vec<_>>(),
+        ours.iter()
+            .map(|(.., arguments)| arguments.clone())
+            .collect::<Vec<_>>(),
+        "sonic-rs's typed reader reads the anchor reply's arguments as Parse does"
+    );
+    floor.bench_function("sonic_typed_arguments_skipped", |b| {
+        b.iter(|| {
+            let reply: floor::Reply<'_, serde::de::IgnoredAny> =
+                sonic_rs::from_slice(black_box(&workload.response)).unwrap();
+            reply.calls()
+        })
+    });
+    floor.bench_function("sonic_typed_arguments_as_ordered_members", |b| {
+        b.iter(|| {
+            let reply: floor::Reply<'_, ordered::Value> =
+                sonic_rs::from_slice(black_box(&workload.response)).unwrap();
+            reply.calls()
+        })
+    });
     floor.finish();
+}
+
+/// JSON values that own their text in the order sent, built with as few
+/// allocations as a general value allows: objects as lists of members (no
+/// map, no hashing), keys and strings of up to 24 bytes inline.
+mod ordered {
+    use std::fmt;
+
+    use compact_str::CompactString;
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::Number;
+
+    pub enum Value {
+        Null,
+        Bool(bool),
+        Number(Number),
+        Text(CompactString),
+        List(Vec<Value>),
+        Members(Vec<(CompactString, Value)>),
+    }
+
+    impl Value {
+        pub fn to_serde(&self) -> serde_json::Value {
+            match self {
+                Value::Null => serde_json::Value::Null,
+                Value::Bool(b) => (*b).into(),
+                Value::Number(n) => serde_json::Value::Number(n.clone()),
+                Value::Text(text) => text.as_str().into(),
+                Value::List(items) => items.iter().map(Value::to_serde).collect(),
+                Value::Members(members) => members
+                    .iter()
+                    .map(|(key, member)| (key.to_string(), member.to_serde()))
+                    .collect(),
+            }
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Value {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(ValueVisitor)
+        }
+    }
+
+    struct ValueVisitor;
+
+    impl<'de> Visitor<'de> for ValueVisitor {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::Number(v.into()))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+            Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::Text(v.into()))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element()? {
+                items.push(item);
+            }
+            Ok(Value::List(items))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut members = Vec::with_capacity(4);
+            while let Some(key) = map.next_key::<CompactString>()? {
+                members.push((key, map.next_value()?));
+            }
+            Ok(Value::Members(members))
+        }
+    }
 }
 
 /// Calls taken out of a reply read whole by sonic-rs.
@@ -377,6 +499,11 @@ mod floor {
     }
 
     impl<A> Reply<'_, A> {
+        /// The calls' arguments, in order.
+        pub fn arguments(&self) -> impl Iterator<Item = &A> {
+            self.content.iter().filter_map(|b| b.input.as_ref())
+        }
+
         /// The calls, each with its id and name; the rest read so that
         /// nothing is optimized away.
         pub fn calls(&self) -> usize {
