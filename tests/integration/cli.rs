@@ -455,6 +455,10 @@ fn fuzz_with_a_missing_or_non_executable_validator_program_exits_2_naming_it() {
             dir.path().to_str().unwrap(),
             "--validator",
             &format!("cmd:{program}"),
+            // What the shell says of the program is under test, not how
+            // fast a loaded machine starts it.
+            "--case-timeout-ms",
+            "600000",
         ]);
         let message = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{program}: {message}");
