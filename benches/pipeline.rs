@@ -316,6 +316,15 @@ fn bench(c: &mut Criterion) {
             reply.calls()
         })
     });
+    // What Parse keeps of the arguments now: `call::Arguments`, members in
+    // a list, keys inline, values as serde_json's.
+    floor.bench_function("sonic_typed_arguments_as_call_arguments", |b| {
+        b.iter(|| {
+            let reply: floor::Reply<'_, toolgauge::call::SentArguments> =
+                sonic_rs::from_slice(black_box(&workload.response)).unwrap();
+            reply.calls()
+        })
+    });
     floor.finish();
 }
 

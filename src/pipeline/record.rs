@@ -210,7 +210,7 @@ impl<W: Write> SessionLog<W> {
         out.extend_from_slice(b",\"type\":\"probe\",\"tool\":");
         write_str(out, tool);
         out.extend_from_slice(b",\"arguments\":");
-        write_value(out, arguments.as_value());
+        arguments.write_json(out);
         out.extend_from_slice(b",\"result\":");
         write_value(out, result);
         out.extend_from_slice(if passed {
@@ -347,7 +347,7 @@ fn write_call_entry(
     write_str(out, call.name());
     out.extend_from_slice(b",\"arguments\":");
     match call {
-        ParsedCall::Ok(call) => write_value(out, call.arguments.as_value()),
+        ParsedCall::Ok(call) => call.arguments.write_json(out),
         // A malformed call's arguments exactly as the model sent them.
         ParsedCall::Malformed(call) => write_str(out, &call.raw_arguments),
     }

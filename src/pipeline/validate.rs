@@ -67,10 +67,10 @@ pub fn validate_among<'c>(
     };
     let details = match registry.quick(tool) {
         Some(quick) => {
-            if quick.is_valid(call.arguments.as_value()) {
+            if quick.arguments_are_valid(&call.arguments) {
                 return Ok(approved);
             }
-            quick.errors(call.arguments.as_value())
+            quick.argument_errors(&call.arguments)
         }
         None => {
             let validator = registry.validator(tool);

@@ -15,7 +15,7 @@ use super::{
     Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
     WireArguments, make_call, non_empty, usage_of, write_arguments,
 };
-use crate::call::{ParsedCall, ToolResult, Usage};
+use crate::call::{ParsedCall, SentArguments, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
 use crate::pointer::{Located, Pointer};
 use crate::transport::ApiRequest;
@@ -87,7 +87,7 @@ struct FunctionCall<'a> {
     #[serde(borrow, default)]
     name: LooseStr<'a>,
     #[serde(default, deserialize_with = "present")]
-    args: Option<Value>,
+    args: Option<SentArguments>,
 }
 
 pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseError> {
@@ -126,7 +126,7 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
             let index = response.calls.len();
             let id = ids.id_for(call.id.as_deref(), index);
             let arguments = match call.args {
-                Some(value) => WireArguments::Value(value),
+                Some(sent) => WireArguments::Sent(sent),
                 None => WireArguments::Missing,
             };
             response

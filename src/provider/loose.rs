@@ -159,10 +159,11 @@ impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for LooseVisitor<T> {
         visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
 }
 
-/// For `Option<Value>` fields: a present `null` is `Some(Null)`, so that
-/// "arguments: null" is told apart from "no arguments".
-pub(crate) fn present<'de, D: Deserializer<'de>>(
+/// For optional fields of any JSON value: a present `null` is
+/// `Some(null)`, so that "arguments: null" is told apart from "no
+/// arguments".
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
-) -> Result<Option<serde_json::Value>, D::Error> {
-    serde_json::Value::deserialize(deserializer).map(Some)
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
 }

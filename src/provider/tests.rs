@@ -439,3 +439,140 @@ fn a_usage_block_of_an_odd_shape_counts_nothing_and_rejects_nothing() {
         .unwrap();
     assert_eq!(parsed.usage, crate::call::Usage::default());
 }
+
+/// The corpus's bodies, every one.
+fn corpus_bodies() -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes));
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpora/provider-responses");
+    let mut bodies = Vec::new();
+    walk(&root, &mut bodies);
+    bodies
+}
+
+#[test]
+fn sonic_rs_reads_every_corpus_body_it_is_given_as_serde_json_does() {
+    let mut read = 0;
+    for (path, bytes) in corpus_bodies() {
+        let Ok(expected) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        if !sonic_reads_as_serde_json(&bytes) {
+            continue;
+        }
+        let value: Value = sonic_rs::from_slice(&bytes).unwrap();
+        // As text, so that the order of the members counts too.
+        assert_eq!(
+            value.to_string(),
+            expected.to_string(),
+            "{}",
+            path.display()
+        );
+        read += 1;
+    }
+    // Of the 808 bodies, 37 hold a number that starts `-0` and 3 more than
+    // 128 brackets: serde_json reads those.
+    assert_eq!(read, 768, "sonic-rs read {read} corpus bodies");
+}
+
+#[test]
+fn bodies_sonic_rs_would_read_otherwise_are_left_to_serde_json() {
+    assert!(sonic_reads_as_serde_json(
+        br#"{"a":[1,{"b":-1.5,"c":-10}]}"#
+    ));
+    assert!(!sonic_reads_as_serde_json(br#"{"a":-0}"#));
+    assert!(!sonic_reads_as_serde_json(br#"{"a":[-0.0]}"#));
+    assert!(!sonic_reads_as_serde_json(br#"{"a":-0e3}"#));
+    assert!(!sonic_reads_as_serde_json(br#"{"a":-0"#));
+    assert!(sonic_reads_as_serde_json(
+        br#"{"model":"gpt-4o-2024-08-06"}"#
+    ));
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    assert!(sonic_reads_as_serde_json(nested(NESTING_LIMIT).as_bytes()));
+    assert!(!sonic_reads_as_serde_json(
+        nested(NESTING_LIMIT + 1).as_bytes()
+    ));
+}
+
+#[test]
+fn a_negative_zero_argument_keeps_its_sign() {
+    let arguments = r#"{"a":-0,"b":-0.0,"c":[-0.0]}"#;
+    let body = format!(
+        r#"{{"content":[{{"type":"tool_use","id":"t","name":"math","input":{arguments}}}]}}"#
+    );
+    let parsed = Provider::Anthropic.parse_response(body.as_bytes()).unwrap();
+    let expected: Value = serde_json::from_str(arguments).unwrap();
+    assert_eq!(
+        ok(&parsed.calls[0]).arguments.to_string(),
+        expected.to_string()
+    );
+    assert!(expected["b"].as_f64().unwrap().is_sign_negative());
+}
+
+#[test]
+fn a_body_sonic_rs_refuses_is_worded_by_serde_json() {
+    let error = Provider::Anthropic
+        .parse_response(br#"{"content": [}"#)
+        .unwrap_err();
+    let ResponseError::NotJson {
+        line,
+        column,
+        message,
+    } = error
+    else {
+        panic!("not a JSON error: {error:?}")
+    };
+    assert_eq!((line, column), (1, 14));
+    assert_eq!(message, "expected value");
+}
+
+#[test]
+fn an_anthropic_block_that_names_a_field_twice_is_refused_by_either_reader() {
+    let body = br#"{"content":[{"type":"tool_use","id":"a","id":"b","name":"echo","input":{}}]}"#;
+    let error = Provider::Anthropic.parse_response(body).unwrap_err();
+    assert!(
+        error.to_string().contains("duplicate field `id`"),
+        "{error}"
+    );
+    // A block of another type, or blocks of unknown fields, are read past.
+    let body = br#"{"content":[{"type":"image","source":{"data":"x"}},{"type":"text","text":"hi","citations":[]},{"type":"tool_use","id":"c","name":"echo","input":{"m":1},"caller":{}}]}"#;
+    let parsed = Provider::Anthropic.parse_response(body).unwrap();
+    assert_eq!(parsed.text, "hi");
+    assert_eq!(ok(&parsed.calls[0]).id, "c");
+    assert_eq!(ok(&parsed.calls[0]).arguments, json!({"m": 1}));
+}
+
+#[test]
+fn a_lone_surrogate_is_read_as_serde_json_reads_it() {
+    for escape in [r"\ud800", r"\udc00", r"\ud800\u0041", r"\ud83d\ude00"] {
+        let body = format!(
+            r#"{{"content":[{{"type":"tool_use","id":"t","name":"echo","input":{{"message":"{escape}"}}}}]}}"#
+        );
+        let by_serde_json = serde_json::from_str::<Value>(&body).map(|v| v.to_string());
+        let parsed = Provider::Anthropic.parse_response(body.as_bytes());
+        match (by_serde_json, parsed) {
+            (Ok(_), Ok(parsed)) => {
+                let expected: Value =
+                    serde_json::from_str(&format!(r#"{{"message":"{escape}"}}"#)).unwrap();
+                assert_eq!(ok(&parsed.calls[0]).arguments, expected, "{escape}");
+            }
+            (Err(_), Err(error)) => {
+                assert!(
+                    matches!(error, ResponseError::NotJson { .. }),
+                    "{escape}: {error}"
+                )
+            }
+            (expected, parsed) => panic!("{escape}: serde_json {expected:?}, Parse {parsed:?}"),
+        }
+    }
+}

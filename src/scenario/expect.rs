@@ -43,7 +43,7 @@ impl ExpectedCall {
                 rule.check(&call.name, call.arguments.as_value()).is_ok()
             }
             (ParsedCall::Ok(call), None) => {
-                call.name == self.name && self.arguments.matches(call.arguments.as_value())
+                call.name == self.name && self.arguments.matches_arguments(&call.arguments)
             }
             (ParsedCall::Malformed(_), _) => false,
         }

@@ -75,7 +75,7 @@ impl<'t> TaskJudge<'t> {
             marks.forbidden += u32::from(self.task.forbidden.iter().any(|f| {
                 f.name == call.name
                     && f.arguments
-                        .matches_listed(call.arguments.as_value(), &self.recent)
+                        .matches_arguments_listed(&call.arguments, &self.recent)
             }));
             let succeeded = results.get(i).is_some_and(|r| !r.is_error());
             if !succeeded {
@@ -101,7 +101,7 @@ impl<'t> TaskJudge<'t> {
                         && milestone.name == call.name
                         && milestone
                             .arguments
-                            .matches_in(call.arguments.as_value(), &self.recent)
+                            .matches_arguments_in(&call.arguments, &self.recent)
                 });
             match reachable {
                 Some(m) => {

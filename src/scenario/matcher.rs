@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::call::Arguments;
 use crate::pointer::{Located, Pointer};
 
 /// What a trial's tools answered so far: the most recent successful result
@@ -368,23 +369,48 @@ impl ArgumentMatchers {
 
     /// [`ArgumentMatchers::matches`], with `$result` read from `recent`.
     pub fn matches_in(&self, actual: &Value, recent: &RecentResults) -> bool {
-        let Some(object) = actual.as_object() else {
-            return false;
-        };
-        self.matches_listed(actual, recent)
-            && object
-                .keys()
-                .all(|key| self.0.iter().any(|(k, _)| k == key))
+        actual.as_object().is_some_and(|object| {
+            self.listed_match(|key| object.get(key), recent)
+                && self.lists_all(object.keys().map(String::as_str))
+        })
     }
 
     /// Every listed argument matches; others may be there too.
     pub fn matches_listed(&self, actual: &Value, recent: &RecentResults) -> bool {
-        let Some(actual) = actual.as_object() else {
-            return false;
-        };
+        actual
+            .as_object()
+            .is_some_and(|object| self.listed_match(|key| object.get(key), recent))
+    }
+
+    /// [`ArgumentMatchers::matches`] for a call's arguments, read as they
+    /// arrived.
+    pub fn matches_arguments(&self, actual: &Arguments) -> bool {
+        self.matches_arguments_in(actual, &RecentResults::default())
+    }
+
+    /// [`ArgumentMatchers::matches_in`] for a call's arguments.
+    pub fn matches_arguments_in(&self, actual: &Arguments, recent: &RecentResults) -> bool {
+        self.listed_match(|key| actual.get(key), recent)
+            && self.lists_all(actual.members().map(|(key, _)| key))
+    }
+
+    /// [`ArgumentMatchers::matches_listed`] for a call's arguments.
+    pub fn matches_arguments_listed(&self, actual: &Arguments, recent: &RecentResults) -> bool {
+        self.listed_match(|key| actual.get(key), recent)
+    }
+
+    fn listed_match<'v>(
+        &self,
+        member: impl Fn(&str) -> Option<&'v Value>,
+        recent: &RecentResults,
+    ) -> bool {
         self.0
             .iter()
-            .all(|(key, m)| m.matches_in(actual.get(key), recent))
+            .all(|(key, m)| m.matches_in(member(key), recent))
+    }
+
+    fn lists_all<'k>(&self, mut keys: impl Iterator<Item = &'k str>) -> bool {
+        keys.all(|key| self.0.iter().any(|(k, _)| k == key))
     }
 
     /// The `$result` matchers, at any depth: (tool, pointer).
@@ -493,5 +519,41 @@ mod tests {
         assert!(matchers.matches(&example));
         assert!(!matchers.matches(&json!({"city": "Oslo", "units": "c", "extra": 1})));
         assert!(!matchers.matches(&json!({"city": "Oslo", "units": "c", "debug": true})));
+    }
+
+    #[test]
+    fn arguments_are_matched_as_their_whole_object_is() {
+        let matchers = ArgumentMatchers::from_map(
+            json!({"city": "Paris", "days": {"$gte": 1, "$lte": 7}})
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap();
+        let recent = RecentResults::default();
+        for arguments in [
+            json!({"city": "Paris", "days": 3}),
+            json!({"days": 3, "city": "Paris"}),
+            json!({"city": "Paris", "days": 3, "units": "metric"}),
+            json!({"city": "Paris", "days": 9}),
+            json!({"city": "Paris"}),
+            json!({}),
+        ] {
+            let call_arguments = Arguments::try_from(arguments.clone()).unwrap();
+            assert_eq!(
+                matchers.matches_arguments_in(&call_arguments, &recent),
+                matchers.matches_in(&arguments, &recent),
+                "{arguments}"
+            );
+            assert_eq!(
+                matchers.matches_arguments_listed(&call_arguments, &recent),
+                matchers.matches_listed(&arguments, &recent),
+                "{arguments}"
+            );
+        }
+        assert!(
+            matchers.matches_arguments(
+                &Arguments::try_from(json!({"days": 2, "city": "Paris"})).unwrap()
+            )
+        );
     }
 }

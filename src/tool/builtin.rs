@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use super::{Effect, Sandbox, ToolDef, ToolFailure};
@@ -76,7 +76,7 @@ impl Implementation {
 
     /// Run with arguments that already passed validation.
     /// The instant built-ins, run without a future; `None` for the others.
-    pub(crate) fn run_now(&self, args: &Map<String, Value>) -> Option<Result<String, ToolFailure>> {
+    pub(crate) fn run_now(&self, args: &Arguments) -> Option<Result<String, ToolFailure>> {
         match self {
             Implementation::Echo => Some(Ok(str_arg(args, "message").to_owned())),
             Implementation::Math => Some(math(args)),
@@ -86,7 +86,7 @@ impl Implementation {
 
     pub(crate) async fn run(
         &self,
-        args: &Map<String, Value>,
+        args: &Arguments,
         sandbox: Option<&Sandbox>,
     ) -> Result<String, ToolFailure> {
         match self {
@@ -162,7 +162,7 @@ impl Implementation {
 fn edit_file(
     path: &std::path::Path,
     requested: &str,
-    args: &Map<String, Value>,
+    args: &Arguments,
 ) -> Result<String, ToolFailure> {
     let (old, new) = (str_arg(args, "old_text"), str_arg(args, "new_text"));
     let bytes = std::fs::read(path).map_err(|e| ToolFailure::from_io(&e, requested))?;
@@ -186,12 +186,12 @@ fn edit_file(
     }
 }
 
-fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
+fn str_arg<'a>(args: &'a Arguments, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn sandboxed(
-    args: &Map<String, Value>,
+    args: &Arguments,
     sandbox: Option<&Sandbox>,
 ) -> Result<std::path::PathBuf, ToolFailure> {
     // The registry refuses file tools without a sandbox; this is a second lock.
@@ -200,7 +200,7 @@ fn sandboxed(
     sandbox.resolve(requested)
 }
 
-fn math(args: &Map<String, Value>) -> Result<String, ToolFailure> {
+fn math(args: &Arguments) -> Result<String, ToolFailure> {
     let a = args.get("a").and_then(Value::as_f64).unwrap_or(0.0);
     let b = args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
     let value = match str_arg(args, "operation") {
@@ -371,12 +371,12 @@ pub(super) struct Builtin {
 
 impl ToolBackend for Builtin {
     fn run_now(&self, arguments: &Arguments) -> Option<Result<String, ToolFailure>> {
-        self.implementation.run_now(arguments.as_map())
+        self.implementation.run_now(arguments)
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
         Box::pin(self.implementation.run(
-            call.arguments.as_map(),
+            call.arguments,
             call.state.sandbox.as_ref().or(self.sandbox.as_ref()),
         ))
     }
@@ -392,7 +392,7 @@ mod tests {
             let args = json!({"ms": ms});
             let started = tokio::time::Instant::now();
             let text = Implementation::Sleep
-                .run(args.as_object().unwrap(), None)
+                .run(&Arguments::try_from(args).unwrap(), None)
                 .await
                 .unwrap();
             assert_eq!(text, format!("slept {expected} ms"));
@@ -400,8 +400,8 @@ mod tests {
         }
     }
 
-    fn args(value: Value) -> Map<String, Value> {
-        value.as_object().unwrap().clone()
+    fn args(value: Value) -> Arguments {
+        Arguments::try_from(value).unwrap()
     }
 
     #[tokio::test]

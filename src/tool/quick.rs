@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Number, Value};
 
 use super::wording::{ArgumentError, Violation, word};
+use crate::call::Arguments;
 
 /// Up to this many properties a linear scan beats hashing the name.
 const LINEAR_PROPERTIES: usize = 8;
@@ -125,6 +126,26 @@ impl QuickSchema {
 
     pub fn is_valid(&self, instance: &Value) -> bool {
         self.root.is_valid(instance)
+    }
+
+    /// [`QuickSchema::is_valid`] for a call's arguments, read as they
+    /// arrived (no `serde_json::Value` of the whole is made).
+    pub fn arguments_are_valid(&self, arguments: &Arguments) -> bool {
+        if self.root.checks_members_only() {
+            self.root.object_is_valid(arguments)
+        } else {
+            self.root.is_valid(arguments.as_value())
+        }
+    }
+
+    /// [`QuickSchema::errors`] for a call's arguments.
+    pub fn argument_errors(&self, arguments: &Arguments) -> Vec<ArgumentError> {
+        if !self.root.checks_members_only() {
+            return self.errors(arguments.as_value());
+        }
+        let mut out = Vec::with_capacity(2);
+        self.root.write_object_errors(arguments, None, &mut out);
+        out
     }
 
     /// Every error of `instance` as a `(pointer, message)` pair, worded
@@ -278,6 +299,16 @@ fn count(value: &Value) -> Option<u64> {
 }
 
 impl Node {
+    /// Whether an object instance is checked by its members alone: its
+    /// type allowed, and no `enum` or `const` comparing it whole.
+    fn checks_members_only(&self) -> bool {
+        self.types
+            .is_none_or(|allowed| allowed & types::OBJECT != 0)
+            && !self.value_checks
+            && self.enum_message.is_none()
+            && self.constant.is_none()
+    }
+
     fn is_valid(&self, instance: &Value) -> bool {
         if let Some(allowed) = self.types
             && !type_allowed(allowed, instance)
@@ -385,9 +416,9 @@ impl Node {
 
     /// One pass over the instance's members, each looked up among the
     /// (few) declared properties; required ones are counted on the way.
-    fn object_is_valid(&self, members: &Map<String, Value>) -> bool {
+    fn object_is_valid(&self, members: &(impl Object + ?Sized)) -> bool {
         let mut required_seen = 0;
-        for (position, (key, member)) in members.iter().enumerate() {
+        for (position, (key, member)) in members.each().enumerate() {
             match self.property(key, position) {
                 Some(property) => {
                     if !property.schema.is_valid(member) {
@@ -412,7 +443,7 @@ impl Node {
                     .required
                     .iter()
                     .filter_map(Value::as_str)
-                    .all(|name| has_member(members, name)))
+                    .all(|name| members.has(name)))
     }
 
     /// The declared property `name`, the member at `position` of the
@@ -482,13 +513,13 @@ impl Node {
 
     fn write_object_errors(
         &self,
-        members: &Map<String, Value>,
+        members: &(impl Object + ?Sized),
         path: Path<'_>,
         out: &mut Vec<ArgumentError>,
     ) {
         let mut required_seen = 0;
         let mut unexpected = Vec::new();
-        for (position, (key, member)) in members.iter().enumerate() {
+        for (position, (key, member)) in members.each().enumerate() {
             let schema = match (self.property(key, position), &self.additional) {
                 (Some(property), _) => {
                     required_seen += usize::from(property.required);
@@ -497,7 +528,7 @@ impl Node {
                 (None, Additional::Schema(schema)) => schema,
                 (None, Additional::Allowed) => continue,
                 (None, Additional::Forbidden) => {
-                    unexpected.push(key.as_str());
+                    unexpected.push(key);
                     continue;
                 }
             };
@@ -510,7 +541,7 @@ impl Node {
         // Look names up only when the count says one is missing.
         if required_seen != self.required_properties || self.required_elsewhere {
             for name in &self.required {
-                if !name.as_str().is_some_and(|name| has_member(members, name)) {
+                if !name.as_str().is_some_and(|name| members.has(name)) {
                     line(path, Violation::Required(name), out);
                 }
             }
@@ -521,13 +552,38 @@ impl Node {
     }
 }
 
-/// Whether `members` has `name`: the few members of tool arguments
-/// compare faster one by one than the name is hashed.
-fn has_member(members: &Map<String, Value>, name: &str) -> bool {
-    if members.len() <= LINEAR_PROPERTIES {
-        members.keys().any(|key| crate::json_eq::str_eq(key, name))
-    } else {
-        members.contains_key(name)
+/// An object instance as the quick check reads it: a nested value's map,
+/// or a call's arguments as they arrived.
+trait Object {
+    /// The members, in order.
+    fn each(&self) -> impl Iterator<Item = (&str, &Value)>;
+    /// Whether there is a member called `name`.
+    fn has(&self, name: &str) -> bool;
+}
+
+impl Object for Map<String, Value> {
+    fn each(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.iter().map(|(key, member)| (key.as_str(), member))
+    }
+
+    /// The few members of tool arguments compare faster one by one than
+    /// the name is hashed.
+    fn has(&self, name: &str) -> bool {
+        if self.len() <= LINEAR_PROPERTIES {
+            self.keys().any(|key| crate::json_eq::str_eq(key, name))
+        } else {
+            self.contains_key(name)
+        }
+    }
+}
+
+impl Object for Arguments {
+    fn each(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.members()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
     }
 }
 

@@ -132,6 +132,13 @@ fn check_folder(
             };
             assert_eq!(&call.name, name, "{}", path.display());
             assert_eq!(&call.arguments, arguments, "{}", path.display());
+            // As text too, so that the order of the members counts.
+            assert_eq!(
+                call.arguments.to_string(),
+                arguments.to_string(),
+                "{}",
+                path.display()
+            );
             if !id.is_empty() {
                 assert_eq!(&call.id, id, "{}", path.display());
             } else {

@@ -5,7 +5,10 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+mod arguments;
+pub use arguments::{Arguments, SentArguments};
 
 /// One well-formed tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,89 +16,6 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: Arguments,
-}
-
-/// A call's arguments: always a JSON object, its members in the order
-/// the model wrote them. What holds them is this type's own, so that a
-/// cheaper value can take their place without a change to the stages and
-/// judges that read them.
-#[derive(Clone, PartialEq)]
-pub struct Arguments(Value);
-
-impl Arguments {
-    /// The arguments of `members`.
-    pub fn from_map(members: Map<String, Value>) -> Self {
-        Arguments(Value::Object(members))
-    }
-
-    pub fn as_map(&self) -> &Map<String, Value> {
-        self.0.as_object().expect("arguments are an object")
-    }
-
-    /// The object as one JSON value: for what reads values whole (the
-    /// validators, BFCL's checker, the argument matchers).
-    pub fn as_value(&self) -> &Value {
-        &self.0
-    }
-
-    /// The member called `name`.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.as_map().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.as_map().is_empty()
-    }
-}
-
-/// No members.
-impl Default for Arguments {
-    fn default() -> Self {
-        Arguments::from_map(Map::new())
-    }
-}
-
-/// A JSON object is arguments; any other value comes back as the error.
-impl TryFrom<Value> for Arguments {
-    type Error = Value;
-
-    fn try_from(value: Value) -> Result<Self, Value> {
-        if value.is_object() {
-            Ok(Arguments(value))
-        } else {
-            Err(value)
-        }
-    }
-}
-
-/// Arguments equal the JSON object of the same members (what tests write).
-impl PartialEq<Value> for Arguments {
-    fn eq(&self, other: &Value) -> bool {
-        self.0 == *other
-    }
-}
-
-/// The JSON text, compact, members in order.
-impl fmt::Display for Arguments {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for Arguments {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
-
-impl Serialize for Arguments {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
 }
 
 /// A call the model made that could not be read: broken JSON arguments, no
