@@ -154,6 +154,20 @@ fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
                         sorted(schema_errors(general.iter_errors(data))),
                         "{data}"
                     );
+                    // A call's arguments, read as they arrived, get the
+                    // same answer and the same errors.
+                    if let Ok(arguments) = toolgauge::call::Arguments::try_from(data.clone()) {
+                        assert_eq!(
+                            quick.arguments_are_valid(&arguments),
+                            quick.is_valid(data),
+                            "{data}"
+                        );
+                        assert_eq!(
+                            sorted(quick.argument_errors(&arguments)),
+                            sorted(quick.errors(data)),
+                            "{data}"
+                        );
+                    }
                     if quick.is_valid(data) != test["valid"].as_bool().unwrap() {
                         wrong.push(format!(
                             "{folder}/{} | {} | {}",
