@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use super::loose::{Loose, LooseCount, LooseStr};
 use super::settings::ToolChoice;
 use super::{
-    Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, WireArguments,
-    api_error_message, make_call, non_empty, usage_of, write_arguments,
+    Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
+    make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, SentArguments, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
@@ -233,13 +233,9 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
     response.stopped(parsed.stop_reason.as_deref(), "max_tokens");
     for (index, call) in content.calls.into_iter().enumerate() {
         let id = ids.id_for(call.id.as_deref(), index);
-        let arguments = match call.input {
-            Some(sent) => WireArguments::Sent(sent),
-            None => WireArguments::Missing,
-        };
         response
             .calls
-            .push(make_call(id, call.name.as_deref(), arguments));
+            .push(make_call(id, call.name.as_deref(), call.input.into()));
     }
     Ok(response)
 }

@@ -13,7 +13,7 @@ use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
     Ask, FunctionSpec, GENERATED_ID_PREFIX, IdMaker, ParsedResponse, Provider, ResponseError,
-    WireArguments, make_call, non_empty, usage_of, write_arguments,
+    make_call, non_empty, usage_of, write_arguments,
 };
 use crate::call::{ParsedCall, SentArguments, ToolResult, Usage};
 use crate::json_writer::{write_separated, write_str, write_u64};
@@ -125,13 +125,9 @@ pub(super) fn parse_response(body: &[u8]) -> Result<ParsedResponse, ResponseErro
         if let Some(call) = part.function_call {
             let index = response.calls.len();
             let id = ids.id_for(call.id.as_deref(), index);
-            let arguments = match call.args {
-                Some(sent) => WireArguments::Sent(sent),
-                None => WireArguments::Missing,
-            };
             response
                 .calls
-                .push(make_call(id, call.name.as_deref(), arguments));
+                .push(make_call(id, call.name.as_deref(), call.args.into()));
         } else if let Some(text) = part.text.as_deref() {
             if part.thought == Some(Value::Bool(true)) {
                 super::append_line(&mut response.reasoning, text);

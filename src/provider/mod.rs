@@ -540,6 +540,13 @@ enum WireArguments<'a> {
     Value(Value),
 }
 
+/// Arguments read straight from a body: none sent is no arguments.
+impl From<Option<SentArguments>> for WireArguments<'_> {
+    fn from(sent: Option<SentArguments>) -> Self {
+        sent.map_or(WireArguments::Missing, WireArguments::Sent)
+    }
+}
+
 pub(crate) fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
