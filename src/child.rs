@@ -71,3 +71,41 @@ pub fn kill_group(pid: u32) {
         libc::killpg(pid as libc::pid_t, libc::SIGKILL);
     }
 }
+
+/// Kills a child's process group when dropped: whatever the child
+/// started ends with the value that owns it (a call, a server).
+#[derive(Debug)]
+pub struct GroupGuard(u32);
+
+impl GroupGuard {
+    pub fn new(pid: u32) -> GroupGuard {
+        GroupGuard(pid)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
+/// Whether the child `pid` has exited, without reaping it: its process
+/// group id stays its own until it is waited for, so the group can still
+/// be killed by that id.
+pub fn has_exited(pid: u32) -> std::io::Result<bool> {
+    // SAFETY: waitid writes only into `info`, which we own; WNOWAIT leaves
+    // the child to be reaped by its owner.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let code = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if code != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(info.si_pid() != 0)
+    }
+}

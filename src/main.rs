@@ -13,12 +13,11 @@ use toolgauge::cli::Cli;
 static GLOBAL: MiMalloc = MiMalloc;
 
 fn main() -> ExitCode {
-    // Output piped into `head` ends quietly, as for any Unix tool, instead
-    // of a panic on the closed pipe.
-    // SAFETY: restoring a signal's default action before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default), so that writing to a child
+    // that closed its stdin is an EPIPE error where it happens, never the
+    // death of the run. Our own output piped into `head` still ends
+    // quietly, as for any Unix tool.
+    end_quietly_on_a_closed_stdout();
     let cli = Cli::parse();
     match toolgauge::cli::run(cli) {
         Ok(code) => code,
@@ -29,4 +28,30 @@ fn main() -> ExitCode {
             ExitCode::from(error.exit_code())
         }
     }
+}
+
+/// `println!` panics when stdout is a closed pipe; that panic ends the
+/// process as SIGPIPE would have, with no message. Any other panic is
+/// reported as usual.
+fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let closed = message.starts_with("failed printing to std")
+            && message.contains(&std::io::Error::from_raw_os_error(libc::EPIPE).to_string());
+        if closed {
+            // SAFETY: restoring SIGPIPE's default action and raising it
+            // ends this process at once, as a closed pipe does elsewhere.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
+        }
+        default(info);
+    }));
 }

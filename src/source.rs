@@ -55,9 +55,76 @@ impl FileError {
     }
 }
 
+/// The largest input file read: past it, a file is refused, not read.
+pub const INPUT_LIMIT: u64 = 512 * 1024 * 1024;
+
+/// Every input file is read here: a regular file (a FIFO would block for
+/// ever, a device never end), of at most [`INPUT_LIMIT`] bytes. Opened
+/// without blocking, so that a FIFO is seen for what it is, not waited on.
+pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a folder")
+    } else if kind.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a regular file")
+    };
+    if let Some(what) = what {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {what}; give a regular file"),
+        ));
+    }
+    if meta.len() > INPUT_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it holds {} bytes, over the {} MiB an input file may hold",
+                meta.len(),
+                INPUT_LIMIT >> 20
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while read stops at the limit all the same.
+    file.by_ref()
+        .take(INPUT_LIMIT + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > INPUT_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it grew past the {} MiB an input file may hold",
+                INPUT_LIMIT >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// [`read_input`] as text; bytes that are not UTF-8 are an error.
+pub fn read_input_text(path: &Path) -> io::Result<String> {
+    String::from_utf8(read_input(path)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 /// Read and deserialize a JSON file.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, FileError> {
-    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+    let bytes = read_input(path).map_err(|source| FileError::Read {
         path: path.to_owned(),
         source,
     })?;

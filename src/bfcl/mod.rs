@@ -116,7 +116,7 @@ pub enum BfclError {
 
 /// Every entry of a JSON Lines file, typed; blank lines are skipped.
 pub fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, BfclError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BfclError::Read {
+    let text = crate::source::read_input_text(path).map_err(|source| BfclError::Read {
         path: path.to_owned(),
         source,
     })?;

@@ -77,7 +77,7 @@ impl BfclResults {
             line,
             problem,
         };
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+        let text = crate::source::read_input_text(path).map_err(|source| ResultsError::Read {
             path: path.to_owned(),
             source,
         })?;

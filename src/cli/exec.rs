@@ -65,7 +65,7 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode, CliError> {
 
 fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     let registry = Arc::new(build_registry(args, servers)?);
-    let body = std::fs::read(&args.response)
+    let body = crate::source::read_input(&args.response)
         .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", args.response.display())))?;
     let body = if args.stream {
         crate::provider::stream::whole_body(args.provider, &body)

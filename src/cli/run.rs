@@ -34,6 +34,12 @@ pub struct RunArgs {
     /// in SUITE or above it.
     #[arg(long = "models", value_name = "PATH")]
     pub models: Vec<PathBuf>,
+    /// A live model file that may play a scenario's simulated user, which
+    /// names it by its name in `task.user.model`; it is not measured. A
+    /// suite may name no key of yours otherwise: a model file inside it
+    /// that plays the user must carry no `api_key_env`.
+    #[arg(long = "user-model", value_name = "FILE")]
+    pub user_models: Vec<PathBuf>,
     /// Trials per model x scenario [default: 20].
     #[arg(long)]
     pub trials: Option<u32>,
@@ -112,6 +118,7 @@ impl RunArgs {
         Ok(RunRequest {
             suites: self.suites.clone(),
             models: self.models.clone(),
+            user_models: self.user_models.clone(),
             trials: self.trials,
             seed: self.seed,
             concurrency: self.concurrency,

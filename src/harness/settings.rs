@@ -44,6 +44,9 @@ pub struct RunRequest {
     pub suites: Vec<PathBuf>,
     /// Model files or folders of them; none: the nearest `models/` folder.
     pub models: Vec<PathBuf>,
+    /// Model files that may play a scenario's simulated user (named by
+    /// their name in `user.model`), not measured themselves.
+    pub user_models: Vec<PathBuf>,
     pub trials: Option<u32>,
     pub seed: Option<u64>,
     pub concurrency: Option<usize>,

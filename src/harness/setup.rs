@@ -33,11 +33,14 @@ use super::settings::{RunRequest, Settings, SettingsError, contradiction};
 use super::{Clock, Job, ProgressMode, RunError, RunPlan};
 use crate::doctor::DoctorError;
 use crate::metrics::Aggregate;
-use crate::model::{self, LiveOptions, Model, ModelError, ModelFile, RecordingError, Replayer};
+use crate::model::{
+    self, LiveOptions, Model, ModelError, ModelFile, RecordingError, Replayer, user_sim,
+};
 use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{
     self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
 };
+use crate::scenario::user::UserPlayer;
 use crate::scenario::{LoadError, Scenario, load_suites};
 use crate::tool::mcp::{SourceStats, ToolServers};
 
@@ -86,6 +89,11 @@ pub enum SetupError {
     },
     #[error(transparent)]
     ForeignTrial(Box<ForeignTrial>),
+    #[error("{}: {source}", scenario.display())]
+    UserModel {
+        scenario: PathBuf,
+        source: ModelError,
+    },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -209,7 +217,7 @@ impl PreparedRun {
                 .map_err(SetupError::SuiteChanged)?;
         }
         models.check_answerable(&scenarios)?;
-        let users = models.users(&scenarios)?;
+        let users = models.users(&scenarios, &settings.suite.0)?;
         // A simulated user played over the network needs the real clock.
         if settings.clock == Clock::Virtual
             && models.replayer.is_none()
@@ -361,10 +369,25 @@ impl Reporter for ToolSourcesCsv {
     }
 }
 
+/// The folder of the suite that holds `scenario`: the suite given as a
+/// folder that holds it, or a scenario file's own folder.
+fn suite_folder_of(scenario: &Path, suites: &[PathBuf]) -> PathBuf {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let path = canonical(scenario);
+    suites
+        .iter()
+        .map(|suite| canonical(suite))
+        .find(|suite| suite.is_dir() && path.starts_with(suite))
+        .unwrap_or_else(|| path.parent().map_or_else(PathBuf::new, Path::to_owned))
+}
+
 /// The run's models: their files, made ready (answered from a recording
 /// with `--replay`).
 struct Models {
     files: Vec<ModelFile>,
+    /// The models the user gave on the command line (`--models`,
+    /// `--user-model`): the only ones a suite may name to play its users.
+    given: Vec<ModelFile>,
     models: Vec<Arc<dyn Model>>,
     /// How live models (simulated users' too) reach their answers.
     live_options: LiveOptions,
@@ -402,7 +425,16 @@ impl Models {
             .iter()
             .map(|file| model::build(file, &live_options, replayer.clone()))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut given = if request.models.is_empty() && recorded.is_none() {
+            Vec::new()
+        } else {
+            files.clone()
+        };
+        for path in &request.user_models {
+            given.push(ModelFile::load(path)?);
+        }
         Ok(Models {
+            given,
             // Network I/O needs the real clock: on the paused one, every
             // request timeout would fire at once.
             live_network: replayer.is_none() && files.iter().any(ModelFile::is_live),
@@ -414,10 +446,13 @@ impl Models {
         })
     }
 
-    /// By scenario, the live model that plays its simulated user.
+    /// By scenario, the live model that plays its simulated user: one the
+    /// user gave on the command line, or a keyless file inside the suite
+    /// (`user_sim::user_model_file`).
     fn users(
         &self,
         scenarios: &[Scenario],
+        suites: &[PathBuf],
     ) -> Result<Vec<Option<Arc<crate::model::live::LiveModel>>>, SetupError> {
         scenarios
             .iter()
@@ -425,14 +460,24 @@ impl Models {
                 let Some(user) = s.task.as_ref().and_then(|t| t.user.as_ref()) else {
                     return Ok(None);
                 };
+                let UserPlayer::Model(named) = &user.player else {
+                    return Ok(None);
+                };
                 let dir = s.path.parent().unwrap_or(Path::new("."));
-                crate::model::user_sim::connect(
-                    user,
+                let in_scenario = |source: ModelError| SetupError::UserModel {
+                    scenario: s.path.clone(),
+                    source,
+                };
+                let file = user_sim::user_model_file(
+                    named,
+                    &self.given,
                     dir,
-                    &self.live_options,
-                    self.replayer.clone(),
+                    &suite_folder_of(&s.path, suites),
                 )
-                .map_err(SetupError::from)
+                .map_err(in_scenario)?;
+                user_sim::connect(&file, &self.live_options, self.replayer.clone())
+                    .map(Some)
+                    .map_err(in_scenario)
             })
             .collect()
     }

@@ -186,6 +186,10 @@ pub enum ModelError {
     },
     #[error("{}: model name {name:?} is used twice", path.display())]
     NameTwice { path: PathBuf, name: String },
+    /// `task.user.model`: not a model the user gave, nor a keyless file
+    /// inside the suite.
+    #[error("/task/user/model {named:?}: {problem}")]
+    UserModel { named: String, problem: String },
 }
 
 /// The model files a run names: `paths` (files, or folders of them), or

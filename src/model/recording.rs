@@ -171,7 +171,7 @@ impl Replayer {
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let bytes = crate::source::read_input(&path).map_err(io(&path))?;
             let file: Recorded = serde_json::from_slice(&bytes)
                 .map_err(|source| RecordingError::NotARecording { path, source })?;
             recorded.insert(file.request.key(), file);

@@ -155,18 +155,67 @@ fn leaks(instructions: &str, said: &str) -> bool {
             .any(|run| said.windows(LEAK_WORDS).any(|w| w == run))
 }
 
-/// The live model that plays a scenario's simulated user, when a model
-/// does: its file, relative to the scenario's folder.
-pub fn connect(
-    user: &SimulatedUser,
+/// The model file that plays a user named `named` in `user.model`: a
+/// model the user gave on the command line (`given`), by its name; else a
+/// model file inside the suite's folder that names no key. A suite never
+/// chooses where a key of the environment is sent: a file it names with
+/// `api_key_env` is refused, as is any path that leads out of its folder
+/// (by `..`, an absolute path or a link).
+pub fn user_model_file(
+    named: &str,
+    given: &[ModelFile],
     scenario_dir: &Path,
+    suite_dir: &Path,
+) -> Result<ModelFile, ModelError> {
+    let refused = |problem: String| ModelError::UserModel {
+        named: named.to_owned(),
+        problem,
+    };
+    if named.trim().is_empty() {
+        return Err(refused(
+            "is empty: name a model given with --user-model (or --models), or a model file inside the suite".to_owned(),
+        ));
+    }
+    if let Some(file) = given.iter().find(|m| m.name == named) {
+        return Ok(file.clone());
+    }
+    let names: Vec<&str> = given.iter().map(|m| m.name.as_str()).collect();
+    let not_found = || {
+        refused(format!(
+            "is neither the name of a model given on the command line ({}) nor a model file in the scenario's folder",
+            if names.is_empty() {
+                "none was: give it with --user-model FILE".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ))
+    };
+    let path = std::fs::canonicalize(scenario_dir.join(named)).map_err(|_| not_found())?;
+    let suite = std::fs::canonicalize(suite_dir).map_err(|_| not_found())?;
+    if !path.starts_with(&suite) {
+        return Err(refused(format!(
+            "leads outside the suite's folder {}; a suite names only files inside it (give a model of yours with --user-model FILE and name it here)",
+            suite_dir.display()
+        )));
+    }
+    let file = ModelFile::load(&path)?;
+    if let Some(variable) = file.api.as_ref().and_then(|api| api.api_key_env.as_ref()) {
+        return Err(refused(format!(
+            "{}: names a key of your environment (api.api_key_env {variable:?}) for an endpoint the suite chose; \
+             give the model with --user-model FILE and name it here by its name",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// The live model that plays a scenario's simulated user, when a model
+/// does: `file`, found by [`user_model_file`].
+pub fn connect(
+    file: &ModelFile,
     options: &LiveOptions,
     replayer: Option<Arc<Replayer>>,
-) -> Result<Option<Arc<LiveModel>>, ModelError> {
-    let UserPlayer::Model(path) = &user.player else {
-        return Ok(None);
-    };
-    let file = ModelFile::load(&scenario_dir.join(path))?;
+) -> Result<Arc<LiveModel>, ModelError> {
     let (Some(provider), Some(api)) = (file.kind.live_provider(), &file.api) else {
         return Err(ModelError::Connect {
             name: file.name.clone(),
@@ -175,8 +224,7 @@ pub fn connect(
                 .to_owned(),
         });
     };
-    LiveModel::connect(&file.name, provider, api, options, replayer)
-        .map(|model| Some(Arc::new(model)))
+    LiveModel::connect(&file.name, provider, api, options, replayer).map(Arc::new)
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ pub fn load_scenario(
     sandbox_root: &Path,
     servers: &ToolServers,
 ) -> Result<Scenario, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+    let bytes = crate::source::read_input(path).map_err(|source| FileError::Read {
         path: path.to_owned(),
         source,
     })?;

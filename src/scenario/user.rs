@@ -15,8 +15,9 @@ pub struct SimulatedUserFile {
     pub instructions: String,
     #[serde(default = "default_user_turns")]
     pub max_turns: u32,
-    /// A live model file (relative to the scenario's folder) that plays
-    /// the user.
+    /// The live model that plays the user: the name of a model given on
+    /// the command line (`--user-model`), or a model file inside the
+    /// suite (relative to the scenario's folder) that names no key.
     #[serde(default)]
     pub model: Option<String>,
     /// The user's replies in order (a mock user, for tests and CI).
@@ -43,8 +44,9 @@ pub struct SimulatedUser {
 /// Who plays a simulated user.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserPlayer {
-    /// A live model, from this file.
-    Model(std::path::PathBuf),
+    /// A live model: a model given on the command line, by its name, or a
+    /// keyless model file inside the suite.
+    Model(String),
     /// These replies, in order.
     Script(Vec<String>),
 }
@@ -62,7 +64,7 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
         return Err(Located::new(at.key("max_turns"), "must be at least 1"));
     }
     let player = match (&file.model, file.script.is_empty()) {
-        (Some(model), true) => UserPlayer::Model(model.into()),
+        (Some(model), true) => UserPlayer::Model(model.clone()),
         (None, false) => UserPlayer::Script(file.script.clone()),
         _ => {
             return Err(Located::new(

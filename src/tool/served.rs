@@ -210,7 +210,7 @@ impl CommandBackend {
             .spawn()
             .map_err(|e| ToolFailure::unavailable(format!("cannot start {label:?}: {e}")))?;
         // A call dropped at its timeout ends the command's whole group.
-        let _group = child.id().map(GroupGuard);
+        let _group = child.id().map(crate::child::GroupGuard::new);
         let input = serde_json::to_vec(arguments).expect("a JSON object serializes");
         let mut stdin = child.stdin.take().expect("piped");
         let (mut stdout, mut stderr) = (
@@ -245,16 +245,6 @@ impl CommandBackend {
                 .map_or("a signal".to_owned(), |c| format!("code {c}")),
             cut(stderr.trim(), STDERR_EXCERPT)
         )))
-    }
-}
-
-/// Kills a command's process group when dropped: whatever it started
-/// goes with it (a finished group is gone already, and the signal is lost).
-struct GroupGuard(u32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        crate::child::kill_group(self.0);
     }
 }
 

@@ -117,19 +117,6 @@ pub fn refusal(command: &str) -> Option<&'static str> {
         .map(|(_, reason)| *reason)
 }
 
-/// Run `command` in `dir` within `timeout`.
-pub async fn run(command: &str, dir: &Path, timeout: Duration) -> Result<String, ToolFailure> {
-    if let Some(reason) = refusal(command) {
-        return Err(ToolFailure::blocked(format!(
-            "command refused: {reason}. Only work inside the sandbox directory is allowed."
-        )));
-    }
-    let (command, dir) = (command.to_owned(), dir.to_owned());
-    tokio::task::spawn_blocking(move || run_blocking(&command, &dir, timeout))
-        .await
-        .map_err(|e| ToolFailure::runtime(format!("the shell could not run: {e}")))?
-}
-
 fn shell(command: &str, dir: &Path) -> Command {
     let mut shell = match isolation() {
         Isolation::Bubblewrap => {
@@ -162,27 +149,33 @@ fn shell(command: &str, dir: &Path) -> Command {
     shell
 }
 
-fn run_blocking(command: &str, dir: &Path, timeout: Duration) -> Result<String, ToolFailure> {
+/// Run `command` in `dir` within `timeout`. Whatever the command started
+/// ends with the call: its process group is killed when the shell exits,
+/// when the deadline passes, and when the call is dropped (a run
+/// interrupted), and output is read no longer than the deadline allows
+/// (a background process that keeps the pipes open cannot hold the call).
+pub async fn run(command: &str, dir: &Path, timeout: Duration) -> Result<String, ToolFailure> {
+    if let Some(reason) = refusal(command) {
+        return Err(ToolFailure::blocked(format!(
+            "command refused: {reason}. Only work inside the sandbox directory is allowed."
+        )));
+    }
+    let deadline = Instant::now() + timeout;
     let mut child = shell(command, dir)
         .spawn()
         .map_err(|e| ToolFailure::runtime(format!("the shell could not start: {e}")))?;
-    let stdout = capture(child.stdout.take());
-    let stderr = capture(child.stderr.take());
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() >= deadline => {
-                crate::child::kill_group(child.id());
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(ToolFailure::runtime(format!("waiting for the shell: {e}"))),
-        }
-    };
-    let mut text = joined(stdout);
-    let errors = joined(stderr);
+    // Dropped with this future: an interrupted call leaves nothing running.
+    let group = crate::child::GroupGuard::new(child.id());
+    let stdout = Captured::start(child.stdout.take());
+    let stderr = Captured::start(child.stderr.take());
+    let ended = tokio::task::spawn_blocking(move || wait_until(&mut child, deadline))
+        .await
+        .map_err(|e| ToolFailure::runtime(format!("the shell could not run: {e}")))?;
+    let status = ended?;
+    // Gone: the shell, and whatever it left in the background.
+    drop(group);
+    let mut text = stdout.text_by(deadline);
+    let errors = stderr.text_by(deadline);
     if !errors.is_empty() {
         text.push_str("\n[stderr]\n");
         text.push_str(&errors);
@@ -206,35 +199,68 @@ fn run_blocking(command: &str, dir: &Path, timeout: Duration) -> Result<String, 
     }
 }
 
-/// Read a pipe on its own thread, keeping the first [`OUTPUT_CAP`] bytes
-/// and counting the rest.
-fn capture(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
-    std::thread::spawn(move || {
-        let Some(mut pipe) = pipe else {
-            return (Vec::new(), 0);
-        };
-        let mut kept = Vec::new();
-        let mut dropped = 0;
-        let mut chunk = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            let room = OUTPUT_CAP.saturating_sub(kept.len()).min(n);
-            kept.extend_from_slice(&chunk[..room]);
-            dropped += n - room;
+/// Wait for the shell until `deadline`: its exit status, or `None` when
+/// it was stopped at the deadline. The group is killed before the leader
+/// is reaped, so its id cannot have been reused by then.
+fn wait_until(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> Result<Option<std::process::ExitStatus>, ToolFailure> {
+    let waited = |e: std::io::Error| ToolFailure::runtime(format!("waiting for the shell: {e}"));
+    loop {
+        let exited = crate::child::has_exited(child.id()).map_err(waited)?;
+        if exited || Instant::now() >= deadline {
+            crate::child::kill_group(child.id());
+            let status = child.wait().map_err(waited)?;
+            return Ok(exited.then_some(status));
         }
-        (kept, dropped)
-    })
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
-fn joined(reader: std::thread::JoinHandle<(Vec<u8>, usize)>) -> String {
-    let (bytes, dropped) = reader.join().unwrap_or_default();
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
-    if dropped > 0 {
-        text.push_str(&format!("\n[output truncated: {dropped} bytes cut]"));
+/// A pipe read on its own thread, keeping the first [`OUTPUT_CAP`] bytes
+/// and counting the rest; what came so far can be taken at any time.
+struct Captured {
+    kept: std::sync::Arc<std::sync::Mutex<(Vec<u8>, usize)>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl Captured {
+    fn start(pipe: Option<impl Read + Send + 'static>) -> Captured {
+        let kept = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0)));
+        let (finished, done) = std::sync::mpsc::channel();
+        let shared = kept.clone();
+        std::thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut kept = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let room = OUTPUT_CAP.saturating_sub(kept.0.len()).min(n);
+                    kept.0.extend_from_slice(&chunk[..room]);
+                    kept.1 += n - room;
+                }
+            }
+            let _ = finished.send(());
+        });
+        Captured { kept, done }
     }
-    text
+
+    /// What the pipe gave until it closed, or until `deadline` (a process
+    /// outside the group may still hold it open).
+    fn text_by(self, deadline: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = String::from_utf8_lossy(&kept.0).into_owned();
+        if kept.1 > 0 {
+            text.push_str(&format!("\n[output truncated: {} bytes cut]", kept.1));
+        }
+        text
+    }
 }
 
 #[cfg(test)]
@@ -307,6 +333,87 @@ mod tests {
         assert!(failure.message.contains("started"), "{}", failure.message);
         // The whole group was stopped, the background sleep too.
         assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    /// Whether `pid` is gone (or a zombie waiting for init to reap it).
+    fn process_is_gone(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    /// The background process's PID, printed by the command on its first line.
+    fn printed_pid(out: &str) -> u32 {
+        out.lines().next().unwrap().trim().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_background_process_neither_holds_the_call_nor_outlives_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // It holds stdout open: the call must still end when the shell does.
+        let out = run(
+            "sleep 1000 & echo $!; echo started",
+            dir.path(),
+            Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
+        assert!(out.contains("started"), "{out}");
+        let held = printed_pid(&out);
+        // Its output redirected, it holds nothing: it must still end.
+        let out = run(
+            "sleep 1000 >/dev/null 2>&1 & echo $!",
+            dir.path(),
+            Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
+        let redirected = printed_pid(&out);
+        for pid in [held, redirected] {
+            let gone = (0..500).any(|_| {
+                process_is_gone(pid) || {
+                    std::thread::sleep(Duration::from_millis(10));
+                    false
+                }
+            });
+            assert!(gone, "the background sleep {pid} outlived its call");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_midway_ends_the_processes_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_owned();
+        let call = tokio::spawn(async move {
+            run(
+                "sleep 1000 & echo $! > pid.txt; wait",
+                &root,
+                Duration::from_secs(600),
+            )
+            .await
+        });
+        let pid_file = dir.path().join("pid.txt");
+        let pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            {
+                break pid;
+            }
+            tokio::task::yield_now().await;
+        };
+        call.abort();
+        let _ = call.await;
+        let gone = (0..500).any(|_| {
+            process_is_gone(pid) || {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        });
+        assert!(gone, "the sleep {pid} outlived the dropped call");
     }
 
     #[tokio::test]

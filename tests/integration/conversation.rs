@@ -531,12 +531,15 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
     );
     let mut scenario: Value =
         serde_json::from_str(&std::fs::read_to_string(SIMULATED).unwrap()).unwrap();
+    // The user's model carries a key: it is the user's to give, on the
+    // command line, and the scenario names it by its name.
+    let mut user_file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+    user_file["name"] = json!("ada-user");
+    std::fs::write(&user, user_file.to_string()).unwrap();
     let user_spec = &mut scenario["task"]["user"];
     user_spec.as_object_mut().unwrap().remove("script");
-    user_spec["model"] = json!(format!(
-        "users/{}",
-        user.file_name().unwrap().to_str().unwrap()
-    ));
+    user_spec["model"] = json!("ada-user");
     let path = dir.path().join("simulated.json");
     std::fs::write(&path, scenario.to_string()).unwrap();
     let out = dir.path().join("out");
@@ -545,6 +548,8 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
         path.to_str().unwrap(),
         "--models",
         agent.to_str().unwrap(),
+        "--user-model",
+        user.to_str().unwrap(),
         "--trials",
         "1",
         "--quiet",

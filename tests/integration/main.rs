@@ -13,6 +13,7 @@ mod conversation;
 mod corpus;
 mod docs;
 mod harness;
+mod hostile;
 mod live;
 mod mcp;
 mod processes;

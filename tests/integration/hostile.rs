@@ -1,0 +1,214 @@
+//! Hostile suites and broken servers (issue 43): each test is named after
+//! the fault it guards, and each runs the binary as a user would, so that
+//! what a signal, a link or a stray key does to a real run is seen.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+/// Run the binary with `args` in `dir`.
+fn toolgauge_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn write_scenario(suite: &Path, scenario: &serde_json::Value) {
+    std::fs::create_dir_all(suite).unwrap();
+    let name = scenario["name"].as_str().unwrap();
+    std::fs::write(
+        suite.join(format!("{name}.json")),
+        serde_json::to_string_pretty(scenario).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_command_tool_that_never_reads_its_input_does_not_kill_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // More than a pipe holds: the write meets a closed pipe (EPIPE), which
+    // with SIGPIPE at its default killed the whole run with exit 141.
+    let big = "x".repeat(256 * 1024);
+    let scenario = json!({
+        "name": "sink",
+        "tools": [{
+            "name": "sink",
+            "description": "Takes a long text.",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "command": ["true"]
+        }],
+        "prompt": "Send the text.",
+        "expect": {"calls": [{"name": "sink", "arguments": {"text": big}}]}
+    });
+    write_scenario(&dir.path().join("suite"), &scenario);
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(
+        models.join("scripted.json"),
+        json!({"name": "scripted", "kind": "scripted"}).to_string(),
+    )
+    .unwrap();
+    let out = toolgauge_in(
+        dir.path(),
+        &[
+            "run", "suite", "--models", "models", "--trials", "2", "--quiet", "--out", "out",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the run died (a signal has no code): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trials = std::fs::read_to_string(dir.path().join("out/trials.csv")).unwrap();
+    assert_eq!(trials.lines().count(), 3, "{trials}");
+}
+
+const SIMULATED: &str = "scenarios/agent/conversation_simulated_user.json";
+const SECRET_ENV: &str = "TOOLGAUGE_TEST_HOSTILE_KEY";
+
+/// The simulated-user scenario with its user played by `model`, written
+/// into `suite`.
+fn conversation_played_by(suite: &Path, model: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SIMULATED);
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let user = &mut scenario["task"]["user"];
+    user.as_object_mut().unwrap().remove("script");
+    user["model"] = json!(model);
+    write_scenario(suite, &scenario);
+}
+
+/// A mock model for the run itself, outside the suite.
+fn scripted_model(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("scripted.json");
+    std::fs::write(
+        &path,
+        json!({"name": "scripted", "kind": "scripted"}).to_string(),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_suite_cannot_send_a_key_of_the_environment_to_an_endpoint_it_chose() {
+    // The suite's own "server": it must never be reached.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(suite.join("models")).unwrap();
+    std::fs::write(
+        suite.join("models/user.json"),
+        json!({"name": "user", "kind": "openai", "api": {
+            "model": "m",
+            "base_url": format!("http://{}/v1", listener.local_addr().unwrap()),
+            "api_key_env": SECRET_ENV
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    conversation_played_by(&suite, "models/user.json");
+    let model = scripted_model(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args([
+            "run",
+            "suite",
+            "--models",
+            model.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+            "out",
+        ])
+        .current_dir(dir.path())
+        .env(SECRET_ENV, "sk-hostile-SECRET")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/task/user/model")
+            && stderr.contains("api_key_env")
+            && stderr.contains("--user-model"),
+        "{stderr}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the suite's endpoint was reached: the key may have gone with it"
+    );
+}
+
+#[test]
+fn a_user_model_path_never_leaves_the_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    // A model file beside the suite, keyless: still outside it.
+    std::fs::write(
+        dir.path().join("outside.json"),
+        json!({"name": "outside", "kind": "openai", "api": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}).to_string(),
+    )
+    .unwrap();
+    let model = scripted_model(dir.path());
+    for named in [
+        "../outside.json",
+        "/etc/passwd",
+        "../../../../../../etc/passwd",
+    ] {
+        let suite = dir.path().join("suite");
+        let _ = std::fs::remove_dir_all(&suite);
+        conversation_played_by(&suite, named);
+        let out = toolgauge_in(
+            dir.path(),
+            &[
+                "run",
+                "suite",
+                "--models",
+                model.to_str().unwrap(),
+                "--trials",
+                "1",
+                "--quiet",
+                "--out",
+                "out",
+                "--force",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{named}: {stderr}");
+        assert!(stderr.contains("/task/user/model"), "{named}: {stderr}");
+        assert!(
+            !stderr.contains("root:"),
+            "{named}: a host file was read: {stderr}"
+        );
+    }
+    // Through a link inside the suite, too.
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(suite.join("models")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("outside.json"),
+        suite.join("models/link.json"),
+    )
+    .unwrap();
+    conversation_played_by(&suite, "models/link.json");
+    let out = toolgauge_in(
+        dir.path(),
+        &[
+            "run",
+            "suite",
+            "--models",
+            model.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+            "out",
+            "--force",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("leads outside the suite"), "{stderr}");
+}
