@@ -31,3 +31,4 @@ pub mod scenario;
 pub mod source;
 pub mod tool;
 pub mod transport;
+pub mod whole_file;

@@ -58,13 +58,13 @@ impl FileError {
 /// The largest input file read: past it, a file is refused, not read.
 pub const INPUT_LIMIT: u64 = 512 * 1024 * 1024;
 
-/// Every input file is read here: a regular file (a FIFO would block for
-/// ever, a device never end), of at most [`INPUT_LIMIT`] bytes. Opened
-/// without blocking, so that a FIFO is seen for what it is, not waited on.
-pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read as _;
+/// Every input file is opened here: a regular file (a FIFO would block
+/// for ever, a device never end), of at most [`INPUT_LIMIT`] bytes.
+/// Opened without blocking, so that a FIFO is seen for what it is, not
+/// waited on (for a regular file the flag changes nothing).
+pub fn open_input(path: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
@@ -99,11 +99,16 @@ pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
             ),
         ));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    Ok(file)
+}
+
+/// An input file's bytes, opened by [`open_input`].
+pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = open_input(path)?;
+    let mut bytes = Vec::new();
     // A file that grows while read stops at the limit all the same.
-    file.by_ref()
-        .take(INPUT_LIMIT + 1)
-        .read_to_end(&mut bytes)?;
+    file.take(INPUT_LIMIT + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > INPUT_LIMIT {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

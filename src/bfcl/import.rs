@@ -171,7 +171,7 @@ fn unsupported_category(questions: &Path) -> Option<String> {
         id: String,
     }
     // The first entry is enough: read no further than its line.
-    let file = std::io::BufReader::new(std::fs::File::open(questions).ok()?);
+    let file = std::io::BufReader::new(crate::source::open_input(questions).ok()?);
     let line = std::io::BufRead::lines(file)
         .map_while(Result::ok)
         .find(|l| !l.trim().is_empty())?;

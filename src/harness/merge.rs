@@ -52,6 +52,16 @@ pub enum MergeError {
         scenario: String,
         trial: u32,
     },
+    #[error(
+        "--out {}: {how} the shard folder {}: a merge never writes into one of its inputs; give another --out",
+        out.display(),
+        input.display()
+    )]
+    OutOverlapsInput {
+        out: PathBuf,
+        input: PathBuf,
+        how: &'static str,
+    },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -76,6 +86,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let first = dirs.first().ok_or(MergeError::NoShards)?;
     let mut record = RunRecord::read(first)?;
     check_shards(dirs)?;
+    check_out_apart(dirs, out)?;
     for dir in &dirs[1..] {
         let other = RunRecord::read(dir)?;
         let same = RunRecord {
@@ -165,6 +176,49 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         violations: std::mem::take(&mut files.gate.violations),
         table,
     })
+}
+
+/// `out` neither is, nor holds, nor lies inside a shard folder: writing a
+/// merge into its own input truncated that input's trials while reading
+/// it, and appended its session log to itself until the disk filled.
+fn check_out_apart(dirs: &[PathBuf], out: &Path) -> Result<(), MergeError> {
+    let out_real = real_path(out).map_err(at(out))?;
+    for dir in dirs {
+        let input = dir.canonicalize().map_err(at(dir))?;
+        let how = if out_real == input {
+            "is"
+        } else if out_real.starts_with(&input) {
+            "lies inside"
+        } else if input.starts_with(&out_real) {
+            "holds"
+        } else {
+            continue;
+        };
+        return Err(MergeError::OutOverlapsInput {
+            out: out.to_owned(),
+            input: dir.clone(),
+            how,
+        });
+    }
+    Ok(())
+}
+
+/// `path` with its links resolved, for a path that may not exist yet: its
+/// deepest existing folder resolved, the rest as given.
+fn real_path(path: &Path) -> io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+            break;
+        };
+        rest.push(name.to_owned());
+        existing = parent;
+    }
+    let mut real = existing.canonicalize()?;
+    real.extend(rest.iter().rev());
+    Ok(real)
 }
 
 /// What reporters know of a recorded run. The scenarios give their
@@ -272,10 +326,11 @@ fn merge_session_logs(dirs: &[PathBuf], out: &Path) -> Result<(), MergeError> {
         path: target.clone(),
         source,
     };
-    let mut file = std::fs::File::create(&target).map_err(fail)?;
-    for log in logs {
-        let mut from = std::fs::File::open(&log).map_err(fail)?;
-        io::copy(&mut from, &mut file).map_err(fail)?;
-    }
-    Ok(())
+    crate::whole_file::write_with(&target, |file| {
+        for log in logs {
+            io::copy(&mut std::fs::File::open(&log)?, file)?;
+        }
+        Ok(())
+    })
+    .map_err(fail)
 }

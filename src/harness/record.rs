@@ -116,7 +116,7 @@ fn is_zero(x: &f64) -> bool {
 impl RunRecord {
     pub fn write(&self, out: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(out.join("run.json"), text + "\n")
+        crate::whole_file::write(&out.join("run.json"), text + "\n")
     }
 
     pub fn read(dir: &Path) -> Result<RunRecord, FileError> {

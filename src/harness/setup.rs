@@ -361,11 +361,13 @@ impl Reporter for ToolSourcesCsv {
         if sources.is_empty() {
             return Ok(());
         }
-        let mut writer = csv::Writer::from_path(&self.path)?;
-        for source in &sources {
-            writer.serialize(source)?;
-        }
-        writer.flush()
+        crate::whole_file::write_with(&self.path, |file| {
+            let mut writer = csv::Writer::from_writer(file);
+            for source in &sources {
+                writer.serialize(source)?;
+            }
+            writer.flush()
+        })
     }
 }
 

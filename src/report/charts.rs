@@ -393,7 +393,7 @@ fn per_model_all(stats: &Aggregate) -> Vec<CellStats> {
 /// Write each chart as `<name>.svg` in `dir`.
 pub fn write_svgs(charts: &[Chart], dir: &Path) -> io::Result<()> {
     for chart in charts {
-        std::fs::write(dir.join(format!("{}.svg", chart.name)), &chart.svg)?;
+        crate::whole_file::write(&dir.join(format!("{}.svg", chart.name)), &chart.svg)?;
     }
     Ok(())
 }

@@ -146,7 +146,7 @@ impl Reporter for HtmlReport {
     fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
         self.read_log(info)?;
         let page = render(info, stats, &self.failed, &self.failures);
-        std::fs::write(self.out.join("report.html"), page.into_string())
+        crate::whole_file::write(&self.out.join("report.html"), page.into_string())
     }
 }
 

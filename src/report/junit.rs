@@ -86,9 +86,8 @@ impl Reporter for JUnitXml {
             report.add_test_suite(suite);
         }
         report.set_time(total);
-        let file = std::fs::File::create(&self.path)?;
-        report
-            .serialize(io::BufWriter::new(file))
-            .map_err(io::Error::other)
+        crate::whole_file::write_with(&self.path, |file| {
+            report.serialize(file).map_err(io::Error::other)
+        })
     }
 }

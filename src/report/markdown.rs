@@ -53,7 +53,7 @@ impl Reporter for Markdown {
                 let _ = writeln!(text, "![{}]({}.svg)\n", chart.title, chart.name);
             }
         }
-        std::fs::write(&self.path, text)
+        crate::whole_file::write(&self.path, text)
     }
 }
 

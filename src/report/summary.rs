@@ -535,15 +535,16 @@ fn write_csv<R: Serialize>(
     header: &csv::StringRecord,
     rows: impl IntoIterator<Item = impl std::borrow::Borrow<R>>,
 ) -> io::Result<()> {
-    let mut writer = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_path(path)
-        .map_err(io::Error::other)?;
-    writer.write_record(header).map_err(io::Error::other)?;
-    for row in rows {
-        writer.serialize(row.borrow()).map_err(io::Error::other)?;
-    }
-    writer.flush()
+    crate::whole_file::write_with(path, |file| {
+        let mut writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(file);
+        writer.write_record(header).map_err(io::Error::other)?;
+        for row in rows {
+            writer.serialize(row.borrow()).map_err(io::Error::other)?;
+        }
+        writer.flush()
+    })
 }
 
 /// A row struct's file, under the struct's own header.

@@ -212,3 +212,157 @@ fn a_user_model_path_never_leaves_the_suite() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("leads outside the suite"), "{stderr}");
 }
+
+/// Run the binary in `dir`, killed (and the test failed) past `limit`:
+/// a hang is a failure here, not a stuck test run.
+fn toolgauge_bounded(
+    dir: &Path,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    let watchdog = std::thread::spawn(move || {
+        if finished.recv_timeout(limit).is_err() {
+            // SAFETY: only sends a signal to our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            return true;
+        }
+        false
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    assert!(
+        !watchdog.join().unwrap(),
+        "toolgauge {args:?} hung: killed after {limit:?}"
+    );
+    out
+}
+
+#[test]
+fn a_fifo_or_a_device_given_as_an_input_file_is_refused_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("input.json");
+    let made = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only reads the path.
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    let suite = dir.path().join("suite");
+    write_scenario(
+        &suite,
+        &json!({"name": "s", "tools": [{"builtin": "echo"}], "prompt": "p", "expect": {"no_call": true}}),
+    );
+    let results_model = dir.path().join("results.json");
+    std::fs::write(
+        &results_model,
+        json!({"name": "r", "kind": "bfcl-results", "results": fifo}).to_string(),
+    )
+    .unwrap();
+    let fifo = fifo.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "suite", "--models", "/dev/zero", "--out", "o1"],
+            "a device",
+        ),
+        (
+            vec!["run", "suite", "--models", fifo, "--out", "o2"],
+            "a FIFO",
+        ),
+        (
+            vec!["run", "suite", "--models", "results.json", "--out", "o3"],
+            "a FIFO",
+        ),
+        (
+            vec!["exec", "--provider", "anthropic", "--builtin", "echo", fifo],
+            "a FIFO",
+        ),
+        (
+            vec![
+                "exec",
+                "--provider",
+                "anthropic",
+                "--builtin",
+                "echo",
+                "/dev/zero",
+            ],
+            "a device",
+        ),
+        (vec!["import", "bfcl", fifo, "--out", "imported"], "a FIFO"),
+        (
+            vec!["fuzz", "--tools", fifo, "--validator", "builtin"],
+            "a FIFO",
+        ),
+    ];
+    for (args, what) in cases {
+        let out = toolgauge_bounded(dir.path(), &args, std::time::Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(what), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn report_merge_never_writes_into_one_of_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let starter = format!("{repo}/scenarios/starter");
+    let models = format!("{repo}/scenarios/models");
+    let shards: Vec<String> = (1..=2).map(|k| format!("shard{k}")).collect();
+    for (k, shard) in shards.iter().enumerate() {
+        let spec = format!("{}/2", k + 1);
+        let out = toolgauge_in(
+            dir.path(),
+            &[
+                "run", &starter, "--models", &models, "--trials", "2", "--quiet", "--shard", &spec,
+                "--out", shard,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let before: Vec<(u64, u64)> = shards
+        .iter()
+        .map(|s| {
+            let size = |f: &str| std::fs::metadata(dir.path().join(s).join(f)).unwrap().len();
+            (size("trials.csv"), size("session.jsonl"))
+        })
+        .collect();
+    for (out, how) in [
+        ("shard2", "is"),
+        ("shard2/merged", "lies inside"),
+        (".", "holds"),
+    ] {
+        let merged = toolgauge_bounded(
+            dir.path(),
+            &[
+                "report", "merge", "shard1", "shard2", "--out", out, "--force",
+            ],
+            std::time::Duration::from_secs(120),
+        );
+        let stderr = String::from_utf8_lossy(&merged.stderr);
+        assert_eq!(merged.status.code(), Some(2), "--out {out}: {stderr}");
+        assert!(
+            stderr.contains(how) && stderr.contains("never writes into one of its inputs"),
+            "{stderr}"
+        );
+    }
+    let after: Vec<(u64, u64)> = shards
+        .iter()
+        .map(|s| {
+            let size = |f: &str| std::fs::metadata(dir.path().join(s).join(f)).unwrap().len();
+            (size("trials.csv"), size("session.jsonl"))
+        })
+        .collect();
+    assert_eq!(before, after, "a shard's files changed");
+}

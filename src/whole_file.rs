@@ -1,0 +1,56 @@
+//! Report files written whole or not at all: the bytes go to a temporary
+//! file beside the target, which is renamed into place. A reader (or a
+//! crash, or a report written from its own inputs) never sees half a file,
+//! and a link at the target's name is replaced, never written through.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Write `bytes` to `path` whole.
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    write_with(path, |out| out.write_all(bytes.as_ref()))
+}
+
+/// Write to `path` whole what `fill` writes.
+pub fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut io::BufWriter<&mut std::fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".toolgauge-")
+        .suffix(".partial")
+        .tempfile_in(dir)?;
+    {
+        let mut out = io::BufWriter::new(temporary.as_file_mut());
+        fill(&mut out)?;
+        out.flush()?;
+    }
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_replaced_whole_and_a_link_at_its_name_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "host").unwrap();
+        let target = dir.path().join("report.csv");
+        std::os::unix::fs::symlink(&outside, &target).unwrap();
+        write(&target, "a,b\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "a,b\n");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "host");
+        // A failed fill leaves the old file and no temporary behind.
+        let failed = write_with(&target, |_| Err(io::Error::other("stop")));
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "a,b\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+}
