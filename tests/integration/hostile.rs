@@ -220,7 +220,7 @@ fn toolgauge_bounded(
     args: &[&str],
     limit: std::time::Duration,
 ) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+    let child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
         .args(args)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
