@@ -94,10 +94,35 @@ fn mcp_tools(
     let cwd = match &spec.cwd {
         None => folder.to_owned(),
         // Inside the scenario's folder, like every path it names.
-        Some(cwd) => folder.join(
-            crate::tool::sandbox_path(&cwd.to_string_lossy())
-                .map_err(|e| Located::new(tool_at(i).key("mcp").key("cwd"), e.to_string()))?,
-        ),
+        Some(cwd) => {
+            let at = || tool_at(i).key("mcp").key("cwd");
+            let joined = folder.join(
+                crate::tool::sandbox_path(&cwd.to_string_lossy())
+                    .map_err(|e| Located::new(at(), e.to_string()))?,
+            );
+            // Its links resolved before the check: a link inside the
+            // folder may point anywhere.
+            let real = std::fs::canonicalize(&joined).map_err(|e| {
+                Located::new(
+                    at(),
+                    format!(
+                        "{}: {e}; give a folder inside the scenario's",
+                        joined.display()
+                    ),
+                )
+            })?;
+            let inside = std::fs::canonicalize(folder).is_ok_and(|f| real.starts_with(f));
+            if !inside {
+                return Err(Located::new(
+                    at(),
+                    format!(
+                        "{:?} leads outside the scenario's folder through a link; give a folder inside it",
+                        cwd.display()
+                    ),
+                ));
+            }
+            real
+        }
     };
     spec.cwd = Some(cwd);
     if let Some(program) = spec.command.first_mut() {

@@ -151,7 +151,12 @@ impl<'t> TaskJudge<'t> {
         }
         let file_holds = |(path, matcher): &(String, Matcher)| {
             let content = sandbox
-                .and_then(|root| std::fs::read_to_string(root.join(path)).ok())
+                // Opened as the file tools open: a link the model made
+                // that leads out is no file of the sandbox's.
+                .and_then(|root| {
+                    let relative = crate::tool::sandbox_path(path).ok()?;
+                    String::from_utf8(crate::tool::read_beneath(root, &relative).ok()?).ok()
+                })
                 .map(Value::String);
             match (matcher, &content) {
                 (Matcher::Exact(Value::String(expected)), Some(Value::String(actual))) => {

@@ -98,27 +98,19 @@ impl Implementation {
                 Ok(format!("slept {ms} ms"))
             }
             Implementation::ReadFile => {
-                let path = sandboxed(args, sandbox)?;
                 let requested = str_arg(args, "path");
-                let bytes =
-                    std::fs::read(&path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                let bytes = file_sandbox(sandbox)?.read(requested)?;
                 String::from_utf8(bytes)
                     .map_err(|_| ToolFailure::runtime(format!("{requested} is not UTF-8 text")))
             }
             Implementation::WriteFile => {
-                let path = sandboxed(args, sandbox)?;
                 let requested = str_arg(args, "path");
                 let content = str_arg(args, "content");
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| ToolFailure::from_io(&e, requested))?;
-                }
-                std::fs::write(&path, content).map_err(|e| ToolFailure::from_io(&e, requested))?;
+                file_sandbox(sandbox)?.write(requested, content.as_bytes())?;
                 Ok(format!("wrote {} bytes to {requested}", content.len()))
             }
             Implementation::EditFile => {
-                let path = sandboxed(args, sandbox)?;
-                edit_file(&path, str_arg(args, "path"), args)
+                edit_file(file_sandbox(sandbox)?, str_arg(args, "path"), args)
             }
             Implementation::Bash => {
                 let sandbox =
@@ -159,13 +151,9 @@ impl Implementation {
 /// Replace `old_text` by `new_text` where it occurs exactly once: a text
 /// that is not there, or is there several times, is an error that says
 /// so, and the file is left as it was.
-fn edit_file(
-    path: &std::path::Path,
-    requested: &str,
-    args: &Arguments,
-) -> Result<String, ToolFailure> {
+fn edit_file(sandbox: &Sandbox, requested: &str, args: &Arguments) -> Result<String, ToolFailure> {
     let (old, new) = (str_arg(args, "old_text"), str_arg(args, "new_text"));
-    let bytes = std::fs::read(path).map_err(|e| ToolFailure::from_io(&e, requested))?;
+    let bytes = sandbox.read(requested)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| ToolFailure::runtime(format!("{requested} is not UTF-8 text")))?;
     match text.matches(old).count() {
@@ -174,7 +162,7 @@ fn edit_file(
         ))),
         1 => {
             let edited = text.replacen(old, new, 1);
-            std::fs::write(path, &edited).map_err(|e| ToolFailure::from_io(&e, requested))?;
+            sandbox.write(requested, edited.as_bytes())?;
             Ok(format!(
                 "replaced 1 occurrence in {requested} ({} bytes now)",
                 edited.len()
@@ -190,12 +178,17 @@ fn str_arg<'a>(args: &'a Arguments, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The sandbox a file tool works in. The registry refuses file tools
+/// without one; this is a second lock.
+fn file_sandbox(sandbox: Option<&Sandbox>) -> Result<&Sandbox, ToolFailure> {
+    sandbox.ok_or_else(|| ToolFailure::blocked("no sandbox directory is set"))
+}
+
 fn sandboxed(
     args: &Arguments,
     sandbox: Option<&Sandbox>,
 ) -> Result<std::path::PathBuf, ToolFailure> {
-    // The registry refuses file tools without a sandbox; this is a second lock.
-    let sandbox = sandbox.ok_or_else(|| ToolFailure::blocked("no sandbox directory is set"))?;
+    let sandbox = file_sandbox(sandbox)?;
     let requested = args.get("path").and_then(Value::as_str).unwrap_or(".");
     sandbox.resolve(requested)
 }

@@ -30,7 +30,7 @@ pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{
     Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
 };
-pub use sandbox::{PathBlocked, Sandbox, relative_path as sandbox_path};
+pub use sandbox::{PathBlocked, Sandbox, read_beneath, relative_path as sandbox_path};
 pub use served::{HttpTool, Send as HttpSend};
 pub use store::{STORE_TOOLS, StateError, Store};
 pub use wording::{ArgumentError, argument_error, schema_errors};

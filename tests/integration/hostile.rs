@@ -366,3 +366,48 @@ fn report_merge_never_writes_into_one_of_its_inputs() {
         .collect();
     assert_eq!(before, after, "a shard's files changed");
 }
+
+#[test]
+fn a_file_check_never_follows_a_link_the_model_made_out_of_its_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host.txt");
+    std::fs::write(&host, "HOST-SECRET-42").unwrap();
+    let scenario = json!({
+        "name": "link_out",
+        "tools": ["bash"],
+        "files": {"notes.txt": "n"},
+        "prompt": "Make report.txt.",
+        "task": {
+            "max_turns": 3,
+            "milestones": [{"id": "link", "name": "bash", "arguments": {"command": {
+                "$contains": "report.txt",
+                "$example": format!("ln -s {} report.txt", host.display())
+            }}}],
+            "final_state": {"files": {"report.txt": "HOST-SECRET-42"}}
+        }
+    });
+    write_scenario(&dir.path().join("suite"), &scenario);
+    let model = scripted_model(dir.path());
+    let out = toolgauge_in(
+        dir.path(),
+        &[
+            "run",
+            "suite",
+            "--models",
+            model.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+            "out",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut reader = csv::Reader::from_path(dir.path().join("out/trials.csv")).unwrap();
+    let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
+    assert!(!rows.is_empty(), "{stderr}");
+    assert!(
+        rows.iter().all(|r| !r.trial_success),
+        "a link to a host file passed the check on that file: {rows:?}"
+    );
+}

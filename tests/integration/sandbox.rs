@@ -138,6 +138,30 @@ fn every_path_a_scenario_names_is_refused_when_it_leaves_the_sandbox() {
 }
 
 #[test]
+fn an_mcp_cwd_that_is_a_link_out_of_the_scenario_folder_is_refused() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("suite");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(outer.path(), dir.join("door")).unwrap();
+    let scenario = json!({"name": "s", "tools": [{"mcp": {"command": ["true"], "cwd": "door"}}],
+                          "prompt": "p", "expect": {"no_call": true}});
+    let path = dir.join("s.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let error = toolgauge::scenario::load_scenario(
+        &path,
+        outer.path(),
+        &toolgauge::tool::mcp::ToolServers::new(),
+    )
+    .map(|_| ())
+    .expect_err("a cwd through a link out loaded")
+    .to_string();
+    assert!(
+        error.contains("/tools/0/mcp/cwd") && error.contains("outside the scenario's folder"),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_task_or_final_state_that_cannot_fail_is_refused() {
     let cases = [
         (
