@@ -73,12 +73,23 @@ pub fn kill_group(pid: u32) {
 }
 
 /// Kills a child's process group when dropped: whatever the child
-/// started ends with the value that owns it (a call, a server).
+/// started ends with the value that owns it (a call, a server). Every
+/// live guard's group is also known process-wide, so that a process that
+/// ends at once (a signal during start-up) still ends them all
+/// ([`kill_every_group`]).
 #[derive(Debug)]
 pub struct GroupGuard(u32);
 
+/// The groups of every live [`GroupGuard`].
+static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl GroupGuard {
     pub fn new(pid: u32) -> GroupGuard {
+        groups().push(pid);
         GroupGuard(pid)
     }
 }
@@ -86,6 +97,19 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         kill_group(self.0);
+        let mut groups = groups();
+        if let Some(at) = groups.iter().position(|g| *g == self.0) {
+            groups.swap_remove(at);
+        }
+    }
+}
+
+/// Kill the group of every live [`GroupGuard`]: for a process about to
+/// end without dropping what it owns. A leader's death signal ends the
+/// leader; this ends what it started.
+pub fn kill_every_group() {
+    for pid in groups().iter() {
+        kill_group(*pid);
     }
 }
 

@@ -61,6 +61,9 @@ async fn watch() {
                 " again; stopping at once"
             }
         );
+        // Ending at once drops nothing: the groups this process owns are
+        // ended here, helpers of MCP servers and shell calls included.
+        crate::child::kill_every_group();
         std::process::exit(128 + number);
     }
 }

@@ -424,3 +424,47 @@ fn sigint_stops_a_run_on_the_paused_clock_with_its_finished_trials_kept() {
     let rows = std::fs::read_to_string(out.join("trials.csv")).unwrap();
     assert!(rows.lines().count() > 1, "no finished trial was kept");
 }
+
+/// The MCP test server cargo test builds beside this binary.
+fn mcp_test_server() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap();
+    profile.join("examples/mcp_test_server")
+}
+
+#[test]
+fn an_mcp_servers_helpers_end_with_it_even_when_it_exits_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "1000.654";
+    // A helper in the server's group; the server itself ends on stdin's
+    // EOF, before anyone kills its group.
+    let command = format!("sleep {marker} & exec {}", mcp_test_server().display());
+    let suite = suite_with(
+        dir.path(),
+        "helpers",
+        json!(["sh", "-c", command]),
+        json!({}),
+    );
+    for stop in [None, Some(libc::SIGTERM)] {
+        let out = dir.path().join(format!("out-{stop:?}"));
+        let child = spawn_run(&suite, &out, if stop.is_some() { "100000" } else { "2" });
+        if let Some(number) = stop {
+            // Started: its helper runs (a child of the server's shell).
+            while processes_with(marker).is_empty() {
+                std::thread::yield_now();
+            }
+            signal(&child, number);
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.code().is_some(),
+            "{stop:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            all_exit_within(marker, Duration::from_secs(5)),
+            "{stop:?}: the server's helper outlived the run: {:?}",
+            processes_with(marker)
+        );
+    }
+}

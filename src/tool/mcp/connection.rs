@@ -45,6 +45,11 @@ pub(super) type Starting = tokio::task::JoinHandle<(Result<Connection, McpError>
 pub(super) struct Connection {
     pub(super) service: RunningService<RoleClient, ()>,
     pub(super) stderr: StderrTail,
+    /// The server's process group, killed when the connection goes,
+    /// whether or not its leader already exited (a server that ends on
+    /// stdin's EOF leaves its helpers running otherwise). Dropped after
+    /// `service`, so after the leader's own graceful stop.
+    _group: Option<crate::child::GroupGuard>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -61,6 +66,7 @@ impl Connection {
             message,
             stderr: stderr.text(),
         };
+        let mut group = None;
         let service = if let Some(url) = &spec.url {
             crate::transport::tls_ready();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
@@ -85,6 +91,7 @@ impl Connection {
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| start_error(e.to_string(), &stderr))?;
+            group = transport.id().map(crate::child::GroupGuard::new);
             if let Some(child_stderr) = child_stderr {
                 let tail = stderr.clone();
                 tokio::spawn(async move {
@@ -104,7 +111,11 @@ impl Connection {
                 }
             }
         };
-        Ok(Connection { service, stderr })
+        Ok(Connection {
+            service,
+            stderr,
+            _group: group,
+        })
     }
 
     /// [`Connection::start`] within the start-up deadline, waited for from
