@@ -8,6 +8,7 @@
 //! model is; a nonce the model repeats is further evidence.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -15,6 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::call::{Arguments, ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
 use crate::model::ModelFile;
 use crate::model::live::{ApiKey, api_key};
+use crate::provider::stream;
 use crate::provider::{
     ApiSettings, Ask, Conversation, ParsedResponse, Provider, ResponseError, ToolChoice,
 };
@@ -54,6 +56,10 @@ pub struct Finding {
 pub struct Diagnosis {
     pub model: String,
     pub endpoint: String,
+    /// The model asks for streamed replies: then a run needs streaming
+    /// too, and a stream that fails is a reason not to trust the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streams: bool,
     pub findings: Vec<Finding>,
 }
 
@@ -78,12 +84,17 @@ impl Diagnosis {
             .map(|f| f.verdict)
     }
 
-    /// The essential probes that did not say yes: a self-correction run
-    /// against this endpoint would not measure what it claims.
+    /// The essential probes that did not say yes (streaming too, for a
+    /// model that streams): a self-correction run against this endpoint
+    /// would not measure what it claims.
     pub fn missing(&self) -> Vec<&Finding> {
         self.findings
             .iter()
-            .filter(|f| ESSENTIAL.contains(&f.probe.as_str()) && f.verdict != Verdict::Yes)
+            .filter(|f| {
+                let essential =
+                    ESSENTIAL.contains(&f.probe.as_str()) || (self.streams && f.probe == STREAMING);
+                essential && f.verdict != Verdict::Yes
+            })
             .collect()
     }
 
@@ -117,6 +128,45 @@ impl Diagnosis {
             }
         }
         text
+    }
+
+    /// Write the findings as JSON to `path`.
+    pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
+        let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
+        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// A warning for each probe that says a self-correction run against
+    /// this endpoint would not measure what it claims.
+    /// `streams`: the model asks for streamed replies, which the endpoint
+    /// may not give.
+    pub fn warnings(&self, streams: bool) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .missing()
+            .into_iter()
+            .map(|finding| {
+                format!(
+                    "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
+                    self.model,
+                    finding.probe,
+                    finding.verdict.as_str(),
+                    finding.evidence
+                )
+            })
+            .collect();
+        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
+        if let Some(finding) =
+            streaming.filter(|f| streams && !self.streams && f.verdict == Verdict::No)
+        {
+            warnings.push(format!(
+                "model {:?} asks for streamed replies (\"stream\": true), and doctor says streaming: no ({}); expect lost trials",
+                self.model, finding.evidence
+            ));
+        }
+        warnings
     }
 }
 
@@ -153,17 +203,6 @@ pub fn diagnose_blocking(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
     runtime.block_on(diagnose(file))
 }
 
-impl Diagnosis {
-    /// Write the findings as JSON to `path`.
-    pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
-        let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
-        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
-            path: path.to_owned(),
-            source,
-        })
-    }
-}
-
 /// The diagnosis of `file` for a run in `out`: the one cached there
 /// (`doctor-<model>.json`), or with `probe_now` a new probe, cached; none
 /// when there is none and no probe was asked for.
@@ -188,36 +227,6 @@ pub fn before_run(
         Err(_) => return Ok(None),
     };
     Ok(Some(diagnosis))
-}
-
-impl Diagnosis {
-    /// A warning for each probe that says a self-correction run against
-    /// this endpoint would not measure what it claims.
-    /// `streams`: the model asks for streamed replies, which the endpoint
-    /// may not give.
-    pub fn warnings(&self, streams: bool) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .missing()
-            .into_iter()
-            .map(|finding| {
-                format!(
-                    "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
-                    self.model,
-                    finding.probe,
-                    finding.verdict.as_str(),
-                    finding.evidence
-                )
-            })
-            .collect();
-        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
-        if let Some(finding) = streaming.filter(|f| streams && f.verdict == Verdict::No) {
-            warnings.push(format!(
-                "model {:?} asks for streamed replies (\"stream\": true), and doctor says streaming: no ({}); expect lost trials",
-                self.model, finding.evidence
-            ));
-        }
-        warnings
-    }
 }
 
 /// The word a probe hides in a tool result, for the model to repeat.
@@ -303,6 +312,7 @@ pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
     Ok(Diagnosis {
         model: file.name.clone(),
         endpoint: crate::transport::redact_url(&endpoint),
+        streams: file.api.as_ref().is_some_and(|api| api.stream),
         findings,
     })
 }
@@ -587,21 +597,26 @@ impl Prober {
         };
         let status = opened.status;
         let chunks = opened.response.bytes_stream();
-        let received =
-            crate::provider::stream::read(self.provider, chunks, opened.sent, |_, _| {}).await;
-        let Some(assembled) = received.assembled else {
-            let evidence = match received.raw.len() {
-                0 => format!(
-                    "HTTP {status} and then nothing: the server failed once the stream began (0 bytes)"
-                ),
-                n => format!(
-                    "HTTP {status}: the reply is no stream of server-sent events ({n} bytes)"
-                ),
-            };
+        let deadline = Some(opened.sent + Duration::from_millis(settings.timeout_ms));
+        let received = stream::read(self.provider, chunks, opened.sent, deadline, |_, _| {}).await;
+        // Events that stall, break off or carry an error are no stream to
+        // trust, whatever they assembled into.
+        let evidence = match (&received.assembled, received.failed_as_a_stream()) {
+            (Some(_), Some(failure)) => format!("HTTP {status}: {}", failure.message),
+            (Some(_), None) => String::new(),
+            (None, _) if received.raw.is_empty() => format!(
+                "HTTP {status} and then nothing: the server failed once the stream began (0 bytes)"
+            ),
+            (None, _) => format!(
+                "HTTP {status}: the reply is no stream of server-sent events ({} bytes)",
+                received.raw.len()
+            ),
+        };
+        let Some(assembled) = received.assembled.filter(|_| evidence.is_empty()) else {
             return finding(STREAMING, Verdict::No, evidence);
         };
         let events = assembled.arrivals.len();
-        let ms = |d: std::time::Duration| d.as_millis();
+        let ms = |d: Duration| d.as_millis();
         match self
             .provider
             .parse_response(assembled.body.to_string().as_bytes())
@@ -674,6 +689,7 @@ mod tests {
         let diagnosis = Diagnosis {
             model: "m".into(),
             endpoint: "http://x".into(),
+            streams: false,
             findings: vec![
                 finding(TOOL_CALL, Verdict::Yes, "f()"),
                 finding(RESULTS_SHOWN, Verdict::Yes, "-"),
@@ -688,5 +704,28 @@ mod tests {
             warnings[0].contains("streaming: no (HTTP 200: 0 bytes)"),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn a_streaming_model_whose_streams_fail_is_not_trusted() {
+        let diagnosis = Diagnosis {
+            model: "m".into(),
+            endpoint: "http://x".into(),
+            streams: true,
+            findings: vec![
+                finding(TOOL_CALL, Verdict::Yes, "f()"),
+                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
+                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
+                finding(
+                    STREAMING,
+                    Verdict::No,
+                    "HTTP 200: the stream ended before its last event",
+                ),
+            ],
+        };
+        let table = diagnosis.table();
+        assert!(!table.contains("can be trusted"), "{table}");
+        assert!(table.contains("streaming not confirmed"), "{table}");
+        assert_eq!(diagnosis.warnings(true).len(), 1);
     }
 }

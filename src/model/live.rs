@@ -163,7 +163,15 @@ impl LiveModel {
             Source::Network(transport) if streamed => {
                 let opened = transport.open(&request).await?;
                 let chunks = opened.response.bytes_stream();
-                let received = stream::read(self.provider, chunks, opened.sent, hand_over).await;
+                let deadline = opened.sent + Duration::from_millis(self.settings.timeout_ms);
+                let received = stream::read(
+                    self.provider,
+                    chunks,
+                    opened.sent,
+                    Some(deadline),
+                    hand_over,
+                )
+                .await;
                 let mut timing = opened.timing;
                 timing.request = opened.sent.elapsed();
                 (opened.status, received, Some(timing))
@@ -189,17 +197,31 @@ impl LiveModel {
                 (exchange.status, received, None)
             }
         };
-        if let Some(why) = &received.broke_off
-            && received.assembled.is_some()
-        {
-            eprintln!(
-                "{} / {}: the stream broke off: {why}",
-                position.model, position.scenario
-            );
-        }
         self.record(&request, position, status, &received);
-        // A stream becomes the body it stands for; one that is no stream
-        // stays as it came, and Parse says what it is.
+        self.reply_of(&request, received, timing)
+    }
+
+    /// What was received, as the reply Parse reads: a stream becomes the
+    /// body it stands for; one that is no stream stays as it came, and
+    /// Parse says what it is. A stream that stalled, broke or carried an
+    /// error event is the server's failure: the trial is lost, and the
+    /// model is told nothing.
+    fn reply_of(
+        &self,
+        request: &crate::transport::ApiRequest,
+        received: stream::Received,
+        timing: Option<crate::transport::Timing>,
+    ) -> Result<(Reply, Option<Value>), ReplyError> {
+        if let Some(failure) = received.failed_as_a_stream() {
+            return Err(ReplyError::Transport(
+                crate::transport::TransportError::Network {
+                    url: crate::transport::redact_url(&request.url),
+                    message: failure.message.clone(),
+                    tries: 1,
+                    timed_out: failure.timed_out,
+                },
+            ));
+        }
         let (body, json, stream) = match received.assembled {
             // Parse reads an empty body as the empty reply it is.
             Some(assembled) if assembled.said_nothing(self.provider) => {
@@ -289,7 +311,7 @@ fn whole(raw: Vec<u8>) -> stream::Received {
     stream::Received {
         raw,
         assembled: None,
-        broke_off: None,
+        failure: None,
     }
 }
 

@@ -411,3 +411,70 @@ fn a_file_check_never_follows_a_link_the_model_made_out_of_its_sandbox() {
         "a link to a host file passed the check on that file: {rows:?}"
     );
 }
+
+/// A streamed server that always answers with `text` as its event stream.
+async fn stream_server(text: String) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(text),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn a_broken_stream_loses_the_trial_and_is_never_the_models_parse_failure() {
+    let call = json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Pa"}}]});
+    let begun = crate::streams::sse(&[
+        crate::streams::chunk(json!({"role": "assistant", "content": null})),
+        crate::streams::chunk(call),
+    ]);
+    let cases = [
+        ("cut", begun.clone(), "ended before its last event"),
+        (
+            "error chunk",
+            begun
+                + &crate::streams::sse(&[
+                    json!({"error": {"type": "server_error", "message": "overloaded"}}),
+                ]),
+            "sent an error in the stream",
+        ),
+    ];
+    for (case, text, said) in cases {
+        let server = stream_server(text).await;
+        let dir = tempfile::tempdir().unwrap();
+        let base = format!("{}/v1", server.uri());
+        let model = crate::live::model_file(
+            dir.path(),
+            "openai",
+            &base,
+            json!({"stream": true, "max_attempts": 1}),
+        );
+        let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
+        let out = dir.path().join("out");
+        let output = crate::live::toolgauge(
+            crate::live::run_args(&suite, &model, &out, &[]),
+            Some(crate::live::KEY),
+        )
+        .await;
+        let stderr = crate::live::stderr(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{case}: a run that lost its trials passed: {stderr}"
+        );
+        assert!(stderr.contains(said), "{case}: {stderr}");
+        let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+        let rows: Vec<toolgauge::report::TrialRow> =
+            reader.deserialize().map(Result::unwrap).collect();
+        assert!(!rows.is_empty(), "{case}");
+        for row in &rows {
+            assert_eq!(row.failures, "transport_error", "{case}: {row:?}");
+        }
+    }
+}

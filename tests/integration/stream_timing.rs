@@ -191,13 +191,19 @@ async fn a_stream_read_as_it_comes_is_timed_event_by_event() {
         Some((Ok::<_, std::io::Error>(piece), rest))
     });
     let mut handed = Vec::new();
-    let received = stream::read(Provider::OpenAi, chunks, sent, |assembly, complete| {
-        for k in complete {
-            handed.push((k, assembly.call(k).map(|c| c.name().to_owned())));
-        }
-    })
+    let received = stream::read(
+        Provider::OpenAi,
+        chunks,
+        sent,
+        None,
+        |assembly: &stream::Assembly, complete| {
+            for k in complete {
+                handed.push((k, assembly.call(k).map(|c| c.name().to_owned())));
+            }
+        },
+    )
     .await;
-    assert_eq!(received.broke_off, None);
+    assert_eq!(received.failure, None);
     assert_eq!(received.raw, text.as_bytes());
     let timing = received.assembled.unwrap().timing;
     let ms = |d: Duration| d.as_millis() as u64;
@@ -334,4 +340,149 @@ fn execute_early_without_a_stream_is_refused_naming_the_field() {
     let stderr = crate::live::stderr(&output);
     assert!(stderr.contains("/api/execute_early"), "{stderr}");
     assert!(stderr.contains("\"stream\": true"), "{stderr}");
+}
+
+/// `text` read as a stream that arrives whole, with no deadline.
+async fn read_whole(provider: Provider, text: &str) -> stream::Received {
+    let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::copy_from_slice(
+        text.as_bytes(),
+    ))]);
+    stream::read(
+        provider,
+        chunks,
+        tokio::time::Instant::now(),
+        None,
+        |_: &Assembly, _| {},
+    )
+    .await
+}
+
+/// One stream per format that ends as its format ends, with the event
+/// that begins it and the one that ends it.
+fn whole_streams() -> Vec<(Provider, Vec<Value>, Value)> {
+    vec![
+        (
+            Provider::OpenAi,
+            vec![chunk(json!({"role": "assistant", "content": "Hi"}))],
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ),
+        (
+            Provider::OpenAiResponses,
+            vec![json!({"type": "response.created", "response": {"id": "r", "output": []}})],
+            json!({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]}]}}),
+        ),
+        (
+            Provider::Anthropic,
+            vec![
+                json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 3}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}}),
+            ],
+            json!({"type": "message_stop"}),
+        ),
+        (
+            Provider::Gemini,
+            vec![
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}]}),
+            ],
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "!"}]}, "finishReason": "STOP"}]}),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_its_last_event_or_carrying_an_error_has_failed() {
+    let errors = [
+        json!({"error": {"type": "server_error", "message": "The server had an error"}}),
+        json!({"type": "response.failed", "response": {"error": {"code": "server_error", "message": "The server had an error"}}}),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        json!({"error": {"code": 503, "message": "The model is overloaded", "status": "UNAVAILABLE"}}),
+    ];
+    for ((provider, begin, end), error) in whole_streams().into_iter().zip(errors) {
+        let whole = sse(&[begin.clone(), vec![end.clone()]].concat());
+        assert_eq!(
+            read_whole(provider, &whole).await.failure,
+            None,
+            "{provider:?}"
+        );
+        let cut = sse(&begin);
+        let failure = read_whole(provider, &cut).await.failure;
+        assert!(
+            failure
+                .as_ref()
+                .is_some_and(|f| f.message.contains("ended before its last event")),
+            "{provider:?}: {failure:?}"
+        );
+        let broken = sse(&[begin, vec![error]].concat());
+        let failure = read_whole(provider, &broken).await.failure.unwrap();
+        assert!(
+            failure.message.contains("sent an error in the stream")
+                && (failure.message.contains("overloaded")
+                    || failure.message.contains("server had an error")
+                    || failure.message.contains("Overloaded")),
+            "{provider:?}: {failure:?}"
+        );
+        assert!(
+            read_whole(provider, "").await.failure.is_some(),
+            "{provider:?}: nothing came"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_stalls_fails_at_its_deadline_with_what_came() {
+    let sent = tokio::time::Instant::now();
+    let first = Bytes::from(sse(&[chunk(json!({"role": "assistant", "content": "Hi"}))]));
+    // One event, then nothing for ever.
+    let chunks = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, std::io::Error>(first)]),
+        futures_util::stream::pending(),
+    );
+    let received = stream::read(
+        Provider::OpenAi,
+        chunks,
+        sent,
+        Some(sent + Duration::from_secs(5)),
+        |_: &Assembly, _| {},
+    )
+    .await;
+    let failure = received.failure.unwrap();
+    assert!(failure.timed_out, "{failure:?}");
+    assert!(
+        failure.message.contains("stalled") && failure.message.contains("5000 ms"),
+        "{failure:?}"
+    );
+    assert_eq!(sent.elapsed(), Duration::from_secs(5));
+    assert!(received.assembled.is_some());
+}
+
+#[tokio::test]
+async fn every_recorded_stream_ends_as_its_format_ends() {
+    let root = crate::corpora().join("provider-responses");
+    let folders = [
+        (Provider::OpenAi, "openai/chat-sse"),
+        (Provider::OpenAi, "openai/chat-compatible-sse"),
+        (Provider::OpenAiResponses, "openai/responses-sse"),
+        (Provider::Anthropic, "anthropic/sse"),
+        (Provider::Anthropic, "anthropic/sse-sdk-snapshots"),
+        (Provider::Anthropic, "anthropic/sse-sdk-fixtures"),
+        (Provider::Gemini, "gemini/sse"),
+    ];
+    let mut failed = Vec::new();
+    let mut read = 0;
+    for (provider, folder) in folders {
+        let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            read += 1;
+            if let Some(failure) = read_whole(provider, &text).await.failure {
+                failed.push(format!("{}: {}", path.display(), failure.message));
+            }
+        }
+    }
+    assert!(read >= 54, "streams read: {read}");
+    assert!(failed.is_empty(), "{failed:#?}");
 }

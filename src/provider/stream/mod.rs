@@ -11,9 +11,13 @@
 //! Parse reports as that call's problem, never a panic.
 //!
 //! A stream read as it comes ([`read`]) is timed event by event
-//! ([`Assembly`]): first byte, first token, each call complete, end.
+//! ([`Assembly`]): first byte, first token, each call complete, end. A
+//! stream that stalls past its deadline, is cut before its last event or
+//! carries an error event has failed ([`StreamFailure`]): the server's
+//! failure, which loses the trial, never a reply of the model's.
 
 mod assemble;
+mod ending;
 mod progress;
 
 use std::ops::Range;
@@ -128,6 +132,18 @@ pub struct Assembly {
     progress: Progress,
     first_token: Option<Duration>,
     calls: Vec<Duration>,
+    /// The event that says the reply is whole came.
+    ended: bool,
+    /// An event said the server failed: its words.
+    failed: Option<String>,
+}
+
+/// A stream that did not end as its format ends: the server's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFailure {
+    pub message: String,
+    /// No event came before the deadline.
+    pub timed_out: bool,
 }
 
 /// A stream read to its end (or as far as it went).
@@ -149,6 +165,8 @@ impl Assembly {
             progress: Progress::new(provider),
             first_token: None,
             calls: Vec::new(),
+            ended: false,
+            failed: None,
         }
     }
 
@@ -156,7 +174,15 @@ impl Assembly {
     /// calls (in call order) it completed.
     pub fn push(&mut self, frame: &Frame, at: Duration) -> Range<usize> {
         self.arrivals.push(at);
-        let Some(event) = frame.event() else {
+        let event = frame.event();
+        match ending::signal(self.provider, &frame.data, event.as_ref()) {
+            ending::Signal::Goes => {}
+            ending::Signal::Ends => self.ended = true,
+            ending::Signal::Failed(words) => {
+                self.failed.get_or_insert(words);
+            }
+        }
+        let Some(event) = event else {
             return 0..0;
         };
         self.progress.feed(&event);
@@ -183,6 +209,30 @@ impl Assembly {
     /// The events held no event of the stream's format.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
+    }
+
+    /// How the stream failed, if it did, given that it stopped (`broke`:
+    /// why the connection or the framing broke): an error event, a break,
+    /// or an end before its last event.
+    fn failure(&self, broke: Option<String>) -> Option<StreamFailure> {
+        let message = if let Some(words) = &self.failed {
+            format!("the server sent an error in the stream: {words}")
+        } else if let Some(why) = broke {
+            format!("the stream broke off: {why}")
+        } else if self.ended {
+            return None;
+        } else if self.arrivals.is_empty() {
+            "the stream ended before its first event".to_owned()
+        } else {
+            format!(
+                "the stream ended before its last event ({} event(s) came, none saying the reply was whole)",
+                self.arrivals.len()
+            )
+        };
+        Some(StreamFailure {
+            message,
+            timed_out: false,
+        })
     }
 
     /// The stream ended (or broke off) `end` after the request was sent,
@@ -219,22 +269,33 @@ impl Assembled {
 }
 
 /// A stream as received: the bytes (what a recording keeps), the body
-/// and timings when it held events, and why it broke off, if it did.
+/// and timings when it held events, and how it failed, if it did.
 #[derive(Debug)]
 pub struct Received {
     pub raw: Vec<u8>,
     pub assembled: Option<Assembled>,
-    /// The stream broke off (a body that is no stream, a connection lost):
-    /// what was read before counts, as far as it goes.
-    pub broke_off: Option<String>,
+    /// The stream stalled, broke off, was cut before its last event or
+    /// carried an error event.
+    pub failure: Option<StreamFailure>,
 }
 
-/// Read a stream as it comes, each event timed from `sent`; `on_calls`
-/// hears of the calls each event completes, as it comes.
+impl Received {
+    /// The stream failed after its events began. (Nothing at all, or
+    /// bytes that are no stream such as a JSON error body, are left for
+    /// Parse to name: an empty reply, a body not of the format.)
+    pub fn failed_as_a_stream(&self) -> Option<&StreamFailure> {
+        self.failure.as_ref().filter(|_| self.assembled.is_some())
+    }
+}
+
+/// Read a stream as it comes, each event timed from `sent`, until
+/// `deadline` (`None`: as long as it goes); `on_calls` hears of the calls
+/// each event completes, as it comes.
 pub async fn read<S, E>(
     provider: Provider,
     chunks: S,
     sent: tokio::time::Instant,
+    deadline: Option<tokio::time::Instant>,
     mut on_calls: impl FnMut(&Assembly, Range<usize>),
 ) -> Received
 where
@@ -252,7 +313,19 @@ where
     let mut events = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(chunks));
     let mut assembly = Assembly::new(provider);
     let mut broke_off = None;
-    while let Some(event) = events.next().await {
+    let mut timed_out = false;
+    loop {
+        let next = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, events.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    timed_out = true;
+                    break;
+                }
+            },
+            None => events.next().await,
+        };
+        let Some(event) = next else { break };
         match event {
             Ok(sse_stream::Sse {
                 data: Some(data),
@@ -278,10 +351,22 @@ where
         .copied()
         .unwrap_or_else(|| sent.elapsed());
     let (raw, first_byte) = std::mem::take(&mut *received.lock().expect("never poisoned"));
+    let failure = if timed_out {
+        Some(StreamFailure {
+            message: format!(
+                "the stream stalled: it had not ended {} ms after the request (timeout_ms), {} event(s) in",
+                deadline.map_or(0, |d| d.duration_since(sent).as_millis()),
+                assembly.arrivals.len()
+            ),
+            timed_out: true,
+        })
+    } else {
+        assembly.failure(broke_off)
+    };
     Received {
         raw,
         assembled: assembly.finish(first_byte.unwrap_or(end), end),
-        broke_off,
+        failure,
     }
 }
 
@@ -308,9 +393,10 @@ pub fn replay(
         }
     }
     let end = arrivals.last().copied().unwrap_or_default();
+    let failure = assembly.failure(broke_off);
     Received {
         raw: raw.to_vec(),
         assembled: assembly.finish(first_byte, end),
-        broke_off,
+        failure,
     }
 }
