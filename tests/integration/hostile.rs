@@ -478,3 +478,47 @@ async fn a_broken_stream_loses_the_trial_and_is_never_the_models_parse_failure()
         }
     }
 }
+
+#[test]
+fn an_mcp_servers_malformed_or_oversized_result_is_the_servers_failure() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: no python3 to run tests/fixtures/mcp/fault_server.py");
+        return;
+    }
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fault_server.py");
+    for (mode, said) in [
+        (
+            "malformed",
+            "answered tools/call with what is not a tool result",
+        ),
+        ("huge", "sent a message of more than 16 MiB"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write_scenario(
+            &dir.path().join("suite"),
+            &json!({"name": "s", "tools": [{"mcp": {"command": ["python3", server, mode]}, "timeout_ms": 60000}],
+                    "prompt": "echo hi", "expect": {"calls": [{"name": "echo", "arguments": {"message": "hi"}}]}}),
+        );
+        let model = scripted_model(dir.path());
+        let out = toolgauge_bounded(
+            dir.path(),
+            &[
+                "run",
+                "suite",
+                "--models",
+                model.to_str().unwrap(),
+                "--trials",
+                "1",
+                "--out",
+                "out",
+            ],
+            std::time::Duration::from_secs(50),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {stderr}");
+        assert!(
+            stderr.contains("lost (tool_unavailable)") && stderr.contains(said),
+            "{mode}: {stderr}"
+        );
+    }
+}

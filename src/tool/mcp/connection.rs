@@ -1,10 +1,17 @@
 //! One started MCP server: a child process over stdio (its own process
 //! group, killed with toolgauge) or a streamable HTTP endpoint, with the
-//! tail of its stderr for error messages.
+//! tail of its stderr for error messages. A server's messages are held to
+//! [`MESSAGE_LIMIT`]: a longer one ends the connection, named as such,
+//! where rmcp alone would drop it unread and leave the call to time out.
 
 use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use tokio::io::{AsyncRead, ReadBuf};
 
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
@@ -37,6 +44,47 @@ impl StderrTail {
     }
 }
 
+/// The most bytes one message of a server (one line of JSON-RPC on its
+/// stdout) may hold.
+pub(super) const MESSAGE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// A server's stdout as rmcp reads it, ended with an error at the first
+/// line longer than [`MESSAGE_LIMIT`] (and `oversized` set), so that the
+/// call fails at once, as the server's fault, with what happened.
+struct LineLimit<R> {
+    inner: R,
+    line: usize,
+    oversized: Arc<AtomicBool>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineLimit<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        let read = &buf.filled()[before..];
+        this.line = match memchr::memrchr(b'\n', read) {
+            Some(at) => read.len() - at - 1,
+            None => this.line + read.len(),
+        };
+        if this.line > MESSAGE_LIMIT {
+            this.oversized.store(true, Ordering::SeqCst);
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a message over the size limit",
+            )));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
 /// A start under way on the servers' runtime: the connection (or why
 /// not) and how long the start took.
 pub(super) type Starting = tokio::task::JoinHandle<(Result<Connection, McpError>, Duration)>;
@@ -50,6 +98,12 @@ pub(super) struct Connection {
     /// stdin's EOF leaves its helpers running otherwise). Dropped after
     /// `service`, so after the leader's own graceful stop.
     _group: Option<crate::child::GroupGuard>,
+    /// The server process, waited for a moment when the session closes
+    /// (its stdin closed), then killed with its group.
+    child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
+    /// The server sent a message over [`MESSAGE_LIMIT`]: the connection
+    /// ended there.
+    pub(super) oversized: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -66,7 +120,8 @@ impl Connection {
             message,
             stderr: stderr.text(),
         };
-        let mut group = None;
+        let (mut group, mut child) = (None, None);
+        let oversized = Arc::new(AtomicBool::new(false));
         let service = if let Some(url) = &spec.url {
             crate::transport::tls_ready();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
@@ -82,17 +137,27 @@ impl Connection {
             if let Some(cwd) = &spec.cwd {
                 command.current_dir(cwd);
             }
+            command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
             let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
             // Its whole process group goes when it is stopped.
             wrapped
                 .wrap(process_wrap::tokio::ProcessGroup::leader())
                 .wrap(process_wrap::tokio::KillOnDrop);
-            let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
-                .stderr(std::process::Stdio::piped())
+            let mut spawned = wrapped
                 .spawn()
                 .map_err(|e| start_error(e.to_string(), &stderr))?;
-            group = transport.id().map(crate::child::GroupGuard::new);
-            if let Some(child_stderr) = child_stderr {
+            group = spawned.id().map(crate::child::GroupGuard::new);
+            let (Some(stdin), Some(stdout)) = (spawned.stdin().take(), spawned.stdout().take())
+            else {
+                return Err(start_error(
+                    "its stdin or stdout is not a pipe".into(),
+                    &stderr,
+                ));
+            };
+            if let Some(child_stderr) = spawned.stderr().take() {
                 let tail = stderr.clone();
                 tokio::spawn(async move {
                     use tokio::io::AsyncBufReadExt;
@@ -102,6 +167,15 @@ impl Connection {
                     }
                 });
             }
+            child = Some(spawned);
+            let stdout = LineLimit {
+                inner: stdout,
+                line: 0,
+                oversized: oversized.clone(),
+            };
+            // The limit is ours: a line over it ends the stream, named.
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdout, stdin)
+                .with_max_line_length(usize::MAX);
             match ().serve(transport).await {
                 Ok(service) => service,
                 Err(e) => {
@@ -115,6 +189,8 @@ impl Connection {
             service,
             stderr,
             _group: group,
+            child,
+            oversized,
         })
     }
 
@@ -161,9 +237,13 @@ impl Connection {
         hub.stop_later(self.close());
     }
 
-    /// Close the session (its process group goes with it).
-    pub(super) async fn close(self) {
+    /// Close the session (its process group goes with it): its stdin
+    /// closed, a moment to exit of its own accord, then killed.
+    pub(super) async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.service.cancel()).await;
+        if let Some(child) = self.child.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        }
     }
 
     /// Put out of use: stopped now if nothing else holds it, or else

@@ -346,6 +346,19 @@ impl McpServer {
                 },
                 format!("MCP error {}: {}", error.code.0, error.message),
             )),
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
+                if connection
+                    .oversized
+                    .load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                let message = format!(
+                    "the MCP server {} sent a message of more than {} MiB, over the limit of one result (it is started again for the next trial)",
+                    self.label,
+                    super::connection::MESSAGE_LIMIT >> 20
+                );
+                self.mark_down(trial, connection, &message);
+                Err(ToolFailure::unavailable(message))
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 // Let the stderr reader catch the server's last words.
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -353,8 +366,10 @@ impl McpServer {
                     self.mark_crashed(trial, connection),
                 ))
             }
-            Err(other) => Err(ToolFailure::runtime(format!(
-                "MCP server {}: {other}",
+            // An answer that is no tool result (`"result": "not an
+            // object"`) is the server's fault, never the model's.
+            Err(other) => Err(ToolFailure::unavailable(format!(
+                "the MCP server {} answered tools/call with what is not a tool result ({other})",
                 self.label
             ))),
         };
