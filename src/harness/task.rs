@@ -141,6 +141,7 @@ impl<'t> Play<'t> {
                 let turn = &task.then[k - 1];
                 run.tools.show(&turn.add_tools);
                 run.model_trial.user_says(&turn.user, &turn.add_tools);
+                log_user(run, "scenario", &turn.user, None);
                 self.judge.next_user_turn(checked);
             }
             let answer = self.user_turn(run, checked, k as u32 + 1).await?;
@@ -184,6 +185,12 @@ impl<'t> Play<'t> {
             last.user_usage = usage;
             last.user_cost = prices.map_or(0.0, |p| p.cost(usage));
             let Said::Message(text) = said else {
+                log_user(
+                    run,
+                    "simulated_user",
+                    crate::scenario::user::STOP,
+                    Some(usage),
+                );
                 break;
             };
             if spoken == max_turns {
@@ -192,6 +199,7 @@ impl<'t> Play<'t> {
             }
             spoken += 1;
             run.model_trial.user_says(&text, &[]);
+            log_user(run, "simulated_user", &text, Some(usage));
             answer = self.user_turn(run, task, spoken + 1).await?;
         }
         let passed = self.judge_user_turn(run, task, answer.as_deref()).await;
@@ -199,6 +207,7 @@ impl<'t> Play<'t> {
     }
 
     /// The simulated user failed: the trial is lost to it.
+    /// (What it said, if anything, is in the log already.)
     fn user_failed(&mut self, run: &TrialRun<'_>, why: &str) -> bool {
         self.lost(
             run,
@@ -375,6 +384,14 @@ fn trial_sandbox(template: &Path) -> io::Result<(tempfile::TempDir, Sandbox)> {
     }
     let sandbox = Sandbox::new(dir.path())?;
     Ok((dir, sandbox))
+}
+
+/// A user message into the trial's session log (kept in memory until the
+/// trial ends, so writing cannot fail).
+fn log_user(run: &mut TrialRun<'_>, who: &str, text: &str, usage: Option<crate::call::Usage>) {
+    if let Some(log) = &mut run.log {
+        let _ = log.record_user(who, text, usage);
+    }
 }
 
 #[cfg(test)]

@@ -222,6 +222,39 @@ impl<W: Write> SessionLog<W> {
         self.flush_buffer()
     }
 
+    /// Append the entry of a user message: who said it (`scenario`, a
+    /// turn written in the scenario; `simulated_user`, the user a model or
+    /// a script plays), its text and the tokens it took (a live simulated
+    /// user's); and flush it. A conversation is audited from both sides.
+    pub fn record_user(
+        &mut self,
+        who: &str,
+        text: &str,
+        usage: Option<crate::call::Usage>,
+    ) -> io::Result<()> {
+        let id = self.take_id();
+        let at = millis(
+            std::time::SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
+        let out = &mut self.buffer;
+        write_head(out, &self.context, id, self.last_id, at);
+        out.extend_from_slice(b",\"type\":\"user_message\",\"who\":");
+        write_str(out, who);
+        out.extend_from_slice(b",\"text\":");
+        write_str(out, text);
+        if let Some(usage) = usage {
+            out.extend_from_slice(b",\"inputTokens\":");
+            write_u64(out, usage.input_tokens);
+            out.extend_from_slice(b",\"outputTokens\":");
+            write_u64(out, usage.output_tokens);
+        }
+        out.extend_from_slice(b"}\n");
+        self.last_id = Some(id);
+        self.flush_buffer()
+    }
+
     pub fn into_inner(self) -> W {
         self.out
     }

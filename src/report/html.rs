@@ -58,6 +58,14 @@ struct Entry {
     reasoning: String,
     #[serde(default)]
     error: Option<String>,
+    /// A `user_message`: who spoke (`scenario`, `simulated_user`) and the
+    /// tokens a live simulated user took.
+    #[serde(default)]
+    who: String,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
 }
 
 /// Failed trials by (model, scenario): the trial and its log entries.
@@ -416,6 +424,17 @@ fn trial_entries(step: &str, entries: &[Entry]) -> Markup {
                             "[finish: " (entry.finish_reason.as_deref().unwrap_or("not given"))
                             @if entry.truncated { ", cut by the token limit" } "]"
                         }
+                    }
+                }
+            } @else if entry.kind == "user_message" {
+                div class="turn user" {
+                    "the user said"
+                    @if entry.who == "simulated_user" { " (simulated)" }
+                }
+                div class="said user" {
+                    (entry.text)
+                    @if let (Some(input), Some(output)) = (entry.input_tokens, entry.output_tokens) {
+                        " " span class="note" { "[" (input) " input, " (output) " output tokens]" }
                     }
                 }
             } @else if entry.kind == "tool_call" {

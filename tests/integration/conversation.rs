@@ -350,6 +350,26 @@ async fn a_tool_added_at_a_later_user_turn_is_unknown_before_it_and_not_named_in
     assert!(text.contains("Unknown tool \"refund_order\""), "{text}");
     assert!(text.contains("store_find"), "{text}");
     assert!(!text.contains(", refund_order"), "{text}");
+    // The user's written turns are in the log and in the failed trial's
+    // conversation in report.html.
+    let scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(CONVERSATION).unwrap()).unwrap();
+    let said = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "user_message")
+        .collect::<Vec<_>>();
+    let written = scenario["task"]["turns"][0]["user"].as_str().unwrap();
+    assert!(
+        said.iter()
+            .any(|e| e["who"] == "scenario" && e["text"] == written),
+        "{said:?}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("the user said"),
+        "no user message in report.html"
+    );
 }
 
 #[test]
@@ -570,4 +590,19 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
     assert_eq!(user_tokens, [0, 0, 0, 30, 30]);
     assert!(rows[3].user_cost_usd > 0.0);
     assert!(rows.iter().all(|r| r.input_tokens == 30));
+    // Both sides are in the log: each thing the user said, with its tokens.
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    let said: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "user_message")
+        .collect();
+    assert_eq!(said.len(), 2, "{log}");
+    assert_eq!(said[0]["who"], "simulated_user");
+    assert_eq!(said[0]["text"], "Thanks. What is the refund id, please?");
+    assert_eq!(said[1]["text"], "###STOP###");
+    assert!(
+        said.iter().all(|e| e["inputTokens"].as_u64() > Some(0)),
+        "{said:?}"
+    );
 }
