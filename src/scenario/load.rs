@@ -38,6 +38,15 @@ pub enum LoadError {
     },
     #[error("{}: {message}", path.display())]
     Suite { path: PathBuf, message: String },
+    /// An MCP server's program that is not installed here: a scenario
+    /// found in a folder is passed over with this as its warning.
+    #[error("{}: {}: the program {program:?} is not found (no such file, not on PATH, not beside toolgauge){hint}", path.display(), pointer.as_str())]
+    ProgramMissing {
+        path: PathBuf,
+        pointer: Pointer,
+        program: String,
+        hint: &'static str,
+    },
 }
 
 fn schema_validator() -> &'static Validator {
@@ -86,6 +95,8 @@ pub fn load_suites(
 ) -> Result<Suite, Vec<LoadError>> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
+    // Scenario files given by name, not found in a folder.
+    let named: Vec<PathBuf> = dirs.iter().filter(|d| d.is_file()).cloned().collect();
     for dir in dirs {
         let (found, passed_over) = if dir.is_file() {
             (vec![dir.to_owned()], Vec::new())
@@ -105,6 +116,16 @@ pub fn load_suites(
     let mut errors = Vec::new();
     for file in files {
         match load_scenario(&file, sandbox_root, servers) {
+            // Found in a folder: the rest of the suite still runs, and the
+            // warning says how to install what it needs.
+            Err(missing @ LoadError::ProgramMissing { .. }) if !named.contains(&file) => {
+                let said = missing.to_string();
+                let prefix = format!("{}: ", file.display());
+                skipped.push(Skipped {
+                    path: file.clone(),
+                    why: said.strip_prefix(&prefix).unwrap_or(&said).to_owned(),
+                });
+            }
             Ok(scenario) => {
                 if let Some(other) = scenarios.iter().find(|s| s.name == scenario.name) {
                     errors.push(LoadError::Suite {
@@ -226,6 +247,7 @@ pub fn load_scenario(
     // Commands (of tools and MCP servers) run in the scenario's folder.
     let folder = std::path::absolute(path.parent().unwrap_or(Path::new(".")))
         .unwrap_or_else(|_| PathBuf::from("."));
+    missing_program(path, &file, &folder)?;
     let env = ToolEnv {
         sandbox: sandbox_dir
             .as_deref()
@@ -259,6 +281,37 @@ pub fn load_scenario(
         sandbox: sandbox_dir,
         digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })
+}
+
+/// The first MCP server of `file` whose program is not installed here.
+fn missing_program(path: &Path, file: &ScenarioFile, folder: &Path) -> Result<(), LoadError> {
+    for (i, tool) in file.tools.iter().enumerate() {
+        let ToolEntry::Mcp(entry) = tool else {
+            continue;
+        };
+        let Some(program) = entry.mcp.command.first() else {
+            continue;
+        };
+        if crate::tool::program_exists(&crate::tool::resolve_program(program, folder)) {
+            continue;
+        }
+        return Err(LoadError::ProgramMissing {
+            path: path.to_owned(),
+            pointer: Pointer::root()
+                .key("tools")
+                .index(i)
+                .key("mcp")
+                .key("command")
+                .index(0),
+            program: program.clone(),
+            hint: if program == "mcp_test_server" {
+                "; it is toolgauge's own test server: build it with `cargo build --release --example mcp_test_server`"
+            } else {
+                ""
+            },
+        });
+    }
+    Ok(())
 }
 
 /// The file's JSON, checked against the published schema, then read into

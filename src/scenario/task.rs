@@ -585,13 +585,24 @@ fn check_added_tools(task: &Task, registry: &Registry) -> Result<(), Located> {
     for k in 0..task.user_turns() {
         let checked = task.user_turn(k).expect("k < user_turns");
         for (m, milestone) in checked.milestones.iter().enumerate() {
+            let base = match k {
+                0 => task_at(),
+                k => task_at().key("turns").index(k - 1),
+            };
+            // A probe's tool is hidden from the model: a milestone on it
+            // makes the task impossible, which no model could be charged for.
+            if task.probe_tools().any(|tool| tool == milestone.name) {
+                return Err(Located::new(
+                    base.key("milestones").index(m).key("name"),
+                    format!(
+                        "{:?} is a probe's tool, which the model is never given, so this milestone could never be reached; probe with another tool, or leave this milestone out",
+                        milestone.name
+                    ),
+                ));
+            }
             if let Some((name, from)) = added.iter().find(|(n, _)| *n == milestone.name)
                 && *from > k
             {
-                let base = match k {
-                    0 => task_at(),
-                    k => task_at().key("turns").index(k - 1),
-                };
                 return Err(Located::new(
                     base.key("milestones").index(m).key("name"),
                     format!(

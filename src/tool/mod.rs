@@ -60,6 +60,16 @@ pub fn resolve_program(program: &str, folder: &std::path::Path) -> String {
     beside_executable(program).map_or_else(|| program.to_owned(), |p| p.display().to_string())
 }
 
+/// Whether `program` (as [`resolve_program`] gives it) can be started: a
+/// path to a file, or a name found on PATH.
+pub fn program_exists(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
 /// `program` next to the running executable: in its folder, its
 /// `examples/`, or the `examples/` of cargo's other profile.
 fn beside_executable(program: &str) -> Option<std::path::PathBuf> {

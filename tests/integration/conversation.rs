@@ -373,7 +373,7 @@ async fn a_tool_added_at_a_later_user_turn_is_unknown_before_it_and_not_named_in
 }
 
 #[test]
-fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_given() {
+fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_a_tool_the_model_lacks() {
     let base: Value =
         serde_json::from_str(&std::fs::read_to_string(CONVERSATION).unwrap()).unwrap();
     let mut unknown = base.clone();
@@ -381,7 +381,17 @@ fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_one_before_it_is_
     let mut too_early = base.clone();
     too_early["task"]["turns"][1]["add_tools"] = json!(["store_put", "refund_order"]);
     too_early["task"]["turns"][0]["add_tools"] = json!([]);
+    // A probe on the tool the first milestone needs: the model never
+    // gets that tool, so no model could pass.
+    let mut probed = base.clone();
+    probed["task"]["final_state"] = json!({"probe": {"tool": "store_find",
+        "arguments": {"collection": "customers"}, "result": {"$contains": "ada"}}});
     let cases = [
+        (
+            probed,
+            "/task/milestones/0/name",
+            "\"store_find\" is a probe's tool, which the model is never given",
+        ),
         (
             unknown,
             "/task/turns/0/add_tools/0",

@@ -522,3 +522,60 @@ fn an_mcp_servers_malformed_or_oversized_result_is_the_servers_failure() {
         );
     }
 }
+
+#[test]
+fn a_scenario_whose_mcp_program_is_not_installed_is_skipped_in_a_folder_and_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    write_scenario(
+        &suite,
+        &json!({"name": "fine", "tools": ["echo"], "prompt": "p", "expect": {"no_call": true}}),
+    );
+    write_scenario(
+        &suite,
+        &json!({"name": "needs_server", "tools": [{"mcp": {"command": ["mcp_test_server"]}}],
+                "prompt": "p", "expect": {"no_call": true}}),
+    );
+    let model = scripted_model(dir.path());
+    // The test server cargo test built must not be found: a bare PATH, and
+    // the binary copied where no examples/ folder is beside it.
+    let alone = dir.path().join("bin");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_toolgauge"), alone.join("toolgauge")).unwrap();
+    let run = |target: &str| {
+        Command::new(alone.join("toolgauge"))
+            .args([
+                "run",
+                target,
+                "--models",
+                model.to_str().unwrap(),
+                "--trials",
+                "1",
+                "--quiet",
+                "--out",
+                "out",
+                "--force",
+            ])
+            .current_dir(dir.path())
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    let out = run("suite");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("needs_server.json: skipped")
+            && stderr.contains("cargo build --release --example mcp_test_server"),
+        "{stderr}"
+    );
+    let trials = std::fs::read_to_string(dir.path().join("out/trials.csv")).unwrap();
+    assert!(
+        trials.contains(",fine,") && !trials.contains("needs_server"),
+        "{trials}"
+    );
+    let out = run("suite/needs_server.json");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/tools/0/mcp/command/0"), "{stderr}");
+}
