@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{CliError, EXIT_FAILED};
-use crate::doctor::diagnose_blocking;
+use crate::doctor::{Diagnosis, diagnose_blocking};
 use crate::model::ModelFile;
 
 #[derive(Debug, Args)]
@@ -21,11 +21,21 @@ pub struct DoctorArgs {
 }
 
 /// Exit 1 when the endpoint cannot support a meaningful self-correction
-/// run: no tool call, or results or errors not shown to the model.
+/// run: no tool call, results or errors not shown to the model (or no
+/// stream, for a model that streams), or no answer at all. Each finding
+/// is printed as its probe ends.
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, CliError> {
+    use std::io::Write as _;
     let file = ModelFile::load(&args.model)?;
-    let diagnosis = diagnose_blocking(&file)?;
-    print!("{}", diagnosis.table());
+    if let Some(endpoint) = crate::doctor::endpoint(&file) {
+        print!("{}", Diagnosis::heading(&file.name, &endpoint));
+    }
+    let _ = std::io::stdout().flush();
+    let diagnosis = diagnose_blocking(&file, &mut |finding| {
+        print!("{}", finding.line());
+        let _ = std::io::stdout().flush();
+    })?;
+    print!("{}", diagnosis.conclusion());
     if let Some(path) = &args.json {
         diagnosis.save(path)?;
     }

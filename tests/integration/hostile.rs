@@ -579,3 +579,49 @@ fn a_scenario_whose_mcp_program_is_not_installed_is_skipped_in_a_folder_and_refu
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("/tools/0/mcp/command/0"), "{stderr}");
 }
+
+#[test]
+fn doctor_against_a_dead_or_silent_endpoint_says_it_learnt_nothing_and_stops() {
+    // Silent: accepts connections, never answers. Dead: refuses them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (case, address) in [
+        ("silent", silent.local_addr().unwrap().to_string()),
+        ("dead", format!("127.0.0.1:{dead_port}")),
+    ] {
+        let model = dir.path().join(format!("{case}.json"));
+        std::fs::write(
+            &model,
+            json!({"name": case, "kind": "openai", "api": {
+                "model": "m", "base_url": format!("http://{address}/v1"),
+                "timeout_ms": 300, "retry_base_ms": 1
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        let out = toolgauge_bounded(
+            dir.path(),
+            &["doctor", model.to_str().unwrap()],
+            std::time::Duration::from_secs(60),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{case}: {stdout}");
+        assert!(
+            stdout.contains("Nothing was learnt: the endpoint did not answer"),
+            "{case}: {stdout}"
+        );
+        assert_eq!(
+            stdout.matches("did not answer an earlier probe").count(),
+            8,
+            "{case}: every probe after the first is unknown: {stdout}"
+        );
+        assert!(
+            !stdout.contains("can be trusted") && !stdout.contains("was refused"),
+            "{case}: {stdout}"
+        );
+    }
+}

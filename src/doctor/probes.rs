@@ -1,234 +1,18 @@
-//! `doctor`: probes a live endpoint the way a careful engineer would
-//! before trusting a run against it, and says what it found with the
-//! evidence. A self-correction run means something only when the model
-//! can call a tool and is shown what its calls got back; many compatible
-//! servers drop tool results from the prompt without a word. Where the
-//! server reports usage, "shown" is read off the prompt tokens (a longer
-//! result must cost more), which does not depend on how capable the
-//! model is; a nonce the model repeats is further evidence.
+//! The probes themselves: one request (or a few) per property of the
+//! endpoint, each read to a `Finding` with its evidence.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::*;
 use crate::call::{Arguments, ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
-use crate::model::ModelFile;
 use crate::model::live::{ApiKey, api_key};
 use crate::provider::stream;
 use crate::provider::{
     ApiSettings, Ask, Conversation, ParsedResponse, Provider, ResponseError, ToolChoice,
 };
 use crate::transport::{ApiRequest, Transport, TransportError};
-
-/// What a probe found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Yes,
-    No,
-    /// The probe could not tell (the evidence says why).
-    Unknown,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Yes => "yes",
-            Verdict::No => "no",
-            Verdict::Unknown => "unknown",
-        }
-    }
-}
-
-/// One line of the diagnosis.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    pub probe: String,
-    pub verdict: Verdict,
-    pub evidence: String,
-}
-
-/// What doctor found of one model's endpoint (doctor's `--json`, and
-/// `doctor-<model>.json` in a run folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnosis {
-    pub model: String,
-    pub endpoint: String,
-    /// The model asks for streamed replies: then a run needs streaming
-    /// too, and a stream that fails is a reason not to trust the run.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub streams: bool,
-    pub findings: Vec<Finding>,
-}
-
-/// The probes a self-correction run cannot do without.
-pub const ESSENTIAL: [&str; 3] = [TOOL_CALL, RESULTS_SHOWN, ERRORS_SHOWN];
-
-pub const TOOL_CALL: &str = "tool call";
-pub const RESULTS_SHOWN: &str = "tool results shown";
-pub const ERRORS_SHOWN: &str = "error results shown";
-const PARALLEL: &str = "parallel calls";
-const REQUIRED: &str = "tool_choice required";
-const NONE: &str = "tool_choice none";
-const TRUNCATION: &str = "finish reason on truncation";
-const USAGE: &str = "usage reported";
-const STREAMING: &str = "streaming";
-
-impl Diagnosis {
-    pub fn verdict(&self, probe: &str) -> Option<Verdict> {
-        self.findings
-            .iter()
-            .find(|f| f.probe == probe)
-            .map(|f| f.verdict)
-    }
-
-    /// The essential probes that did not say yes (streaming too, for a
-    /// model that streams): a self-correction run against this endpoint
-    /// would not measure what it claims.
-    pub fn missing(&self) -> Vec<&Finding> {
-        self.findings
-            .iter()
-            .filter(|f| {
-                let essential =
-                    ESSENTIAL.contains(&f.probe.as_str()) || (self.streams && f.probe == STREAMING);
-                essential && f.verdict != Verdict::Yes
-            })
-            .collect()
-    }
-
-    /// The findings as a table for the terminal.
-    pub fn table(&self) -> String {
-        let mut text = format!("doctor: {} at {}\n", self.model, self.endpoint);
-        let width = self
-            .findings
-            .iter()
-            .map(|f| f.probe.len())
-            .max()
-            .unwrap_or(0);
-        for finding in &self.findings {
-            let _ = writeln!(
-                text,
-                "  {:width$}  {:7}  {}",
-                finding.probe,
-                finding.verdict.as_str(),
-                finding.evidence
-            );
-        }
-        match self.missing().as_slice() {
-            [] => text.push_str("A self-correction run against this endpoint can be trusted.\n"),
-            missing => {
-                let names: Vec<&str> = missing.iter().map(|f| f.probe.as_str()).collect();
-                let _ = writeln!(
-                    text,
-                    "A self-correction run against this endpoint would not measure what it claims: {} not confirmed.",
-                    names.join(", ")
-                );
-            }
-        }
-        text
-    }
-
-    /// Write the findings as JSON to `path`.
-    pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
-        let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
-        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
-            path: path.to_owned(),
-            source,
-        })
-    }
-
-    /// A warning for each probe that says a self-correction run against
-    /// this endpoint would not measure what it claims.
-    /// `streams`: the model asks for streamed replies, which the endpoint
-    /// may not give.
-    pub fn warnings(&self, streams: bool) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .missing()
-            .into_iter()
-            .map(|finding| {
-                format!(
-                    "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
-                    self.model,
-                    finding.probe,
-                    finding.verdict.as_str(),
-                    finding.evidence
-                )
-            })
-            .collect();
-        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
-        if let Some(finding) =
-            streaming.filter(|f| streams && !self.streams && f.verdict == Verdict::No)
-        {
-            warnings.push(format!(
-                "model {:?} asks for streamed replies (\"stream\": true), and doctor says streaming: no ({}); expect lost trials",
-                self.model, finding.evidence
-            ));
-        }
-        warnings
-    }
-}
-
-/// Why doctor could not probe at all.
-#[derive(Debug, thiserror::Error)]
-pub enum DoctorError {
-    #[error(
-        "model {model:?}: doctor probes live models (kind openai, openai-responses, anthropic or gemini)"
-    )]
-    NotLive { model: String },
-    #[error("model {model:?}: {problem}")]
-    Setup { model: String, problem: String },
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}: not a doctor result: {source}", path.display())]
-    NotADiagnosis {
-        path: std::path::PathBuf,
-        source: serde_json::Error,
-    },
-}
-
-/// Probe the endpoint of a live model file on a runtime of its own.
-pub fn diagnose_blocking(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| DoctorError::Setup {
-            model: file.name.clone(),
-            problem: format!("cannot start the probes: {e}"),
-        })?;
-    runtime.block_on(diagnose(file))
-}
-
-/// The diagnosis of `file` for a run in `out`: the one cached there
-/// (`doctor-<model>.json`), or with `probe_now` a new probe, cached; none
-/// when there is none and no probe was asked for.
-pub fn before_run(
-    file: &ModelFile,
-    out: &std::path::Path,
-    probe_now: bool,
-) -> Result<Option<Diagnosis>, DoctorError> {
-    let cached = out.join(format!("doctor-{}.json", file.name));
-    let diagnosis: Diagnosis = match std::fs::read(&cached) {
-        Ok(bytes) => {
-            serde_json::from_slice(&bytes).map_err(|source| DoctorError::NotADiagnosis {
-                path: cached.clone(),
-                source,
-            })?
-        }
-        Err(_) if probe_now => {
-            let diagnosis = diagnose_blocking(file)?;
-            diagnosis.save(&cached)?;
-            diagnosis
-        }
-        Err(_) => return Ok(None),
-    };
-    Ok(Some(diagnosis))
-}
-
 /// The word a probe hides in a tool result, for the model to repeat.
 const NONCE: &str = "PLUM-7391";
 const TOOL: &str = "lookup_word";
@@ -253,6 +37,9 @@ struct Prober {
     key: Option<ApiKey>,
     transport: Transport,
     tools: Vec<FunctionSpec>,
+    /// A request got no answer at all (refused, timed out): the probes
+    /// after it would learn nothing, and are not sent.
+    silent: std::sync::atomic::AtomicBool,
 }
 
 /// What came back for one probe's request.
@@ -261,67 +48,108 @@ struct Answer {
     parsed: Result<ParsedResponse, ResponseError>,
 }
 
-/// Probe the endpoint of a live model file.
-pub async fn diagnose(file: &ModelFile) -> Result<Diagnosis, DoctorError> {
-    let (Some(provider), Some(settings)) = (file.kind.live_provider(), &file.api) else {
-        return Err(DoctorError::NotLive {
-            model: file.name.clone(),
-        });
-    };
-    let setup = |problem: String| DoctorError::Setup {
-        model: file.name.clone(),
-        problem,
-    };
-    settings.check().map_err(|e| setup(e.to_string()))?;
-    let mut settings = settings.clone();
-    // Without it some servers only answer in text (llama-cpp-python).
-    settings.tool_choice.get_or_insert(ToolChoice::Auto);
-    // Every probe reads a whole reply; the streaming probe asks for its
-    // own stream.
-    settings.stream = false;
-    let prober = Prober {
-        provider,
-        key: api_key(&settings).map_err(|e| setup(e.to_string()))?,
-        transport: Transport::new(&settings.transport()).map_err(|e| setup(e.to_string()))?,
+/// The endpoint a live model file's requests go to, its key left out (for
+/// the heading printed before any probe); `None` for a model that is not
+/// live.
+pub fn endpoint(file: &ModelFile) -> Option<String> {
+    let (provider, settings) = (file.kind.live_provider()?, file.api.as_ref()?);
+    let conversation = Conversation::new(provider, &[]);
+    let ask = Ask {
         settings,
-        tools: vec![FunctionSpec {
-            name: TOOL.to_owned(),
-            description: "Look up the word stored under a key.".to_owned(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"key": {"type": "string", "description": "The key, e.g. alpha."}},
-                "required": ["key"]
-            }),
-        }],
+        key: None,
+        conversation: &conversation,
+        tools: &[],
     };
-    let endpoint = prober
-        .provider
-        .request(&prober.ask_of(&Conversation::new(provider, &[]), &prober.settings))
-        .url;
+    Some(crate::transport::redact_url(&provider.request(&ask).url))
+}
+
+/// Probe the endpoint of a live model file; `on_finding` hears each
+/// finding as its probe ends. Once a request gets no answer at all, the
+/// probes not yet sent are "unknown: the endpoint did not answer".
+pub async fn diagnose(
+    file: &ModelFile,
+    on_finding: &mut dyn FnMut(&Finding),
+) -> Result<Diagnosis, DoctorError> {
+    let prober = Prober::new(file)?;
     let mut findings = Vec::new();
-    let (call, usage) = prober.tool_call().await;
-    findings.push(call);
-    findings.push(prober.shown(RESULTS_SHOWN, false).await);
-    findings.push(prober.shown(ERRORS_SHOWN, true).await);
-    findings.push(prober.parallel().await);
-    findings.push(prober.choice(REQUIRED, ToolChoice::Required).await);
-    findings.push(prober.choice(NONE, ToolChoice::None).await);
-    findings.push(prober.truncation().await);
-    findings.push(usage);
-    findings.push(prober.streaming().await);
+    let mut usage = None;
+    for probe in ALL_PROBES {
+        let found = if prober.silent.load(std::sync::atomic::Ordering::SeqCst) {
+            finding(probe, Verdict::Unknown, NO_ANSWER)
+        } else {
+            match probe {
+                TOOL_CALL => {
+                    let (call, reported) = prober.tool_call().await;
+                    usage = Some(reported);
+                    call
+                }
+                USAGE => usage
+                    .take()
+                    .unwrap_or_else(|| finding(USAGE, Verdict::Unknown, "no reply to read")),
+                RESULTS_SHOWN => prober.shown(RESULTS_SHOWN, false).await,
+                ERRORS_SHOWN => prober.shown(ERRORS_SHOWN, true).await,
+                PARALLEL => prober.parallel().await,
+                REQUIRED => prober.choice(REQUIRED, ToolChoice::Required).await,
+                NONE => prober.choice(NONE, ToolChoice::None).await,
+                TRUNCATION => prober.truncation().await,
+                _ => prober.streaming().await,
+            }
+        };
+        on_finding(&found);
+        findings.push(found);
+    }
     Ok(Diagnosis {
         model: file.name.clone(),
-        endpoint: crate::transport::redact_url(&endpoint),
+        endpoint: endpoint(file).unwrap_or_default(),
         streams: file.api.as_ref().is_some_and(|api| api.stream),
         findings,
     })
 }
 
-fn finding(probe: &str, verdict: Verdict, evidence: impl Into<String>) -> Finding {
-    Finding {
-        probe: probe.to_owned(),
-        verdict,
-        evidence: evidence.into(),
+impl Prober {
+    fn new(file: &ModelFile) -> Result<Prober, DoctorError> {
+        let (Some(provider), Some(settings)) = (file.kind.live_provider(), &file.api) else {
+            return Err(DoctorError::NotLive {
+                model: file.name.clone(),
+            });
+        };
+        let setup = |problem: String| DoctorError::Setup {
+            model: file.name.clone(),
+            problem,
+        };
+        settings.check().map_err(|e| setup(e.to_string()))?;
+        let mut settings = settings.clone();
+        // Without it some servers only answer in text (llama-cpp-python).
+        settings.tool_choice.get_or_insert(ToolChoice::Auto);
+        // Every probe reads a whole reply; the streaming probe asks for its
+        // own stream.
+        settings.stream = false;
+        // A silent endpoint is told from the first probe's tries, not
+        // after four of every probe's.
+        settings.max_attempts = settings.max_attempts.min(2);
+        Ok(Prober {
+            provider,
+            key: api_key(&settings).map_err(|e| setup(e.to_string()))?,
+            transport: Transport::new(&settings.transport()).map_err(|e| setup(e.to_string()))?,
+            settings,
+            tools: vec![FunctionSpec {
+                name: TOOL.to_owned(),
+                description: "Look up the word stored under a key.".to_owned(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"key": {"type": "string", "description": "The key, e.g. alpha."}},
+                    "required": ["key"]
+                }),
+            }],
+            silent: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Note a request that got no answer at all.
+    fn heard(&self, error: &TransportError) {
+        if matches!(error, TransportError::Network { .. }) {
+            self.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 
@@ -351,7 +179,11 @@ impl Prober {
         settings: &ApiSettings,
     ) -> Result<Answer, TransportError> {
         let request: ApiRequest = self.provider.request(&self.ask_of(conversation, settings));
-        let response = self.transport.send(&request).await?;
+        let response = self
+            .transport
+            .send(&request)
+            .await
+            .inspect_err(|e| self.heard(e))?;
         let json: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
         let parsed = self.provider.parse_response(&response.body);
         Ok(Answer { json, parsed })
@@ -593,7 +425,10 @@ impl Prober {
             .request(&self.ask_of(&conversation, &settings));
         let opened = match self.transport.open(&request).await {
             Ok(opened) => opened,
-            Err(error) => return finding(STREAMING, Verdict::No, format!("refused: {error}")),
+            Err(error) => {
+                self.heard(&error);
+                return finding(STREAMING, Verdict::No, format!("refused: {error}"));
+            }
         };
         let status = opened.status;
         let chunks = opened.response.bytes_stream();
@@ -677,55 +512,5 @@ fn said(parsed: &ParsedResponse) -> String {
             "no call; it said {:?}",
             crate::excerpt::cut(&parsed.text, 60)
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_model_that_streams_is_warned_when_its_endpoint_does_not() {
-        let diagnosis = Diagnosis {
-            model: "m".into(),
-            endpoint: "http://x".into(),
-            streams: false,
-            findings: vec![
-                finding(TOOL_CALL, Verdict::Yes, "f()"),
-                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
-                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
-                finding(STREAMING, Verdict::No, "HTTP 200: 0 bytes"),
-            ],
-        };
-        assert!(diagnosis.warnings(false).is_empty());
-        let warnings = diagnosis.warnings(true);
-        assert_eq!(warnings.len(), 1);
-        assert!(
-            warnings[0].contains("streaming: no (HTTP 200: 0 bytes)"),
-            "{warnings:?}"
-        );
-    }
-
-    #[test]
-    fn a_streaming_model_whose_streams_fail_is_not_trusted() {
-        let diagnosis = Diagnosis {
-            model: "m".into(),
-            endpoint: "http://x".into(),
-            streams: true,
-            findings: vec![
-                finding(TOOL_CALL, Verdict::Yes, "f()"),
-                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
-                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
-                finding(
-                    STREAMING,
-                    Verdict::No,
-                    "HTTP 200: the stream ended before its last event",
-                ),
-            ],
-        };
-        let table = diagnosis.table();
-        assert!(!table.contains("can be trusted"), "{table}");
-        assert!(table.contains("streaming not confirmed"), "{table}");
-        assert_eq!(diagnosis.warnings(true).len(), 1);
     }
 }

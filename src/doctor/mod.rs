@@ -1,0 +1,325 @@
+//! `doctor`: probes a live endpoint the way a careful engineer would
+//! before trusting a run against it, and says what it found with the
+//! evidence. A self-correction run means something only when the model
+//! can call a tool and is shown what its calls got back; many compatible
+//! servers drop tool results from the prompt without a word. Where the
+//! server reports usage, "shown" is read off the prompt tokens (a longer
+//! result must cost more), which does not depend on how capable the
+//! model is; a nonce the model repeats is further evidence.
+
+mod probes;
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::ModelFile;
+
+pub use probes::{diagnose, endpoint};
+
+/// What a probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Yes,
+    No,
+    /// The probe could not tell (the evidence says why).
+    Unknown,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Yes => "yes",
+            Verdict::No => "no",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// One line of the diagnosis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub probe: String,
+    pub verdict: Verdict,
+    pub evidence: String,
+}
+
+impl Finding {
+    /// The finding as a line of the table, printed as its probe ends.
+    pub fn line(&self) -> String {
+        let width = ALL_PROBES.iter().map(|p| p.len()).max().unwrap_or(0);
+        format!(
+            "  {:width$}  {:7}  {}\n",
+            self.probe,
+            self.verdict.as_str(),
+            self.evidence
+        )
+    }
+}
+
+/// What doctor found of one model's endpoint (doctor's `--json`, and
+/// `doctor-<model>.json` in a run folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub model: String,
+    pub endpoint: String,
+    /// The model asks for streamed replies: then a run needs streaming
+    /// too, and a stream that fails is a reason not to trust the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streams: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// The probes a self-correction run cannot do without.
+pub const ESSENTIAL: [&str; 3] = [TOOL_CALL, RESULTS_SHOWN, ERRORS_SHOWN];
+
+pub const TOOL_CALL: &str = "tool call";
+pub const RESULTS_SHOWN: &str = "tool results shown";
+pub const ERRORS_SHOWN: &str = "error results shown";
+const PARALLEL: &str = "parallel calls";
+const REQUIRED: &str = "tool_choice required";
+const NONE: &str = "tool_choice none";
+const TRUNCATION: &str = "finish reason on truncation";
+const USAGE: &str = "usage reported";
+const STREAMING: &str = "streaming";
+
+/// The evidence of a probe not sent: an earlier request got no answer.
+const NO_ANSWER: &str = "the endpoint did not answer an earlier probe";
+
+/// Every probe, in the order they are sent and shown.
+pub const ALL_PROBES: [&str; 9] = [
+    TOOL_CALL,
+    RESULTS_SHOWN,
+    ERRORS_SHOWN,
+    PARALLEL,
+    REQUIRED,
+    NONE,
+    TRUNCATION,
+    USAGE,
+    STREAMING,
+];
+
+impl Diagnosis {
+    pub fn verdict(&self, probe: &str) -> Option<Verdict> {
+        self.findings
+            .iter()
+            .find(|f| f.probe == probe)
+            .map(|f| f.verdict)
+    }
+
+    /// The essential probes that did not say yes (streaming too, for a
+    /// model that streams): a self-correction run against this endpoint
+    /// would not measure what it claims.
+    pub fn missing(&self) -> Vec<&Finding> {
+        self.findings
+            .iter()
+            .filter(|f| {
+                let essential =
+                    ESSENTIAL.contains(&f.probe.as_str()) || (self.streams && f.probe == STREAMING);
+                essential && f.verdict != Verdict::Yes
+            })
+            .collect()
+    }
+
+    /// The findings as a table for the terminal.
+    pub fn table(&self) -> String {
+        let mut text = Diagnosis::heading(&self.model, &self.endpoint);
+        for finding in &self.findings {
+            text.push_str(&finding.line());
+        }
+        text.push_str(&self.conclusion());
+        text
+    }
+
+    /// The endpoint answered no probe: the first request got no answer,
+    /// and the rest were not sent.
+    pub fn unanswered(&self) -> bool {
+        self.findings.len() > 1 && self.findings[1..].iter().all(|f| f.evidence == NO_ANSWER)
+    }
+
+    /// The table's first line, printed before the probes run.
+    pub fn heading(model: &str, endpoint: &str) -> String {
+        format!("doctor: {model} at {endpoint}\n")
+    }
+
+    /// What the findings add up to, in one line.
+    pub fn conclusion(&self) -> String {
+        let mut text = String::new();
+        if self.unanswered() {
+            text.push_str("Nothing was learnt: the endpoint did not answer.\n");
+            return text;
+        }
+        match self.missing().as_slice() {
+            [] => text.push_str("A self-correction run against this endpoint can be trusted.\n"),
+            missing => {
+                let names: Vec<&str> = missing.iter().map(|f| f.probe.as_str()).collect();
+                let _ = writeln!(
+                    text,
+                    "A self-correction run against this endpoint would not measure what it claims: {} not confirmed.",
+                    names.join(", ")
+                );
+            }
+        }
+        text
+    }
+
+    /// Write the findings as JSON to `path`.
+    pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
+        let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
+        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// A warning for each probe that says a self-correction run against
+    /// this endpoint would not measure what it claims.
+    /// `streams`: the model asks for streamed replies, which the endpoint
+    /// may not give.
+    pub fn warnings(&self, streams: bool) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .missing()
+            .into_iter()
+            .map(|finding| {
+                format!(
+                    "model {:?}: doctor says {}: {} ({}); its self-correction figures are not feedback the model saw",
+                    self.model,
+                    finding.probe,
+                    finding.verdict.as_str(),
+                    finding.evidence
+                )
+            })
+            .collect();
+        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
+        if let Some(finding) =
+            streaming.filter(|f| streams && !self.streams && f.verdict == Verdict::No)
+        {
+            warnings.push(format!(
+                "model {:?} asks for streamed replies (\"stream\": true), and doctor says streaming: no ({}); expect lost trials",
+                self.model, finding.evidence
+            ));
+        }
+        warnings
+    }
+}
+
+/// Why doctor could not probe at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error(
+        "model {model:?}: doctor probes live models (kind openai, openai-responses, anthropic or gemini)"
+    )]
+    NotLive { model: String },
+    #[error("model {model:?}: {problem}")]
+    Setup { model: String, problem: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a doctor result: {source}", path.display())]
+    NotADiagnosis {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+/// Probe the endpoint of a live model file on a runtime of its own.
+pub fn diagnose_blocking(
+    file: &ModelFile,
+    on_finding: &mut dyn FnMut(&Finding),
+) -> Result<Diagnosis, DoctorError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DoctorError::Setup {
+            model: file.name.clone(),
+            problem: format!("cannot start the probes: {e}"),
+        })?;
+    runtime.block_on(diagnose(file, on_finding))
+}
+
+/// The diagnosis of `file` for a run in `out`: the one cached there
+/// (`doctor-<model>.json`), or with `probe_now` a new probe, cached; none
+/// when there is none and no probe was asked for.
+pub fn before_run(
+    file: &ModelFile,
+    out: &std::path::Path,
+    probe_now: bool,
+) -> Result<Option<Diagnosis>, DoctorError> {
+    let cached = out.join(format!("doctor-{}.json", file.name));
+    let diagnosis: Diagnosis = match std::fs::read(&cached) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|source| DoctorError::NotADiagnosis {
+                path: cached.clone(),
+                source,
+            })?
+        }
+        Err(_) if probe_now => {
+            let diagnosis = diagnose_blocking(file, &mut |_| {})?;
+            diagnosis.save(&cached)?;
+            diagnosis
+        }
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(diagnosis))
+}
+
+pub(crate) fn finding(probe: &str, verdict: Verdict, evidence: impl Into<String>) -> Finding {
+    Finding {
+        probe: probe.to_owned(),
+        verdict,
+        evidence: evidence.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_that_streams_is_warned_when_its_endpoint_does_not() {
+        let diagnosis = Diagnosis {
+            model: "m".into(),
+            endpoint: "http://x".into(),
+            streams: false,
+            findings: vec![
+                finding(TOOL_CALL, Verdict::Yes, "f()"),
+                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
+                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
+                finding(STREAMING, Verdict::No, "HTTP 200: 0 bytes"),
+            ],
+        };
+        assert!(diagnosis.warnings(false).is_empty());
+        let warnings = diagnosis.warnings(true);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("streaming: no (HTTP 200: 0 bytes)"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_streaming_model_whose_streams_fail_is_not_trusted() {
+        let diagnosis = Diagnosis {
+            model: "m".into(),
+            endpoint: "http://x".into(),
+            streams: true,
+            findings: vec![
+                finding(TOOL_CALL, Verdict::Yes, "f()"),
+                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
+                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
+                finding(
+                    STREAMING,
+                    Verdict::No,
+                    "HTTP 200: the stream ended before its last event",
+                ),
+            ],
+        };
+        let table = diagnosis.table();
+        assert!(!table.contains("can be trusted"), "{table}");
+        assert!(table.contains("streaming not confirmed"), "{table}");
+        assert_eq!(diagnosis.warnings(true).len(), 1);
+    }
+}
