@@ -12,7 +12,9 @@ use super::{CliError, EXIT_FAILED};
 use crate::fuzz::ToolFuzz;
 use crate::fuzz::external::DEFAULT_CASE_TIMEOUT;
 use crate::fuzz::report::{write_disagreements, write_fuzz_csv};
-use crate::fuzz::session::{BadValidator, Named, ServerJudge, Validator, fuzz_tools, replay};
+use crate::fuzz::session::{
+    BadValidator, Fuzzed, Named, ServerJudge, Validator, fuzz_tools, replay,
+};
 use crate::fuzz::wire;
 use crate::tool::mcp::ToolServers;
 use crate::tool::{Registry, ToolEnv};
@@ -108,14 +110,36 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
         );
     }
 
-    let (results, failure) = fuzz_tools(
+    // A signal stops the fuzzing between blocks; what was judged is kept.
+    let listening = super::signals::listen();
+    let mut progress = FuzzProgress::new();
+    let fuzzed = fuzz_tools(
         &registry,
         &validators,
         args.cases,
         args.seed,
         tools.served,
         &allowed,
+        &mut |judged| {
+            progress.show(judged.tool, judged.cases);
+            super::signals::received().is_none()
+        },
     );
+    drop(listening);
+    progress.finish();
+    write_out(args, &validators, fuzzed)
+}
+
+/// fuzz.csv (and disagreements.csv) of what was judged, and the exit code:
+/// 1 where a validator fell short, 128 + n when a signal stopped it.
+fn write_out(args: &FuzzArgs, validators: &[Named], fuzzed: Fuzzed) -> Result<ExitCode, CliError> {
+    let (results, failure) = (fuzzed.results, fuzzed.failure);
+    let judged: u64 = results
+        .iter()
+        .flat_map(|r| r.reports.first())
+        .map(ToolFuzz::judged)
+        .sum();
+    let stopped = fuzzed.stopped.then(super::signals::received).flatten();
 
     // A validator that never answered measured nothing: no file that
     // could be read as a kill rate.
@@ -132,10 +156,17 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     let (mut out, mut notes) = (std::io::stdout().lock(), std::io::stderr().lock());
     let (dir, seed) = (args.out.as_path(), args.seed);
     let mut failed =
-        write_fuzz_csv(dir, seed, &validators, &results, &mut out, &mut notes).map_err(written)?;
+        write_fuzz_csv(dir, seed, validators, &results, &mut out, &mut notes).map_err(written)?;
     if validators.len() > 1 {
-        failed |= write_disagreements(dir, seed, &validators, &results, &mut out, &mut notes)
+        failed |= write_disagreements(dir, seed, validators, &results, &mut out, &mut notes)
             .map_err(written)?;
+    }
+    if let Some((signal, code)) = stopped {
+        eprintln!(
+            "{signal}: stopped while fuzzing; {} holds the {judged} case(s) judged before",
+            args.out.join("fuzz.csv").display()
+        );
+        return Ok(ExitCode::from(code));
     }
     if let Some(failure) = failure {
         return Err(CliError::Usage(format!(
@@ -147,6 +178,46 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Progress while fuzzing: a spinner on a terminal, otherwise a plain
+/// line after the first block and every five seconds.
+struct FuzzProgress {
+    bar: Option<indicatif::ProgressBar>,
+    last: Option<std::time::Instant>,
+}
+
+impl FuzzProgress {
+    fn new() -> FuzzProgress {
+        use std::io::IsTerminal as _;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        FuzzProgress { bar, last: None }
+    }
+
+    fn show(&mut self, tool: &str, cases: u64) {
+        let line = format!("fuzz: {cases} case(s) judged (tool {tool})");
+        match &self.bar {
+            Some(bar) => bar.set_message(line),
+            None if self
+                .last
+                .is_none_or(|last| last.elapsed() >= Duration::from_secs(5)) =>
+            {
+                self.last = Some(std::time::Instant::now());
+                eprintln!("progress: {line}");
+            }
+            None => {}
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The `--validator`s, each ready to judge (default: the tools' own

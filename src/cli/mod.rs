@@ -132,6 +132,18 @@ impl CliError {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     signals::install();
+    // What a signal that ends the process at once says it interrupted.
+    signals::doing(match &cli.command {
+        Command::CheckTools(_) => "while checking the tool definitions; nothing was written",
+        Command::Exec(_) => "while running the reply through the pipeline",
+        Command::Run(_) => "during start-up; nothing was run",
+        Command::Doctor(_) => "while probing the endpoint; no diagnosis was written",
+        Command::Report(_) => "while writing reports; each file is written whole or not at all",
+        Command::Fuzz(_) => "while starting the validators; nothing was fuzzed",
+        Command::Import(_) => "while importing; the scenario files written so far are whole",
+        Command::Tools(_) => "while reading the tool source",
+        Command::BenchReport(_) => "while reading the bench results",
+    });
     match cli.command {
         Command::CheckTools(args) => check_tools::run(&args),
         Command::Exec(args) => exec::run(&args),

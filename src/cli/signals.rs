@@ -15,6 +15,15 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// A run is listening: it stops on its own.
 static LISTENING: AtomicBool = AtomicBool::new(false);
 static STOP: Notify = Notify::const_new();
+/// What the command is doing, for the message of a stop at once.
+static DOING: std::sync::Mutex<&'static str> =
+    std::sync::Mutex::new("during start-up; nothing was run");
+
+/// Say what the command is doing now, for the message a signal prints
+/// when it ends the process at once ("SIGTERM: stopped while ...").
+pub fn doing(what: &'static str) {
+    *DOING.lock().unwrap_or_else(|e| e.into_inner()) = what;
+}
 
 /// Watch for SIGINT and SIGTERM for the rest of the process, on a thread
 /// of its own. Without signal support the process keeps the default.
@@ -52,15 +61,12 @@ async fn watch() {
             STOP.notify_waiters();
             continue;
         }
-        eprintln!(
-            "{}: stopped{}",
-            name(number),
-            if first {
-                " during start-up; nothing was run"
-            } else {
-                " again; stopping at once"
-            }
-        );
+        let doing = *DOING.lock().unwrap_or_else(|e| e.into_inner());
+        if first {
+            eprintln!("{}: stopped {doing}", name(number));
+        } else {
+            eprintln!("{}: stopped again; stopping at once", name(number));
+        }
         // Ending at once drops nothing: the groups this process owns are
         // ended here, helpers of MCP servers and shell calls included.
         crate::child::kill_every_group();
@@ -81,8 +87,15 @@ pub async fn requested() {
     }
 }
 
+/// A caller that checks for the stop itself ([`received`]) between
+/// pieces of its work, until the value it gets is dropped: a signal then
+/// ends the process no more, it stops the work.
+pub fn listen() -> Listening {
+    Listening::start()
+}
+
 /// A caller listening for the stop, until dropped.
-struct Listening;
+pub struct Listening;
 
 impl Listening {
     fn start() -> Listening {

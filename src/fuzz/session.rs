@@ -158,11 +158,29 @@ pub struct ToolResult {
     pub offset: u64,
 }
 
+/// Where a fuzz run stands after a block: the tool, and the cases judged
+/// so far in the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged<'a> {
+    pub tool: &'a str,
+    pub cases: u64,
+}
+
+/// What a fuzz run gave: the results of the tools judged, why a
+/// validator stopped it (if one did), and whether it was asked to stop.
+pub struct Fuzzed {
+    pub results: Vec<ToolResult>,
+    pub failure: Option<String>,
+    /// `after_block` said stop: the results hold the blocks judged.
+    pub stopped: bool,
+}
+
 /// Fuzz every tool of `registry` that `allowed` lets be called, with
 /// `cases` cases from `seed` (objects only for a served source), through
 /// each validator; disagreements between validators are minimised. A
 /// validator that gives no verdict stops the run: the results so far,
-/// and why.
+/// and why. After each block `after_block` hears where the run stands,
+/// and says whether to go on (an interrupted run keeps what it judged).
 pub fn fuzz_tools(
     registry: &Registry,
     validators: &[Named],
@@ -170,12 +188,15 @@ pub fn fuzz_tools(
     seed: u64,
     served: bool,
     allowed: &dyn Fn(&ToolDef) -> bool,
-) -> (Vec<ToolResult>, Option<String>) {
+    after_block: &mut dyn FnMut(Judged<'_>) -> bool,
+) -> Fuzzed {
     let mut results: Vec<ToolResult> = Vec::new();
     // A validator that gives no verdict stops the run; what it measured
     // before is still written.
     let mut failure = None;
+    let mut stopped = false;
     let mut offset = 0;
+    let mut judged = 0;
     for def in registry.definitions() {
         let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
         let blocks = CaseBlocks::new(&def.parameters, reference, count, seed, served);
@@ -208,7 +229,16 @@ pub fn fuzz_tools(
                 differential::collect(&mut found, &block, &verdicts);
             }
             tool_cases += block.len() as u64;
+            judged += block.len() as u64;
             if failure.is_some() {
+                break;
+            }
+            let tool = &def.name;
+            if !after_block(Judged {
+                tool,
+                cases: judged,
+            }) {
+                stopped = true;
                 break;
             }
         }
@@ -232,12 +262,15 @@ pub fn fuzz_tools(
             offset,
         });
         offset += tool_cases;
-        if failure.is_some() {
+        if failure.is_some() || stopped {
             break;
         }
     }
-
-    (results, failure)
+    Fuzzed {
+        results,
+        failure,
+        stopped,
+    }
 }
 
 /// Case `index` of the run with `seed` (and `cases` per tool), counted

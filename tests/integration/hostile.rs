@@ -625,3 +625,79 @@ fn doctor_against_a_dead_or_silent_endpoint_says_it_learnt_nothing_and_stops() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_fuzz_shows_progress_and_keeps_the_blocks_it_judged() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/examples/tools.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args([
+            "fuzz",
+            "--tools",
+            tools.to_str().unwrap(),
+            "--validator",
+            "builtin",
+        ])
+        .args(["--cases", "1000000000", "--out", "fuzzed"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // The first block judged says so at once.
+    while !line.starts_with("progress: fuzz:") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no progress line");
+    }
+    // SAFETY: only signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{rest}");
+    assert!(
+        rest.contains("SIGTERM: stopped while fuzzing") && rest.contains("case(s) judged before"),
+        "{rest}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("fuzzed/fuzz.csv")).unwrap();
+    assert!(csv.lines().count() > 1, "no row kept: {csv}");
+}
+
+#[test]
+fn a_signal_says_what_the_command_was_doing() {
+    use std::io::BufRead as _;
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("silent.json");
+    std::fs::write(
+        &model,
+        json!({"name": "silent", "kind": "openai", "api": {"model": "m",
+            "base_url": format!("http://{}/v1", silent.local_addr().unwrap()), "timeout_ms": 600000}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args(["doctor", model.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The heading comes before the first probe is sent.
+    let mut heading = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut heading)
+        .unwrap();
+    assert!(heading.starts_with("doctor: silent at"), "{heading}");
+    // SAFETY: only signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(
+        stderr.contains("SIGTERM: stopped while probing the endpoint"),
+        "{stderr}"
+    );
+}
