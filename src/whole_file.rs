@@ -33,6 +33,20 @@ pub fn write_with(
     Ok(())
 }
 
+/// Make the report folder `path` (and its parents): a file or anything
+/// else already there is refused, named, not reported as "File exists".
+pub fn make_folder(path: &Path) -> io::Result<()> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_dir()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "it is a file, not a folder: --out takes a folder (made if need be)",
+        ));
+    }
+    std::fs::create_dir_all(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

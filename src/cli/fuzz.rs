@@ -150,7 +150,7 @@ fn write_out(args: &FuzzArgs, validators: &[Named], fuzzed: Fuzzed) -> Result<Ex
     {
         return Err(CliError::Usage(failure.clone()));
     }
-    std::fs::create_dir_all(&args.out)
+    crate::whole_file::make_folder(&args.out)
         .map_err(|e| CliError::Usage(format!("{}: {e}", args.out.display())))?;
     let written = |e: std::io::Error| CliError::Usage(format!("{}: {e}", args.out.display()));
     let (mut out, mut notes) = (std::io::stdout().lock(), std::io::stderr().lock());

@@ -67,7 +67,7 @@ pub struct RunArgs {
     #[arg(long, requires = "out")]
     pub force: bool,
     /// Exit 1 when any model x scenario succeeds less often than this.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub min_success: Option<f64>,
     /// Exit 1 when pass^K of any model x scenario is under RATE.
     #[arg(long, value_name = "K:RATE")]
@@ -76,7 +76,7 @@ pub struct RunArgs {
     /// infrastructure (transport errors, replies not of the provider's
     /// format, tools that cannot run) before the run fails [default: 0,
     /// any lost trial fails the run].
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub max_lost: Option<f64>,
     /// Run the K-th of N deterministic parts (1-based).
     #[arg(long, value_name = "K/N")]

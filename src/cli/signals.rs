@@ -26,27 +26,36 @@ pub fn doing(what: &'static str) {
 }
 
 /// Watch for SIGINT and SIGTERM for the rest of the process, on a thread
-/// of its own. Without signal support the process keeps the default.
+/// of its own; returns once the handlers are in place, so that a signal
+/// that comes right after is never met by the default action. Without
+/// signal support the process keeps the default.
 pub fn install() {
-    let _ = std::thread::Builder::new()
+    let (ready, installed) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
         .name("toolgauge-signals".into())
-        .spawn(|| {
+        .spawn(move || {
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
                 .enable_io()
                 .build()
             else {
+                let _ = ready.send(());
                 return;
             };
-            runtime.block_on(watch());
+            runtime.block_on(watch(ready));
         });
+    if spawned.is_ok() {
+        let _ = installed.recv();
+    }
 }
 
-async fn watch() {
+async fn watch(ready: std::sync::mpsc::Sender<()>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
+    let handlers = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
+    );
+    let _ = ready.send(());
+    let (Ok(mut interrupt), Ok(mut terminate)) = handlers else {
         return;
     };
     loop {

@@ -119,7 +119,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         return Err(MergeError::Incomplete { held, expected });
     }
 
-    std::fs::create_dir_all(out).map_err(at(out))?;
+    crate::whole_file::make_folder(out).map_err(at(out))?;
     record.shard = None;
     record.write(out).map_err(at(out))?;
     let mut files = RunFiles::create(out, None).map_err(at(out))?;

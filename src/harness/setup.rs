@@ -66,10 +66,13 @@ pub enum SetupError {
     #[error(transparent)]
     Models(#[from] ModelError),
     #[error(
-        "--replay answers live models from a recording, and no model of this run is live \
-         (kind openai, openai-responses, anthropic or gemini); leave --replay out, or name live models with --models"
+        "{flag} {does}, and no model of this run is live (kind openai, openai-responses, \
+         anthropic or gemini); leave {flag} out, or name live models with --models"
     )]
-    ReplayWithoutLive,
+    NoLiveModel {
+        flag: &'static str,
+        does: &'static str,
+    },
     #[error("--replay: {0}")]
     Replay(RecordingError),
     #[error(transparent)]
@@ -190,7 +193,7 @@ impl PreparedRun {
                 .push("live models: running on the real clock".to_owned());
         }
         let mut settings = Settings::resolve(request, recorded.as_ref(), models.live_network)?;
-        std::fs::create_dir_all(&out).map_err(at(&out))?;
+        crate::whole_file::make_folder(&out).map_err(at(&out))?;
         if !models.replayed {
             for file in models.files.iter().filter(|f| f.is_live()) {
                 if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
@@ -409,8 +412,25 @@ impl Models {
                 request.suites.first().map(PathBuf::as_path),
             )?,
         };
-        if request.replay.is_some() && !files.iter().any(ModelFile::is_live) {
-            return Err(SetupError::ReplayWithoutLive);
+        // A flag about live models, on a run of mocks only, would do
+        // nothing while seeming to.
+        let flags = [
+            (
+                "--replay",
+                request.replay.is_some(),
+                "answers live models from a recording",
+            ),
+            (
+                "--record",
+                request.record.is_some(),
+                "keeps live models' exchanges",
+            ),
+            ("--doctor", request.doctor, "probes live models' endpoints"),
+        ];
+        if !files.iter().any(ModelFile::is_live)
+            && let Some((flag, _, does)) = flags.into_iter().find(|(_, given, _)| *given)
+        {
+            return Err(SetupError::NoLiveModel { flag, does });
         }
         let replayer = request
             .replay

@@ -379,6 +379,23 @@ impl ModelFile {
 
     /// Problems a person must fix, by JSON pointer into the file.
     pub fn check(&self) -> Result<(), ModelError> {
+        // The name names files (doctor-<name>.json) and report rows.
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 128
+            && !self.name.starts_with('.')
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '@'));
+        if !name_ok {
+            return Err(ModelError::invalid(
+                "/name",
+                format!(
+                    "{:?} is not a model name: use 1 to 128 letters, digits and - _ . : @, not starting with .",
+                    self.name
+                ),
+            ));
+        }
         let p = &self.parameters;
         let probabilities = std::iter::once(("/parameters/p_first".to_owned(), p.p_first)).chain(
             p.p_fix

@@ -108,6 +108,32 @@ impl ApiSettings {
         if self.max_attempts == 0 {
             return fail("/api/max_attempts", "must be at least 1");
         }
+        if self.timeout_ms == 0 {
+            return fail(
+                "/api/timeout_ms",
+                "must be at least 1 (milliseconds per request; 0 would time out every request)",
+            );
+        }
+        if let Some(prices) = &self.prices {
+            let given = [
+                ("/api/prices/input_per_mtok", Some(prices.input_per_mtok)),
+                ("/api/prices/output_per_mtok", Some(prices.output_per_mtok)),
+                (
+                    "/api/prices/cached_input_per_mtok",
+                    prices.cached_input_per_mtok,
+                ),
+            ];
+            for (pointer, price) in given {
+                if let Some(price) = price.filter(|p| !(p.is_finite() && *p >= 0.0)) {
+                    return fail(
+                        pointer,
+                        &format!(
+                            "{price} is no price: give US dollars per million tokens, 0 or more"
+                        ),
+                    );
+                }
+            }
+        }
         if self.concurrency == 0 {
             return fail("/api/concurrency", "must be at least 1");
         }

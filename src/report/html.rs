@@ -266,13 +266,24 @@ fn lost_trials(stats: &Aggregate) -> u64 {
     stats.cells.iter().flatten().map(|c| c.lost_trials()).sum()
 }
 
+/// No success threshold of any kind: a pass then says only that every
+/// cell was measured, and the banner says so.
+fn no_threshold(info: &RunInfo) -> bool {
+    info.thresholds.min_success.is_none()
+        && info.thresholds.min_pass_k.is_none()
+        && info.scenarios.iter().all(|s| s.min_success.is_none())
+}
+
 /// PASSED or FAILED, and the checks that did not hold.
 fn banner(info: &RunInfo, stats: &Aggregate) -> Markup {
     let violations = super::violations(info, stats);
     let lost = lost_trials(stats);
     html! {
     @if violations.is_empty() {
-        div class="banner pass" { "PASSED: every check held"
+        div class="banner pass" {
+            @if no_threshold(info) {
+                "PASSED: no threshold set (--min-success, --min-pass-k or a scenario's min_success): every cell was measured"
+            } @else { "PASSED: every check held" }
             @if lost > 0 { " (" (lost) " lost trial(s) allowed by --max-lost)" } }
     } @else {
         div class="banner fail" {
@@ -468,5 +479,20 @@ mod tests {
         let page = render(&info, &stats, &Failed::new(), &BTreeMap::new()).into_string();
         assert!(!page.contains("<details><summary>"), "{page}");
         assert_eq!(page.matches("<li>m").count(), 3);
+    }
+
+    #[test]
+    fn a_pass_with_no_threshold_set_says_so() {
+        let (mut info, stats) = ranked_run(3);
+        info.thresholds.min_success = None;
+        info.thresholds.min_pass_k = None;
+        for scenario in &mut info.scenarios {
+            scenario.min_success = None;
+        }
+        let page = render(&info, &stats, &Failed::new(), &BTreeMap::new()).into_string();
+        assert!(page.contains("PASSED: no threshold set"), "{page}");
+        info.thresholds.min_success = Some(0.0);
+        let page = render(&info, &stats, &Failed::new(), &BTreeMap::new()).into_string();
+        assert!(!page.contains("no threshold set"));
     }
 }

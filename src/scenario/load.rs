@@ -58,6 +58,30 @@ fn schema_validator() -> &'static Validator {
     })
 }
 
+/// The published schema's branch `name` of `$defs` (an inline tool, an
+/// MCP entry) on its own, for errors that name the field.
+fn branch_validator(name: &str) -> &'static Validator {
+    static BRANCHES: OnceLock<[(String, Validator); 2]> = OnceLock::new();
+    let branches = BRANCHES.get_or_init(|| {
+        let schema: Value =
+            serde_json::from_str(SCENARIO_SCHEMA).expect("the scenario schema is JSON");
+        ["tool", "mcp_tools"].map(|branch| {
+            let mut one = schema.clone();
+            one.as_object_mut()
+                .expect("the schema is an object")
+                .retain(|key, _| key == "$defs" || key == "$schema");
+            one["$ref"] = Value::String(format!("#/$defs/{branch}"));
+            let validator = jsonschema::validator_for(&one).expect("a branch compiles");
+            (branch.to_owned(), validator)
+        })
+    });
+    &branches
+        .iter()
+        .find(|(branch, _)| branch == name)
+        .expect("a known branch")
+        .1
+}
+
 /// A loaded suite, and the paths under it that were passed over.
 #[derive(Debug)]
 pub struct Suite {
@@ -97,6 +121,19 @@ pub fn load_suites(
     let mut skipped = Vec::new();
     // Scenario files given by name, not found in a folder.
     let named: Vec<PathBuf> = dirs.iter().filter(|d| d.is_file()).cloned().collect();
+    // The same suite twice would run each scenario twice under one name.
+    let canonical: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        if let Some(Some(earlier)) = canonical[..i]
+            .iter()
+            .find(|c| c.is_some() && **c == canonical[i])
+        {
+            return Err(vec![LoadError::Suite {
+                path: dir.to_owned(),
+                message: format!("is given twice (as {})", earlier.display()),
+            }]);
+        }
+    }
     for dir in dirs {
         let (found, passed_over) = if dir.is_file() {
             (vec![dir.to_owned()], Vec::new())
@@ -155,9 +192,14 @@ pub fn load_suites(
 /// files are read (a FIFO would block the run forever).
 fn suite_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), LoadError> {
     if !dir.is_dir() {
+        let message = match std::fs::metadata(dir) {
+            Err(_) => "no such file or folder".to_owned(),
+            // A device or a FIFO: neither a suite folder nor a file to read.
+            Ok(_) => "not a suite folder nor a scenario file (a device or a FIFO?); give a folder of scenario files or a scenario file".to_owned(),
+        };
         return Err(LoadError::Suite {
             path: dir.to_owned(),
-            message: "no such file or folder".to_owned(),
+            message,
         });
     }
     let mut files = Vec::new();
@@ -329,11 +371,25 @@ fn read_file(
     let tool_error = |pointer: &str| {
         let i: usize = pointer.strip_prefix("/tools/")?.parse().ok()?;
         let tool = value.get("tools")?.get(i).filter(|t| t.is_object())?;
-        let problem = if tool.get("mcp").is_some() {
-            source::from_value::<super::McpEntry>(tool).err()?
+        let branch = if tool.get("mcp").is_some() {
+            "mcp_tools"
         } else {
-            source::from_value::<ToolDef>(tool).err()?
+            "tool"
         };
+        let typed = if branch == "mcp_tools" {
+            source::from_value::<super::McpEntry>(tool).err()
+        } else {
+            source::from_value::<ToolDef>(tool).err()
+        };
+        // Read as its type, or else checked against its own branch of the
+        // schema: either names the field.
+        let problem = typed.or_else(|| {
+            let error = branch_validator(branch).iter_errors(tool).next()?;
+            Some(located_at(
+                &error.instance_path().to_string(),
+                crate::excerpt::schema_error_message(&error),
+            ))
+        })?;
         Some(problem.under(&Pointer::root().key("tools").index(i)))
     };
     if let Some(error) = schema_validator().iter_errors(&value).next() {
@@ -376,8 +432,32 @@ fn make_sandbox(root: &Path, file: &ScenarioFile) -> Result<PathBuf, Located> {
         let path = sandbox
             .resolve(name)
             .map_err(|f| Located::new(at.clone(), format!("file {name:?}: {}", f.message)))?;
+        if path == sandbox.root() {
+            return Err(Located::new(
+                at,
+                format!(
+                    "{name:?} names the sandbox itself, not a file; give a path such as \"notes.txt\""
+                ),
+            ));
+        }
+        // A file given as another's folder ("a" and "a/b") cannot be both.
+        if let Some(folder) = file.files.keys().find(|other| {
+            other.as_str() != name && Path::new(name).starts_with(Path::new(other.as_str()))
+        }) {
+            return Err(Located::new(
+                at,
+                format!(
+                    "{name:?} needs {folder:?} to be a folder, and {folder:?} is given as a file"
+                ),
+            ));
+        }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Located::new(at.clone(), e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Located::new(
+                    at.clone(),
+                    format!("cannot make the folder of {name:?}: {e}"),
+                )
+            })?;
         }
         std::fs::write(&path, content)
             .map_err(|e| Located::new(at.clone(), format!("cannot write {name:?}: {e}")))?;

@@ -22,7 +22,7 @@ pub struct SimulatedUserFile {
     pub model: Option<String>,
     /// The user's replies in order (a mock user, for tests and CI).
     #[serde(default)]
-    pub script: Vec<String>,
+    pub script: Option<Vec<String>>,
 }
 
 fn default_user_turns() -> u32 {
@@ -63,9 +63,15 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
     if file.max_turns == 0 {
         return Err(Located::new(at.key("max_turns"), "must be at least 1"));
     }
-    let player = match (&file.model, file.script.is_empty()) {
-        (Some(model), true) => UserPlayer::Model(model.clone()),
-        (None, false) => UserPlayer::Script(file.script.clone()),
+    let player = match (&file.model, &file.script) {
+        (Some(model), None) => UserPlayer::Model(model.clone()),
+        (None, Some(script)) if script.is_empty() => {
+            return Err(Located::new(
+                at.key("script"),
+                "is empty: give the user's replies in order, the last one \"###STOP###\"",
+            ));
+        }
+        (None, Some(script)) => UserPlayer::Script(script.clone()),
         _ => {
             return Err(Located::new(
                 at,

@@ -136,6 +136,24 @@ fn check_definition(def: &ToolDef) -> Vec<Located> {
         ));
     }
     check_parameters(&def.parameters, &mut problems);
+    // One way to run it: which one would win was the code's choice.
+    let ways: Vec<&str> = [
+        ("simulate", def.simulate.is_some()),
+        ("http", def.http.is_some()),
+        ("command", def.command.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect();
+    if ways.len() > 1 {
+        problems.push(Located::new(
+            Pointer::root().key(ways[1]),
+            format!(
+                "a tool runs one way: give only one of \"simulate\", \"http\" or \"command\" (this one has {})",
+                ways.join(" and ")
+            ),
+        ));
+    }
     problems
 }
 
@@ -183,9 +201,39 @@ fn check_parameters(parameters: &Value, problems: &mut Vec<Located>) {
         ));
     }
     check_object_schema(parameters, &at, problems);
+    outside_refs(parameters, &at, problems);
     match draft_of(parameters) {
         Ok(draft) => check_meta_schema(parameters, draft, problems),
         Err(bad) => problems.push(Located::new(at.key("$schema"), bad.to_string())),
+    }
+}
+
+/// Every `$ref` that leaves the schema (a URL, another file): toolgauge
+/// fetches no schema, so each is named where it is.
+fn outside_refs(schema: &Value, at: &Pointer, problems: &mut Vec<Located>) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                let here = at.clone().key(key);
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(target)) if !target.starts_with('#') => {
+                        problems.push(Located::new(
+                            here,
+                            format!(
+                                "{target:?} points outside the schema, and toolgauge fetches no schema: define it under \"$defs\" and refer to it as \"#/$defs/NAME\""
+                            ),
+                        ));
+                    }
+                    _ => outside_refs(value, &here, problems),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                outside_refs(item, &at.clone().index(i), problems);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -701,3 +701,187 @@ fn a_signal_says_what_the_command_was_doing() {
         "{stderr}"
     );
 }
+
+/// A bad input and what its one line must say: each was refused with an
+/// OS error's words, an anyOf that named no field, or not at all.
+#[test]
+fn bad_inputs_are_refused_naming_the_field_and_what_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = |tools: serde_json::Value| json!({"name": "s", "tools": tools, "prompt": "p", "expect": {"no_call": true}});
+    let tool = |extra: serde_json::Value| {
+        let mut def = json!({"name": "x", "description": "d", "parameters": {"type": "object"}});
+        def.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        def
+    };
+    let mut files_empty = base(json!(["read_file"]));
+    files_empty["files"] = json!({"": "x"});
+    let mut files_nested = base(json!(["read_file"]));
+    files_nested["files"] = json!({"a": "x", "a/b": "y"});
+    let empty_script = json!({"name": "s", "tools": ["echo"], "prompt": "p",
+        "task": {"answer": "x", "user": {"instructions": "i", "script": []}}});
+    let scenarios = [
+        (
+            "parameters",
+            base(json!([
+                "echo",
+                tool(json!({"parameters": 5, "simulate": {"result": 1}}))
+            ])),
+            "/tools/1/parameters: 5 is not of type",
+        ),
+        (
+            "two_ways",
+            base(json!([tool(
+                json!({"http": {"url": "http://127.0.0.1:9"}, "command": ["true"]})
+            )])),
+            "/tools/0/command: a tool runs one way",
+        ),
+        ("files_empty", files_empty, "names the sandbox itself"),
+        ("files_nested", files_nested, "needs \"a\" to be a folder"),
+        (
+            "url_ref",
+            base(json!([tool(
+                json!({"parameters": {"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}, "simulate": {"result": 1}})
+            )])),
+            "/tools/0/parameters/properties/a/$ref: \"https://example.com/s.json\" points outside the schema",
+        ),
+        ("empty_script", empty_script, "/task/user/script: is empty"),
+    ];
+    let scripted = scripted_model(dir.path());
+    let scripted = scripted.to_str().unwrap();
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for (name, scenario, said) in scenarios {
+        write_scenario(&dir.path().join(name), &scenario);
+        cases.push((
+            [
+                "run", name, "--models", scripted, "--trials", "1", "--quiet", "--out", "o",
+                "--force",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            said,
+        ));
+    }
+    write_scenario(&dir.path().join("good"), &base(json!(["echo"])));
+    std::fs::write(dir.path().join("a_file"), "").unwrap();
+    let models = [
+        (
+            "empty_name",
+            json!({"name": "", "kind": "scripted"}),
+            "/name: \"\" is not a model name",
+        ),
+        (
+            "climbing_name",
+            json!({"name": "../../x", "kind": "scripted"}),
+            "/name: \"../../x\" is not a model name",
+        ),
+        (
+            "zero_timeout",
+            json!({"name": "l", "kind": "openai", "api": {"model": "m", "timeout_ms": 0}}),
+            "/api/timeout_ms: must be at least 1",
+        ),
+        (
+            "negative_price",
+            json!({"name": "l", "kind": "openai", "api": {"model": "m", "prices": {"input_per_mtok": -1.0, "output_per_mtok": 1.0}}}),
+            "/api/prices/input_per_mtok: -1 is no price",
+        ),
+    ];
+    for (name, model, said) in models {
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, model.to_string()).unwrap();
+        cases.push((
+            [
+                "run",
+                "good",
+                "--models",
+                path.to_str().unwrap(),
+                "--trials",
+                "1",
+                "--quiet",
+                "--out",
+                "o",
+                "--force",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            said,
+        ));
+    }
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "run", "good", "--models", scripted, "--trials", "1", "--quiet",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args
+    };
+    cases.push((run(&["--out", "a_file"]), "it is a file, not a folder"));
+    cases.push((
+        run(&["--out", "o", "--force", "--doctor"]),
+        "--doctor probes live models",
+    ));
+    cases.push((
+        run(&["--out", "o", "--force", "--record", "rec"]),
+        "--record keeps live models",
+    ));
+    cases.push((
+        run(&["--out", "o", "--force", "--max-lost", "-0.1"]),
+        "--max-lost: rate -0.1 must be between 0 and 1",
+    ));
+    cases.push((
+        [
+            "run", "good", "good", "--models", scripted, "--out", "o", "--force",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        "is given twice",
+    ));
+    cases.push((
+        [
+            "run",
+            "/dev/zero",
+            "--models",
+            scripted,
+            "--out",
+            "o",
+            "--force",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        "not a suite folder nor a scenario file",
+    ));
+    let chat_stream = crate::streams::sse(&[crate::streams::chunk(
+        json!({"role": "assistant", "content": "hi"}),
+    )]);
+    std::fs::write(dir.path().join("chat.sse"), chat_stream).unwrap();
+    cases.push((
+        [
+            "exec",
+            "--provider",
+            "gemini",
+            "--stream",
+            "--builtin",
+            "echo",
+            "chat.sse",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        "is of the gemini format",
+    ));
+    for (args, said) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = toolgauge_in(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(said),
+            "{args:?}: wanted {said:?} in: {stderr}"
+        );
+        assert!(
+            stderr.trim().lines().count() <= 2,
+            "{args:?}: more than one short line: {stderr}"
+        );
+    }
+}

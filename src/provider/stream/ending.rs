@@ -87,6 +87,29 @@ pub(super) fn signal(provider: Provider, data: &str, event: Option<&Value>) -> S
     }
 }
 
+/// Whether `event` is one of the format's own events (a stream of
+/// another format's events assembles into an empty reply, silently).
+pub(super) fn of_the_format(provider: Provider, event: &Value) -> bool {
+    let has = |key: &str| event.get(key).is_some();
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match provider {
+        Provider::OpenAi => has("choices") || has("error"),
+        Provider::OpenAiResponses => kind.starts_with("response.") || kind == "error",
+        Provider::Anthropic => {
+            kind.starts_with("message_")
+                || kind.starts_with("content_block_")
+                || kind == "ping"
+                || kind == "error"
+        }
+        Provider::Gemini => {
+            has("candidates") || has("usageMetadata") || has("promptFeedback") || has("error")
+        }
+    }
+}
+
 /// A Chat chunk whose choice says why it finished.
 fn finished_choice(event: &Value) -> bool {
     event

@@ -88,7 +88,15 @@ pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
     if frames.is_empty() {
         return Err(NotAStream("it holds no event".to_owned()));
     }
-    Ok(assemble(provider, &frames))
+    let events: Vec<Value> = frames.iter().filter_map(Frame::event).collect();
+    if !events.is_empty() && !events.iter().any(|e| ending::of_the_format(provider, e)) {
+        return Err(NotAStream(format!(
+            "none of its {} event(s) is of the {} format: is --provider right?",
+            events.len(),
+            provider.as_str()
+        )));
+    }
+    Ok(assemble_events(provider, events.into_iter()))
 }
 
 /// [`whole`], as bytes: what Parse reads.
@@ -136,6 +144,8 @@ pub struct Assembly {
     ended: bool,
     /// An event said the server failed: its words.
     failed: Option<String>,
+    /// Events read as JSON that are the format's own.
+    recognised: usize,
 }
 
 /// A stream that did not end as its format ends: the server's failure.
@@ -167,6 +177,7 @@ impl Assembly {
             calls: Vec::new(),
             ended: false,
             failed: None,
+            recognised: 0,
         }
     }
 
@@ -185,6 +196,9 @@ impl Assembly {
         let Some(event) = event else {
             return 0..0;
         };
+        if ending::of_the_format(self.provider, &event) {
+            self.recognised += 1;
+        }
         self.progress.feed(&event);
         self.events.push(event);
         if self.progress.has_token() && self.first_token.is_none() {
@@ -215,7 +229,13 @@ impl Assembly {
     /// why the connection or the framing broke): an error event, a break,
     /// or an end before its last event.
     fn failure(&self, broke: Option<String>) -> Option<StreamFailure> {
-        let message = if let Some(words) = &self.failed {
+        let message = if !self.events.is_empty() && self.recognised == 0 {
+            format!(
+                "none of its {} event(s) is of the {} format: is the provider right?",
+                self.events.len(),
+                self.provider.as_str()
+            )
+        } else if let Some(words) = &self.failed {
             format!("the server sent an error in the stream: {words}")
         } else if let Some(why) = broke {
             format!("the stream broke off: {why}")

@@ -138,7 +138,17 @@ pub(super) fn worded(message: &str) -> String {
     static TYPE_NAMES: OnceLock<regex::Regex> = OnceLock::new();
     let type_names = TYPE_NAMES
         .get_or_init(|| regex::Regex::new(r"\s*\[[^\]]*::[^\]]*\]").expect("a valid pattern"));
+    static CONTENT_TYPE: OnceLock<regex::Regex> = OnceLock::new();
+    let content_type = CONTENT_TYPE.get_or_init(|| {
+        regex::Regex::new(r#"Unexpected content type: Some\("([^"]*)"\)"#).expect("a valid pattern")
+    });
     let text = type_names.replace_all(message, "");
+    // A web page where an MCP endpoint was expected: say what came, and
+    // what to check.
+    let text = content_type.replace_all(
+        &text,
+        "it answered $1, not JSON nor an event stream: is the URL the server's MCP endpoint (often ending in /mcp)?",
+    );
     text.replace("Send message error Transport error: ", "")
         .replace("Send message error Transport", "")
         .replace(", when send initialize request", " (sending initialize)")
