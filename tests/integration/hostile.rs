@@ -428,53 +428,76 @@ async fn stream_server(text: String) -> wiremock::MockServer {
 
 #[tokio::test]
 async fn a_broken_stream_loses_the_trial_and_is_never_the_models_parse_failure() {
-    let call = json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-        "function": {"name": "get_weather", "arguments": "{\"city\": \"Pa"}}]});
-    let begun = crate::streams::sse(&[
-        crate::streams::chunk(json!({"role": "assistant", "content": null})),
-        crate::streams::chunk(call),
-    ]);
-    let cases = [
-        ("cut", begun.clone(), "ended before its last event"),
-        (
-            "error chunk",
-            begun
-                + &crate::streams::sse(&[
-                    json!({"error": {"type": "server_error", "message": "overloaded"}}),
-                ]),
-            "sent an error in the stream",
-        ),
+    // In each format: cut before its last event; an error event after the
+    // first; a whole stream (the control: the trial is measured).
+    let errors = [
+        json!({"error": {"type": "server_error", "message": "overloaded"}}),
+        json!({"type": "response.failed", "response": {"error": {"code": "server_error", "message": "overloaded"}}}),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        json!({"error": {"code": 503, "message": "The model is overloaded", "status": "UNAVAILABLE"}}),
     ];
-    for (case, text, said) in cases {
-        let server = stream_server(text).await;
-        let dir = tempfile::tempdir().unwrap();
-        let base = format!("{}/v1", server.uri());
-        let model = crate::live::model_file(
-            dir.path(),
-            "openai",
-            &base,
-            json!({"stream": true, "max_attempts": 1}),
-        );
-        let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
-        let out = dir.path().join("out");
-        let output = crate::live::toolgauge(
-            crate::live::run_args(&suite, &model, &out, &[]),
-            Some(crate::live::KEY),
-        )
-        .await;
-        let stderr = crate::live::stderr(&output);
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "{case}: a run that lost its trials passed: {stderr}"
-        );
-        assert!(stderr.contains(said), "{case}: {stderr}");
-        let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
-        let rows: Vec<toolgauge::report::TrialRow> =
-            reader.deserialize().map(Result::unwrap).collect();
-        assert!(!rows.is_empty(), "{case}");
-        for row in &rows {
-            assert_eq!(row.failures, "transport_error", "{case}: {row:?}");
+    let kinds = ["openai", "openai-responses", "anthropic", "gemini"];
+    let streams = crate::stream_timing::whole_streams();
+    for ((kind, (_, begin, end)), error) in kinds.into_iter().zip(streams).zip(errors) {
+        let cases = [
+            (
+                "cut",
+                crate::streams::sse(&begin),
+                Some("ended before its last event"),
+            ),
+            (
+                "error event",
+                crate::streams::sse(&[begin.clone(), vec![error]].concat()),
+                Some("sent an error in the stream"),
+            ),
+            (
+                "whole",
+                crate::streams::sse(&[begin.clone(), vec![end]].concat()),
+                None,
+            ),
+        ];
+        for (case, text, said) in cases {
+            let server = stream_server(text).await;
+            let dir = tempfile::tempdir().unwrap();
+            let base = crate::live::base_url(kind, &server);
+            let model = crate::live::model_file(
+                dir.path(),
+                kind,
+                &base,
+                json!({"stream": true, "max_attempts": 1}),
+            );
+            let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
+            let out = dir.path().join("out");
+            let output = crate::live::toolgauge(
+                crate::live::run_args(&suite, &model, &out, &[]),
+                Some(crate::live::KEY),
+            )
+            .await;
+            let stderr = crate::live::stderr(&output);
+            let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
+            let rows: Vec<toolgauge::report::TrialRow> =
+                reader.deserialize().map(Result::unwrap).collect();
+            assert!(!rows.is_empty(), "{kind} {case}: {stderr}");
+            match said {
+                Some(said) => {
+                    assert_eq!(
+                        output.status.code(),
+                        Some(1),
+                        "{kind} {case}: a run that lost its trials passed: {stderr}"
+                    );
+                    assert!(stderr.contains(said), "{kind} {case}: {stderr}");
+                    for row in &rows {
+                        assert_eq!(row.failures, "transport_error", "{kind} {case}: {row:?}");
+                    }
+                }
+                // A text answer where a call was expected: the model's
+                // own failure, measured.
+                None => assert!(
+                    rows.iter()
+                        .all(|r| r.failures != "transport_error" && r.failures != "parse"),
+                    "{kind} {case}: {rows:?} {stderr}"
+                ),
+            }
         }
     }
 }

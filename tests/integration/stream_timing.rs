@@ -359,7 +359,7 @@ async fn read_whole(provider: Provider, text: &str) -> stream::Received {
 
 /// One stream per format that ends as its format ends, with the event
 /// that begins it and the one that ends it.
-fn whole_streams() -> Vec<(Provider, Vec<Value>, Value)> {
+pub(crate) fn whole_streams() -> Vec<(Provider, Vec<Value>, Value)> {
     vec![
         (
             Provider::OpenAi,
