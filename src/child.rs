@@ -88,9 +88,20 @@ fn groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
 }
 
 impl GroupGuard {
-    pub fn new(pid: u32) -> GroupGuard {
-        groups().push(pid);
-        GroupGuard(pid)
+    /// Start a child with `spawn` and guard its group, with no moment
+    /// between the two when a signal that ends the process at once would
+    /// miss it ([`kill_every_group`] waits for the registry).
+    pub fn spawned<T>(
+        spawn: impl FnOnce() -> std::io::Result<T>,
+        pid_of: impl FnOnce(&T) -> Option<u32>,
+    ) -> std::io::Result<(T, Option<GroupGuard>)> {
+        let mut groups = groups();
+        let child = spawn()?;
+        let guard = pid_of(&child).map(|pid| {
+            groups.push(pid);
+            GroupGuard(pid)
+        });
+        Ok((child, guard))
     }
 }
 

@@ -206,11 +206,9 @@ impl CommandBackend {
             command.current_dir(cwd);
         }
         let label = self.program.join(" ");
-        let mut child = command
-            .spawn()
-            .map_err(|e| ToolFailure::unavailable(format!("cannot start {label:?}: {e}")))?;
         // A call dropped at its timeout ends the command's whole group.
-        let _group = child.id().map(crate::child::GroupGuard::new);
+        let (mut child, _group) = crate::child::GroupGuard::spawned(|| command.spawn(), |c| c.id())
+            .map_err(|e| ToolFailure::unavailable(format!("cannot start {label:?}: {e}")))?;
         let input = serde_json::to_vec(arguments).expect("a JSON object serializes");
         let mut stdin = child.stdin.take().expect("piped");
         let (mut stdout, mut stderr) = (

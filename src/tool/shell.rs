@@ -161,11 +161,10 @@ pub async fn run(command: &str, dir: &Path, timeout: Duration) -> Result<String,
         )));
     }
     let deadline = Instant::now() + timeout;
-    let mut child = shell(command, dir)
-        .spawn()
-        .map_err(|e| ToolFailure::runtime(format!("the shell could not start: {e}")))?;
     // Dropped with this future: an interrupted call leaves nothing running.
-    let group = crate::child::GroupGuard::new(child.id());
+    let (mut child, group) =
+        crate::child::GroupGuard::spawned(|| shell(command, dir).spawn(), |c| Some(c.id()))
+            .map_err(|e| ToolFailure::runtime(format!("the shell could not start: {e}")))?;
     let stdout = Captured::start(child.stdout.take());
     let stderr = Captured::start(child.stderr.take());
     let ended = tokio::task::spawn_blocking(move || wait_until(&mut child, deadline))

@@ -449,8 +449,10 @@ fn an_mcp_servers_helpers_end_with_it_even_when_it_exits_on_its_own() {
         let out = dir.path().join(format!("out-{stop:?}"));
         let child = spawn_run(&suite, &out, if stop.is_some() { "100000" } else { "2" });
         if let Some(number) = stop {
-            // Started: its helper runs (a child of the server's shell).
-            while processes_with(marker).is_empty() {
+            // Started: this run's helper runs (a child of its server,
+            // the shell that exec'd it, which is a child of the run).
+            let of_this_run = |pid: &u32| parent_of(*pid).and_then(parent_of) == Some(child.id());
+            while !processes_with(marker).iter().any(of_this_run) {
                 std::thread::yield_now();
             }
             signal(&child, number);

@@ -146,10 +146,10 @@ impl Connection {
             wrapped
                 .wrap(process_wrap::tokio::ProcessGroup::leader())
                 .wrap(process_wrap::tokio::KillOnDrop);
-            let mut spawned = wrapped
-                .spawn()
-                .map_err(|e| start_error(e.to_string(), &stderr))?;
-            group = spawned.id().map(crate::child::GroupGuard::new);
+            let (mut spawned, guard) =
+                crate::child::GroupGuard::spawned(|| wrapped.spawn(), |child| child.id())
+                    .map_err(|e| start_error(e.to_string(), &stderr))?;
+            group = guard;
             let (Some(stdin), Some(stdout)) = (spawned.stdin().take(), spawned.stdout().take())
             else {
                 return Err(start_error(
