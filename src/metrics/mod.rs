@@ -139,9 +139,13 @@ pub struct CellStats {
     /// about (a call error in its results), and how many of those were
     /// fixed later: self-correction from feedback.
     pub told: (u64, u64),
-    /// Trials whose first attempt failed with no error text to go on
-    /// (wrong or missing calls, a cut reply): retried after a nudge only.
+    /// Trials whose first attempt made no call and was not told an error:
+    /// the only feedback was the nudge (`provider::NUDGE`).
     pub nudged: (u64, u64),
+    /// Trials whose first attempt's calls ran and were answered with no
+    /// error (a wrong call's own results): no nudge was sent, so what the
+    /// model had to go on was those results.
+    pub shown_results: (u64, u64),
     /// Live models: time in toolgauge's own queue, and requests tried
     /// again, over every attempt.
     pub queue: Duration,
@@ -174,6 +178,7 @@ impl CellStats {
             lost: BTreeMap::new(),
             told: (0, 0),
             nudged: (0, 0),
+            shown_results: (0, 0),
             queue: Duration::ZERO,
             retries: 0,
             input_tokens: 0,
@@ -231,8 +236,12 @@ impl CellStats {
         }
         if let Some(first) = trial.attempts.first().filter(|a| !a.success) {
             let fixed = u64::from(trial.success());
+            // What the model was shown: an error, its own results, or
+            // (no call at all) the nudge.
             let path = if first.failures.iter().any(|f| f.is_told()) {
                 &mut self.told
+            } else if first.calls > 0 {
+                &mut self.shown_results
             } else {
                 &mut self.nudged
             };
@@ -328,10 +337,16 @@ impl CellStats {
         (self.told.0 > 0).then(|| ratio(self.told.1, self.told.0))
     }
 
-    /// Of the trials whose first attempt failed with no error to go on,
-    /// the share fixed after a nudge only.
+    /// Of the trials whose first attempt made no call, the share fixed
+    /// after the nudge.
     pub fn fixed_after_nudge(&self) -> Option<f64> {
         (self.nudged.0 > 0).then(|| ratio(self.nudged.1, self.nudged.0))
+    }
+
+    /// Of the trials whose first attempt's wrong calls got their own
+    /// results and no error, the share fixed after those results.
+    pub fn fixed_after_results(&self) -> Option<f64> {
+        (self.shown_results.0 > 0).then(|| ratio(self.shown_results.1, self.shown_results.0))
     }
 
     /// Merge another cell's measures into this one (shards, model totals).
@@ -344,6 +359,8 @@ impl CellStats {
         self.told.1 += other.told.1;
         self.nudged.0 += other.nudged.0;
         self.nudged.1 += other.nudged.1;
+        self.shown_results.0 += other.shown_results.0;
+        self.shown_results.1 += other.shown_results.1;
         self.queue += other.queue;
         self.retries += other.retries;
         self.input_tokens += other.input_tokens;
@@ -457,20 +474,25 @@ mod tests {
     }
 
     #[test]
-    fn self_correction_after_feedback_is_counted_apart_from_retries_after_a_nudge() {
+    fn a_retry_counts_as_after_a_nudge_only_where_a_nudge_was_sent() {
         let mut cell = CellStats::new(3);
         // Told of a validation error, then fixed.
         cell.add(&trial(vec![
             attempt(1, false, &[Failure::Validation]),
             attempt(2, true, &[]),
         ]));
-        // A wrong call gets no error text: fixed on a nudge only.
+        // A wrong call gets no error text and no nudge: its own results
+        // were all it was shown.
         cell.add(&trial(vec![
             attempt(1, false, &[Failure::WrongCall]),
             attempt(2, true, &[]),
         ]));
+        // No call at all: the nudge was sent, then fixed.
+        let mut silent = attempt(1, false, &[Failure::MissingCall]);
+        silent.calls = 0;
+        cell.add(&trial(vec![silent.clone(), attempt(2, true, &[])]));
         cell.add(&trial(vec![
-            attempt(1, false, &[Failure::MissingCall]),
+            silent,
             attempt(2, false, &[Failure::MissingCall]),
             attempt(3, false, &[Failure::MissingCall]),
         ]));
@@ -482,8 +504,10 @@ mod tests {
         ]));
         assert_eq!(cell.told, (2, 1));
         assert_eq!(cell.nudged, (2, 1));
+        assert_eq!(cell.shown_results, (1, 1));
         assert_eq!(cell.fixed_after_feedback(), Some(0.5));
         assert_eq!(cell.fixed_after_nudge(), Some(0.5));
+        assert_eq!(cell.fixed_after_results(), Some(1.0));
     }
 
     #[test]

@@ -241,8 +241,9 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
     text
 }
 
-/// Where self-correction came from: trials whose first failure the model
-/// was told about, and trials retried after a nudge only.
+/// Where self-correction came from, by what the model was shown after
+/// its first attempt: an error, the nudge (it made no call), or only the
+/// results of its own wrong calls (no nudge is sent then).
 fn correction_paths(total: &CellStats) -> String {
     let mut parts = Vec::new();
     if total.told.0 > 0 {
@@ -252,6 +253,12 @@ fn correction_paths(total: &CellStats) -> String {
         parts.push(format!(
             "after a nudge {}/{}",
             total.nudged.1, total.nudged.0
+        ));
+    }
+    if total.shown_results.0 > 0 {
+        parts.push(format!(
+            "after its own results {}/{}",
+            total.shown_results.1, total.shown_results.0
         ));
     }
     if parts.is_empty() {
@@ -411,7 +418,7 @@ fn models_table(models: &[ModelRow]) -> String {
         ("success @1", Right),
         ("final [95% CI]", Left),
         ("self-correction", Right),
-        ("mean attempts", Right),
+        ("mean attempts of successes", Right),
     ]);
     for m in models {
         t.row([

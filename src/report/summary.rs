@@ -116,10 +116,12 @@ pub(super) struct SummaryTail {
     pub lost_trials: u64,
     /// Of the trials whose first attempt failed with an error the model
     /// was told about, the share fixed later (self-correction from
-    /// feedback); and of those with no error to go on (wrong or missing
-    /// calls, a cut reply), the share fixed after a nudge only.
+    /// feedback); of those that made no call, the share fixed after the
+    /// nudge; of those whose wrong calls got their own results and no
+    /// error (no nudge sent), the share fixed after those results.
     pub fixed_after_feedback: Option<f64>,
     pub fixed_after_nudge: Option<f64>,
+    pub fixed_after_results: Option<f64>,
     /// Live models: time in toolgauge's own queue and requests tried
     /// again, apart from the model's time.
     pub queue_ms: f64,
@@ -261,6 +263,7 @@ pub(super) struct ModelRow {
     pub lost_trials: u64,
     pub fixed_after_feedback: Option<f64>,
     pub fixed_after_nudge: Option<f64>,
+    pub fixed_after_results: Option<f64>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_usd: f64,
@@ -365,6 +368,7 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             lost_trials: cell.lost_trials(),
             fixed_after_feedback: retries(opt(cell.fixed_after_feedback())),
             fixed_after_nudge: retries(opt(cell.fixed_after_nudge())),
+            fixed_after_results: retries(opt(cell.fixed_after_results())),
             queue_ms: round(cell.queue.as_secs_f64() * 1e3),
             retries: cell.retries,
             input_tokens: cell.input_tokens,
@@ -477,6 +481,7 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
                 lost_trials: sum.lost_trials(),
                 fixed_after_feedback: opt(turns.fixed_after_feedback()),
                 fixed_after_nudge: opt(turns.fixed_after_nudge()),
+                fixed_after_results: opt(turns.fixed_after_results()),
                 input_tokens: sum.input_tokens,
                 output_tokens: sum.output_tokens,
                 cost_usd: cost(info, m, &sum),

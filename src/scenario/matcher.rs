@@ -3,7 +3,8 @@
 //! is a matcher (`$any_of`, `$approx` with `$tolerance`, `$regex`,
 //! `$contains`, `$present`, `$absent`, the bounds `$gt`, `$gte`, `$lt`,
 //! `$lte`), with `$example` giving a correct value where the matcher alone
-//! does not say one. In a task, `{"$result": "tool", "pointer": "/id"}` is
+//! does not say one, and `"$optional": true` letting the argument be left
+//! out (a value the user did not give, which a model may or may not send). In a task, `{"$result": "tool", "pointer": "/id"}` is
 //! the value at that pointer of the most recent successful result of that
 //! tool ([`RecentResults`]): only a model that reads results can match it.
 
@@ -74,6 +75,8 @@ pub enum Matcher {
     /// An object holding matchers deeper down: the same keys, each
     /// matching (`{"where": {"customer": {"$result": ...}}}`).
     Fields(ArgumentMatchers),
+    /// `"$optional": true` beside another matcher: absent, or matching it.
+    Optional(Box<Matcher>),
 }
 
 impl Matcher {
@@ -90,6 +93,17 @@ impl Matcher {
             }
             return Ok(Matcher::Exact(value.clone()));
         };
+        if object.get("$optional") == Some(&Value::Bool(true)) {
+            let mut inner = object.clone();
+            inner.remove("$optional");
+            if !inner.keys().any(|k| k.starts_with('$')) {
+                return Err(Located::here(
+                    "$optional goes beside another matcher ($any_of, $regex, ...): say what the value is when it is given",
+                ));
+            }
+            return Matcher::from_value(&Value::Object(inner))
+                .map(|inner| Matcher::Optional(Box::new(inner)));
+        }
         let example = object.get("$example");
         let special: [(&str, Special); 5] = [
             ("$any_of", any_of),
@@ -119,7 +133,7 @@ impl Matcher {
         }
         Err(Located::here(
             "unknown matcher: use $any_of, $approx, $regex, $contains, $present, $absent, \
-             $gt, $gte, $lt, $lte or $result",
+             $gt, $gte, $lt, $lte or $result (each may be $optional)",
         ))
     }
 
@@ -133,6 +147,8 @@ impl Matcher {
     pub fn matches_in(&self, actual: Option<&Value>, recent: &RecentResults) -> bool {
         match (self, actual) {
             (Matcher::Absent, actual) => actual.is_none(),
+            (Matcher::Optional(_), None) => true,
+            (Matcher::Optional(inner), actual) => inner.matches_in(actual, recent),
             (_, None) => false,
             (Matcher::Exact(expected), Some(actual)) => values_equal(expected, actual),
             (Matcher::AnyOf(options), Some(actual)) => {
@@ -170,6 +186,7 @@ impl Matcher {
             Matcher::Present { example } => Some(example.clone()),
             Matcher::Range { example, .. } => Some(Value::from(*example)),
             Matcher::Fields(fields) => Some(Value::Object(fields.example())),
+            Matcher::Optional(inner) => inner.example(),
             Matcher::Absent | Matcher::Result { .. } => None,
         }
     }
@@ -479,6 +496,12 @@ mod tests {
         assert!(present.matches(Some(&json!(null))) && !present.matches(None));
         let absent = matcher(json!({"$absent": true}));
         assert!(absent.matches(None) && !absent.matches(Some(&json!(1))));
+        // Left out, or one of the values: a value the user never gave.
+        let optional = matcher(json!({"$any_of": ["c", "f"], "$optional": true}));
+        assert!(optional.matches(None) && optional.matches(Some(&json!("f"))));
+        assert!(!optional.matches(Some(&json!("kelvin"))));
+        assert_eq!(optional.example(), Some(json!("c")));
+        assert!(Matcher::from_value(&json!({"$optional": true})).is_err());
     }
 
     #[test]

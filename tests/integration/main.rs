@@ -27,6 +27,7 @@ mod snapshots;
 mod store;
 mod stream_timing;
 mod streams;
+mod suites;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
