@@ -50,6 +50,18 @@ impl ResultsFormat {
     }
 }
 
+/// One step of a published multi-turn run, as BFCL's checker reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordedStep {
+    /// Calls to run, every one decoded.
+    Calls(Vec<ParsedCall>),
+    /// A call does not decode (its arguments are not a JSON object):
+    /// BFCL's checker skips the whole step, running none of its calls.
+    Skipped,
+    /// The turn ends here.
+    End,
+}
+
 /// Recorded results by entry id.
 #[derive(Debug, Default)]
 pub struct BfclResults {
@@ -144,40 +156,47 @@ impl BfclResults {
         Ok(BfclResults { results, format })
     }
 
-    /// A multi-turn entry's step `step` of user turn `turn`, as the run
-    /// recorded it: its calls, or `None` where the turn ended there (no
-    /// such step, or one that does not decode to calls, as BFCL's
-    /// inference ends a turn). The entry's tokens come with its first
-    /// step; its latency is not replayed: its tools run on the real
-    /// clock, where waiting it out would cost the published run's time.
+    /// A multi-turn entry's step `step` of user turn `turn`, as BFCL's
+    /// checker reads the run: its calls; skipped, where a call does not
+    /// decode (BFCL's checker then runs none of the step's calls and reads
+    /// the next step); or the end of the turn (no such step, or one with
+    /// no calls, as BFCL's inference ends a turn). The entry's tokens
+    /// come with its first step; its latency is not replayed: its tools
+    /// run on the real clock, where waiting it out would cost the
+    /// published run's time.
     pub fn step(
         &self,
         id: &str,
         turn: usize,
         step: usize,
         tools: &Registry,
-    ) -> (Option<Vec<ParsedCall>>, Usage) {
+    ) -> (RecordedStep, Usage) {
         let Some(recorded) = self.results.get(id) else {
-            return (None, Usage::default());
+            return (RecordedStep::End, Usage::default());
         };
         let usage = if (turn, step) == (0, 0) {
             recorded.usage
         } else {
             Usage::default()
         };
-        let calls = match (&recorded.result[turn][step], self.format) {
-            (Value::Null, _) => None,
-            (Value::String(text), ResultsFormat::Prompt) => {
+        let calls = match recorded.result.get(turn).and_then(|t| t.get(step)) {
+            None | Some(Value::Null) => return (RecordedStep::End, usage),
+            Some(Value::String(text)) if self.format == ResultsFormat::Prompt => {
                 let decoded = super::prompt::decode(text, super::Language::of_id(id));
-                let calls = prompt_calls(tools, text, &decoded);
-                let every_call_read = !calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_)));
-                every_call_read.then_some(calls)
+                prompt_calls(tools, text, &decoded)
             }
             // Text where calls were expected ends the turn.
-            (Value::String(_), ResultsFormat::Fc) => None,
-            (result, _) => Some(result_calls(result)),
+            Some(Value::String(_)) => return (RecordedStep::End, usage),
+            Some(result) => result_calls(result),
         };
-        (calls.filter(|c| !c.is_empty()), usage)
+        let step = if calls.is_empty() {
+            RecordedStep::End
+        } else if calls.iter().any(|c| matches!(c, ParsedCall::Malformed(_))) {
+            RecordedStep::Skipped
+        } else {
+            RecordedStep::Calls(calls)
+        };
+        (step, usage)
     }
 
     pub fn contains(&self, id: &str) -> bool {
@@ -395,6 +414,7 @@ mod tests {
             "result": [
                 [[{"cd": "{\"folder\": \"docs\"}"}], "Moved."],
                 [[], "nothing"],
+                [[{"echo<|channel|>": "We need to write it."}, {"touch": "{\"file_name\": \"a\"}"}]],
             ],
             "latency": [[0.5, 0.25], [1.0, 0.25]],
             "input_token_count": [[10, 20], [30, 40]],
@@ -402,18 +422,24 @@ mod tests {
         std::fs::write(&path, format!("{entry}\n")).unwrap();
         let results = BfclResults::load(&path, ResultsFormat::Fc).unwrap();
         let tools = Registry::builtins(&[], crate::tool::ToolEnv::default()).unwrap();
-        let (calls, usage) = results.step("multi_turn_base_0", 0, 0, &tools);
-        let calls = calls.unwrap();
+        let (step, usage) = results.step("multi_turn_base_0", 0, 0, &tools);
+        let RecordedStep::Calls(calls) = step else {
+            panic!("{step:?}")
+        };
         assert!(
             matches!(&calls[0], ParsedCall::Ok(c) if c.name == "cd" && c.arguments == json!({"folder": "docs"}))
         );
         assert_eq!(usage.input_tokens, 100);
         // Text, an empty step and a step never recorded end the turn.
         for (turn, step) in [(0, 1), (1, 0), (1, 5), (3, 0)] {
-            let (calls, usage) = results.step("multi_turn_base_0", turn, step, &tools);
-            assert!(calls.is_none(), "turn {turn} step {step}");
+            let (recorded, usage) = results.step("multi_turn_base_0", turn, step, &tools);
+            assert_eq!(recorded, RecordedStep::End, "turn {turn} step {step}");
             assert_eq!(usage.input_tokens, 0);
         }
+        // A call that does not decode takes its whole step with it, the
+        // good call beside it too, as BFCL's checker skips such a step.
+        let (recorded, _) = results.step("multi_turn_base_0", 2, 0, &tools);
+        assert_eq!(recorded, RecordedStep::Skipped);
     }
 
     #[test]

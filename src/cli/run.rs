@@ -163,8 +163,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     } else {
         ProgressMode::Auto
     };
-    // SIGINT and SIGTERM stop the run the same way.
-    let ending = match prepared.execute(progress, args.table, super::signals::requested()) {
+    // SIGINT and SIGTERM stop the run the same way; between trials and
+    // after them a stop at once says where the run's trials are.
+    super::signals::doing(
+        "while running; every finished trial is in trials.csv (run --resume continues it)",
+    );
+    let ending = prepared.execute(progress, args.table, super::signals::requested());
+    super::signals::doing(
+        "while writing the run's reports; every trial is in trials.csv (report html writes report.html again)",
+    );
+    let ending = match ending {
         Ok(ending) => ending,
         Err(RunError::Io(e)) => return Err(CliError::Usage(format!("{}: {e}", out.display()))),
         Err(error) => return Err(CliError::new(error)),

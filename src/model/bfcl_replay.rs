@@ -4,7 +4,7 @@
 
 use super::{Model, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::bfcl::multi_turn;
-use crate::bfcl::results::BfclResults;
+use crate::bfcl::results::{BfclResults, RecordedStep};
 use crate::provider::Provider;
 use crate::scenario::Scenario;
 
@@ -75,14 +75,28 @@ impl ModelTrial for ReplayTrial<'_> {
 
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
         let (calls, latency, usage) = if self.multi_turn {
-            let (calls, usage) = self.model.results.step(
-                &self.scenario.name,
-                self.turn,
-                self.step,
-                &self.scenario.registry,
-            );
-            self.step += 1;
-            (calls.unwrap_or_default(), std::time::Duration::ZERO, usage)
+            // Steps BFCL's checker cannot decode are skipped, as it skips
+            // them: none of their calls runs, and the next step is read.
+            let mut usage = crate::call::Usage::default();
+            let calls = loop {
+                let (step, tokens) = self.model.results.step(
+                    &self.scenario.name,
+                    self.turn,
+                    self.step,
+                    &self.scenario.registry,
+                );
+                // Only the entry's first step carries its tokens.
+                if (self.turn, self.step) == (0, 0) {
+                    usage = tokens;
+                }
+                self.step += 1;
+                match step {
+                    RecordedStep::Calls(calls) => break calls,
+                    RecordedStep::Skipped => continue,
+                    RecordedStep::End => break Vec::new(),
+                }
+            };
+            (calls, std::time::Duration::ZERO, usage)
         } else {
             self.model
                 .results

@@ -16,7 +16,10 @@ The variants: `truth` (the ground truth, a call per step), `drop_last`
 (a turn's last call left out), `empty_turn` (a turn with calls answered
 with text only), `wrong_value` (a string argument changed), `repeat` (a
 call made twice), `cut_short` (the last turn never recorded, as when BFCL
-forces a model to quit).
+forces a model to quit), `undecodable_beside` (a turn's last call shares
+its step with a call whose arguments are not JSON, as gpt-oss-20b's
+`multi_turn_miss_func_44` did in a published run: BFCL's checker skips the
+whole step, the good call with it).
 
 toolgauge replays them as a `bfcl-results` model on the imported entries,
 through the bridge (tests/integration/bfcl_multi_turn.rs), and must give the
@@ -46,7 +49,10 @@ CATEGORIES = [
     "multi_turn_long_context",
 ]
 PER_CATEGORY = 10
-VARIANTS = ["truth", "drop_last", "empty_turn", "wrong_value", "repeat", "cut_short"]
+VARIANTS = [
+    "truth", "drop_last", "empty_turn", "wrong_value", "repeat", "cut_short",
+    "undecodable_beside",
+]
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "bfcl_multi_turn"
 TEXT_STEP = "Done."
 
@@ -123,6 +129,8 @@ def variant(name, ground_truth, rng):
         turns[k].insert(-1, turns[k][-2])
     elif name == "cut_short":
         turns = turns[:-1]
+    elif name == "undecodable_beside":
+        turns[k][-2] = [{"echo<|channel|>": "We need to write the answer."}] + turns[k][-2]
     return turns
 
 
