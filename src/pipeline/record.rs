@@ -199,14 +199,8 @@ impl<W: Write> SessionLog<W> {
         result: &serde_json::Value,
         passed: bool,
     ) -> io::Result<()> {
-        let id = self.take_id();
-        let at = millis(
-            std::time::SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default(),
-        );
+        let id = self.begin_now();
         let out = &mut self.buffer;
-        write_head(out, &self.context, id, self.last_id, at);
         out.extend_from_slice(b",\"type\":\"probe\",\"tool\":");
         write_str(out, tool);
         out.extend_from_slice(b",\"arguments\":");
@@ -232,14 +226,8 @@ impl<W: Write> SessionLog<W> {
         text: &str,
         usage: Option<crate::call::Usage>,
     ) -> io::Result<()> {
-        let id = self.take_id();
-        let at = millis(
-            std::time::SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default(),
-        );
+        let id = self.begin_now();
         let out = &mut self.buffer;
-        write_head(out, &self.context, id, self.last_id, at);
         out.extend_from_slice(b",\"type\":\"user_message\",\"who\":");
         write_str(out, who);
         out.extend_from_slice(b",\"text\":");
@@ -257,6 +245,18 @@ impl<W: Write> SessionLog<W> {
 
     pub fn into_inner(self) -> W {
         self.out
+    }
+
+    /// Begin an entry stamped now, after the last one: its id.
+    fn begin_now(&mut self) -> u64 {
+        let id = self.take_id();
+        let at = millis(
+            std::time::SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
+        write_head(&mut self.buffer, &self.context, id, self.last_id, at);
+        id
     }
 
     fn take_id(&mut self) -> u64 {

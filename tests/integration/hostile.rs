@@ -153,6 +153,17 @@ fn a_user_model_path_never_leaves_the_suite() {
     )
     .unwrap();
     let model = scripted_model(dir.path());
+    let run = || {
+        let args = ["run", "suite", "--models", model.to_str().unwrap()];
+        toolgauge_in(
+            dir.path(),
+            &[
+                &args[..],
+                &["--trials", "1", "--quiet", "--out", "out", "--force"],
+            ]
+            .concat(),
+        )
+    };
     for named in [
         "../outside.json",
         "/etc/passwd",
@@ -161,21 +172,7 @@ fn a_user_model_path_never_leaves_the_suite() {
         let suite = dir.path().join("suite");
         let _ = std::fs::remove_dir_all(&suite);
         conversation_played_by(&suite, named);
-        let out = toolgauge_in(
-            dir.path(),
-            &[
-                "run",
-                "suite",
-                "--models",
-                model.to_str().unwrap(),
-                "--trials",
-                "1",
-                "--quiet",
-                "--out",
-                "out",
-                "--force",
-            ],
-        );
+        let out = run();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{named}: {stderr}");
         assert!(stderr.contains("/task/user/model"), "{named}: {stderr}");
@@ -193,21 +190,7 @@ fn a_user_model_path_never_leaves_the_suite() {
     )
     .unwrap();
     conversation_played_by(&suite, "models/link.json");
-    let out = toolgauge_in(
-        dir.path(),
-        &[
-            "run",
-            "suite",
-            "--models",
-            model.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--quiet",
-            "--out",
-            "out",
-            "--force",
-        ],
-    );
+    let out = run();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("leads outside the suite"), "{stderr}");
