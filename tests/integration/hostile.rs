@@ -891,3 +891,72 @@ fn bad_inputs_are_refused_naming_the_field_and_what_is_accepted() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_run_ends_a_long_bash_call_and_its_processes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "1000.321";
+    let scenario = json!({
+        "name": "long_bash",
+        "tools": ["bash"],
+        "files": {"notes.txt": "n"},
+        "prompt": "Wait.",
+        "task": {
+            "max_turns": 2,
+            "milestones": [{"id": "wait", "name": "bash", "arguments": {
+                "command": {"$contains": "sleep", "$example": format!("sleep {marker} & echo started; wait")},
+                "timeout_ms": 120000
+            }}],
+            "answer": "done"
+        }
+    });
+    write_scenario(&dir.path().join("suite"), &scenario);
+    let model = scripted_model(dir.path());
+    let child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .args([
+            "run",
+            "suite",
+            "--models",
+            model.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+            "out",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The call runs: its sleep is there.
+    let running = |marker: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .starts_with(&format!("sleep {marker}"))
+            })
+        })
+    };
+    let mut child = child;
+    while !running(marker) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended before its call ran: {status}");
+        }
+        std::thread::yield_now();
+    }
+    // SAFETY: only signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(stderr.contains("interrupted (SIGTERM)"), "{stderr}");
+    let gone = (0..500).any(|_| {
+        !running(marker) || {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            false
+        }
+    });
+    assert!(gone, "the call's sleep outlived the interrupted run");
+}
