@@ -78,9 +78,13 @@ def main():
         capture_output=True,
     )
     ours = {}
+    lost_kinds = {"transport_error", "bad_response", "tool_unavailable", "user_simulator"}
     with open(work / "out" / "trials.csv") as f:
         for row in csv.DictReader(f):
-            ours[row["scenario"]] = row["trial_success"] == "true"
+            # A trial lost to infrastructure (a bridge that did not start
+            # on a loaded machine) is no verdict: named as lost, not False.
+            lost = any(kind in lost_kinds for kind in row["failures"].split(";"))
+            ours[row["scenario"]] = "lost" if lost else row["trial_success"] == "true"
     agree, total, differ = {}, {}, []
     for id_, (category, valid, error) in sorted(theirs.items()):
         total[category] = total.get(category, 0) + 1
