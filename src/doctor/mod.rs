@@ -122,16 +122,6 @@ impl Diagnosis {
             .collect()
     }
 
-    /// The findings as a table for the terminal.
-    pub fn table(&self) -> String {
-        let mut text = Diagnosis::heading(&self.model, &self.endpoint);
-        for finding in &self.findings {
-            text.push_str(&finding.line());
-        }
-        text.push_str(&self.conclusion());
-        text
-    }
-
     /// The endpoint answered no probe: the first request got no answer,
     /// and the rest were not sent.
     pub fn unanswered(&self) -> bool {
@@ -167,7 +157,7 @@ impl Diagnosis {
     /// Write the findings as JSON to `path`.
     pub fn save(&self, path: &std::path::Path) -> Result<(), DoctorError> {
         let text = serde_json::to_string_pretty(self).expect("a diagnosis serializes");
-        std::fs::write(path, text + "\n").map_err(|source| DoctorError::Io {
+        crate::whole_file::write(path, text + "\n").map_err(|source| DoctorError::Io {
             path: path.to_owned(),
             source,
         })
@@ -317,9 +307,9 @@ mod tests {
                 ),
             ],
         };
-        let table = diagnosis.table();
-        assert!(!table.contains("can be trusted"), "{table}");
-        assert!(table.contains("streaming not confirmed"), "{table}");
+        let said = diagnosis.conclusion();
+        assert!(!said.contains("can be trusted"), "{said}");
+        assert!(said.contains("streaming not confirmed"), "{said}");
         assert_eq!(diagnosis.warnings(true).len(), 1);
     }
 }

@@ -77,22 +77,23 @@ impl ModelTrial for ReplayTrial<'_> {
         let (calls, latency, usage) = if self.multi_turn {
             // Steps BFCL's checker cannot decode are skipped, as it skips
             // them: none of their calls runs, and the next step is read.
-            let mut usage = crate::call::Usage::default();
-            let calls = loop {
-                let (step, tokens) = self.model.results.step(
+            // The tokens come with the first step read (`step` gives them
+            // with the entry's first only).
+            let mut next = || {
+                let read = self.model.results.step(
                     &self.scenario.name,
                     self.turn,
                     self.step,
                     &self.scenario.registry,
                 );
-                // Only the entry's first step carries its tokens.
-                if (self.turn, self.step) == (0, 0) {
-                    usage = tokens;
-                }
                 self.step += 1;
+                read
+            };
+            let (mut step, usage) = next();
+            let calls = loop {
                 match step {
                     RecordedStep::Calls(calls) => break calls,
-                    RecordedStep::Skipped => continue,
+                    RecordedStep::Skipped => step = next().0,
                     RecordedStep::End => break Vec::new(),
                 }
             };

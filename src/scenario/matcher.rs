@@ -4,7 +4,8 @@
 //! `$contains`, `$present`, `$absent`, the bounds `$gt`, `$gte`, `$lt`,
 //! `$lte`), with `$example` giving a correct value where the matcher alone
 //! does not say one, and `"$optional": true` letting the argument be left
-//! out (a value the user did not give, which a model may or may not send). In a task, `{"$result": "tool", "pointer": "/id"}` is
+//! out (a value the user did not give, which a model may or may not send).
+//! In a task, `{"$result": "tool", "pointer": "/id"}` is
 //! the value at that pointer of the most recent successful result of that
 //! tool ([`RecentResults`]): only a model that reads results can match it.
 

@@ -80,7 +80,7 @@ impl Sandbox {
     /// `..` that climbs above the root, and symlinks (even dangling ones)
     /// that lead outside.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, ToolFailure> {
-        let relative = relative_path(requested).map_err(|e| ToolFailure::blocked(e.to_string()))?;
+        let relative = requested_path(requested)?;
         let joined = self.root.join(&relative);
         if self.has_link_below_root(&relative) {
             self.check_links(requested, &joined)?;
@@ -91,15 +91,15 @@ impl Sandbox {
     /// The bytes of a file the model asked for, opened beneath the root by
     /// the kernel (a link out is refused at the open, not only at a check).
     pub fn read(&self, requested: &str) -> Result<Vec<u8>, ToolFailure> {
-        let relative = relative_path(requested).map_err(|e| ToolFailure::blocked(e.to_string()))?;
-        read_beneath(&self.root, &relative).map_err(|e| beneath_failure(&e, requested))
+        read_beneath(&self.root, &requested_path(requested)?)
+            .map_err(|e| beneath_failure(&e, requested))
     }
 
     /// Write a file the model asked for, beneath the root, replacing
     /// whatever link is at its name (`write_beneath`).
     pub fn write(&self, requested: &str, content: &[u8]) -> Result<(), ToolFailure> {
-        let relative = relative_path(requested).map_err(|e| ToolFailure::blocked(e.to_string()))?;
-        write_beneath(&self.root, &relative, content).map_err(|e| beneath_failure(&e, requested))
+        write_beneath(&self.root, &requested_path(requested)?, content)
+            .map_err(|e| beneath_failure(&e, requested))
     }
 
     /// Whether a component below the (canonical) root is a symlink, found
@@ -140,6 +140,12 @@ impl Sandbox {
             ))),
         }
     }
+}
+
+/// A path the model asked for, checked by its text ([`relative_path`]),
+/// or why it is blocked.
+fn requested_path(requested: &str) -> Result<PathBuf, ToolFailure> {
+    relative_path(requested).map_err(|e| ToolFailure::blocked(e.to_string()))
 }
 
 /// A failed open beneath the root, as the model is told it: a link that

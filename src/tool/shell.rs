@@ -334,13 +334,23 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(20));
     }
 
-    /// Whether `pid` is gone (or a zombie waiting for init to reap it).
-    fn process_is_gone(pid: u32) -> bool {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(stat) => stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    /// Whether `pid` ends within `limit`: waits on the kernel's word (a
+    /// pidfd becomes readable when the process exits), not on a clock.
+    fn exits_within(pid: u32, limit: Duration) -> bool {
+        // SAFETY: pidfd_open and poll only read; the fd is closed below.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
+            if fd < 0 {
+                return true; // no such process: gone already
+            }
+            let mut event = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ready = libc::poll(&mut event, 1, limit.as_millis() as i32);
+            libc::close(fd);
+            ready == 1
         }
     }
 
@@ -372,13 +382,10 @@ mod tests {
         .unwrap();
         let redirected = printed_pid(&out);
         for pid in [held, redirected] {
-            let gone = (0..500).any(|_| {
-                process_is_gone(pid) || {
-                    std::thread::sleep(Duration::from_millis(10));
-                    false
-                }
-            });
-            assert!(gone, "the background sleep {pid} outlived its call");
+            assert!(
+                exits_within(pid, Duration::from_secs(5)),
+                "the background sleep {pid} outlived its call"
+            );
         }
     }
 
@@ -406,13 +413,10 @@ mod tests {
         };
         call.abort();
         let _ = call.await;
-        let gone = (0..500).any(|_| {
-            process_is_gone(pid) || {
-                std::thread::sleep(Duration::from_millis(10));
-                false
-            }
-        });
-        assert!(gone, "the sleep {pid} outlived the dropped call");
+        assert!(
+            exits_within(pid, Duration::from_secs(5)),
+            "the sleep {pid} outlived the dropped call"
+        );
     }
 
     #[tokio::test]

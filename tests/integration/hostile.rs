@@ -16,6 +16,17 @@ fn toolgauge_in(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `toolgauge run suite` in `dir`, one trial of `model`, reports in
+/// `out/`: the run most of these tests make; each adds what it watches.
+fn run_suite_once(dir: &Path, model: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolgauge"));
+    command
+        .args(["run", "suite", "--models", model.to_str().unwrap()])
+        .args(["--trials", "1", "--quiet", "--out", "out"])
+        .current_dir(dir);
+    command
+}
+
 fn write_scenario(suite: &Path, scenario: &serde_json::Value) {
     std::fs::create_dir_all(suite).unwrap();
     let name = scenario["name"].as_str().unwrap();
@@ -113,19 +124,7 @@ fn a_suite_cannot_send_a_key_of_the_environment_to_an_endpoint_it_chose() {
     .unwrap();
     conversation_played_by(&suite, "models/user.json");
     let model = scripted_model(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
-        .args([
-            "run",
-            "suite",
-            "--models",
-            model.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--quiet",
-            "--out",
-            "out",
-        ])
-        .current_dir(dir.path())
+    let out = run_suite_once(dir.path(), &model)
         .env(SECRET_ENV, "sk-hostile-SECRET")
         .output()
         .unwrap();
@@ -371,20 +370,7 @@ fn a_file_check_never_follows_a_link_the_model_made_out_of_its_sandbox() {
     });
     write_scenario(&dir.path().join("suite"), &scenario);
     let model = scripted_model(dir.path());
-    let out = toolgauge_in(
-        dir.path(),
-        &[
-            "run",
-            "suite",
-            "--models",
-            model.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--quiet",
-            "--out",
-            "out",
-        ],
-    );
+    let out = run_suite_once(dir.path(), &model).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut reader = csv::Reader::from_path(dir.path().join("out/trials.csv")).unwrap();
     let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
@@ -912,35 +898,14 @@ fn an_interrupted_run_ends_a_long_bash_call_and_its_processes_at_once() {
     });
     write_scenario(&dir.path().join("suite"), &scenario);
     let model = scripted_model(dir.path());
-    let child = Command::new(env!("CARGO_BIN_EXE_toolgauge"))
-        .args([
-            "run",
-            "suite",
-            "--models",
-            model.to_str().unwrap(),
-            "--trials",
-            "1",
-            "--quiet",
-            "--out",
-            "out",
-        ])
-        .current_dir(dir.path())
+    let child = run_suite_once(dir.path(), &model)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The call runs: its sleep is there.
-    let running = |marker: &str| {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .starts_with(&format!("sleep {marker}"))
-            })
-        })
-    };
+    // The call runs: its sleep (and the shell that started it) are there.
     let mut child = child;
-    while !running(marker) {
+    while crate::processes::processes_with(marker).is_empty() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the run ended before its call ran: {status}");
         }
@@ -952,11 +917,7 @@ fn an_interrupted_run_ends_a_long_bash_call_and_its_processes_at_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
     assert!(stderr.contains("interrupted (SIGTERM)"), "{stderr}");
-    let gone = (0..500).any(|_| {
-        !running(marker) || {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            false
-        }
-    });
+    // Waited for on the kernel's word (a pidfd), not on a clock.
+    let gone = crate::processes::all_exit_within(marker, std::time::Duration::from_secs(5));
     assert!(gone, "the call's sleep outlived the interrupted run");
 }

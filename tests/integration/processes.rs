@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 /// Processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
+pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -79,7 +79,7 @@ fn exits_within(pid: u32, limit: Duration) -> bool {
 }
 
 /// Every process whose command line holds `marker` ends within `limit`.
-fn all_exit_within(marker: &str, limit: Duration) -> bool {
+pub(crate) fn all_exit_within(marker: &str, limit: Duration) -> bool {
     processes_with(marker)
         .into_iter()
         .all(|pid| exits_within(pid, limit))

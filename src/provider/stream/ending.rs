@@ -110,6 +110,15 @@ pub(super) fn of_the_format(provider: Provider, event: &Value) -> bool {
     }
 }
 
+/// Why `events` events, none of them of `provider`'s format, are no
+/// reply of it.
+pub(super) fn foreign(provider: Provider, events: usize) -> String {
+    format!(
+        "none of its {events} event(s) is of the {} format: is the provider right?",
+        provider.as_str()
+    )
+}
+
 /// A Chat chunk whose choice says why it finished.
 fn finished_choice(event: &Value) -> bool {
     event

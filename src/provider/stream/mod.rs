@@ -90,11 +90,7 @@ pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
     }
     let events: Vec<Value> = frames.iter().filter_map(Frame::event).collect();
     if !events.is_empty() && !events.iter().any(|e| ending::of_the_format(provider, e)) {
-        return Err(NotAStream(format!(
-            "none of its {} event(s) is of the {} format: is --provider right?",
-            events.len(),
-            provider.as_str()
-        )));
+        return Err(NotAStream(ending::foreign(provider, events.len())));
     }
     Ok(assemble_events(provider, events.into_iter()))
 }
@@ -230,11 +226,7 @@ impl Assembly {
     /// or an end before its last event.
     fn failure(&self, broke: Option<String>) -> Option<StreamFailure> {
         let message = if !self.events.is_empty() && self.recognised == 0 {
-            format!(
-                "none of its {} event(s) is of the {} format: is the provider right?",
-                self.events.len(),
-                self.provider.as_str()
-            )
+            ending::foreign(self.provider, self.events.len())
         } else if let Some(words) = &self.failed {
             format!("the server sent an error in the stream: {words}")
         } else if let Some(why) = broke {
