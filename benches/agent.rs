@@ -37,6 +37,7 @@ fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> R
         exec: ExecOptions::default(),
         shard: None,
         session_log: false,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -257,6 +257,7 @@ fn trials_plan() -> RunPlan {
         exec: ExecOptions::default(),
         shard: None,
         session_log: true,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         exec: ExecOptions::default(),
         shard: None,
         session_log: true,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     };
     let info = plan.info(Thresholds::default());

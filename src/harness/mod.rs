@@ -21,7 +21,9 @@ use tokio::time::Instant;
 use crate::call::Failure;
 use crate::metrics::{AttemptRecord, StreamRecord, TrialRecord};
 use crate::model::{Model, ModelTrial, Reply, ReplyError, TrialStart};
-use crate::pipeline::{Coordinates, EarlyRun, ExecOptions, Pipeline, SessionLog, Streamed, Turn};
+use crate::pipeline::{
+    Coordinates, EarlyRun, ExecOptions, FeedbackStyle, Pipeline, SessionLog, Streamed, Turn,
+};
 use crate::report::{
     FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
@@ -103,6 +105,8 @@ pub struct RunPlan {
     pub clock: Clock,
     /// How calls run and how their errors are worded.
     pub exec: ExecOptions,
+    /// By model: the feedback style its file names, over `exec`'s.
+    pub model_feedback: Vec<Option<FeedbackStyle>>,
     pub shard: Option<Shard>,
     /// Record every turn of every trial (session.jsonl).
     pub session_log: bool,
@@ -120,6 +124,43 @@ pub struct Job {
 }
 
 impl RunPlan {
+    /// How `model`'s calls run and how its errors are worded.
+    pub fn exec_of(&self, model: usize) -> ExecOptions {
+        ExecOptions {
+            feedback: self.feedback_of(model),
+            ..self.exec
+        }
+    }
+
+    /// The run's feedback style, with each model that has its own:
+    /// `pointer-list (qwen-bare: bare)`.
+    fn feedback_text(&self) -> String {
+        let own: Vec<String> = (0..self.models.len())
+            .filter(|&m| self.model_feedback.get(m).copied().flatten().is_some())
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    self.models[m].name(),
+                    file_name(&self.feedback_of(m))
+                )
+            })
+            .collect();
+        let default = file_name(&self.exec.feedback);
+        match own.len() {
+            0 => default,
+            n if n == self.models.len() => own.join(", "),
+            _ => format!("{default} ({})", own.join(", ")),
+        }
+    }
+
+    fn feedback_of(&self, model: usize) -> FeedbackStyle {
+        self.model_feedback
+            .get(model)
+            .copied()
+            .flatten()
+            .unwrap_or(self.exec.feedback)
+    }
+
     /// Whether a trial waits on sockets or processes (a real tool, a
     /// simulated user played by a live model): the runtime then needs
     /// tokio's I/O driver.
@@ -200,7 +241,7 @@ impl RunPlan {
             scenarios: scenario_infos(&self.scenarios),
             trials: self.trials,
             seed: self.seed,
-            feedback: file_name(&self.exec.feedback),
+            feedback: self.feedback_text(),
             clock: file_name(&self.clock),
             thresholds,
         }
@@ -471,7 +512,7 @@ impl<'p> TrialRun<'p> {
             trial: job.trial,
             model_trial,
             tools,
-            pipeline: Pipeline::new(scenario.registry.clone(), plan.exec),
+            pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
             log: plan.session_log.then(|| SessionLog::new(Vec::new())),
         }
     }

@@ -233,6 +233,7 @@ impl PreparedRun {
         }
         let mut plan = plan_of(&settings, scenarios, models.models);
         plan.users = users;
+        plan.model_feedback = models.files.iter().map(|file| file.feedback).collect();
         let info = plan.info(settings.thresholds.clone());
         let (earlier, last_kept) = match request.resume {
             Some(_) => {
@@ -554,6 +555,7 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
         },
         shard: settings.shard,
         session_log: !settings.no_session,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -58,6 +58,10 @@ pub struct ModelFile {
     /// Live kinds (`openai`, `anthropic`, `gemini`): endpoint, key, options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<ApiSettings>,
+    /// How this model's errors are worded (`--feedback` otherwise): two
+    /// files on one model with different styles pair as two arms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<crate::pipeline::FeedbackStyle>,
 }
 
 fn default_provider() -> Provider {

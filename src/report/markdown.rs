@@ -247,7 +247,15 @@ fn significant_pairs(info: &RunInfo, stats: &Aggregate, order: &[usize], table: 
 fn correction_paths(total: &CellStats) -> String {
     let mut parts = Vec::new();
     if total.told.0 > 0 {
-        parts.push(format!("after feedback {}/{}", total.told.1, total.told.0));
+        // The one path that measures what the wording buys: its interval.
+        let (low, high) = crate::metrics::wilson_interval(total.told.1, total.told.0);
+        parts.push(format!(
+            "after feedback {}/{} [{}, {}]",
+            total.told.1,
+            total.told.0,
+            percent(low),
+            percent(high)
+        ));
     }
     if total.nudged.0 > 0 {
         parts.push(format!(

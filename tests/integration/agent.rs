@@ -52,6 +52,7 @@ fn agent_plan(
         },
         shard: None,
         session_log: false,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -48,6 +48,7 @@ fn plan(
         },
         shard: None,
         session_log: false,
+        model_feedback: Vec::new(),
         users: Vec::new(),
     }
 }

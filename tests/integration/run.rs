@@ -250,6 +250,59 @@ fn thresholds_fail_the_run_with_exit_1_and_compare_flags_drops() {
 }
 
 #[test]
+fn a_model_files_own_feedback_style_makes_it_an_arm_paired_with_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    let attentive: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("scenarios/models/attentive.json").unwrap())
+            .unwrap();
+    std::fs::write(models.join("attentive.json"), attentive.to_string()).unwrap();
+    let mut bare = attentive.clone();
+    bare["name"] = "attentive-bare".into();
+    bare["feedback"] = "bare".into();
+    std::fs::write(models.join("attentive-bare.json"), bare.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = toolgauge(&[
+        "run",
+        "scenarios/starter",
+        "--models",
+        models.to_str().unwrap(),
+        "--trials",
+        "40",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_success(&output);
+
+    // The same mock, its errors worded two ways: only the arm shown what
+    // was wrong fixes anything, and the pair says so.
+    let mut fixed = std::collections::BTreeMap::new();
+    let mut reader = csv::Reader::from_path(out.join("self_correction.csv")).unwrap();
+    for row in reader.deserialize::<std::collections::HashMap<String, String>>() {
+        let row = row.unwrap();
+        *fixed.entry(row["model"].clone()).or_insert(0) += row["fixed"].parse::<u32>().unwrap();
+    }
+    // (A fix that needs no clue happens under both.)
+    assert!(
+        fixed["attentive"] > 4 * fixed["attentive-bare"],
+        "{fixed:?}"
+    );
+    let comparisons = read(&out, "comparisons.csv");
+    let pair = comparisons
+        .lines()
+        .find(|l| l.contains("attentive-bare"))
+        .unwrap_or_else(|| panic!("{comparisons}"));
+    assert!(pair.ends_with(",true"), "{pair}");
+    let summary = read(&out, "summary.md");
+    assert!(
+        summary.contains("feedback pointer-list (attentive-bare: bare)"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn a_malformed_scenario_stops_the_run_before_any_trial_with_a_located_message() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite");
