@@ -5,10 +5,14 @@
 //! 529 and connection failures, honouring Retry-After. Other 4xx answers
 //! are not retried.
 
+mod permits;
+
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::Mutex;
 use tokio::time::Instant;
+
+pub use permits::OrderedPermits;
 
 /// A request ready to send: a POST of a JSON body (the transport sets
 /// `content-type`).
@@ -39,6 +43,10 @@ pub struct TransportSettings {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot make an HTTP client: {0}")]
 pub struct ClientError(String);
+
+/// The order of a request outside a run's trials (doctor, validators):
+/// after every ordered one, first come first served among themselves.
+pub const UNORDERED: u64 = u64::MAX;
 
 /// Statuses worth another try: rate limits and overloaded or failing servers.
 pub const RETRY_STATUSES: [u16; 5] = [429, 500, 502, 503, 529];
@@ -105,7 +113,8 @@ pub struct Transport {
     client: reqwest::Client,
     max_attempts: u32,
     retry_base: Duration,
-    in_flight: Semaphore,
+    /// Requests in flight, handed out in the run's order.
+    in_flight: OrderedPermits,
     /// Earliest start of the next request, under a requests-per-minute limit.
     pace: Option<(Duration, Mutex<Instant>)>,
 }
@@ -121,7 +130,7 @@ impl Transport {
             client,
             max_attempts: settings.max_attempts.max(1),
             retry_base: settings.retry_base,
-            in_flight: Semaphore::new(settings.concurrency.max(1)),
+            in_flight: OrderedPermits::new(settings.concurrency.max(1)),
             pace: settings.requests_per_minute.map(|rpm| {
                 (
                     Duration::from_secs(60) / rpm.max(1),
@@ -132,8 +141,27 @@ impl Transport {
     }
 
     pub async fn send(&self, request: &ApiRequest) -> Result<ApiResponse, TransportError> {
+        self.send_in_order(request, UNORDERED).await
+    }
+
+    /// [`Transport::send`] served before requests of a higher `order`
+    /// (the trial's place in the run) when requests wait for a permit.
+    pub async fn send_in_order(
+        &self,
+        request: &ApiRequest,
+        order: u64,
+    ) -> Result<ApiResponse, TransportError> {
         let body = serde_json::to_vec(&request.body).expect("a request body serializes");
-        self.send_body(&request.url, &request.headers, &body).await
+        let opened = self
+            .open_with(
+                reqwest::Method::POST,
+                &request.url,
+                &request.headers,
+                Some(&body),
+                order,
+            )
+            .await?;
+        read_whole(opened, &request.url).await
     }
 
     /// [`Transport::send`] of a body already written as JSON text.
@@ -155,36 +183,31 @@ impl Transport {
         headers: &[(&'static str, String)],
         body: Option<&[u8]>,
     ) -> Result<ApiResponse, TransportError> {
-        let opened = self.open_with(method, url, headers, body).await?;
-        let status = opened.status;
-        let mut timing = opened.timing;
-        let body = opened
-            .response
-            .bytes()
-            .await
-            .map_err(|error| TransportError::Network {
-                message: redact_url(&error_chain(&error)),
-                url: redact_url(url),
-                tries: timing.retries + 1,
-                timed_out: error.is_timeout(),
-            })?;
-        timing.request = opened.sent.elapsed();
-        Ok(ApiResponse {
-            status,
-            body: body.to_vec(),
-            timing,
-        })
+        let opened = self
+            .open_with(method, url, headers, body, UNORDERED)
+            .await?;
+        read_whole(opened, url).await
     }
 
     /// Send `request` and wait for a 2xx answer's head, through the
     /// retries: its body is the caller's to read (a stream, as it comes).
     pub async fn open(&self, request: &ApiRequest) -> Result<Opened, TransportError> {
+        self.open_in_order(request, UNORDERED).await
+    }
+
+    /// [`Transport::open`] in the run's order, as [`Transport::send_in_order`].
+    pub async fn open_in_order(
+        &self,
+        request: &ApiRequest,
+        order: u64,
+    ) -> Result<Opened, TransportError> {
         let body = serde_json::to_vec(&request.body).expect("a request body serializes");
         self.open_with(
             reqwest::Method::POST,
             &request.url,
             &request.headers,
             Some(&body),
+            order,
         )
         .await
     }
@@ -195,6 +218,7 @@ impl Transport {
         url: &str,
         headers: &[(&'static str, String)],
         body: Option<&[u8]>,
+        order: u64,
     ) -> Result<Opened, TransportError> {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
@@ -203,11 +227,7 @@ impl Transport {
             tries += 1;
             let queued = Instant::now();
             let (outcome, sent) = {
-                let _permit = self
-                    .in_flight
-                    .acquire()
-                    .await
-                    .expect("the semaphore is never closed");
+                let _permit = self.in_flight.acquire(order).await;
                 self.wait_for_pace().await;
                 timing.queued += queued.elapsed();
                 let sent = Instant::now();
@@ -396,6 +416,28 @@ pub fn tls_ready() {
         // Err: a provider is installed already, which is as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// An opened answer's body read whole.
+async fn read_whole(opened: Opened, url: &str) -> Result<ApiResponse, TransportError> {
+    let status = opened.status;
+    let mut timing = opened.timing;
+    let body = opened
+        .response
+        .bytes()
+        .await
+        .map_err(|error| TransportError::Network {
+            message: redact_url(&error_chain(&error)),
+            url: redact_url(url),
+            tries: timing.retries + 1,
+            timed_out: error.is_timeout(),
+        })?;
+    timing.request = opened.sent.elapsed();
+    Ok(ApiResponse {
+        status,
+        body: body.to_vec(),
+        timing,
+    })
 }
 
 #[cfg(test)]

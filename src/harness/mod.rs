@@ -153,6 +153,12 @@ impl RunPlan {
         }
     }
 
+    /// `job`'s place among its model's jobs in the report order: a live
+    /// model serves the trial it started first before starting another.
+    pub fn order_of(&self, job: Job) -> u64 {
+        job.scenario as u64 * u64::from(self.trials) + u64::from(job.trial)
+    }
+
     fn feedback_of(&self, model: usize) -> FeedbackStyle {
         self.model_feedback
             .get(model)
@@ -344,6 +350,14 @@ pub fn run_until(
     let mut pending_replay = replay.as_mut().and_then(|r| r.next());
     let mut done = 0;
     reporters.send(RunEvent::Started)?;
+    // Per model, the trials it may have under way (in job order: the
+    // semaphore is fair and the jobs are polled in order).
+    let admission: Vec<Option<tokio::sync::Semaphore>> = plan
+        .models
+        .iter()
+        .map(|m| m.trials_at_once().map(tokio::sync::Semaphore::new))
+        .collect();
+    let admission = &admission;
     runtime.block_on(async {
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
@@ -361,7 +375,13 @@ pub fn run_until(
             async move {
                 match replayed {
                     Some(record) => Ok((record, Vec::new())),
-                    None => run_trial(plan, job).await,
+                    None => {
+                        let _under_way = match &admission[job.model] {
+                            Some(slots) => Some(slots.acquire().await.expect("never closed")),
+                            None => None,
+                        };
+                        run_trial(plan, job).await
+                    }
                 }
             }
         });
@@ -499,6 +519,7 @@ impl<'p> TrialRun<'p> {
             scenario,
             trial: job.trial,
             seed,
+            order: plan.order_of(job),
         });
         let mut tools = scenario
             .registry

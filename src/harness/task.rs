@@ -57,6 +57,7 @@ pub(super) async fn run_task(
                 scenario: scenario.name.clone(),
                 trial: job.trial,
                 attempt: 0,
+                order: plan.order_of(job),
             };
             let opening = opening_words(&scenario.prompt);
             let mut sim = UserSim::new(user, &opening, model.as_deref(), position);

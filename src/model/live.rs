@@ -161,7 +161,7 @@ impl LiveModel {
         let streamed = self.settings.stream;
         let (status, received, timing) = match &self.source {
             Source::Network(transport) if streamed => {
-                let opened = transport.open(&request).await?;
+                let opened = transport.open_in_order(&request, position.order).await?;
                 let chunks = opened.response.bytes_stream();
                 let deadline = opened.sent + Duration::from_millis(self.settings.timeout_ms);
                 let received = stream::read(
@@ -177,7 +177,7 @@ impl LiveModel {
                 (opened.status, received, Some(timing))
             }
             Source::Network(transport) => {
-                let response = transport.send(&request).await?;
+                let response = transport.send_in_order(&request, position.order).await?;
                 (response.status, whole(response.body), Some(response.timing))
             }
             Source::Replay(replayer) => {
@@ -332,6 +332,12 @@ impl Model for LiveModel {
         self.settings.prices
     }
 
+    /// Twice the requests it serves at once: one trial's tools run while
+    /// another's request is answered.
+    fn trials_at_once(&self) -> Option<usize> {
+        Some(2 * self.settings.concurrency.max(1))
+    }
+
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
         Box::new(LiveTrial {
             model: self,
@@ -424,6 +430,7 @@ impl ModelTrial for LiveTrial<'_> {
                 scenario: self.start.scenario.name.clone(),
                 trial: self.start.trial,
                 attempt,
+                order: self.start.order,
             };
             let (reply, json) = self
                 .model

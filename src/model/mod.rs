@@ -320,6 +320,8 @@ pub struct TrialStart<'a> {
     pub trial: u32,
     /// Every random choice of the trial comes from this seed.
     pub seed: u64,
+    /// The trial's place among its model's in the run's report order.
+    pub order: u64,
 }
 
 /// A model ready to answer.
@@ -336,6 +338,14 @@ pub trait Model: Send + Sync + fmt::Debug {
 
     /// US dollars per million input and output tokens, if known.
     fn prices(&self) -> Option<Prices> {
+        None
+    }
+
+    /// At most this many of its trials under way at once (`None`: as many
+    /// as the run's concurrency): a model that serves a few requests at a
+    /// time gets a few trials, which then end in order, their rows written
+    /// as the run goes.
+    fn trials_at_once(&self) -> Option<usize> {
         None
     }
 

@@ -19,6 +19,10 @@ pub struct Position {
     pub scenario: String,
     pub trial: u32,
     pub attempt: u32,
+    /// The trial's place in the run's report order: a model's waiting
+    /// requests are sent lowest first. Not part of a recording.
+    #[serde(skip)]
+    pub order: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

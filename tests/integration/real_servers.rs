@@ -810,3 +810,59 @@ async fn a_stream_with_no_output_and_no_token_count_is_lost_not_the_models_silen
     );
     assert!(rows.iter().all(|r| !r.trial_success), "{trials}");
 }
+
+/// A server with one slot that counts the trials under way as it sees
+/// them: a trial starts with its first request (two messages) and ends
+/// with its third (six: two nudged turns), every reply text with no call.
+struct OneSlotServer {
+    /// (started, ended, most under way at once).
+    trials: std::sync::Arc<Mutex<(usize, usize, usize)>>,
+}
+
+impl Respond for OneSlotServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap().len();
+        let mut trials = self.trials.lock().unwrap();
+        match messages {
+            2 => {
+                trials.0 += 1;
+                trials.2 = trials.2.max(trials.0 - trials.1);
+            }
+            6 => trials.1 += 1,
+            _ => {}
+        }
+        ResponseTemplate::new(200).set_body_json(text_reply("openai", "I would rather not."))
+    }
+}
+
+#[tokio::test]
+async fn a_model_that_serves_one_request_at_a_time_has_two_trials_under_way_not_all() {
+    // Before: every trial of the run started at once and queued its first
+    // request, so none ended (and no row was written) until the run's end.
+    let trials = std::sync::Arc::new(Mutex::new((0, 0, 0)));
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(OneSlotServer {
+            trials: trials.clone(),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({"concurrency": 1}),
+    );
+    let out = dir.path().join("out");
+    let mut args = run_args(&suite, &model, &out, &[]);
+    let at = args.iter().position(|a| a == "--trials").unwrap();
+    args[at + 1] = "6".to_owned();
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (started, ended, most) = *trials.lock().unwrap();
+    assert_eq!((started, ended), (6, 6));
+    assert!(most <= 2, "{most} trials were under way at once");
+}
