@@ -136,6 +136,11 @@ impl ToolResult {
     }
 }
 
+/// The `reason` of an attempt whose reply made no call but wrote one as
+/// text (a tag, or a JSON object naming a function and its arguments)
+/// that the server did not read as a call.
+pub const CALL_AS_TEXT: &str = "call_as_text";
+
 /// Why an attempt failed: a call's error, a reply that could not be read,
 /// calls that did not match what was expected, or a request that never got
 /// an answer. The names are the failure columns of every report.

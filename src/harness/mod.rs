@@ -614,7 +614,9 @@ impl<'p> TrialRun<'p> {
             success: failures.is_empty(),
             schema_errors,
             failures,
-            reason: None,
+            reason: turn
+                .call_written_as_text()
+                .then(|| crate::call::CALL_AS_TEXT.to_owned()),
             calls: turn.calls().len() as u32,
             model_time: timing.request,
             queue_time: timing.queued,

@@ -13,7 +13,7 @@ mod task;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::call::{Failure, Usage};
+use crate::call::{CALL_AS_TEXT, Failure, Usage};
 
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
@@ -122,6 +122,9 @@ pub struct CellStats {
     pub first_success: Vec<u64>,
     /// Failures of every attempt, by kind.
     pub failures: BTreeMap<Failure, u64>,
+    /// Replies with no call that wrote one as text (reason `call_as_text`):
+    /// what the server did not read as a call.
+    pub calls_as_text: u64,
     /// Trials whose first attempt failed with a kind, and how many of those were fixed.
     pub first_failed_by_kind: BTreeMap<Failure, (u64, u64)>,
     pub parallel_turns: u64,
@@ -179,6 +182,7 @@ impl CellStats {
             told: (0, 0),
             nudged: (0, 0),
             shown_results: (0, 0),
+            calls_as_text: 0,
             queue: Duration::ZERO,
             retries: 0,
             input_tokens: 0,
@@ -209,6 +213,9 @@ impl CellStats {
         for attempt in &trial.attempts {
             for kind in &attempt.failures {
                 *self.failures.entry(*kind).or_default() += 1;
+            }
+            if attempt.reason.as_deref() == Some(CALL_AS_TEXT) {
+                self.calls_as_text += 1;
             }
             self.model_ms.record(attempt.model_time);
             self.tool_ms.record(attempt.tool_time);
@@ -361,6 +368,7 @@ impl CellStats {
         self.nudged.1 += other.nudged.1;
         self.shown_results.0 += other.shown_results.0;
         self.shown_results.1 += other.shown_results.1;
+        self.calls_as_text += other.calls_as_text;
         self.queue += other.queue;
         self.retries += other.retries;
         self.input_tokens += other.input_tokens;

@@ -46,6 +46,34 @@ impl Turn {
             .filter_map(|r| r.error_kind.map(Failure::from))
             .collect()
     }
+
+    /// A reply with no call whose text holds one the server did not read
+    /// as a call: a `<tool_call>` tag, or a JSON object with a `name` and
+    /// `arguments` (or `parameters`). Still no call, but said apart.
+    pub fn call_written_as_text(&self) -> bool {
+        let Ok(parsed) = &self.parsed else {
+            return false;
+        };
+        // A reply cut by the token limit is said so already.
+        parsed.calls.is_empty() && !parsed.truncated && looks_like_a_call(&parsed.text)
+    }
+}
+
+/// Whether `text` holds a call written out: a `<tool_call>` tag, or one
+/// of its first few JSON objects names a function and its arguments.
+fn looks_like_a_call(text: &str) -> bool {
+    if text.contains("<tool_call>") {
+        return true;
+    }
+    text.match_indices('{').take(8).any(|(at, _)| {
+        let mut objects = serde_json::Deserializer::from_str(&text[at..])
+            .into_iter::<serde_json::Map<String, serde_json::Value>>();
+        matches!(
+            objects.next(),
+            Some(Ok(object)) if object.get("name").is_some_and(serde_json::Value::is_string)
+                && (object.contains_key("arguments") || object.contains_key("parameters"))
+        )
+    })
 }
 
 /// What the model is told of a reply cut by the output token limit: the
@@ -155,5 +183,30 @@ impl Pipeline {
             batch,
             returned,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_a_call;
+
+    #[test]
+    fn a_call_written_as_text_is_told_from_text_and_from_json_answers() {
+        for call in [
+            r#"{"name": "divide", "arguments": "{\"a\":10}\""}"#,
+            "Sure.\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+            "<tool_call>\n{\"name\": \"get_weather\"",
+        ] {
+            assert!(looks_like_a_call(call), "{call}");
+        }
+        for text in [
+            "The weather in Oslo is {sunny}.",
+            r#"{"temperature": 18, "sky": "clear"}"#,
+            r#"{"name": "Ada", "email": "ada@example.com"}"#,
+            r#"{"name": 3, "arguments": {}}"#,
+            "",
+        ] {
+            assert!(!looks_like_a_call(text), "{text}");
+        }
     }
 }

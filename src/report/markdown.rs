@@ -158,6 +158,13 @@ fn verdict_line(text: &mut String, m: &ModelRow, total: &CellStats, priced: bool
             "",
         );
     }
+    if total.calls_as_text > 0 {
+        let _ = writeln!(
+            text,
+            "  {:width$}  {} repl(ies) with no call wrote one as text, which the server did not read as a call (reason call_as_text)",
+            "", total.calls_as_text,
+        );
+    }
 }
 
 /// The five cells with the lowest final success.

@@ -866,3 +866,35 @@ async fn a_model_that_serves_one_request_at_a_time_has_two_trials_under_way_not_
     assert_eq!((started, ended), (6, 6));
     assert!(most <= 2, "{most} trials were under way at once");
 }
+
+#[tokio::test]
+async fn a_call_written_as_text_that_the_server_did_not_read_is_said_apart() {
+    // llama.cpp's server (xllamacpp 0.2.12, Qwen2.5-Coder-0.5B) leaves a
+    // call in the content when its arguments string is not JSON: no
+    // tool_calls, finish reason stop.
+    let written = r#"{"name": "get_weather", "arguments": "{\"city\":\"Paris\"}\""}"#;
+    let server = serve(vec![text_reply("openai", written)], |_| None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let rows = crate::live::rows(&out);
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        // Still no call, as the format says; the reason says what it was.
+        assert_eq!(&row[6], "missing_call", "{row:?}");
+        assert_eq!(&row[7], "call_as_text", "{row:?}");
+    }
+    let verdict = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        verdict.contains("3 repl(ies) with no call wrote one as text"),
+        "{verdict}"
+    );
+}
