@@ -38,15 +38,19 @@ WEIGHTS=qwen2.5-coder-0.5b-instruct-q4_k_m
 WEIGHTS_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 ALIAS=qwen2.5-coder-0.5b
 LITELLM=1.100.5
+# The model files name 8765 to 8768; another base port moves them all
+# (copies in $STATE/models).
 PORT=${TOOLGAUGE_REAL_MODEL_PORT:-8765}
-PROXY_PORT=8766
-SECOND_PORT=8767
+PROXY_PORT=$((PORT + 1))
+SECOND_PORT=$((PORT + 2))
+THIRD_PORT=$((PORT + 3))
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/toolgauge
 VENV=$CACHE/real-model-xllamacpp-$XLLAMACPP
 GGUF=$CACHE/$WEIGHTS-$WEIGHTS_SHA256.gguf
 PROXY_VENV=$CACHE/litellm-$LITELLM
 STATE=target/real-model
 OUT=reports/real-model
+MODELS=$STATE/models
 
 install() {
   mkdir -p "$CACHE"
@@ -125,15 +129,31 @@ start_proxy() {
   # Offline: the bundled model cost map, no telemetry.
   LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_TELEMETRY=False \
     setsid "$PROXY_VENV/bin/python" -m litellm.proxy.proxy_cli \
-    --config scenarios/real/models/streamed/litellm.yaml \
+    --config "$MODELS/streamed/litellm.yaml" \
     --host 127.0.0.1 --port "$PROXY_PORT" --telemetry False >"$STATE/proxy.log" 2>&1 &
   echo $! >"$STATE/proxy.pid"
   wait_for proxy "http://127.0.0.1:$PROXY_PORT/health/liveliness"
 }
 
+# scenarios/real/models with every port moved by PORT - 8765.
+ported_models() {
+  rm -rf "$MODELS" && cp -r scenarios/real/models "$MODELS"
+  local shift=$((PORT - 8765)) file
+  for file in "$MODELS"/*.json "$MODELS"/streamed/*.json "$MODELS"/streamed/litellm.yaml; do
+    python3 - "$file" "$shift" <<'PY'
+import re, sys
+path, shift = sys.argv[1], int(sys.argv[2])
+text = open(path).read()
+text = re.sub(r"127\.0\.0\.1:(87\d\d)", lambda m: f"127.0.0.1:{int(m.group(1)) + shift}", text)
+open(path, "w").write(text)
+PY
+  done
+}
+
 start() {
   mkdir -p "$STATE"
   stop 2>/dev/null || true
+  ported_models
   start_server server "$PORT"
   start_server second "$SECOND_PORT"
   wait_for server "http://127.0.0.1:$PORT/v1/models" &&
@@ -182,10 +202,11 @@ timed_run() {
 
 job() {
   mkdir -p "$OUT"
+  [ -d "$MODELS" ] || ported_models
   echo "== doctor against the real server"
   # Exit 0 only: this server shows the model its results and errors, so a
   # self-correction run against it can be trusted.
-  toolgauge doctor scenarios/real/models/qwen2.5-coder-0.5b.json --json "$OUT/doctor.json"
+  toolgauge doctor "$MODELS/qwen2.5-coder-0.5b.json" --json "$OUT/doctor.json"
   python3 - "$OUT/doctor.json" <<'PY'
 import json, sys
 probes = {p["probe"]: p["verdict"] for p in json.load(open(sys.argv[1]))["findings"]}
@@ -197,7 +218,7 @@ PY
   # Each model file names its server and its feedback style; the two
   # runs pair on scenario and trial (McNemar in the verdict).
   set +e
-  timed_run run scenarios/real --models scenarios/real/models --trials 1 --seed 1 \
+  timed_run run scenarios/real --models "$MODELS" --trials 1 --seed 1 \
     --force --out "$OUT/run"
   local run=$?
   set -e
@@ -208,12 +229,12 @@ PY
   # side by side.
   local through_proxy=0
   if [ -f "$STATE/proxy.pid" ]; then
-    streamed scenarios/real/models/streamed/qwen2.5-coder-0.5b-litellm.json >"$OUT/litellm.log" 2>&1 &
+    streamed "$MODELS/streamed/qwen2.5-coder-0.5b-litellm.json" >"$OUT/litellm.log" 2>&1 &
     through_proxy=$!
   else
     echo "== streamed through the LiteLLM proxy: skipped (the proxy is not running)"
   fi
-  streamed scenarios/real/models/streamed/qwen2.5-coder-0.5b-streamed.json
+  streamed "$MODELS/streamed/qwen2.5-coder-0.5b-streamed.json"
   if [ "$through_proxy" != 0 ]; then
     local code=0
     wait "$through_proxy" || code=$?
@@ -244,11 +265,12 @@ streamed() {
 # (with TOOLGAUGE_BFCL_PYTHON, as .ci/run sets it).
 pipeline() {
   mkdir -p "$OUT"
+  [ -d "$MODELS" ] || ported_models
   python3 scripts/real_model/agent_suite.py "$OUT/agent-suite" \
-    scenarios/real/models/qwen2.5-coder-0.5b-bare.json qwen2.5-coder-0.5b-user "$OUT/user.json"
+    "$MODELS/qwen2.5-coder-0.5b-bare.json" qwen2.5-coder-0.5b-user "$OUT/user.json"
   echo "== the agent suite, its simulated user played by the same model"
   set +e
-  timed_run run "$OUT/agent-suite" --models scenarios/real/models/qwen2.5-coder-0.5b.json \
+  timed_run run "$OUT/agent-suite" --models "$MODELS/qwen2.5-coder-0.5b.json" \
     --user-model "$OUT/user.json" --trials 1 --seed 1 --force --out "$OUT/agent"
   set -e
   python3 scripts/real_model/check_run.py "$OUT/agent"
@@ -265,7 +287,7 @@ pipeline() {
   entries=$(ls "$OUT"/bfcl-suite/*.json | sort -V | head -5)
   set +e
   # shellcheck disable=SC2086 # one argument per entry file
-  timed_run run $entries --models scenarios/real/models/qwen2.5-coder-0.5b.json \
+  timed_run run $entries --models "$MODELS/qwen2.5-coder-0.5b.json" \
     --trials 1 --seed 1 --force --out "$OUT/bfcl"
   set -e
   python3 scripts/real_model/check_run.py "$OUT/bfcl"
@@ -278,14 +300,14 @@ styles() {
   local trials=${1:?usage: $0 styles TRIALS} arms=$OUT/styles-models port style
   mkdir -p "$OUT" "$arms"
   rm -f "$arms"/*.json
-  start_server third 8768
-  wait_for third "http://127.0.0.1:8768/v1/models"
-  for arm in pointer-list:$PORT json:$SECOND_PORT bare:8768; do
+  start_server third "$THIRD_PORT"
+  wait_for third "http://127.0.0.1:$THIRD_PORT/v1/models"
+  for arm in pointer-list:$PORT json:$SECOND_PORT bare:$THIRD_PORT; do
     style=${arm%%:*} port=${arm##*:}
     python3 - "$arms/$style.json" "$style" "$port" <<'PY'
 import json, sys
 path, style, port = sys.argv[1], sys.argv[2], sys.argv[3]
-model = json.load(open("scenarios/real/models/qwen2.5-coder-0.5b.json"))
+model = json.load(open("scenarios/real/models/qwen2.5-coder-0.5b.json"))  # its port is set below
 model["name"] = f"qwen2.5-coder-0.5b-{style}"
 model["feedback"] = style
 model["api"]["base_url"] = f"http://127.0.0.1:{port}/v1"
