@@ -151,16 +151,7 @@ impl Transport {
         request: &ApiRequest,
         order: u64,
     ) -> Result<ApiResponse, TransportError> {
-        let body = serde_json::to_vec(&request.body).expect("a request body serializes");
-        let opened = self
-            .open_with(
-                reqwest::Method::POST,
-                &request.url,
-                &request.headers,
-                Some(&body),
-                order,
-            )
-            .await?;
+        let opened = self.open_in_order(request, order).await?;
         read_whole(opened, &request.url).await
     }
 

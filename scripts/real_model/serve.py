@@ -1,8 +1,8 @@
 """Serve a GGUF model with llama.cpp's own HTTP server (xllamacpp) until
-SIGTERM or SIGINT: python serve.py MODEL.gguf ALIAS PORT.
+SIGTERM or SIGINT: python serve.py MODEL.gguf ALIAS PORT [SLOTS].
 
-One slot and one thread: on two shared cores a second thread decodes
-slower, and one slot keeps requests from being batched together. Prompt
+One slot (by default) and one thread: on two shared cores a second thread
+decodes slower, and one slot keeps requests from being batched together. Prompt
 caching is off so that the same request gets the same greedy answer at
 temperature 0, whatever the server computed before."""
 
@@ -15,6 +15,7 @@ import xllamacpp
 
 def main():
     path, alias, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    slots = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     params = xllamacpp.CommonParams()
     params.model.path = path
     params.model_alias = alias
@@ -24,7 +25,7 @@ def main():
     # messages; its tool-call parser turns the calls into tool_calls.
     params.use_jinja = True
     params.n_ctx = 8192
-    params.n_parallel = 1
+    params.n_parallel = slots
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1
     params.cache_prompt = False
