@@ -209,9 +209,18 @@ impl Connection {
     pub(super) fn start_later(hub: &Hub, spec: &McpServerSpec) -> Result<Starting, McpError> {
         let deadline = spec.startup_timeout();
         let owned = spec.clone();
+        let gate = hub.start_gate();
         Ok(hub.runtime()?.spawn(async move {
             let spec = &owned;
             let stderr = StderrTail::default();
+            let Some(_turn) = gate.turn().await else {
+                let stopped = McpError::Start {
+                    label: spec.label(),
+                    message: "not started: the run is over".to_owned(),
+                    stderr: String::new(),
+                };
+                return (Err(stopped), std::time::Duration::ZERO);
+            };
             let began = std::time::Instant::now();
             let started =
                 match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone()))

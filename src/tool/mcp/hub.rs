@@ -1,30 +1,74 @@
 //! The runtime MCP connections live on, owned by [`super::ToolServers`]:
-//! one thread made on first use, the stops still to finish, and whether
-//! the owner has closed it. It knows nothing of what runs on it.
+//! one thread made on first use, the stops still to finish, the servers
+//! starting at once, and whether the owner has closed it. It knows
+//! nothing of what runs on it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::McpError;
 
 /// The runtime MCP connections live on (one thread, made on first use),
 /// and the stops still to finish.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Hub {
     runtime: OnceLock<tokio::runtime::Runtime>,
     stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// Set once the owner stops: nothing starts again.
-    closed: AtomicBool,
+    gate: StartGate,
+}
+
+/// At most one server starting per core: a start under load (a BFCL
+/// bridge imports its package) then takes what one core allows, and its
+/// deadline counts its own start, not its wait for a turn. Closed once
+/// the owner stops: nothing starts again.
+#[derive(Debug, Clone)]
+pub(super) struct StartGate {
+    turns: Arc<Semaphore>,
+    closed: Arc<AtomicBool>,
+}
+
+impl StartGate {
+    fn new(at_once: usize) -> Self {
+        StartGate {
+            turns: Arc::new(Semaphore::new(at_once.max(1))),
+            closed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// A turn to start a server, held until it has answered or failed;
+    /// `None` once the hub is closed.
+    pub(super) async fn turn(&self) -> Option<OwnedSemaphorePermit> {
+        let turn = self.turns.clone().acquire_owned().await.ok()?;
+        (!self.closed.load(Ordering::SeqCst)).then_some(turn)
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Hub {
+            runtime: OnceLock::new(),
+            stopping: Mutex::new(Vec::new()),
+            gate: StartGate::new(cores),
+        }
+    }
 }
 
 impl Hub {
     /// Nothing starts again once the owner closes the hub.
     pub(super) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        self.gate.closed.store(true, Ordering::SeqCst);
     }
 
     pub(super) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.gate.closed.load(Ordering::SeqCst)
+    }
+
+    /// Where starts wait for their turn.
+    pub(super) fn start_gate(&self) -> StartGate {
+        self.gate.clone()
     }
 
     pub(super) fn runtime(&self) -> Result<&tokio::runtime::Runtime, McpError> {
@@ -102,5 +146,32 @@ impl Drop for Hub {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn no_more_servers_start_at_once_than_the_gate_allows() {
+        let gate = StartGate::new(2);
+        let first = gate.turn().await.unwrap();
+        let _second = gate.turn().await.unwrap();
+        let mut third = Box::pin(gate.turn());
+        assert!(futures_util::poll!(third.as_mut()).is_pending());
+        drop(first);
+        assert!(third.await.is_some());
+        // Closed: a start that waited gets no turn.
+        let gate = StartGate::new(1);
+        let held = gate.turn().await.unwrap();
+        let waiting = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.turn().await.is_none() }
+        });
+        tokio::task::yield_now().await;
+        gate.closed.store(true, Ordering::SeqCst);
+        drop(held);
+        assert!(waiting.await.unwrap());
     }
 }
