@@ -273,7 +273,7 @@ pipeline() {
   timed_run run "$OUT/agent-suite" --models "$MODELS/qwen2.5-coder-0.5b.json" \
     --user-model "$OUT/user.json" --trials 1 --seed 1 --force --out "$OUT/agent"
   set -e
-  python3 scripts/real_model/check_run.py "$OUT/agent"
+  python3 scripts/real_model/check_run.py "$OUT/agent" --server-losses
 
   if [ -z "${TOOLGAUGE_BFCL_PYTHON:-}" ]; then
     echo "== BFCL multi-turn: skipped (TOOLGAUGE_BFCL_PYTHON is not set)"
@@ -290,7 +290,7 @@ pipeline() {
   timed_run run $entries --models "$MODELS/qwen2.5-coder-0.5b.json" \
     --trials 1 --seed 1 --force --out "$OUT/bfcl"
   set -e
-  python3 scripts/real_model/check_run.py "$OUT/bfcl"
+  python3 scripts/real_model/check_run.py "$OUT/bfcl" --server-losses
 }
 
 # N trials of scenarios/real under each feedback style, as three arms of

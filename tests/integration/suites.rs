@@ -82,3 +82,51 @@ fn no_prompt_of_the_shipped_suites_is_graded_two_ways() {
     );
     assert!(contradictions.is_empty(), "{contradictions:#?}");
 }
+
+/// Every `pattern` under `schema`, with its JSON pointer.
+fn patterns(schema: &serde_json::Value, at: String, found: &mut Vec<(String, String)>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                if key == "pattern"
+                    && let Some(pattern) = value.as_str()
+                {
+                    found.push((format!("{at}/pattern"), pattern.to_owned()));
+                }
+                patterns(value, format!("{at}/{key}"), found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                patterns(item, format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_suites_run_on_a_local_server_have_only_anchored_patterns() {
+    // llama.cpp's server turns the tools' schemas into a grammar and
+    // refuses the request (HTTP 400, "Pattern must start with '^' and end
+    // with '$'") when a pattern is not anchored at both ends: every trial
+    // of such a scenario was lost to it.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sandboxes = tempfile::tempdir().unwrap();
+    let servers = ToolServers::new();
+    let suites = [root.join("scenarios/agent"), root.join("scenarios/real")];
+    let suite = load_suites(&suites, sandboxes.path(), &servers).unwrap();
+    let mut loose = Vec::new();
+    for scenario in &suite.scenarios {
+        for tool in scenario.registry.definitions() {
+            let mut found = Vec::new();
+            patterns(&tool.parameters, String::new(), &mut found);
+            for (pointer, pattern) in found {
+                if !(pattern.starts_with('^') && pattern.ends_with('$')) {
+                    loose.push(format!("{} {}{pointer}: {pattern}", scenario.name, tool.name));
+                }
+            }
+        }
+    }
+    assert!(loose.is_empty(), "{loose:#?}");
+}
