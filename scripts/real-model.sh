@@ -15,7 +15,7 @@
 #                                   $PROXY_PORT, in the background (pids
 #                                   in $STATE/*.pid)
 #   scripts/real-model.sh stop      stop them all (and their process groups)
-#   scripts/real-model.sh job       CI's job: doctor, scenarios/real under
+#   scripts/real-model.sh job       CI's job: scenarios/real under
 #                                   pointer-list and bare feedback side by
 #                                   side, then streamed, straight and
 #                                   through the proxy; fails when the
@@ -203,17 +203,8 @@ timed_run() {
 job() {
   mkdir -p "$OUT"
   [ -d "$MODELS" ] || ported_models
-  echo "== doctor against the real server"
-  # Exit 0 only: this server shows the model its results and errors, so a
-  # self-correction run against it can be trusted.
-  toolgauge doctor "$MODELS/qwen2.5-coder-0.5b.json" --json "$OUT/doctor.json"
-  python3 - "$OUT/doctor.json" <<'PY'
-import json, sys
-probes = {p["probe"]: p["verdict"] for p in json.load(open(sys.argv[1]))["findings"]}
-for probe in ("tool results shown", "error results shown"):
-    assert probes.get(probe) == "yes", f"doctor: {probe} is {probes.get(probe)}"
-PY
-
+  # doctor against this server runs in cargo test
+  # (tests/integration/real_model.rs), which .ci/run runs before this.
   echo "== scenarios/real, one trial under pointer-list and one under bare, side by side"
   # Each model file names its server and its feedback style; the two
   # runs pair on scenario and trial (McNemar in the verdict).
@@ -243,16 +234,16 @@ PY
   fi
 }
 
-# Three scenarios of scenarios/real (parallel calls, one call, an error
-# fed back), streamed with calls run early, by one model
+# Two scenarios of scenarios/real (parallel calls, an error fed back),
+# streamed with calls run early, by one model
 # file: what came, and that no trial was lost.
 streamed() {
   local model=$1 name
   name=$(basename "$model" .json)
   echo "== scenarios/real/streamed: $name"
   set +e
-  timed_run run scenarios/real/parallel_weather_3.json scenarios/real/weather_single.json \
-    scenarios/real/scripted_unknown_tool.json --models "$model" --trials 1 --seed 1 --quiet --force --out "$OUT/$name" 2>"$OUT/$name.stderr"
+  timed_run run scenarios/real/parallel_weather_3.json scenarios/real/scripted_unknown_tool.json \
+    --models "$model" --trials 1 --seed 1 --quiet --force --out "$OUT/$name" 2>"$OUT/$name.stderr"
   local run=$?
   set -e
   [ "$run" -le 1 ] || { cat "$OUT/$name.stderr" >&2; echo "the streamed run failed (exit $run)" >&2; return 1; }
