@@ -123,7 +123,10 @@ fn the_suites_run_on_a_local_server_have_only_anchored_patterns() {
             patterns(&tool.parameters, String::new(), &mut found);
             for (pointer, pattern) in found {
                 if !(pattern.starts_with('^') && pattern.ends_with('$')) {
-                    loose.push(format!("{} {}{pointer}: {pattern}", scenario.name, tool.name));
+                    loose.push(format!(
+                        "{} {}{pointer}: {pattern}",
+                        scenario.name, tool.name
+                    ));
                 }
             }
         }
