@@ -15,7 +15,8 @@
 #                                   $PROXY_PORT, in the background (pids
 #                                   in $STATE/*.pid)
 #   scripts/real-model.sh stop      stop them all (and their process groups)
-#   scripts/real-model.sh job       CI's job: scenarios/real under
+#   scripts/real-model.sh job [all] CI's job: scenarios/real (14 of its
+#                                   31 scenarios, or all) under
 #                                   pointer-list and bare feedback side by
 #                                   side, then streamed, straight and
 #                                   through the proxy; fails when the
@@ -205,11 +206,23 @@ job() {
   [ -d "$MODELS" ] || ported_models
   # doctor against this server runs in cargo test
   # (tests/integration/real_model.rs), which .ci/run runs before this.
-  echo "== scenarios/real, one trial under pointer-list and one under bare, side by side"
+  # In CI, the 14 scenarios where an error can be fed back or a call is
+  # plain (about 5 minutes); `job all`, all 31 (about 13).
+  local suite=(scenarios/real)
+  if [ "${1:-}" != all ]; then
+    suite=()
+    for name in scripted_unknown_tool scripted_broken_json scripted_validation \
+      scripted_never_fixed file_traversal_read file_traversal_write timeout_recovery \
+      math_divide weather_units_any currency_enum_pair weather_single echo_simple \
+      thermostat_set user_lookup; do
+      suite+=("scenarios/real/$name.json")
+    done
+  fi
+  echo "== scenarios/real (${#suite[@]} path(s)), one trial under pointer-list and one under bare, side by side"
   # Each model file names its server and its feedback style; the two
   # runs pair on scenario and trial (McNemar in the verdict).
   set +e
-  timed_run run scenarios/real --models "$MODELS" --trials 1 --seed 1 \
+  timed_run run "${suite[@]}" --models "$MODELS" --trials 1 --seed 1 \
     --force --out "$OUT/run"
   local run=$?
   set -e
@@ -318,8 +331,8 @@ case "${1:-}" in
   install) install && { install_proxy || echo "WARNING: could not install the LiteLLM proxy"; } ;;
   start) start ;;
   stop) stop ;;
-  job) job ;;
+  job) job "${2:-}" ;;
   pipeline) pipeline ;;
   styles) styles "${2:-}" ;;
-  *) echo "usage: $0 install|start|stop|job|pipeline|styles TRIALS" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|stop|job [all]|pipeline|styles TRIALS" >&2; exit 2 ;;
 esac
