@@ -124,6 +124,26 @@ pub fn kill_every_group() {
     }
 }
 
+/// Whether `pid` has ended within `limit`: waits on the kernel's word (a
+/// pidfd becomes readable when the process exits), not on a clock.
+pub fn exits_within(pid: u32, limit: std::time::Duration) -> bool {
+    // SAFETY: pidfd_open and poll only read; the fd is closed below.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
+        if fd < 0 {
+            return true; // no such process: gone already
+        }
+        let mut event = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ready = libc::poll(&mut event, 1, limit.as_millis() as i32);
+        libc::close(fd);
+        ready == 1
+    }
+}
+
 /// Whether the child `pid` has exited, without reaping it: its process
 /// group id stays its own until it is waited for, so the group can still
 /// be killed by that id.

@@ -334,26 +334,6 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(20));
     }
 
-    /// Whether `pid` ends within `limit`: waits on the kernel's word (a
-    /// pidfd becomes readable when the process exits), not on a clock.
-    fn exits_within(pid: u32, limit: Duration) -> bool {
-        // SAFETY: pidfd_open and poll only read; the fd is closed below.
-        unsafe {
-            let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
-            if fd < 0 {
-                return true; // no such process: gone already
-            }
-            let mut event = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ready = libc::poll(&mut event, 1, limit.as_millis() as i32);
-            libc::close(fd);
-            ready == 1
-        }
-    }
-
     /// The background process's PID, printed by the command on its first line.
     fn printed_pid(out: &str) -> u32 {
         out.lines().next().unwrap().trim().parse().unwrap()
@@ -383,7 +363,7 @@ mod tests {
         let redirected = printed_pid(&out);
         for pid in [held, redirected] {
             assert!(
-                exits_within(pid, Duration::from_secs(5)),
+                crate::child::exits_within(pid, Duration::from_secs(5)),
                 "the background sleep {pid} outlived its call"
             );
         }
@@ -414,7 +394,7 @@ mod tests {
         call.abort();
         let _ = call.await;
         assert!(
-            exits_within(pid, Duration::from_secs(5)),
+            crate::child::exits_within(pid, Duration::from_secs(5)),
             "the sleep {pid} outlived the dropped call"
         );
     }

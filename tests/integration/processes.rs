@@ -58,31 +58,11 @@ fn child_with(parent: u32, marker: &str) -> u32 {
     panic!("no child of {parent} runs {marker:?}");
 }
 
-/// Whether `pid` has ended within `limit`: waits on the kernel's word
-/// (a pidfd becomes readable when the process exits), not on a clock.
-fn exits_within(pid: u32, limit: Duration) -> bool {
-    // SAFETY: pidfd_open and poll only read; the fd is closed below.
-    unsafe {
-        let fd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
-        if fd < 0 {
-            return true; // no such process: gone already
-        }
-        let mut event = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ready = libc::poll(&mut event, 1, limit.as_millis() as i32);
-        libc::close(fd);
-        ready == 1
-    }
-}
-
 /// Every process whose command line holds `marker` ends within `limit`.
 pub(crate) fn all_exit_within(marker: &str, limit: Duration) -> bool {
     processes_with(marker)
         .into_iter()
-        .all(|pid| exits_within(pid, limit))
+        .all(|pid| toolgauge::child::exits_within(pid, limit))
 }
 
 /// The lines `reader` gives, sent one by one as they come.
@@ -236,7 +216,7 @@ fn sigint_during_start_up_stops_at_once_and_leaves_no_server() {
         "{stderr}"
     );
     assert!(
-        exits_within(server, Duration::from_secs(5)),
+        toolgauge::child::exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived toolgauge"
     );
 }
@@ -278,7 +258,7 @@ fn sigterm_stops_a_run_as_ctrl_c_does_and_the_server_goes_with_it() {
         "{stderr}"
     );
     assert!(
-        exits_within(server, Duration::from_secs(5)),
+        toolgauge::child::exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived the run"
     );
 }
@@ -290,7 +270,7 @@ fn a_killed_toolgauge_takes_its_mcp_server_with_it() {
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
     assert!(
-        exits_within(server, Duration::from_secs(5)),
+        toolgauge::child::exits_within(server, Duration::from_secs(5)),
         "the MCP server {server} outlived a killed toolgauge"
     );
 }
@@ -393,7 +373,7 @@ fn dropping_the_tool_servers_stops_every_server_they_started() {
     drop(servers);
     for pid in running {
         assert!(
-            exits_within(pid, Duration::from_secs(5)),
+            toolgauge::child::exits_within(pid, Duration::from_secs(5)),
             "the MCP server {pid} outlived its owner"
         );
     }
