@@ -299,7 +299,8 @@ pipeline() {
 
 # N trials of scenarios/real under each feedback style, as three arms of
 # one run (paired, McNemar between each two): one per server, a third
-# server started for the while.
+# server started for the while. Sampled at temperature 0.7 with each
+# trial's own seed (alike in every arm), so that the N trials differ.
 styles() {
   local trials=${1:?usage: $0 styles TRIALS} arms=$OUT/styles-models port style
   mkdir -p "$OUT" "$arms"
@@ -314,11 +315,14 @@ path, style, port = sys.argv[1], sys.argv[2], sys.argv[3]
 model = json.load(open("scenarios/real/models/qwen2.5-coder-0.5b.json"))  # its port is set below
 model["name"] = f"qwen2.5-coder-0.5b-{style}"
 model["feedback"] = style
+# Sampled, so that trials differ: each trial's own seed, alike in every arm.
+model["api"]["temperature"] = 0.7
+model["api"]["seed"] = "trial"
 model["api"]["base_url"] = f"http://127.0.0.1:{port}/v1"
 json.dump(model, open(path, "w"), indent=2)
 PY
   done
-  echo "== scenarios/real, $trials trial(s) under each feedback style"
+  echo "== scenarios/real, $trials trial(s) under each feedback style (temperature 0.7, seed per trial)"
   set +e
   timed_run run scenarios/real --models "$arms" --trials "$trials" --seed 1 --force \
     --out "$OUT/styles"

@@ -59,6 +59,7 @@ pub fn endpoint(file: &ModelFile) -> Option<String> {
         key: None,
         conversation: &conversation,
         tools: &[],
+        trial_seed: 0,
     };
     Some(crate::transport::redact_url(&provider.request(&ask).url))
 }
@@ -160,6 +161,7 @@ impl Prober {
             key: self.key.as_ref().map(ApiKey::expose),
             conversation,
             tools: &self.tools,
+            trial_seed: 0,
         }
     }
 

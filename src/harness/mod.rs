@@ -223,6 +223,18 @@ impl RunPlan {
         splitmix(hash ^ u64::from(job.trial))
     }
 
+    /// The seed a live model sends for a trial where its `seed` is
+    /// `"trial"`: the same in every model's arm (the run's seed, the
+    /// scenario, the trial), so paired arms draw alike and differ by what
+    /// they were shown.
+    pub fn shared_seed(&self, job: Job) -> u64 {
+        let mut hash = self.seed ^ 0x5eed_5eed_5eed_5eed;
+        for byte in self.scenarios[job.scenario].name.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        splitmix(hash ^ u64::from(job.trial))
+    }
+
     /// How many attempts a trial of this model on this scenario gets: the
     /// scenario's `max_retries`, unless the model answers only once.
     pub fn max_attempts(&self, model: usize, scenario: usize) -> u32 {
@@ -519,6 +531,7 @@ impl<'p> TrialRun<'p> {
             scenario,
             trial: job.trial,
             seed,
+            shared_seed: plan.shared_seed(job),
             order: plan.order_of(job),
         });
         let mut tools = scenario

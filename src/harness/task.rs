@@ -58,6 +58,7 @@ pub(super) async fn run_task(
                 trial: job.trial,
                 attempt: 0,
                 order: plan.order_of(job),
+                trial_seed: plan.shared_seed(job),
             };
             let opening = opening_words(&scenario.prompt);
             let mut sim = UserSim::new(user, &opening, model.as_deref(), position);

@@ -148,6 +148,7 @@ impl LiveModel {
             key: self.key.as_ref().map(ApiKey::expose),
             conversation,
             tools,
+            trial_seed: position.trial_seed,
         });
         let hand_over = |assembly: &stream::Assembly, complete: std::ops::Range<usize>| {
             let Some(early) = &early else { return };
@@ -431,6 +432,7 @@ impl ModelTrial for LiveTrial<'_> {
                 trial: self.start.trial,
                 attempt,
                 order: self.start.order,
+                trial_seed: self.start.shared_seed,
             };
             let (reply, json) = self
                 .model

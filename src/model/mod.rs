@@ -320,6 +320,9 @@ pub struct TrialStart<'a> {
     pub trial: u32,
     /// Every random choice of the trial comes from this seed.
     pub seed: u64,
+    /// The trial's seed shared by every model: what a live model whose
+    /// `seed` is `"trial"` sends.
+    pub shared_seed: u64,
     /// The trial's place among its model's in the run's report order.
     pub order: u64,
 }

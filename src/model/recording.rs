@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use crate::transport::{ApiRequest, SECRET_HEADERS, redact_url};
 
-/// Where an exchange happened in a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Where an exchange happened in a run. Two positions are equal when they
+/// name the same model, scenario, trial and attempt: what a recording
+/// holds, whatever order and seed the run that asks has.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Position {
     pub model: String,
     pub scenario: String,
@@ -23,7 +25,20 @@ pub struct Position {
     /// requests are sent lowest first. Not part of a recording.
     #[serde(skip)]
     pub order: u64,
+    /// The trial's seed shared by every model (sent where a model's
+    /// `seed` is `"trial"`). Not part of a recording: the request holds it.
+    #[serde(skip)]
+    pub trial_seed: u64,
 }
+
+impl PartialEq for Position {
+    fn eq(&self, other: &Position) -> bool {
+        (&self.model, &self.scenario, self.trial, self.attempt)
+            == (&other.model, &other.scenario, other.trial, other.attempt)
+    }
+}
+
+impl Eq for Position {}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Exchange {
@@ -254,5 +269,60 @@ impl Replayer {
             }
         }
         message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(trial: u32, order: u64) -> Position {
+        Position {
+            model: "m".into(),
+            scenario: "s".into(),
+            trial,
+            attempt: 1,
+            order,
+            trial_seed: order * 7,
+        }
+    }
+
+    fn exchange(position: Position, text: &str) -> Exchange {
+        Exchange {
+            position,
+            status: 200,
+            response: serde_json::json!({ "said": text }),
+            first_byte_ms: None,
+            arrivals_ms: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_recording_answers_by_trial_and_attempt_whatever_the_runs_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = ApiRequest {
+            url: "http://127.0.0.1:1/v1/chat/completions".into(),
+            headers: Vec::new(),
+            body: serde_json::json!({ "messages": [] }),
+        };
+        let recorder = Recorder::new(dir.path()).unwrap();
+        recorder
+            .record(&request, exchange(at(0, 3), "first"))
+            .unwrap();
+        recorder
+            .record(&request, exchange(at(1, 4), "second"))
+            .unwrap();
+        // The same place recorded again replaces what it held.
+        recorder
+            .record(&request, exchange(at(1, 8), "again"))
+            .unwrap();
+
+        let replayer = Replayer::load(dir.path()).unwrap();
+        let file = replayer.recorded.values().next().unwrap();
+        assert_eq!(file.exchanges.len(), 2, "one exchange per place");
+        let answer = replayer.answer(&request, &at(1, 9)).unwrap();
+        assert_eq!(answer.response["said"], "again");
+        let answer = replayer.answer(&request, &at(0, 5)).unwrap();
+        assert_eq!(answer.response["said"], "first");
     }
 }

@@ -361,7 +361,7 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     if let Some(n) = settings.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(n));
     }
-    if let Some(seed) = settings.seed {
+    if let Some(seed) = ask.seed() {
         generation.insert("seed".into(), json!(seed));
     }
     if !generation.is_empty() {

@@ -25,7 +25,7 @@ use crate::transport::ApiRequest;
 
 pub use anthropic::ANTHROPIC_VERSION;
 pub use conversation::{Conversation, NUDGE};
-pub use settings::{ApiSettings, SettingsError, ToolChoice};
+pub use settings::{ApiSettings, PerTrial, SeedChoice, SettingsError, ToolChoice};
 
 /// Ids we make up for calls that came without one start with this, so that
 /// they are never sent back to a provider as if it had chosen them.
@@ -279,9 +279,19 @@ pub struct Ask<'a> {
     pub key: Option<&'a str>,
     pub conversation: &'a Conversation,
     pub tools: &'a [FunctionSpec],
+    /// The trial's seed shared by every model, sent where `seed` is
+    /// `"trial"` (0 outside a trial).
+    pub trial_seed: u64,
 }
 
 impl Ask<'_> {
+    /// The `seed` to send, if any.
+    pub fn seed(&self) -> Option<u64> {
+        self.settings
+            .seed
+            .map(|seed| seed.for_trial(self.trial_seed))
+    }
+
     /// The model file's endpoint, or the provider's public one.
     fn base_url<'b>(&'b self, default: &'b str) -> &'b str {
         self.settings

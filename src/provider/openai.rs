@@ -343,7 +343,7 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     if let Some(n) = settings.max_tokens {
         body.insert("max_tokens".into(), json!(n));
     }
-    if let Some(seed) = settings.seed {
+    if let Some(seed) = ask.seed() {
         body.insert("seed".into(), json!(seed));
     }
     ApiRequest {

@@ -494,6 +494,7 @@ mod tests {
             key: Some("k"),
             conversation: &conversation,
             tools: &tools,
+            trial_seed: 0,
         };
         let request = request(&ask);
         assert_eq!(request.url, "https://api.openai.com/v1/responses");

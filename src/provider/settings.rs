@@ -25,8 +25,11 @@ pub struct ApiSettings {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// A number sent with every request, or `"trial"`: each trial's own
+    /// (from `--seed`, the scenario and the trial), so that repeated
+    /// trials sampled above temperature 0 differ and still repeat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
+    pub seed: Option<SeedChoice>,
     /// `auto` (default), `required` or `none`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -61,6 +64,36 @@ pub struct ApiSettings {
     /// US dollars per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
+}
+
+/// The `seed` a live model sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a whole number, or \"trial\" for each trial's own seed"
+)]
+pub enum SeedChoice {
+    Fixed(u64),
+    PerTrial(PerTrial),
+}
+
+/// The word `"trial"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PerTrial {
+    Trial,
+}
+
+impl SeedChoice {
+    /// The seed sent for a trial whose shared seed is `trial_seed`.
+    /// Servers read seeds as 32-bit integers (llama.cpp, vLLM), so a
+    /// trial's seed is sent as its low 31 bits.
+    pub fn for_trial(self, trial_seed: u64) -> u64 {
+        match self {
+            SeedChoice::Fixed(seed) => seed,
+            SeedChoice::PerTrial(PerTrial::Trial) => trial_seed & 0x7fff_ffff,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -722,3 +722,92 @@ async fn anthropic_task_conversations_carry_every_call_and_result() {
 async fn gemini_task_conversations_carry_every_call_and_result() {
     task_conversation("gemini").await;
 }
+
+/// The seeds the requests a run sent carried, in the order received.
+async fn seeds_sent(server: &MockServer) -> Vec<u64> {
+    let requests = server.received_requests().await.unwrap();
+    server.reset().await;
+    requests
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["seed"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_seed_of_trial_sends_each_trial_its_own_seed_alike_in_every_arm() {
+    let server = MockServer::start().await;
+    let answer = || {
+        Mock::given(method("POST")).respond_with(
+            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+        )
+    };
+    answer().mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for name in ["arm-a", "arm-b"] {
+        let api = json!({"model": "m", "base_url": base_url("openai", &server),
+            "temperature": 0.7, "seed": "trial", "retry_base_ms": 1});
+        let file = json!({"name": name, "kind": "openai", "api": api});
+        std::fs::write(models.join(format!("{name}.json")), file.to_string()).unwrap();
+    }
+    let run = |seed: &'static str, out: &str| {
+        let mut args = run_args(&suite, &models, &dir.path().join(out), &["--seed", seed]);
+        args.iter_mut()
+            .filter(|a| *a == "1")
+            .for_each(|a| *a = "3".into());
+        args
+    };
+    let sorted = |mut seeds: Vec<u64>| {
+        seeds.sort_unstable();
+        seeds
+    };
+
+    let output = toolgauge(run("5", "first"), None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let first = sorted(seeds_sent(&server).await);
+    answer().mount(&server).await;
+    assert_eq!(first.len(), 6, "3 trials in 2 arms: {first:?}");
+    let mut distinct = first.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        3,
+        "one seed per trial, alike in both arms: {first:?}"
+    );
+    assert!(
+        first.iter().all(|&s| s < 1 << 31),
+        "32-bit servers read it: {first:?}"
+    );
+
+    let output = toolgauge(run("5", "again"), None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        sorted(seeds_sent(&server).await),
+        first,
+        "the same run seed, the same seeds"
+    );
+    answer().mount(&server).await;
+
+    let output = toolgauge(run("6", "other"), None).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_ne!(
+        sorted(seeds_sent(&server).await),
+        first,
+        "another run seed, other seeds"
+    );
+
+    let bad = models.join("arm-a.json");
+    let text = std::fs::read_to_string(&bad)
+        .unwrap()
+        .replace("\"trial\"", "\"each\"");
+    std::fs::write(&bad, text).unwrap();
+    let output = toolgauge(run("5", "bad"), None).await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("\"trial\""), "{}", stderr(&output));
+}
