@@ -29,6 +29,7 @@ pub mod provider;
 pub mod report;
 pub mod scenario;
 pub mod source;
+pub mod tau2;
 pub mod tool;
 pub mod transport;
 pub mod whole_file;

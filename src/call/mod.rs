@@ -340,6 +340,15 @@ pub struct Usage {
     pub cached_tokens: u64,
 }
 
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
 /// A call a stream shows complete, with its place among the reply's
 /// calls: what runs early (`execute_early`).
 pub type EarlyCall = (usize, ParsedCall);

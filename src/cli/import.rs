@@ -1,4 +1,4 @@
-//! `toolgauge import bfcl`: BFCL entries as scenario files.
+//! `toolgauge import bfcl|tau2`: a benchmark's entries as scenario files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +19,34 @@ pub enum ImportSource {
     /// Berkeley Function Calling Leaderboard questions (JSON Lines), one
     /// scenario file per entry, named by its BFCL id.
     Bfcl(BfclArgs),
+    /// tau2-bench tasks (airline, retail), one scenario file per task,
+    /// run on tau2's own environment through its bridge and judged by
+    /// tau2's evaluator.
+    Tau2(Tau2Args),
+}
+
+#[derive(Debug, Args)]
+pub struct Tau2Args {
+    /// airline or retail.
+    #[arg(long)]
+    pub domain: String,
+    /// A split of the domain's tasks (test, train, base). Default: every task.
+    #[arg(long)]
+    pub split: Option<String>,
+    /// The command that starts scripts/tau2_bridge/bridge.py, e.g.
+    /// "VENV/bin/python scripts/tau2_bridge/bridge.py" (see
+    /// docs/tau2.md). Paths in it are written into the scenarios made
+    /// absolute.
+    #[arg(long, value_name = "COMMAND")]
+    pub bridge: String,
+    /// The name of the live model (given at run time with --user-model)
+    /// that plays each task's user. Default: a script for mock models
+    /// (the reason for the call, then ###STOP###).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Where the scenario files go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -43,26 +71,65 @@ pub struct BfclArgs {
 }
 
 pub fn run(args: &ImportArgs) -> Result<ExitCode, CliError> {
-    let ImportSource::Bfcl(args) = &args.source;
+    match &args.source {
+        ImportSource::Bfcl(args) => bfcl(args),
+        ImportSource::Tau2(args) => tau2(args),
+    }
+}
+
+fn tau2(args: &Tau2Args) -> Result<ExitCode, CliError> {
+    let bridge = absolute_words(&args.bridge);
+    if bridge.is_empty() {
+        return Err(CliError::Usage(
+            "--bridge is empty: give the command that starts scripts/tau2_bridge/bridge.py".into(),
+        ));
+    }
+    let user = match &args.user {
+        Some(name) => crate::tau2::UserPlay::Model(name.clone()),
+        None => crate::tau2::UserPlay::Script,
+    };
+    let imported = crate::tau2::import(
+        &bridge,
+        &args.domain,
+        args.split.as_deref(),
+        &user,
+        &args.out,
+    )?;
+    if imported.nl_judged > 0 {
+        eprintln!(
+            "{} task(s) weigh NL assertions, which need a judge: their verdicts are tau2's without them",
+            imported.nl_judged
+        );
+    }
+    eprintln!(
+        "{} scenario file(s) written to {}",
+        imported.written,
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A command line's words, those that are paths here made absolute (the
+/// scenarios start it from their own folder), symlinks kept: a venv's
+/// python is a link that must stay one.
+fn absolute_words(command: &str) -> Vec<String> {
+    command
+        .split_whitespace()
+        .map(|word| match std::path::absolute(word) {
+            Ok(path) if word.contains('/') && path.exists() => path.to_string_lossy().into_owned(),
+            _ => word.to_owned(),
+        })
+        .collect()
+}
+
+fn bfcl(args: &BfclArgs) -> Result<ExitCode, CliError> {
     let answers = args.answers.clone().or_else(|| {
         let beside = default_answers(&args.questions);
         beside.exists().then_some(beside)
     });
     // The scenarios start the bridge from their own folder: paths that
     // exist here are written absolute.
-    let bridge: Option<Vec<String>> = args.bridge.as_ref().map(|command| {
-        command
-            .split_whitespace()
-            // Absolute, symlinks kept: a venv's python is a link that
-            // must stay one.
-            .map(|word| match std::path::absolute(word) {
-                Ok(path) if word.contains('/') && path.exists() => {
-                    path.to_string_lossy().into_owned()
-                }
-                _ => word.to_owned(),
-            })
-            .collect()
-    });
+    let bridge: Option<Vec<String>> = args.bridge.as_deref().map(absolute_words);
     if bridge.as_ref().is_some_and(Vec::is_empty) {
         return Err(CliError::Usage(
             "--bridge is empty: give the command that starts scripts/bfcl_bridge/bridge.py".into(),

@@ -103,6 +103,8 @@ pub enum CliError {
     #[error(transparent)]
     Import(#[from] crate::bfcl::import::ImportError),
     #[error(transparent)]
+    Tau2(#[from] crate::tau2::Tau2Error),
+    #[error(transparent)]
     Doctor(#[from] crate::doctor::DoctorError),
     #[error(transparent)]
     Setup(Box<crate::harness::SetupError>),

@@ -12,6 +12,7 @@ pub mod record;
 mod settings;
 mod setup;
 mod task;
+mod transcript;
 
 use std::sync::Arc;
 

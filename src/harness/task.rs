@@ -8,6 +8,7 @@
 use std::io;
 use std::path::Path;
 
+use super::transcript::{EndedBy, Transcript};
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
 use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
@@ -41,12 +42,19 @@ pub(super) async fn run_task(
         .as_ref()
         .map(|(_, s)| s.root().to_path_buf())
         .or_else(|| scenario.sandbox.clone());
+    // Kept only for a probe that reads it.
+    let transcript = (0..task.user_turns())
+        .filter_map(|k| task.user_turn(k)?.final_probe.as_ref())
+        .any(|probe| probe.transcript.is_some())
+        .then(|| Transcript::new(&scenario.prompt));
     let mut play = Play {
         judge: TaskJudge::new(task),
         turns: Vec::new(),
         returned: None,
         ending: Ending::TurnLimit,
+        ended_by: None,
         sandbox,
+        transcript,
     };
     let success = match &task.user {
         None => play.written_turns(&mut run, task).await?,
@@ -61,7 +69,7 @@ pub(super) async fn run_task(
                 trial_seed: plan.shared_seed(job),
             };
             let opening = opening_words(&scenario.prompt);
-            let mut sim = UserSim::new(user, &opening, model.as_deref(), position);
+            let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
             let prices = model.as_ref().and_then(|m| m.prices());
             play.simulated(&mut run, task, user.max_turns, &mut sim, prices)
                 .await?
@@ -100,18 +108,35 @@ fn refused_until_given(task: &Task, registry: &crate::tool::Registry) -> Vec<Str
 }
 
 /// What the user said to open the conversation: the prompt's last user
-/// message.
-fn opening_words(prompt: &[serde_json::Value]) -> String {
+/// message; `None` when the agent spoke last (a greeting), so that the
+/// user speaks first.
+fn opening_words(prompt: &[serde_json::Value]) -> Option<String> {
+    let last = prompt
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user" || m["role"] == "assistant")?;
+    if last["role"] == "assistant" {
+        return None;
+    }
+    Some(match &last["content"] {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// The agent's last words in the prompt (its greeting).
+fn last_agent_words(prompt: &[serde_json::Value]) -> String {
     prompt
         .iter()
         .rev()
-        .find(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            serde_json::Value::String(text) => text.clone(),
-            other => other.to_string(),
-        })
+        .find(|m| m["role"] == "assistant")
+        .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
+        .to_owned()
 }
+
+/// The agent's words that end a conversation (as tau2's agent ends one).
+const AGENT_STOP: &str = "###STOP###";
 
 /// One task trial as it goes: the judge, the model turns so far (the
 /// trial's attempts), what Return produced last, how the last user turn
@@ -121,8 +146,12 @@ struct Play<'t> {
     turns: Vec<AttemptRecord>,
     returned: Option<Vec<u8>>,
     ending: Ending,
+    /// Who ended the conversation, where a stop word did.
+    ended_by: Option<EndedBy>,
     /// Where the final state's files are checked.
     sandbox: Option<std::path::PathBuf>,
+    /// The conversation so far, for a probe that reads it.
+    transcript: Option<Transcript>,
 }
 
 impl<'t> Play<'t> {
@@ -144,6 +173,9 @@ impl<'t> Play<'t> {
                 run.tools.show(&turn.add_tools);
                 run.model_trial.user_says(&turn.user, &turn.add_tools);
                 log_user(run, "scenario", &turn.user, None);
+                if let Some(transcript) = &mut self.transcript {
+                    transcript.user(&turn.user);
+                }
                 self.judge.next_user_turn(checked);
             }
             let answer = self.user_turn(run, checked, k as u32 + 1).await?;
@@ -167,8 +199,34 @@ impl<'t> Play<'t> {
         sim: &mut UserSim<'_>,
         prices: Option<crate::call::Prices>,
     ) -> Result<bool, RunError> {
-        let mut answer = self.user_turn(run, task, 1).await?;
         let mut spoken = 0;
+        let mut answer = match opening_words(&run.scenario.prompt) {
+            Some(_) => self.user_turn(run, task, 1).await?,
+            // The agent greeted: the user speaks first.
+            None => {
+                let greeting = last_agent_words(&run.scenario.prompt);
+                let (said, usage) = match sim.next(&greeting).await {
+                    Ok(said) => said,
+                    Err(failed) => return Ok(self.user_failed(run, &failed.0)),
+                };
+                let text = match said {
+                    Said::Message(text) => text,
+                    Said::Stop(text) => {
+                        let why = format!("ended the conversation before it began ({text:?})");
+                        return Ok(self.user_failed(run, &why));
+                    }
+                };
+                spoken += 1;
+                self.user_said(run, &text, Some(usage));
+                let answer = self.user_turn(run, task, 1).await?;
+                // Its tokens go on the turn that answered it.
+                if let Some(first) = self.turns.first_mut() {
+                    first.user_usage += usage;
+                    first.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+                }
+                answer
+            }
+        };
         loop {
             if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
                 return Ok(false);
@@ -178,34 +236,49 @@ impl<'t> Play<'t> {
             let Some(agent_said) = answer.as_deref() else {
                 break;
             };
+            if agent_said.contains(AGENT_STOP) {
+                self.ended_by = Some(EndedBy::AgentStop);
+                break;
+            }
             let said = sim.next(agent_said).await;
             let last = self.turns.last_mut().expect("the model has spoken");
             let (said, usage) = match said {
                 Ok(said) => said,
                 Err(failed) => return Ok(self.user_failed(run, &failed.0)),
             };
-            last.user_usage = usage;
-            last.user_cost = prices.map_or(0.0, |p| p.cost(usage));
-            let Said::Message(text) = said else {
-                log_user(
-                    run,
-                    "simulated_user",
-                    crate::scenario::user::STOP,
-                    Some(usage),
-                );
-                break;
+            last.user_usage += usage;
+            last.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+            let text = match said {
+                Said::Message(text) => text,
+                Said::Stop(text) => {
+                    log_user(run, "simulated_user", &text, Some(usage));
+                    if let Some(transcript) = &mut self.transcript {
+                        transcript.user(&text);
+                    }
+                    self.ended_by = Some(EndedBy::UserStop);
+                    break;
+                }
             };
             if spoken == max_turns {
                 let why = format!("never said it was done in its {max_turns} turn(s)");
                 return Ok(self.user_failed(run, &why));
             }
             spoken += 1;
-            run.model_trial.user_says(&text, &[]);
-            log_user(run, "simulated_user", &text, Some(usage));
+            self.user_said(run, &text, Some(usage));
             answer = self.user_turn(run, task, spoken + 1).await?;
         }
         let passed = self.judge_user_turn(run, task, answer.as_deref()).await;
         Ok(passed)
+    }
+
+    /// The simulated user said `text`: the model hears it, the log and the
+    /// transcript keep it.
+    fn user_said(&mut self, run: &mut TrialRun<'_>, text: &str, usage: Option<crate::call::Usage>) {
+        run.model_trial.user_says(text, &[]);
+        log_user(run, "simulated_user", text, usage);
+        if let Some(transcript) = &mut self.transcript {
+            transcript.user(text);
+        }
     }
 
     /// The simulated user failed: the trial is lost to it.
@@ -245,24 +318,32 @@ impl<'t> Play<'t> {
         checked: &Task,
         answer: Option<&str>,
     ) -> bool {
+        let ended_by = match self.ending {
+            Ending::TurnLimit => EndedBy::MaxSteps,
+            _ => self.ended_by.unwrap_or(EndedBy::Answer),
+        };
+        let transcript = self.transcript.as_ref().map(|t| t.value(ended_by));
         let probed = match (&self.ending, &checked.final_probe) {
-            (Ending::Answer | Ending::TurnLimit, Some(probe)) => match call_probe(run, probe).await
-            {
-                Ok(result) => {
-                    if let Some(log) = &mut run.log {
-                        let passed = probe.result.matches(Some(&result));
-                        // The log is in memory: writing cannot fail.
-                        let _ = log.record_probe(&probe.tool, &probe.arguments, &result, passed);
+            (Ending::Answer | Ending::TurnLimit, Some(probe)) => {
+                match call_probe(run, probe, transcript).await {
+                    Ok(result) => {
+                        if let Some(log) = &mut run.log {
+                            let passed = probe.result.matches(Some(&result));
+                            // The log is in memory: writing cannot fail.
+                            let _ =
+                                log.record_probe(&probe.tool, &probe.arguments, &result, passed);
+                        }
+                        Some(result)
                     }
-                    Some(result)
+                    Err(why) => {
+                        // The state is unseen: not the model's failure.
+                        let why =
+                            format!("the probe {:?} could not run: {}", probe.tool, why.message);
+                        self.lost(run, Failure::ToolUnavailable, &why);
+                        None
+                    }
                 }
-                Err(why) => {
-                    // The state is unseen: not the model's failure.
-                    let why = format!("the probe {:?} could not run: {}", probe.tool, why.message);
-                    self.lost(run, Failure::ToolUnavailable, &why);
-                    None
-                }
-            },
+            }
             _ => None,
         };
         let passed = match self.ending {
@@ -308,6 +389,9 @@ impl<'t> Play<'t> {
                     return Ok(None);
                 }
             };
+            if let Some(transcript) = &mut self.transcript {
+                transcript.turn(&turn);
+            }
             let marks = self.judge.observe(turn.calls(), &turn.batch.results);
             record.user_turn = user_turn;
             record.milestones = marks.milestones;
@@ -335,15 +419,35 @@ impl<'t> Play<'t> {
     }
 }
 
-/// Call a probe's tool, under its timeout: its result as JSON when it is
-/// JSON, else as text.
-async fn call_probe(run: &TrialRun<'_>, probe: &Probe) -> Result<serde_json::Value, ToolFailure> {
+/// Call a probe's tool, under its timeout, the conversation in its
+/// transcript argument if it has one: its result as JSON when it is JSON,
+/// else as text.
+async fn call_probe(
+    run: &TrialRun<'_>,
+    probe: &Probe,
+    transcript: Option<serde_json::Value>,
+) -> Result<serde_json::Value, ToolFailure> {
     let registry = &run.scenario.registry;
     let tool = registry
         .lookup(&probe.tool)
         .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
+    let filled;
+    let arguments = match (&probe.transcript, transcript) {
+        (Some(name), Some(transcript)) => {
+            let mut members = probe
+                .arguments
+                .as_value()
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            members.insert(name.clone(), transcript);
+            filled = crate::call::Arguments::from_map(members);
+            &filled
+        }
+        _ => &probe.arguments,
+    };
     let output = registry
-        .execute_in_time(tool, &probe.arguments, &run.tools)
+        .execute_in_time(tool, arguments, &run.tools)
         .await
         .map_err(|_| {
             let timeout = registry.definition(tool).timeout();

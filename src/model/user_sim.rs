@@ -15,7 +15,7 @@ use super::recording::{Position, Replayer};
 use super::{Model, ModelError, ModelFile};
 use crate::call::Usage;
 use crate::provider::Conversation;
-use crate::scenario::user::{STOP, SimulatedUser, UserPlayer};
+use crate::scenario::user::{SimulatedUser, USER_ENDINGS, UserPlayer};
 
 /// What the user simulator is told, before its instructions.
 const ROLE: &str = "You are playing a user talking to a customer-support agent. Follow your \
@@ -31,7 +31,8 @@ const LEAK_WORDS: usize = 8;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Said {
     Message(String),
-    Stop,
+    /// It ended the conversation with one of `USER_ENDINGS`: its words.
+    Stop(String),
 }
 
 /// A simulated user that failed: why, in one line.
@@ -56,23 +57,30 @@ enum Player<'a> {
 }
 
 impl<'a> UserSim<'a> {
-    /// The user of `user`, whose opening message was `opening`; a live
-    /// player is `model` (see [`connect`]).
+    /// The user of `user`, whose opening message was `opening` (`None`:
+    /// the agent spoke first, and the user's first words come from
+    /// [`UserSim::next`]); a live player is `model` (see [`connect`]).
     pub fn new(
         user: &'a SimulatedUser,
-        opening: &str,
+        opening: Option<&str>,
         model: Option<&'a LiveModel>,
         position: Position,
     ) -> UserSim<'a> {
         let player = match model {
             None => Player::Script,
             Some(model) => {
-                let prompt = [
-                    json!({"role": "system", "content": format!("{ROLE}\n\nInstructions:\n{}", user.instructions)}),
-                    json!({"role": "user", "content": "(The conversation begins: say your first message.)"}),
-                ];
+                let system = match &user.system {
+                    Some(whole) => whole.clone(),
+                    None => format!("{ROLE}\n\nInstructions:\n{}", user.instructions),
+                };
+                let mut prompt = vec![json!({"role": "system", "content": system})];
+                if opening.is_some() {
+                    prompt.push(json!({"role": "user", "content": "(The conversation begins: say your first message.)"}));
+                }
                 let mut conversation = Conversation::new(model.provider(), &prompt);
-                conversation.push_assistant(opening);
+                if let Some(opening) = opening {
+                    conversation.push_assistant(opening);
+                }
                 Player::Live {
                     model,
                     conversation,
@@ -122,13 +130,15 @@ impl<'a> UserSim<'a> {
 
     /// The user's message, or its stop, or its failure.
     fn judge(&self, text: &str) -> Result<Said, UserFailed> {
-        if text.contains(STOP) {
-            return Ok(Said::Stop);
+        if USER_ENDINGS.iter().any(|ending| text.contains(ending)) {
+            return Ok(Said::Stop(text.to_owned()));
         }
         if text.trim().is_empty() {
             return Err(UserFailed("said nothing".to_owned()));
         }
-        if leaks(&self.user.instructions, text) {
+        // Under another benchmark's framing (`system`), its rules: tau2
+        // lets a user read out its scenario.
+        if self.user.system.is_none() && leaks(&self.user.instructions, text) {
             return Err(UserFailed(format!(
                 "repeated its instructions to the agent ({LEAK_WORDS} or more words in a row)"
             )));

@@ -202,6 +202,17 @@ pub(super) fn success(
         (Some(expect), None) => (expect, None),
         (None, Some(task)) => {
             let task = Task::compile(task, registry)?;
+            let agent_spoke_last = file
+                .messages
+                .as_ref()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m["role"] == "assistant");
+            if agent_spoke_last && task.user.is_none() {
+                return Err(Located::new(
+                    Pointer::root().key("messages"),
+                    "ends with the agent's words (a greeting): only a simulated user (\"task.user\") can speak first",
+                ));
+            }
             for k in 0..task.user_turns() {
                 let checked = task.user_turn(k).expect("k < user_turns");
                 if !checked.final_files.is_empty() && sandbox.is_none() {

@@ -17,6 +17,10 @@ pub struct ProbeFile {
     pub tool: String,
     #[serde(default)]
     pub arguments: Map<String, Value>,
+    /// The argument toolgauge fills with the conversation so far
+    /// (`{"messages": [...], "ended_by": ...}`, see `harness::transcript`).
+    #[serde(default)]
+    pub transcript: Option<String>,
     /// A matcher on the result: read as JSON when it is JSON, else text.
     pub result: Value,
 }
@@ -28,6 +32,8 @@ pub struct ProbeFile {
 pub struct Probe {
     pub tool: String,
     pub arguments: Arguments,
+    /// The argument filled with the conversation, if any.
+    pub transcript: Option<String>,
     pub result: Matcher,
 }
 
@@ -55,9 +61,20 @@ pub(super) fn compile_probe(
             "$result reads an earlier result and cannot judge the probe's",
         ));
     }
+    if let Some(name) = &probe.transcript
+        && (name.is_empty() || probe.arguments.contains_key(name))
+    {
+        return Err(Located::new(
+            at.key("transcript"),
+            format!(
+                "{name:?} cannot hold the transcript: name an argument the probe does not give"
+            ),
+        ));
+    }
     Ok(Some(Probe {
         tool: probe.tool.clone(),
         arguments: Arguments::from_map(probe.arguments.clone()),
+        transcript: probe.transcript.clone(),
         result,
     }))
 }

@@ -32,6 +32,11 @@ pub struct TaskFile {
     /// (in place of the milestones), nothing judges them.
     #[serde(default)]
     pub reference: Vec<MilestoneFile>,
+    /// What mock models say when the reference is done (the words a
+    /// benchmark's verdict looks for); nothing judges it. Default: an
+    /// example of `answer`.
+    #[serde(default)]
+    pub reference_answer: Option<String>,
     #[serde(default)]
     pub forbidden: Vec<ExpectedCallFile>,
     #[serde(default)]
@@ -114,6 +119,7 @@ pub struct Task {
     pub milestones: Vec<Milestone>,
     /// How the author did it, for mock models (see [`Task::steps`]).
     pub reference: Vec<Milestone>,
+    pub reference_answer: Option<String>,
     pub forbidden: Vec<Forbidden>,
     pub final_files: Vec<(String, Matcher)>,
     pub final_store: Vec<StoreEntry>,
@@ -222,6 +228,7 @@ impl Task {
             max_turns: file.max_turns,
             milestones: checks.milestones,
             reference: compile_milestones(&file.reference, "reference", registry, &task_at())?,
+            reference_answer: file.reference_answer.clone(),
             forbidden,
             final_files: checks.final_files,
             final_store: checks.final_store,
@@ -300,6 +307,9 @@ impl Task {
 
     /// A text that satisfies the answer matchers, for mock models.
     pub fn answer_example(&self) -> String {
+        if let Some(said) = &self.reference_answer {
+            return said.clone();
+        }
         let parts: Vec<String> = self
             .answer
             .iter()
@@ -660,6 +670,7 @@ fn compile_turns(
                     max_turns: task.max_turns,
                     milestones: checks.milestones,
                     reference: compile_milestones(&file.reference, "reference", registry, &at)?,
+                    reference_answer: None,
                     forbidden: task.forbidden.clone(),
                     final_files: checks.final_files,
                     final_store: checks.final_store,

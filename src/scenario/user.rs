@@ -13,6 +13,12 @@ use crate::pointer::{Located, Pointer};
 #[serde(deny_unknown_fields)]
 pub struct SimulatedUserFile {
     pub instructions: String,
+    /// The simulator's whole system prompt, as another benchmark words it
+    /// (tau2's guidelines with the task's scenario); default: toolgauge's
+    /// framing of `instructions`. The instructions stay what the agent
+    /// must never be told.
+    #[serde(default)]
+    pub system: Option<String>,
     #[serde(default = "default_user_turns")]
     pub max_turns: u32,
     /// The live model that plays the user: the name of a model given on
@@ -32,10 +38,16 @@ fn default_user_turns() -> u32 {
 /// What a simulated user says when the conversation is over (as tau2).
 pub const STOP: &str = "###STOP###";
 
+/// Every word that ends a conversation when the user says it: done, and
+/// tau2's two others (transferred to a human; asked what the scenario does
+/// not cover).
+pub const USER_ENDINGS: [&str; 3] = [STOP, "###TRANSFER###", "###OUT-OF-SCOPE###"];
+
 /// A task's simulated user, checked.
 #[derive(Debug, Clone)]
 pub struct SimulatedUser {
     pub instructions: String,
+    pub system: Option<String>,
     /// Times it may speak after the opening message.
     pub max_turns: u32,
     pub player: UserPlayer,
@@ -79,8 +91,15 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
             ));
         }
     };
+    if file.system.as_ref().is_some_and(|s| s.trim().is_empty()) {
+        return Err(Located::new(
+            at.key("system"),
+            "is empty: leave it out for toolgauge's framing of the instructions",
+        ));
+    }
     Ok(SimulatedUser {
         instructions: file.instructions.clone(),
+        system: file.system.clone(),
         max_turns: file.max_turns,
         player,
     })

@@ -616,3 +616,117 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
         "{said:?}"
     );
 }
+
+/// The MCP test server example, built by `cargo test`.
+fn mcp_test_server() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp_test_server")
+}
+
+#[test]
+fn a_user_who_speaks_first_after_a_greeting_ends_it_and_the_probe_reads_the_whole_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({
+        "name": "greeted",
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                "simulate": {"result": {"temp_c": 18}}
+            },
+            // lenient_echo answers its arguments: the probe's result is
+            // the transcript it was given.
+            {"mcp": {"command": [mcp_test_server().to_str().unwrap()]}, "only": ["lenient_echo"]}
+        ],
+        "messages": [
+            {"role": "system", "content": "You are a weather agent."},
+            {"role": "assistant", "content": "Hi! How can I help you today?"}
+        ],
+        "task": {
+            "max_turns": 4,
+            "reference": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            "reference_answer": "It is 18 C in Paris.",
+            "user": {
+                "instructions": "You want the weather in Paris.",
+                "system": "Play a user. <scenario>You want the weather in Paris.</scenario>",
+                "max_turns": 3,
+                // tau2's transfer word ends the conversation as its stop does.
+                "script": ["What is the weather in Paris?", "###TRANSFER###"]
+            },
+            "final_state": {"probe": {
+                "tool": "lenient_echo",
+                "transcript": "transcript",
+                "result": {"transcript": {"ended_by": "user_stop", "messages": {"$present": true, "$example": []}}}
+            }}
+        }
+    });
+    let path = dir.path().join("greeted.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = scripted_run(path.to_str().unwrap(), 1, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(summary(&out, "scripted")["final_success"], "1.0");
+
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    let probe: Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["type"] == "probe")
+        .expect("the probe is logged");
+    let transcript = &probe["result"]["transcript"];
+    let said: Vec<(&str, &str)> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["text"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("assistant", "Hi! How can I help you today?"),
+            ("user", "What is the weather in Paris?"),
+            ("assistant", ""),
+            ("tool", "{\"temp_c\":18}"),
+            ("assistant", "It is 18 C in Paris."),
+            ("user", "###TRANSFER###"),
+        ]
+    );
+    let call = &transcript["messages"][2]["calls"][0];
+    assert_eq!(
+        (&call["name"], &call["arguments"]),
+        (&json!("get_weather"), &json!({"city": "Paris"}))
+    );
+    assert_eq!(transcript["messages"][3]["call_id"], call["id"]);
+    // The log keeps the probe's own arguments, not a second transcript.
+    assert_eq!(probe["arguments"], json!({}));
+}
+
+#[test]
+fn a_greeting_with_no_simulated_user_to_answer_it_is_refused_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({
+        "name": "greeted_alone",
+        "tools": ["store_find"],
+        "messages": [{"role": "assistant", "content": "Hi!"}],
+        "task": {"answer": {"$contains": "x"}}
+    });
+    let path = dir.path().join("greeted_alone.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let output = scripted_run(path.to_str().unwrap(), 1, &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/messages: ends with the agent's words"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -28,6 +28,7 @@ mod store;
 mod stream_timing;
 mod streams;
 mod suites;
+mod tau2;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,0 +1,327 @@
+"""tau2-bench's domains served over MCP (stdio), for toolgauge.
+
+    bridge.py --domain D --export [--split S]
+                              print each task of domain D as one JSON line:
+                              the agent's and the user simulator's system
+                              prompts as tau2 builds them, the greeting,
+                              the gold actions and what the verdict weighs
+    bridge.py --domain D      list the tools of domain D (calls refused)
+    bridge.py --domain D --task ID
+                              serve task ID: tau2's tools for the agent,
+                              on an environment with the task's initial
+                              state applied
+
+Everything comes from tau2 itself (`../shared/oracles/tau2`), never a port:
+the tools as `Tool.openai_schema` gives them, each call answered by
+`Environment.get_response` (the same text, and the same "Error: ..." a model
+reads in tau2), the prompts from `LLMAgent` and `UserSimulator`.
+
+One more tool, `tau2_evaluate`, is toolgauge's probe when the conversation
+ends and never shown to the model. toolgauge fills its `transcript`
+argument with the whole conversation ({"messages": [...], "ended_by": ...});
+the bridge rebuilds tau2's messages from it and answers tau2's
+`evaluate_simulation` verdict as JSON: {"reward", "tau2": {"reward_basis",
+"breakdown", "db_match", "communicate", "actions", "note", "ended_by"}}.
+A conversation tau2 would have cut short (its `DEFAULT_MAX_ERRORS` tool
+errors, or `DEFAULT_MAX_STEPS` steps) is judged as tau2 judges one that
+ended so: 0.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import mcp.server.stdio
+import mcp.types as types
+from loguru import logger
+from mcp.server.lowlevel import Server
+
+# Before tau2 is imported: its data beside this checkout
+# (../shared/oracles/tau2) unless TAU2_DATA_DIR says otherwise; litellm's
+# price table from the package, not fetched over the network; tau2's log
+# (DEBUG on stderr) down to its warnings.
+os.environ.setdefault(
+    "TAU2_DATA_DIR",
+    str(Path(__file__).resolve().parents[3] / "shared/oracles/tau2/tau2-bench/data"),
+)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+logger.remove()
+logger.add(sys.stderr, level="WARNING")
+
+# isort: split
+from tau2.agent.llm_agent import LLMAgent
+from tau2.config import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau2.data_model.message import (
+    AssistantMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from tau2.data_model.simulation import SimulationRun, TerminationReason
+from tau2.data_model.tasks import RewardType
+from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE
+from tau2.registry import registry
+from tau2.user.user_simulator import UserSimulator
+
+EVALUATE = "tau2_evaluate"
+# toolgauge's word for how the conversation ended, as tau2's reason.
+ENDINGS = {
+    "user_stop": TerminationReason.USER_STOP,
+    "agent_stop": TerminationReason.AGENT_STOP,
+    "max_steps": TerminationReason.MAX_STEPS,
+    "too_many_errors": TerminationReason.TOO_MANY_ERRORS,
+    "agent_error": TerminationReason.AGENT_ERROR,
+    "user_error": TerminationReason.USER_ERROR,
+}
+
+
+def tasks_of(domain, split=None):
+    loader = registry.get_tasks_loader(domain)
+    return loader(task_split_name=split) if split else loader()
+
+
+def export(domain, split):
+    environment = registry.get_env_constructor(domain)()
+    tools = environment.get_tools()
+    agent = LLMAgent(tools=tools, domain_policy=environment.get_policy(), llm="unused")
+    for task in tasks_of(domain, split):
+        try:
+            user_tools = environment.get_user_tools(include=task.user_tools) or None
+        except Exception:
+            user_tools = None
+        instructions = str(task.user_scenario)
+        user = UserSimulator(tools=user_tools, instructions=instructions, llm="unused")
+        criteria = task.evaluation_criteria
+        scenario = task.user_scenario.instructions
+        opening = (
+            "\n".join(
+                part for part in (scenario.reason_for_call, scenario.known_info) if part
+            )
+            if not isinstance(scenario, str)
+            else scenario
+        )
+        line = {
+            "id": task.id,
+            "domain": domain,
+            "agent_system": agent.system_prompt,
+            "greeting": DEFAULT_FIRST_AGENT_MESSAGE.content,
+            "user_system": user.system_prompt,
+            "user_instructions": instructions,
+            "user_opening": opening,
+            "user_tools": [t.name for t in user_tools or []],
+            "tools": [t.name for t in tools],
+            "actions": [
+                {"name": a.name, "arguments": a.arguments, "requestor": a.requestor}
+                for a in (criteria.actions or [] if criteria else [])
+            ],
+            "communicate_info": list(criteria.communicate_info or []) if criteria else [],
+            "nl_assertions": list(criteria.nl_assertions or []) if criteria else [],
+            "reward_basis": [b.value for b in (criteria.reward_basis if criteria else [])],
+            "purpose": task.description.purpose if task.description else None,
+        }
+        print(json.dumps(line))
+
+
+class Trial:
+    """One task's environment, its initial state applied, as tau2 starts it."""
+
+    def __init__(self, domain, task_id):
+        tasks = [t for t in tasks_of(domain) if t.id == task_id]
+        if not tasks:
+            raise SystemExit(f"bridge.py: no tau2 task {task_id!r} in domain {domain}")
+        self.domain = domain
+        self.task = tasks[0]
+        self.environment = registry.get_env_constructor(domain)()
+        initial = self.task.initial_state
+        self.environment.set_state(
+            initialization_data=initial.initialization_data if initial else None,
+            initialization_actions=initial.initialization_actions if initial else None,
+            message_history=[],
+        )
+        self.tools = as_tools(self.environment.get_tools())
+        self.errors = 0
+
+    def call(self, name, arguments, call_id):
+        message = self.environment.get_response(
+            ToolCall(id=call_id, name=name, arguments=arguments, requestor="assistant")
+        )
+        self.errors += int(message.error)
+        return message.content
+
+    def evaluate(self, transcript):
+        messages = tau2_messages(transcript.get("messages", []))
+        ended_by = transcript.get("ended_by", "")
+        reason = ENDINGS.get(ended_by)
+        if reason is None:
+            note = f"toolgauge ended the conversation so: {ended_by!r}"
+            return {"reward": 0.0, "tau2": {"note": note}}
+        # tau2's orchestrator would have ended the conversation here.
+        if self.errors >= DEFAULT_MAX_ERRORS:
+            reason = TerminationReason.TOO_MANY_ERRORS
+        elif steps(messages) >= DEFAULT_MAX_STEPS:
+            reason = TerminationReason.MAX_STEPS
+        simulation = SimulationRun(
+            id=str(uuid.uuid4()),
+            task_id=self.task.id,
+            start_time="",
+            end_time="",
+            duration=0.0,
+            termination_reason=reason,
+            messages=messages,
+        )
+        info = evaluate_simulation(
+            simulation=simulation,
+            task=self.task,
+            evaluation_type=EvaluationType.ALL,
+            solo_mode=False,
+            domain=self.domain,
+        )
+        return {"reward": info.reward, "tau2": {**verdict(info), "ended_by": reason.value}}
+
+
+class Listing:
+    """A domain's tools, for toolgauge to load a suite with: no calls."""
+
+    def __init__(self, domain):
+        self.tools = as_tools(registry.get_env_constructor(domain)().get_tools())
+
+    def call(self, name, arguments, call_id):
+        raise ValueError("this bridge lists tools only: start it with --task ID to run calls")
+
+    def evaluate(self, transcript):
+        raise ValueError("this bridge lists tools only: start it with --task ID to judge")
+
+
+def verdict(info):
+    breakdown = {
+        (k.value if isinstance(k, RewardType) else str(k)): v
+        for k, v in (info.reward_breakdown or {}).items()
+    }
+    return {
+        "reward_basis": [b.value for b in info.reward_basis or []],
+        "breakdown": breakdown,
+        "db_match": info.db_check.db_match if info.db_check else None,
+        "communicate": [
+            {"info": c.info, "met": c.met} for c in info.communicate_checks or []
+        ],
+        "actions": [
+            {"name": a.action.name, "met": a.action_match} for a in info.action_checks or []
+        ],
+        "note": (info.info or {}).get("note"),
+    }
+
+
+def steps(messages):
+    """The orchestrator's steps after its greeting: each message of the
+    user or the agent, and each batch of tool results, is one."""
+    count, in_batch = 0, False
+    for message in messages[1:]:
+        batch = isinstance(message, ToolMessage)
+        count += int(not (batch and in_batch))
+        in_batch = batch
+    return count
+
+
+def tau2_messages(entries):
+    """toolgauge's transcript as tau2's messages, in order."""
+    messages = []
+    for entry in entries:
+        role = entry.get("role")
+        text = entry.get("text") or None
+        if role == "assistant":
+            calls = [
+                ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {})
+                for c in entry.get("calls") or []
+            ]
+            messages.append(
+                AssistantMessage(role="assistant", content=text, tool_calls=calls or None)
+            )
+        elif role == "user":
+            messages.append(UserMessage(role="user", content=text))
+        elif role == "tool":
+            messages.append(
+                ToolMessage(
+                    id=entry["call_id"],
+                    role="tool",
+                    content=entry.get("text", ""),
+                    requestor="assistant",
+                    error=bool(entry.get("is_error")),
+                )
+            )
+    return messages
+
+
+def as_tools(tools):
+    listed = []
+    for tool in tools:
+        function = tool.openai_schema["function"]
+        listed.append(
+            types.Tool(
+                name=function["name"],
+                description=function.get("description", ""),
+                inputSchema=function["parameters"],
+            )
+        )
+    listed.append(
+        types.Tool(
+            name=EVALUATE,
+            description="toolgauge's probe: tau2's verdict on the conversation (never shown to the model).",
+            inputSchema={
+                "type": "object",
+                "properties": {"transcript": {"type": "object"}},
+                "required": ["transcript"],
+            },
+        )
+    )
+    return listed
+
+
+def serve(trial):
+    server = Server("tau2-bridge")
+    calls = 0
+
+    @server.list_tools()
+    async def list_tools():
+        return trial.tools
+
+    # tau2 runs whatever the agent sends: its errors, not a schema check's.
+    @server.call_tool(validate_input=False)
+    async def call_tool(name, arguments):
+        nonlocal calls
+        if name == EVALUATE:
+            text = json.dumps(trial.evaluate(arguments.get("transcript") or {}))
+            return [types.TextContent(type="text", text=text)]
+        calls += 1
+        # The text as it is, errors too: what the model reads in tau2.
+        text = trial.call(name, arguments, f"call_{calls}")
+        return [types.TextContent(type="text", text=text)]
+
+    async def run():
+        async with mcp.server.stdio.stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    asyncio.run(run())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", required=True, help="airline, retail, telecom or mock")
+    parser.add_argument("--task", help="serve this task's environment")
+    parser.add_argument("--export", action="store_true", help="print every task as JSON lines")
+    parser.add_argument("--split", help="with --export: a split of the domain (test, train, base)")
+    args = parser.parse_args()
+    if args.export:
+        export(args.domain, args.split)
+    elif args.task is not None:
+        serve(Trial(args.domain, args.task))
+    else:
+        serve(Listing(args.domain))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

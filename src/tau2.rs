@@ -1,0 +1,390 @@
+//! tau2-bench's tasks as conversation tasks, run on tau2's own domains.
+//! The bridge (`scripts/tau2_bridge/bridge.py`) exports each task with
+//! the prompts tau2 builds for its agent and its user simulator; each
+//! becomes a scenario whose opening is tau2's greeting, whose user speaks
+//! first from tau2's own simulator prompt, whose tools are the bridge
+//! started per trial on the task's environment, and whose verdict is the
+//! bridge's probe: tau2's evaluator over the whole conversation. The gold
+//! actions become the reference calls mock models play.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// The bridge's probe: tau2's verdict on the conversation.
+pub const EVALUATE: &str = "tau2_evaluate";
+
+/// The domains `import tau2` takes (telecom's user acts with tools of its
+/// own, which toolgauge's simulated user does not have yet).
+pub const DOMAINS: [&str; 2] = ["airline", "retail"];
+
+/// Model turns an agent may take before it answers the user: tau2 bounds
+/// a conversation by its steps (200 of the agent's, the user's and the
+/// tools'), which the bridge applies to the verdict; this only bounds
+/// a model that never stops calling.
+const MAX_AGENT_TURNS: u32 = 30;
+
+/// The bridge's start-up and each call's deadline (the verdict builds
+/// tau2's environment twice over).
+const BRIDGE_TIMEOUT_MS: u64 = 120_000;
+
+/// Times the simulated user may speak after its first message.
+const MAX_USER_TURNS: u32 = 50;
+
+/// One task as the bridge exports it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ExportedTask {
+    pub id: String,
+    pub domain: String,
+    /// tau2's agent system prompt (its instruction and the domain policy).
+    pub agent_system: String,
+    /// tau2's first agent message.
+    pub greeting: String,
+    /// tau2's user simulator system prompt (guidelines and scenario).
+    pub user_system: String,
+    /// The scenario alone: what the agent must never be told.
+    pub user_instructions: String,
+    /// The reason for the call and what the user knows: a mock user's
+    /// first words.
+    pub user_opening: String,
+    #[serde(default)]
+    pub user_tools: Vec<String>,
+    /// The agent's tools, by name.
+    pub tools: Vec<String>,
+    pub actions: Vec<GoldAction>,
+    #[serde(default)]
+    pub communicate_info: Vec<String>,
+    #[serde(default)]
+    pub nl_assertions: Vec<String>,
+    pub reward_basis: Vec<String>,
+    #[serde(default)]
+    pub purpose: Option<String>,
+}
+
+/// One of a task's gold actions.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GoldAction {
+    pub name: String,
+    pub arguments: Map<String, Value>,
+    pub requestor: String,
+}
+
+/// Who plays the user in the imported tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserPlay {
+    /// A script for mock models: the reason for the call, then
+    /// `###STOP###` after the agent's answer.
+    Script,
+    /// The live model given at run time with `--user-model` under this name.
+    Model(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Tau2Error {
+    #[error("domain {domain:?} is not importable: give one of {}", DOMAINS.join(", "))]
+    Domain { domain: String },
+    #[error("the bridge {command:?} could not start: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("the bridge {command:?} failed ({status}): {stderr}")]
+    Bridge {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("the bridge's export, line {line}: {source}")]
+    Export {
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("task {id}: {message}")]
+    Task { id: String, message: String },
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Every task of `domain` (in `split`, if given), as the bridge exports it.
+pub fn export(
+    bridge: &[String],
+    domain: &str,
+    split: Option<&str>,
+) -> Result<Vec<ExportedTask>, Tau2Error> {
+    if !DOMAINS.contains(&domain) {
+        return Err(Tau2Error::Domain {
+            domain: domain.to_owned(),
+        });
+    }
+    let command_line = bridge.join(" ");
+    let mut command = Command::new(&bridge[0]);
+    command
+        .args(&bridge[1..])
+        .args(["--domain", domain, "--export"]);
+    if let Some(split) = split {
+        command.args(["--split", split]);
+    }
+    let output = command.output().map_err(|source| Tau2Error::Start {
+        command: command_line.clone(),
+        source,
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        return Err(Tau2Error::Bridge {
+            command: command_line,
+            status: output.status.to_string(),
+            stderr: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+        });
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line).map_err(|source| Tau2Error::Export {
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// One task as a scenario (JSON), its tools served by `bridge`.
+pub fn scenario(
+    task: &ExportedTask,
+    bridge: &[String],
+    user: &UserPlay,
+) -> Result<Value, Tau2Error> {
+    let refuse = |message: String| Tau2Error::Task {
+        id: task.id.clone(),
+        message,
+    };
+    if !task.user_tools.is_empty() {
+        return Err(refuse(format!(
+            "its user acts with tools of its own ({}), which toolgauge's simulated user has not",
+            task.user_tools.join(", ")
+        )));
+    }
+    if let Some(action) = task.actions.iter().find(|a| a.requestor != "assistant") {
+        return Err(refuse(format!(
+            "its gold action {:?} is the {}'s, not the agent's",
+            action.name, action.requestor
+        )));
+    }
+    let reference = reference_steps(&task.actions);
+    let played = user_block(task, user);
+    let mut command = bridge.to_vec();
+    command.extend(["--domain".to_owned(), task.domain.clone()]);
+    let mut only = task.tools.clone();
+    only.push(EVALUATE.to_owned());
+    let mut tags = vec![json!("tau2"), json!(task.domain)];
+    if task.reward_basis.iter().any(|b| b == "NL_ASSERTION") {
+        tags.push(json!("nl_assertions"));
+    }
+    let mut description = format!(
+        "tau2-bench {} task {} (sierra-research/tau2-bench 1.0.1, MIT), run on tau2's own environment and judged by its evaluator (reward basis: {})",
+        task.domain,
+        task.id,
+        task.reward_basis.join(", ")
+    );
+    if let Some(purpose) = &task.purpose {
+        description.push_str(". Purpose: ");
+        description.push_str(purpose);
+    }
+    Ok(json!({
+        "name": format!("tau2_{}_{}", task.domain, task.id),
+        "description": description,
+        "tags": tags,
+        "tools": [{
+            // tau2 and litellm take seconds to import and the airline
+            // database to parse, longer on loaded cores.
+            "mcp": {"command": command, "startup_timeout_ms": BRIDGE_TIMEOUT_MS},
+            "timeout_ms": BRIDGE_TIMEOUT_MS,
+            "only": only,
+            "per_trial": true,
+            "trial_args": ["--task", task.id],
+            // tau2 runs whatever the agent sends: its errors, not a
+            // schema check's, go back.
+            "validate": false,
+        }],
+        "messages": [
+            {"role": "system", "content": task.agent_system},
+            {"role": "assistant", "content": task.greeting},
+        ],
+        "task": {
+            "max_turns": MAX_AGENT_TURNS,
+            "reference": reference,
+            "reference_answer": reference_answer(task),
+            "user": played,
+            "final_state": {"probe": {
+                "tool": EVALUATE,
+                "transcript": "transcript",
+                // Full reward; tau2's breakdown beside it, into the log.
+                "result": {
+                    "reward": {"$gte": 1},
+                    "tau2": {"$present": true, "$example": {}},
+                },
+            }},
+        },
+    }))
+}
+
+/// The gold actions as reference steps, each after the one before (in
+/// order, as tau2 replays them).
+fn reference_steps(actions: &[GoldAction]) -> Vec<Value> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(i, action)| {
+            let mut step =
+                json!({"id": format!("a{i}"), "name": action.name, "arguments": action.arguments});
+            if i > 0 {
+                step["after"] = json!(format!("a{}", i - 1));
+            }
+            step
+        })
+        .collect()
+}
+
+/// The task's simulated user: tau2's own prompt, played by `user`.
+fn user_block(task: &ExportedTask, user: &UserPlay) -> Value {
+    let mut played = json!({
+        "instructions": task.user_instructions,
+        "system": task.user_system,
+        "max_turns": MAX_USER_TURNS,
+    });
+    match user {
+        UserPlay::Script => {
+            played["script"] = json!([task.user_opening, crate::scenario::user::STOP]);
+        }
+        UserPlay::Model(name) => played["model"] = json!(name),
+    }
+    played
+}
+
+/// What a mock says when the gold actions are done: the information the
+/// task requires said, else a plain close.
+fn reference_answer(task: &ExportedTask) -> String {
+    if task.communicate_info.is_empty() {
+        "Done. Is there anything else I can help you with?".to_owned()
+    } else {
+        task.communicate_info.join(", ")
+    }
+}
+
+/// What an import wrote.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub written: usize,
+    /// Tasks whose verdict needs an NL judge (not judged yet).
+    pub nl_judged: usize,
+}
+
+/// Write one scenario file per task of `domain` into `out`, named by the
+/// task's id.
+pub fn import(
+    bridge: &[String],
+    domain: &str,
+    split: Option<&str>,
+    user: &UserPlay,
+    out: &Path,
+) -> Result<Imported, Tau2Error> {
+    let tasks = export(bridge, domain, split)?;
+    let write_error = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Tau2Error::Write { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(write_error(out))?;
+    let mut imported = Imported::default();
+    for task in &tasks {
+        let scenario = scenario(task, bridge, user)?;
+        let path = out.join(format!("tau2_{}_{}.json", task.domain, task.id));
+        let text = serde_json::to_string_pretty(&scenario).expect("JSON values serialize");
+        std::fs::write(&path, text).map_err(write_error(&path))?;
+        imported.written += 1;
+        imported.nl_judged += usize::from(task.reward_basis.iter().any(|b| b == "NL_ASSERTION"));
+    }
+    Ok(imported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(actions: Value, communicate: Value) -> ExportedTask {
+        serde_json::from_value(json!({
+            "id": "7",
+            "domain": "airline",
+            "agent_system": "<instructions>...</instructions><policy>...</policy>",
+            "greeting": "Hi! How can I help you today?",
+            "user_system": "guidelines\n<scenario>\nInstructions: cancel\n</scenario>",
+            "user_instructions": "Instructions: cancel",
+            "user_opening": "You want to cancel reservation ABC123.",
+            "tools": ["get_reservation_details", "cancel_reservation"],
+            "actions": actions,
+            "communicate_info": communicate,
+            "reward_basis": ["DB", "COMMUNICATE"],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_task_becomes_a_conversation_the_user_opens_after_tau2s_greeting() {
+        let actions = json!([
+            {"name": "get_reservation_details", "arguments": {"reservation_id": "ABC123"}, "requestor": "assistant"},
+            {"name": "cancel_reservation", "arguments": {"reservation_id": "ABC123"}, "requestor": "assistant"}
+        ]);
+        let bridge = ["python".to_owned(), "bridge.py".to_owned()];
+        let scenario =
+            scenario(&task(actions, json!(["1628"])), &bridge, &UserPlay::Script).unwrap();
+        assert_eq!(scenario["name"], "tau2_airline_7");
+        assert_eq!(scenario["messages"][1]["role"], "assistant");
+        let tools = &scenario["tools"][0];
+        assert_eq!(
+            tools["mcp"]["command"],
+            json!(["python", "bridge.py", "--domain", "airline"])
+        );
+        assert_eq!(tools["trial_args"], json!(["--task", "7"]));
+        assert_eq!(tools["validate"], false);
+        assert_eq!(tools["only"][2], EVALUATE);
+        let task = &scenario["task"];
+        // The gold actions in order, the second after the first.
+        assert_eq!(task["reference"][1]["after"], "a0");
+        assert_eq!(task["reference_answer"], "1628");
+        assert_eq!(
+            task["user"]["system"].as_str().unwrap().lines().next(),
+            Some("guidelines")
+        );
+        assert_eq!(task["user"]["script"][1], crate::scenario::user::STOP);
+        assert_eq!(task["final_state"]["probe"]["transcript"], "transcript");
+
+        let live = super::scenario(
+            &super::tests::task(json!([]), json!([])),
+            &bridge,
+            &UserPlay::Model("user".into()),
+        )
+        .unwrap();
+        assert_eq!(live["task"]["user"]["model"], "user");
+        assert!(live["task"]["user"].get("script").is_none());
+    }
+
+    #[test]
+    fn a_task_whose_user_acts_is_refused_saying_why() {
+        let actions =
+            json!([{"name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}]);
+        let error = scenario(&task(actions, json!([])), &["b".into()], &UserPlay::Script)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("the user's, not the agent's"), "{error}");
+        let error = export(&["b".into()], "telecom", None)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("airline, retail"), "{error}");
+    }
+}
