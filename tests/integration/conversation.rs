@@ -730,3 +730,156 @@ fn a_greeting_with_no_simulated_user_to_answer_it_is_refused_where_it_is() {
         stderr(&output)
     );
 }
+
+/// Answers as tau2's two sides would: the user (known by its system
+/// prompt) speaks first and leaves with tau2's out-of-scope word; every
+/// request is kept.
+struct GreetedPair {
+    requests: Mutex<Vec<Value>>,
+}
+
+const TAU2_STYLE_USER: &str =
+    "PLAY THE CUSTOMER. <scenario>You want the weather in Paris.</scenario>";
+
+impl Respond for GreetedPair {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let mut requests = self.requests.lock().unwrap();
+        requests.push(body.clone());
+        let from_user = body["messages"][0]["content"] == TAU2_STYLE_USER;
+        let asked = requests
+            .iter()
+            .filter(|b| (b["messages"][0]["content"] == TAU2_STYLE_USER) == from_user)
+            .count();
+        completion(match (from_user, asked) {
+            (true, 1) => says("Weather in Paris, please."),
+            (true, _) => says("###OUT-OF-SCOPE###"),
+            (false, 1) => call("get_weather", json!({"city": "Paris"})),
+            (false, _) => says("It is 18 C in Paris."),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_live_user_on_its_own_system_prompt_answers_the_greeting_first() {
+    let server = MockServer::start().await;
+    let pair = std::sync::Arc::new(GreetedPair {
+        requests: Mutex::new(Vec::new()),
+    });
+    Mock::given(method("POST"))
+        .respond_with(ArcResponder(pair.clone()))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{}/v1", server.uri());
+    let agent = model_file(dir.path(), "openai", &base, json!({}));
+    let users = dir.path().join("users");
+    std::fs::create_dir_all(&users).unwrap();
+    let user = model_file(&users, "openai", &base, json!({}));
+    let mut user_file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+    user_file["name"] = json!("tau2-user");
+    std::fs::write(&user, user_file.to_string()).unwrap();
+    let scenario = json!({
+        "name": "greeted_live",
+        "tools": [{
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "simulate": {"result": {"temp_c": 18}}
+        }],
+        "messages": [
+            {"role": "system", "content": "You are a weather agent."},
+            {"role": "assistant", "content": "Hi! How can I help you today?"}
+        ],
+        "task": {
+            "max_turns": 4,
+            "answer": {"$contains": "18"},
+            "user": {
+                "instructions": "You want the weather in Paris.",
+                "system": TAU2_STYLE_USER,
+                "max_turns": 3,
+                "model": "tau2-user"
+            }
+        }
+    });
+    let path = dir.path().join("greeted_live.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--models",
+        agent.to_str().unwrap(),
+        "--user-model",
+        user.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let requests = pair.requests.lock().unwrap();
+    let roles = |body: &Value| -> Vec<(String, String)> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let text = m["content"].as_str().unwrap_or_default().to_owned();
+                (m["role"].as_str().unwrap().to_owned(), text)
+            })
+            .collect()
+    };
+    // First the user, on its own prompt verbatim, answering the greeting.
+    assert_eq!(
+        roles(&requests[0]),
+        [
+            ("system".to_owned(), TAU2_STYLE_USER.to_owned()),
+            (
+                "user".to_owned(),
+                "Hi! How can I help you today?".to_owned()
+            )
+        ]
+    );
+    // Then the agent: its prompt, its greeting, the user's first words.
+    let agent_first = roles(&requests[1]);
+    assert_eq!(
+        agent_first[1..],
+        [
+            (
+                "assistant".to_owned(),
+                "Hi! How can I help you today?".to_owned()
+            ),
+            ("user".to_owned(), "Weather in Paris, please.".to_owned())
+        ]
+    );
+    // Then the user again, its own words as its side, the answer as the
+    // other's: it leaves with tau2's out-of-scope word.
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert_eq!(
+        roles(&requests[3])[2..],
+        [
+            (
+                "assistant".to_owned(),
+                "Weather in Paris, please.".to_owned()
+            ),
+            ("user".to_owned(), "It is 18 C in Paris.".to_owned())
+        ]
+    );
+    assert_eq!(summary(&out, "openai-live")["final_success"], "1.0");
+}
+
+/// A shared responder (wiremock takes its responder by value).
+struct ArcResponder<R>(std::sync::Arc<R>);
+
+impl<R: Respond> Respond for ArcResponder<R> {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.0.respond(request)
+    }
+}
