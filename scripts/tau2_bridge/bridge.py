@@ -49,6 +49,10 @@ os.environ.setdefault(
     str(Path(__file__).resolve().parents[3] / "shared/oracles/tau2/tau2-bench/data"),
 )
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# tau2's NL judge would call a provider through litellm with whatever key
+# the environment holds: no key of the user's leaves through the bridge.
+for name in [n for n in os.environ if n.endswith(("_API_KEY", "_API_TOKEN"))]:
+    del os.environ[name]
 logger.remove()
 logger.add(sys.stderr, level="WARNING")
 
@@ -154,6 +158,12 @@ class Trial:
         return message.content
 
     def evaluate(self, transcript):
+        criteria = self.task.evaluation_criteria
+        if criteria and criteria.nl_assertions and RewardType.NL_ASSERTION in criteria.reward_basis:
+            raise ValueError(
+                f"not judged: {len(criteria.nl_assertions)} NL assertion(s) need a judge model, "
+                "which toolgauge does not give the bridge yet"
+            )
         messages = tau2_messages(transcript.get("messages", []))
         ended_by = transcript.get("ended_by", "")
         reason = ENDINGS.get(ended_by)

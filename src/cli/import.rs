@@ -97,7 +97,7 @@ fn tau2(args: &Tau2Args) -> Result<ExitCode, CliError> {
     )?;
     if imported.nl_judged > 0 {
         eprintln!(
-            "{} task(s) weigh NL assertions, which need a judge: their verdicts are tau2's without them",
+            "{} task(s) weigh NL assertions, which need a judge model: their trials are lost as not judged, never passed",
             imported.nl_judged
         );
     }

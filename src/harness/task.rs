@@ -15,6 +15,7 @@ use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
+use crate::scenario::user::{SimulatedUser, UserPlayer};
 use crate::scenario::{Probe, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
@@ -69,6 +70,18 @@ pub(super) async fn run_task(
                 trial_seed: plan.shared_seed(job),
             };
             let opening = opening_words(&scenario.prompt);
+            // A replay's recorded user speaks in place of the scenario's.
+            let recorded = run
+                .model
+                .recorded_user(&scenario.name, job.trial)
+                .map(|words| SimulatedUser {
+                    player: UserPlayer::Script(words),
+                    ..user.clone()
+                });
+            let (user, model) = match &recorded {
+                Some(recorded) => (recorded, None),
+                None => (user, model),
+            };
             let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
             let prices = model.as_ref().and_then(|m| m.prices());
             play.simulated(&mut run, task, user.max_turns, &mut sim, prices)

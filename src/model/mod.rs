@@ -13,6 +13,7 @@ mod mock;
 pub mod operators;
 pub mod recording;
 mod task_play;
+mod tau2_replay;
 pub mod user_sim;
 
 use std::collections::BTreeMap;
@@ -46,8 +47,8 @@ pub struct ModelFile {
     pub provider: Provider,
     #[serde(default)]
     pub parameters: Parameters,
-    /// `bfcl-results`: the BFCL result file (JSON Lines), relative to the
-    /// model file.
+    /// `bfcl-results`: the BFCL result file (JSON Lines); `tau2-results`:
+    /// a tau2 Results JSON. Relative to the model file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<PathBuf>,
     /// `bfcl-results`: how the run's model answered: `fc` (function
@@ -76,6 +77,8 @@ pub enum ModelKind {
     FeedbackAware,
     /// Answers each BFCL entry with a published run's output, once.
     BfclResults,
+    /// Replays a tau2 Results JSON's conversations, both sides.
+    Tau2Results,
     /// A live model over HTTP, by wire format.
     #[serde(rename = "openai")]
     OpenAi,
@@ -176,6 +179,9 @@ pub enum ModelError {
     /// A `bfcl-results` result file.
     #[error(transparent)]
     Results(#[from] crate::bfcl::results::ResultsError),
+    /// A `tau2-results` Results JSON.
+    #[error(transparent)]
+    Tau2Results(#[from] crate::tau2::results::Tau2ResultsError),
     /// A live model that cannot be made ready (key, client, recording).
     #[error("model {name:?}: {problem}")]
     Connect { name: String, problem: String },
@@ -358,6 +364,13 @@ pub trait Model: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// The user's words a recorded conversation holds for `scenario`'s
+    /// trial `trial` (a replay plays both sides): they replace the
+    /// scenario's simulated user. `None`: the scenario's user speaks.
+    fn recorded_user(&self, _scenario: &str, _trial: u32) -> Option<Vec<String>> {
+        None
+    }
+
     /// Start one trial: its own conversation, its own random sequence.
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a>;
 }
@@ -436,11 +449,17 @@ impl ModelFile {
                     "a bfcl-results model needs \"results\": the BFCL result file",
                 ));
             }
-            (ModelKind::BfclResults, Some(_)) | (_, None) => {}
+            (ModelKind::Tau2Results, None) => {
+                return Err(ModelError::invalid(
+                    "/results",
+                    "a tau2-results model needs \"results\": the Results JSON tau2 saved",
+                ));
+            }
+            (ModelKind::BfclResults | ModelKind::Tau2Results, Some(_)) | (_, None) => {}
             (_, Some(_)) => {
                 return Err(ModelError::invalid(
                     "/results",
-                    "\"results\" is only for bfcl-results models",
+                    "\"results\" is only for bfcl-results and tau2-results models",
                 ));
             }
         }
@@ -487,6 +506,15 @@ pub fn build(
         let path = file.results.as_deref().expect("checked: results is set");
         let results = BfclResults::load(path, file.results_format)?;
         return Ok(Arc::new(bfcl_replay::BfclReplay::new(
+            &file.name,
+            file.provider,
+            results,
+        )));
+    }
+    if file.kind == ModelKind::Tau2Results {
+        let path = file.results.as_deref().expect("checked: results is set");
+        let results = crate::tau2::results::Tau2Results::load(path)?;
+        return Ok(Arc::new(tau2_replay::Tau2Replay::new(
             &file.name,
             file.provider,
             results,

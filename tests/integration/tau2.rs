@@ -8,9 +8,10 @@
 //! $TOOLGAUGE_TAU2_PYTHON (set by .ci/run, which installs them); without
 //! it these tests say they are skipped, and why.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::toolgauge;
 
@@ -124,4 +125,150 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     assert_eq!(unsaid["breakdown"]["DB"], 1.0, "{unsaid}");
     assert_eq!(unsaid["breakdown"]["COMMUNICATE"], 0.0, "{unsaid}");
     assert_eq!(unsaid["ended_by"], "user_stop", "{unsaid}");
+}
+
+/// Replay the fixture's conversations of `tasks` (`domain`, or every task
+/// of the fixture when `tasks` is empty) through toolgauge and the bridge:
+/// (conversation id, tau2's recorded reward, toolgauge's) for each.
+fn replayed(python: &str, domain: &str, tasks: &[&str], dir: &Path) -> Vec<(String, Value, Value)> {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tau2")
+        .join(format!("{domain}.json"));
+    let recorded: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    let simulations = recorded["simulations"].as_array().unwrap();
+    let mut by_task: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    for simulation in simulations {
+        let task = simulation["task_id"].as_str().unwrap();
+        if tasks.is_empty() || tasks.contains(&task) {
+            by_task.entry(task).or_default().push(simulation);
+        }
+    }
+    let imported = dir.join(format!("{domain}-imported"));
+    let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
+    let output = toolgauge(&[
+        "import",
+        "tau2",
+        "--domain",
+        domain,
+        "--bridge",
+        &bridge,
+        "--out",
+        imported.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let suite = dir.join(format!("{domain}-suite"));
+    std::fs::create_dir_all(&suite).unwrap();
+    for task in by_task.keys() {
+        let name = format!("tau2_{domain}_{task}.json");
+        std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
+    }
+    let model = dir.join(format!("{domain}-replay.json"));
+    let file = json!({"name": "tau2-replay", "kind": "tau2-results", "results": fixture});
+    std::fs::write(&model, file.to_string()).unwrap();
+    let trials = by_task.values().map(Vec::len).max().unwrap_or(1);
+    let out = dir.join(format!("{domain}-out"));
+    let output = toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        model.to_str().unwrap(),
+        "--trials",
+        &trials.to_string(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("lost"), "no trial is lost: {stderr}");
+    let mut compared = Vec::new();
+    for event in std::fs::read_to_string(out.join("session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["type"] == "probe")
+    {
+        let task = event["scenario"]
+            .as_str()
+            .unwrap()
+            .rsplit('_')
+            .next()
+            .unwrap()
+            .to_owned();
+        let trial = event["trial"].as_u64().unwrap() as usize;
+        let of_task = &by_task[task.as_str()];
+        let simulation = of_task[trial % of_task.len()];
+        compared.push((
+            simulation["id"].as_str().unwrap().to_owned(),
+            simulation["reward_info"].clone(),
+            json!({
+                "reward": event["result"]["reward"],
+                "reward_breakdown": event["result"]["tau2"]["breakdown"],
+            }),
+        ));
+    }
+    compared
+}
+
+/// Where toolgauge's verdict and tau2's differ, one line each.
+fn disagreements(compared: &[(String, Value, Value)]) -> Vec<String> {
+    compared
+        .iter()
+        .filter(|(_, tau2, ours)| tau2 != ours)
+        .map(|(id, tau2, ours)| format!("{id}: tau2 {tau2}, toolgauge {ours}"))
+        .collect()
+}
+
+#[test]
+fn toolgauge_gives_tau2s_verdict_on_the_generated_conversations_of_two_tasks() {
+    let Some(python) =
+        bridge_python("toolgauge_gives_tau2s_verdict_on_the_generated_conversations_of_two_tasks")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Writes, information to say and every kind of mistake (airline 7);
+    // a retail task judged without an NL judge (0).
+    let mut compared = replayed(&python, "airline", &["7"], dir.path());
+    compared.extend(replayed(&python, "retail", &["0"], dir.path()));
+    let failed = compared
+        .iter()
+        .filter(|(_, tau2, _)| tau2["reward"] == 0.0)
+        .count();
+    assert!(compared.len() >= 10 && failed >= 4, "{compared:?}");
+    assert_eq!(disagreements(&compared), Vec::<String>::new());
+}
+
+/// Every conversation of tests/fixtures/tau2 (both domains), with
+/// TOOLGAUGE_TAU2_ALL=1: minutes of tau2's environments.
+#[test]
+fn toolgauge_gives_tau2s_verdict_on_every_generated_conversation() {
+    if std::env::var("TOOLGAUGE_TAU2_ALL").is_err() {
+        eprintln!(
+            "skipped: toolgauge_gives_tau2s_verdict_on_every_generated_conversation: set TOOLGAUGE_TAU2_ALL=1 (minutes)"
+        );
+        return;
+    }
+    let Some(python) =
+        bridge_python("toolgauge_gives_tau2s_verdict_on_every_generated_conversation")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut compared = replayed(&python, "airline", &[], dir.path());
+    compared.extend(replayed(&python, "retail", &[], dir.path()));
+    let failed = compared
+        .iter()
+        .filter(|(_, tau2, _)| tau2["reward"] == 0.0)
+        .count();
+    eprintln!(
+        "tau2 agreement: {} conversations ({failed} failed by tau2), {} disagreements",
+        compared.len(),
+        disagreements(&compared).len()
+    );
+    assert_eq!(disagreements(&compared), Vec::<String>::new());
 }

@@ -7,6 +7,8 @@
 //! bridge's probe: tau2's evaluator over the whole conversation. The gold
 //! actions become the reference calls mock models play.
 
+pub mod results;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -69,6 +71,11 @@ pub struct GoldAction {
     pub name: String,
     pub arguments: Map<String, Value>,
     pub requestor: String,
+}
+
+/// The scenario a task imports as: `tau2_<domain>_<id>`.
+pub fn scenario_name(domain: &str, task: &str) -> String {
+    format!("tau2_{domain}_{task}")
 }
 
 /// Who plays the user in the imported tasks.
@@ -184,7 +191,7 @@ pub fn scenario(
     let mut only = task.tools.clone();
     only.push(EVALUATE.to_owned());
     let mut tags = vec![json!("tau2"), json!(task.domain)];
-    if task.reward_basis.iter().any(|b| b == "NL_ASSERTION") {
+    if needs_judge(task) {
         tags.push(json!("nl_assertions"));
     }
     let mut description = format!(
@@ -198,7 +205,7 @@ pub fn scenario(
         description.push_str(purpose);
     }
     Ok(json!({
-        "name": format!("tau2_{}_{}", task.domain, task.id),
+        "name": scenario_name(&task.domain, &task.id),
         "description": description,
         "tags": tags,
         "tools": [{
@@ -227,7 +234,7 @@ pub fn scenario(
                 "transcript": "transcript",
                 // Full reward; tau2's breakdown beside it, into the log.
                 "result": {
-                    "reward": {"$gte": 1},
+                    "reward": {"$gte": 0.999_999},
                     "tau2": {"$present": true, "$example": {}},
                 },
             }},
@@ -268,6 +275,11 @@ fn user_block(task: &ExportedTask, user: &UserPlay) -> Value {
     played
 }
 
+/// Does the verdict weigh NL assertions (which need a judge model)?
+fn needs_judge(task: &ExportedTask) -> bool {
+    !task.nl_assertions.is_empty() && task.reward_basis.iter().any(|b| b == "NL_ASSERTION")
+}
+
 /// What a mock says when the gold actions are done: the information the
 /// task requires said, else a plain close.
 fn reference_answer(task: &ExportedTask) -> String {
@@ -304,11 +316,11 @@ pub fn import(
     let mut imported = Imported::default();
     for task in &tasks {
         let scenario = scenario(task, bridge, user)?;
-        let path = out.join(format!("tau2_{}_{}.json", task.domain, task.id));
+        let path = out.join(format!("{}.json", scenario_name(&task.domain, &task.id)));
         let text = serde_json::to_string_pretty(&scenario).expect("JSON values serialize");
         std::fs::write(&path, text).map_err(write_error(&path))?;
         imported.written += 1;
-        imported.nl_judged += usize::from(task.reward_basis.iter().any(|b| b == "NL_ASSERTION"));
+        imported.nl_judged += usize::from(needs_judge(task));
     }
     Ok(imported)
 }

@@ -1,0 +1,169 @@
+//! A tau2 Results JSON read back as conversations to replay: each
+//! simulation's agent messages (text and calls) and its user's words, by
+//! task, in the file's order. Only the fields replay needs are read:
+//! `info.environment_info.domain_name`, `simulations[].task_id` and
+//! `simulations[].messages`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Tau2ResultsError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a tau2 Results JSON ({source}); give the file `tau2 run` saved", path.display())]
+    Format {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+/// One message as the file holds it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordedMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<RecordedCall>>,
+}
+
+/// One tool call of an agent message.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordedCall {
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct File {
+    info: Info,
+    simulations: Vec<Simulation>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Info {
+    environment_info: EnvironmentInfo,
+}
+
+#[derive(Debug, Deserialize)]
+struct EnvironmentInfo {
+    domain_name: String,
+}
+
+/// One recorded conversation.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Simulation {
+    pub task_id: String,
+    #[serde(default)]
+    pub messages: Vec<RecordedMessage>,
+}
+
+impl Simulation {
+    /// The agent's messages after its greeting (which the scenario
+    /// holds), in order: one reply each.
+    pub fn agent_replies(&self) -> Vec<&RecordedMessage> {
+        let first_user = self.messages.iter().position(|m| m.role == "user");
+        self.messages
+            .iter()
+            .skip(first_user.unwrap_or(self.messages.len()))
+            .filter(|m| m.role == "assistant")
+            .collect()
+    }
+
+    /// What the user said, in order.
+    pub fn user_words(&self) -> Vec<String> {
+        self.messages
+            .iter()
+            .filter(|m| m.role == "user")
+            .map(|m| m.content.clone().unwrap_or_default())
+            .collect()
+    }
+}
+
+/// A Results JSON's simulations by scenario name (`tau2_<domain>_<task>`).
+#[derive(Debug)]
+pub struct Tau2Results {
+    by_scenario: HashMap<String, Vec<Simulation>>,
+}
+
+impl Tau2Results {
+    pub fn load(path: &Path) -> Result<Tau2Results, Tau2ResultsError> {
+        let bytes = crate::source::read_input(path).map_err(|source| Tau2ResultsError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let file: File =
+            serde_json::from_slice(&bytes).map_err(|source| Tau2ResultsError::Format {
+                path: path.to_owned(),
+                source,
+            })?;
+        let domain = file.info.environment_info.domain_name;
+        let mut by_scenario: HashMap<String, Vec<Simulation>> = HashMap::new();
+        for simulation in file.simulations {
+            let name = super::scenario_name(&domain, &simulation.task_id);
+            by_scenario.entry(name).or_default().push(simulation);
+        }
+        Ok(Tau2Results { by_scenario })
+    }
+
+    pub fn contains(&self, scenario: &str) -> bool {
+        self.by_scenario.contains_key(scenario)
+    }
+
+    /// The conversation trial `trial` of `scenario` replays: the task's
+    /// simulations in the file's order, starting over when there are
+    /// more trials.
+    pub fn simulation(&self, scenario: &str, trial: u32) -> Option<&Simulation> {
+        let simulations = self.by_scenario.get(scenario)?;
+        simulations.get(trial as usize % simulations.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_simulation_replays_the_agent_after_its_greeting_and_the_users_words_in_order() {
+        let simulation: Simulation = serde_json::from_value(serde_json::json!({
+            "task_id": "7",
+            "messages": [
+                {"role": "assistant", "content": "Hi! How can I help you today?"},
+                {"role": "user", "content": "Cancel ABC123."},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "name": "cancel_reservation", "arguments": {"reservation_id": "ABC123"}, "requestor": "assistant"}
+                ]},
+                {"role": "tool", "id": "c1", "content": "{}", "requestor": "assistant"},
+                {"role": "assistant", "content": "Cancelled."},
+                {"role": "user", "content": "###STOP###"}
+            ]
+        }))
+        .unwrap();
+        let replies = simulation.agent_replies();
+        assert_eq!(replies.len(), 2, "the greeting is the scenario's");
+        let calls = replies[0].tool_calls.as_ref().unwrap();
+        assert_eq!(calls[0].name, "cancel_reservation");
+        assert_eq!(replies[1].content.as_deref(), Some("Cancelled."));
+        assert_eq!(simulation.user_words(), ["Cancel ABC123.", "###STOP###"]);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_results_json_says_what_to_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, r#"{"simulations": []}"#).unwrap();
+        let error = Tau2Results::load(&path).unwrap_err().to_string();
+        assert!(error.contains("not a tau2 Results JSON"), "{error}");
+        assert!(error.contains("the file `tau2 run` saved"), "{error}");
+    }
+}
