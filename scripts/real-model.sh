@@ -15,7 +15,7 @@
 #                                   $PROXY_PORT, in the background (pids
 #                                   in $STATE/*.pid)
 #   scripts/real-model.sh stop      stop them all (and their process groups)
-#   scripts/real-model.sh job [all] CI's job: scenarios/real (14 of its
+#   scripts/real-model.sh job [all] CI's job: scenarios/real (10 of its
 #                                   31 scenarios, or all) under
 #                                   pointer-list and bare feedback side by
 #                                   side, then streamed, straight and
@@ -206,15 +206,14 @@ job() {
   [ -d "$MODELS" ] || ported_models
   # doctor against this server runs in cargo test
   # (tests/integration/real_model.rs), which .ci/run runs before this.
-  # In CI, the 14 scenarios where an error can be fed back or a call is
-  # plain (about 5 minutes); `job all`, all 31 (about 13).
+  # In CI, the 10 scenarios where an error can be fed back, and two plain
+  # calls (about 4 minutes); `job all`, all 31 (about 13).
   local suite=(scenarios/real)
   if [ "${1:-}" != all ]; then
     suite=()
     for name in scripted_unknown_tool scripted_broken_json scripted_validation \
       scripted_never_fixed file_traversal_read file_traversal_write timeout_recovery \
-      math_divide weather_units_any currency_enum_pair weather_single echo_simple \
-      thermostat_set user_lookup; do
+      weather_units_any weather_single user_lookup; do
       suite+=("scenarios/real/$name.json")
     done
   fi
