@@ -265,10 +265,16 @@ streamed() {
 # The rest of the pipeline against the real model: the agent suite with
 # its conversations' simulated user played by the same model (on the
 # second server), and 5 BFCL multi-turn entries on BFCL's own classes
-# (with TOOLGAUGE_BFCL_PYTHON, as .ci/run sets it).
+# (with TOOLGAUGE_BFCL_PYTHON, as .ci/run sets it). `pipeline bfcl`: the
+# BFCL entries only.
 pipeline() {
   mkdir -p "$OUT"
   [ -d "$MODELS" ] || ported_models
+  [ "${1:-}" = bfcl ] || pipeline_agent
+  pipeline_bfcl
+}
+
+pipeline_agent() {
   python3 scripts/real_model/agent_suite.py "$OUT/agent-suite" \
     "$MODELS/qwen2.5-coder-0.5b-bare.json" qwen2.5-coder-0.5b-user "$OUT/user.json"
   echo "== the agent suite, its simulated user played by the same model"
@@ -277,7 +283,9 @@ pipeline() {
     --user-model "$OUT/user.json" --trials 1 --seed 1 --force --out "$OUT/agent"
   set -e
   python3 scripts/real_model/check_run.py "$OUT/agent" --server-losses
+}
 
+pipeline_bfcl() {
   if [ -z "${TOOLGAUGE_BFCL_PYTHON:-}" ]; then
     echo "== BFCL multi-turn: skipped (TOOLGAUGE_BFCL_PYTHON is not set)"
     return
@@ -287,7 +295,8 @@ pipeline() {
   toolgauge import bfcl ../shared/corpora/bfcl/BFCL_v4_multi_turn_base.json --out "$OUT/bfcl-suite" \
     --bridge "$TOOLGAUGE_BFCL_PYTHON scripts/bfcl_bridge/bridge.py" >/dev/null
   local entries
-  entries=$(ls "$OUT"/bfcl-suite/*.json | sort -V | head -5)
+  # sed reads all its input: head would leave sort to die of SIGPIPE.
+  entries=$(ls "$OUT"/bfcl-suite/*.json | sort -V | sed -n 1,5p)
   set +e
   # shellcheck disable=SC2086 # one argument per entry file
   timed_run run $entries --models "$MODELS/qwen2.5-coder-0.5b.json" \
@@ -335,7 +344,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   job) job "${2:-}" ;;
-  pipeline) pipeline ;;
+  pipeline) pipeline "${2:-}" ;;
   styles) styles "${2:-}" ;;
-  *) echo "usage: $0 install|start|stop|job [all]|pipeline|styles TRIALS" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|stop|job [all]|pipeline [bfcl]|styles TRIALS" >&2; exit 2 ;;
 esac
