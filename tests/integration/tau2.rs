@@ -32,6 +32,27 @@ fn bridge_python(test: &str) -> Option<String> {
     python
 }
 
+/// `toolgauge import tau2` of `domain` into `out`, through the bridge.
+fn import(python: &str, domain: &str, out: &Path) {
+    let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
+    let output = toolgauge(&[
+        "import",
+        "tau2",
+        "--domain",
+        domain,
+        "--bridge",
+        &bridge,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The probe's result of each trial in a run's session log, by scenario.
 fn verdicts(out: &Path) -> Vec<(String, Value)> {
     std::fs::read_to_string(out.join("session.jsonl"))
@@ -57,23 +78,7 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     };
     let dir = tempfile::tempdir().unwrap();
     let imported = dir.path().join("airline");
-    let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
-    let output = toolgauge(&[
-        "import",
-        "tau2",
-        "--domain",
-        "airline",
-        "--bridge",
-        &bridge,
-        "--out",
-        imported.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    import(&python, "airline", &imported);
     assert_eq!(std::fs::read_dir(&imported).unwrap().count(), 50);
 
     // Writes and information to say (7), a transfer (13); and 7 again
@@ -144,23 +149,7 @@ fn replayed(python: &str, domain: &str, tasks: &[&str], dir: &Path) -> Vec<(Stri
         }
     }
     let imported = dir.join(format!("{domain}-imported"));
-    let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
-    let output = toolgauge(&[
-        "import",
-        "tau2",
-        "--domain",
-        domain,
-        "--bridge",
-        &bridge,
-        "--out",
-        imported.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    import(python, domain, &imported);
     let suite = dir.join(format!("{domain}-suite"));
     std::fs::create_dir_all(&suite).unwrap();
     for task in by_task.keys() {
