@@ -148,9 +148,6 @@ fn last_agent_words(prompt: &[serde_json::Value]) -> String {
         .to_owned()
 }
 
-/// The agent's words that end a conversation (as tau2's agent ends one).
-const AGENT_STOP: &str = "###STOP###";
-
 /// One task trial as it goes: the judge, the model turns so far (the
 /// trial's attempts), what Return produced last, how the last user turn
 /// ended.
@@ -249,7 +246,9 @@ impl<'t> Play<'t> {
             let Some(agent_said) = answer.as_deref() else {
                 break;
             };
-            if agent_said.contains(AGENT_STOP) {
+            // The user's stop word ends it from the agent's side too (as
+            // tau2's agent ends one).
+            if agent_said.contains(crate::scenario::user::STOP) {
                 self.ended_by = Some(EndedBy::AgentStop);
                 break;
             }
