@@ -30,31 +30,16 @@ ended so: 0.
 import argparse
 import asyncio
 import json
-import os
 import sys
 import uuid
-from pathlib import Path
 
 import mcp.server.stdio
 import mcp.types as types
-from loguru import logger
 from mcp.server.lowlevel import Server
 
-# Before tau2 is imported: its data beside this checkout
-# (../shared/oracles/tau2) unless TAU2_DATA_DIR says otherwise; litellm's
-# price table from the package, not fetched over the network; tau2's log
-# (DEBUG on stderr) down to its warnings.
-os.environ.setdefault(
-    "TAU2_DATA_DIR",
-    str(Path(__file__).resolve().parents[3] / "shared/oracles/tau2/tau2-bench/data"),
-)
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# tau2's NL judge would call a provider through litellm with whatever key
-# the environment holds: no key of the user's leaves through the bridge.
-for name in [n for n in os.environ if n.endswith(("_API_KEY", "_API_TOKEN"))]:
-    del os.environ[name]
-logger.remove()
-logger.add(sys.stderr, level="WARNING")
+import tau2_ready  # before tau2: see its doc
+
+tau2_ready.quiet("WARNING")
 
 # isort: split
 from tau2.agent.llm_agent import LLMAgent

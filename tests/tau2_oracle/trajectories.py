@@ -26,22 +26,14 @@ calls itself), and each simulation's `variant` beside them.
 import argparse
 import copy
 import json
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault(
-    "TAU2_DATA_DIR",
-    str(Path(__file__).resolve().parents[3] / "shared/oracles/tau2/tau2-bench/data"),
-)
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-for name in [n for n in os.environ if n.endswith(("_API_KEY", "_API_TOKEN"))]:
-    del os.environ[name]
+# The bridge's own preparation for tau2 (data, no network, no keys).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts/tau2_bridge"))
+import tau2_ready  # noqa: E402
 
-from loguru import logger  # noqa: E402
-
-logger.remove()
-logger.add(sys.stderr, level="ERROR")
+tau2_ready.quiet("ERROR")
 
 from tau2.data_model.message import (  # noqa: E402
     AssistantMessage,
