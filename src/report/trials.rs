@@ -186,10 +186,12 @@ fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow<'static> {
         return TrialRow::default();
     };
     let timing = &stream.timing;
+    // `{:?}` writes a whole number as "3.0", as the CSV writer writes
+    // first_call_ms; Display would write "3", the same time two ways.
     let calls: Vec<String> = timing
         .calls
         .iter()
-        .map(|d| millis(*d).to_string())
+        .map(|d| format!("{:?}", millis(*d)))
         .collect();
     TrialRow {
         first_byte_ms: Some(millis(timing.first_byte)),
@@ -484,4 +486,37 @@ fn whole_lines_length(file: &mut File) -> io::Result<u64> {
         end = start;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_whole_millisecond_call_time_is_written_as_first_call_ms_is() {
+        let stream = StreamRecord {
+            timing: StreamTiming {
+                first_byte: Duration::from_millis(1),
+                first_token: None,
+                calls: vec![Duration::from_millis(3), Duration::from_micros(4_250)],
+                end: Duration::from_millis(5),
+            },
+            turn: Duration::from_millis(6),
+            early_ideal: Duration::from_millis(6),
+            ran_early: 1,
+        };
+        let mut writer = csv::Writer::from_writer(vec![]);
+        writer.serialize(stream_columns(Some(&stream))).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let row = reader.records().next().unwrap().unwrap();
+        let column = |name: &str| &row[headers.iter().position(|h| h == name).unwrap()];
+        assert_eq!(column("calls_ms"), "3.0;4.25");
+        assert_eq!(
+            column("calls_ms").split(';').next(),
+            Some(column("first_call_ms"))
+        );
+    }
 }
