@@ -11,12 +11,12 @@ use std::path::Path;
 use super::transcript::{EndedBy, Transcript};
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
-use crate::metrics::{AttemptRecord, Ending, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptRecord, Ending, Score, TaskEnd, TrialRecord};
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
 use crate::scenario::user::{SimulatedUser, UserPlayer};
-use crate::scenario::{Probe, Task, TaskJudge};
+use crate::scenario::{Probe, ScoreFile, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
 pub(super) async fn run_task(
@@ -345,6 +345,9 @@ impl<'t> Play<'t> {
                             let _ =
                                 log.record_probe(&probe.tool, &probe.arguments, &result, passed);
                         }
+                        if let (Some(file), Some(last)) = (&probe.score, self.turns.last_mut()) {
+                            last.score = read_score(file, &result);
+                        }
                         Some(result)
                     }
                     Err(why) => {
@@ -510,6 +513,34 @@ fn log_user(run: &mut TrialRun<'_>, who: &str, text: &str, usage: Option<crate::
     if let Some(log) = &mut run.log {
         let _ = log.record_user(who, text, usage);
     }
+}
+
+/// The score in a probe's result, where `file` says it is; `None` when
+/// the result has no number at the reward's pointer (a probe that did
+/// not judge).
+fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
+    let reward = result.pointer(&file.reward)?.as_f64()?;
+    let components = file
+        .components
+        .as_deref()
+        .and_then(|at| result.pointer(at)?.as_object())
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|(name, v)| Some((name.clone(), v.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = file
+        .reason
+        .as_deref()
+        .and_then(|at| result.pointer(at)?.as_str())
+        .map(str::to_owned);
+    Some(Score {
+        reward,
+        components,
+        reason,
+    })
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! Measures computed from plain trial records: success after each attempt,
 //! conditional success, Wilson intervals, pass^k, self-correction (overall
 //! and per failure kind), parallel speedup and efficiency, latency
-//! percentiles, and paired model comparisons with McNemar's test. Nothing
+//! percentiles, probes' rewards, and paired model comparisons with McNemar's test. Nothing
 //! here knows about models, HTTP or files.
 
 mod aggregate;
 mod latency;
+mod score;
 mod stats;
 mod streaming;
 mod task;
@@ -17,6 +18,7 @@ use crate::call::{CALL_AS_TEXT, Failure, Usage};
 
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
+pub use score::{PASSED, Score, ScoreStats};
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
 pub use streaming::{StreamRecord, StreamStats};
 pub use task::{Ending, TaskEnd, TaskStats, histogram_mean, histogram_percentile};
@@ -71,6 +73,9 @@ pub struct AttemptRecord {
     /// this model turn (apart from the agent's).
     pub user_usage: Usage,
     pub user_cost: f64,
+    /// Tasks, on the model turn whose user turn a scoring probe judged:
+    /// the probe's reward and its parts.
+    pub score: Option<Score>,
 }
 
 /// One trial: a scenario run against a model until success or out of attempts.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::TrialRecord;
+use super::{ScoreStats, TrialRecord};
 
 /// Why a task's loop stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +88,8 @@ pub struct TaskStats {
     pub survived: u64,
     /// A simulated user's tokens, input and output.
     pub user_tokens: u64,
+    /// What scoring probes gave (empty without one).
+    pub scores: ScoreStats,
 }
 
 impl TaskStats {
@@ -116,6 +118,9 @@ impl TaskStats {
             .iter()
             .map(|a| a.user_usage.input_tokens + a.user_usage.output_tokens)
             .sum::<u64>();
+        for score in trial.attempts.iter().filter_map(|a| a.score.as_ref()) {
+            self.scores.add(score);
+        }
     }
 
     pub fn merge(&mut self, other: &TaskStats) {
@@ -135,6 +140,7 @@ impl TaskStats {
         self.user_turns_passed += other.user_turns_passed;
         self.survived += other.survived;
         self.user_tokens += other.user_tokens;
+        self.scores.merge(&other.scores);
     }
 
     /// Conversations only (a task whose user speaks more than once): of

@@ -47,6 +47,7 @@ impl Reporter for Markdown {
         text.push_str(&super::streamed::markdown(&super::summary::streamed_cells(
             &rows,
         )));
+        text.push_str(&super::scores::markdown(info, stats));
         if !charts.is_empty() {
             text.push_str("\n## Charts\n\n");
             for chart in &charts {

@@ -1,7 +1,8 @@
 //! Reports, fed plain records and events: a [`RunEvent`] goes to every
 //! [`Reporter`] through one fan-out ([`Reporters`]), which also keeps the
 //! run's measures ([`Aggregate`]). Each file has its reporter: trials.csv
-//! (`trials`), session.jsonl (`session`), the summary CSVs (`summary`),
+//! (`trials`), session.jsonl (`session`), the summary CSVs (`summary`;
+//! scores.csv from `scores`),
 //! summary.md (`markdown`), junit.xml (`junit`), and the threshold gate
 //! for CI ([`Gate`]). `compare` reads two runs' summaries. CSV rows are
 //! serde structs: the struct is the column contract, documented in
@@ -13,7 +14,7 @@ mod compare;
 mod html;
 mod junit;
 mod markdown;
-
+mod scores;
 mod session;
 mod streamed;
 mod summary;

@@ -601,7 +601,12 @@ impl Reporter for SummaryCsvs {
                     })
             })
         });
-        write_rows::<PassKRow>(&out.join("pass_k.csv"), pass_k_rows)
+        write_rows::<PassKRow>(&out.join("pass_k.csv"), pass_k_rows)?;
+        let scores = super::scores::rows(info, stats);
+        if scores.is_empty() {
+            return Ok(());
+        }
+        write_rows::<super::scores::ScoreRow>(&out.join("scores.csv"), scores)
     }
 }
 

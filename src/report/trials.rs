@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::call::{Failure, StreamTiming, Usage};
-use crate::metrics::{AttemptRecord, Ending, StreamRecord, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptRecord, Ending, Score, StreamRecord, TaskEnd, TrialRecord};
 
 /// The column contract of trials.csv. Written, a row borrows its texts
 /// from the trial and the run (no copy per row); read, it owns them.
@@ -114,6 +114,15 @@ pub struct TrialRow<'a> {
     pub user_output_tokens: u64,
     #[serde(default)]
     pub user_cost_usd: f64,
+    /// Tasks with a scoring probe, on the row it judged: the reward, its
+    /// parts (`DB=1.0;COMMUNICATE=0.0`) and why the conversation ended,
+    /// as the probe gave them.
+    #[serde(default)]
+    pub reward: Option<f64>,
+    #[serde(default)]
+    pub reward_parts: Cow<'a, str>,
+    #[serde(default)]
+    pub reward_reason: Cow<'a, str>,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -176,6 +185,14 @@ pub fn rows<'r>(
             user_input_tokens: a.user_usage.input_tokens,
             user_output_tokens: a.user_usage.output_tokens,
             user_cost_usd: round_cost(a.user_cost),
+            reward: a.score.as_ref().map(|s| s.reward),
+            reward_parts: a.score.as_ref().map_or(Cow::Borrowed(""), reward_parts),
+            reward_reason: Cow::Borrowed(
+                a.score
+                    .as_ref()
+                    .and_then(|s| s.reason.as_deref())
+                    .unwrap_or_default(),
+            ),
             ..stream_columns(a.stream.as_ref())
         })
 }
@@ -204,6 +221,40 @@ fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow<'static> {
         ran_early: stream.ran_early,
         ..TrialRow::default()
     }
+}
+
+/// A score's parts as one column: `DB=1.0;COMMUNICATE=0.0`.
+fn reward_parts(score: &Score) -> Cow<'static, str> {
+    let parts: Vec<String> = score
+        .components
+        .iter()
+        .map(|(name, value)| format!("{name}={value:?}"))
+        .collect();
+    Cow::Owned(parts.join(";"))
+}
+
+/// A row's score read back from `path`; `None`: no probe scored it.
+fn score_of(row: &TrialRow<'_>, path: &Path) -> io::Result<Option<Score>> {
+    let Some(reward) = row.reward else {
+        return Ok(None);
+    };
+    let mut components = Vec::new();
+    for part in row.reward_parts.split(';').filter(|p| !p.is_empty()) {
+        let parsed = part
+            .split_once('=')
+            .and_then(|(name, value)| Some((name.to_owned(), value.parse().ok()?)));
+        components.push(parsed.ok_or_else(|| {
+            io::Error::other(format!(
+                "{}: reward_parts {part:?} is not NAME=NUMBER",
+                path.display()
+            ))
+        })?);
+    }
+    Ok(Some(Score {
+        reward,
+        components,
+        reason: (!row.reward_reason.is_empty()).then(|| row.reward_reason.to_string()),
+    }))
 }
 
 /// A row's streamed-reply columns read back; `None`: not streamed.
@@ -361,6 +412,7 @@ impl<'p> TrialReader<'p> {
             "no" => Some(false),
             other => return Err(unknown("user_turn_passed", other)),
         };
+        let score = score_of(&row, &self.path)?;
         let reason = (!row.reason.is_empty()).then(|| row.reason.into_owned());
         let reason_parameter =
             (!row.reason_parameter.is_empty()).then(|| row.reason_parameter.into_owned());
@@ -407,6 +459,7 @@ impl<'p> TrialReader<'p> {
             redundant: row.redundant_calls,
             schema_errors: row.schema_errors,
             recovered: row.recovered,
+            score,
         };
         Ok(Converted {
             model,

@@ -26,7 +26,7 @@ pub use judge::{TaskJudge, TurnMarks};
 pub use load::{
     LoadError, SCENARIO_SCHEMA, Skipped, Suite, load_scenario, load_suite, load_suites,
 };
-pub use probe::Probe;
+pub use probe::{Probe, ScoreFile};
 pub use task::{Task, UserTurn};
 
 /// The default number of attempts a model gets.

@@ -1,6 +1,7 @@
 //! A probe: a call toolgauge makes when a user turn ends, to read state
 //! the model's tools hold elsewhere (an MCP server's), its tool never the
-//! model's, its result matched. Written as a task's `final_state.probe`.
+//! model's, its result matched, and its score (a reward and its parts)
+//! read for the reports. Written as a task's `final_state.probe`.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -23,6 +24,23 @@ pub struct ProbeFile {
     pub transcript: Option<String>,
     /// A matcher on the result: read as JSON when it is JSON, else text.
     pub result: Value,
+    /// Where in the result its judge's reward and parts are, to report.
+    #[serde(default)]
+    pub score: Option<ScoreFile>,
+}
+
+/// `final_state.probe.score`: JSON pointers into the probe's result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScoreFile {
+    /// A number: the trial's reward.
+    pub reward: String,
+    /// An object of numbers: the reward's parts, by name.
+    #[serde(default)]
+    pub components: Option<String>,
+    /// A string: why the conversation ended, in the judge's words.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A call toolgauge makes when a turn ends, to read state the model's
@@ -35,6 +53,31 @@ pub struct Probe {
     /// The argument filled with the conversation, if any.
     pub transcript: Option<String>,
     pub result: Matcher,
+    pub score: Option<ScoreFile>,
+}
+
+impl ScoreFile {
+    /// Each pointer is `""` or starts with `/` (RFC 6901).
+    fn check(&self, at: &Pointer) -> Result<(), Located> {
+        let pointers = [
+            ("reward", Some(&self.reward)),
+            ("components", self.components.as_ref()),
+            ("reason", self.reason.as_ref()),
+        ];
+        for (field, pointer) in pointers {
+            if let Some(pointer) = pointer
+                && !(pointer.is_empty() || pointer.starts_with('/'))
+            {
+                return Err(Located::new(
+                    at.clone().key(field),
+                    format!(
+                        "{pointer:?} is not a JSON pointer: write \"/reward\", \"/a/b\" or \"\""
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A `final_state`'s probe, written at `at`, checked against the
@@ -71,10 +114,14 @@ pub(super) fn compile_probe(
             ),
         ));
     }
+    if let Some(score) = &probe.score {
+        score.check(&at.clone().key("score"))?;
+    }
     Ok(Some(Probe {
         tool: probe.tool.clone(),
         arguments: Arguments::from_map(probe.arguments.clone()),
         transcript: probe.transcript.clone(),
         result,
+        score: probe.score.clone(),
     }))
 }

@@ -237,6 +237,11 @@ pub fn scenario(
                     "reward": {"$gte": 0.999_999},
                     "tau2": {"$present": true, "$example": {}},
                 },
+                "score": {
+                    "reward": "/reward",
+                    "components": "/tau2/breakdown",
+                    "reason": "/tau2/ended_by",
+                },
             }},
         },
     }))

@@ -411,7 +411,7 @@ fn added_tools_must_be_the_scenarios_and_no_milestone_may_need_a_tool_the_model_
 const SIMULATED: &str = "scenarios/agent/conversation_simulated_user.json";
 
 /// `scenario` on the scripted mock, `trials` trials, reports in `out`.
-fn scripted_run(scenario: &str, trials: u32, out: &Path) -> std::process::Output {
+pub(crate) fn scripted_run(scenario: &str, trials: u32, out: &Path) -> std::process::Output {
     crate::toolgauge(&[
         "run",
         scenario,
@@ -618,7 +618,7 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
 }
 
 /// The MCP test server example, built by `cargo test`.
-fn mcp_test_server() -> std::path::PathBuf {
+pub(crate) fn mcp_test_server() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent()
         .unwrap()

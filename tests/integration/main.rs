@@ -23,6 +23,7 @@ mod responses;
 mod robustness;
 mod run;
 mod sandbox;
+mod scores;
 mod snapshots;
 mod store;
 mod stream_timing;

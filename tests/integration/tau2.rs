@@ -130,6 +130,17 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     assert_eq!(unsaid["breakdown"]["DB"], 1.0, "{unsaid}");
     assert_eq!(unsaid["breakdown"]["COMMUNICATE"], 0.0, "{unsaid}");
     assert_eq!(unsaid["ended_by"], "user_stop", "{unsaid}");
+    // The reports carry tau2's breakdown per domain (a tag).
+    let scores = std::fs::read_to_string(out.join("scores.csv")).unwrap();
+    for line in [
+        "scripted,tag,airline,reward,,2,3,0.666667",
+        "scripted,tag,airline,component,COMMUNICATE,2,3,0.666667",
+        "scripted,tag,airline,component,DB,3,3,1.0",
+        "scripted,tag,airline,ended,user_stop,3,3,1.0",
+        "scripted,tag,airline,pass_k,1,3,3,0.666667",
+    ] {
+        assert!(scores.lines().any(|l| l == line), "{line}\n{scores}");
+    }
 }
 
 /// Replay the fixture's conversations of `tasks` (`domain`, or every task

@@ -1,0 +1,106 @@
+//! A probe's score (`final_state.probe.score`): a reward, its named
+//! components and why the conversation ended, as the probe's own judge
+//! gave them (tau2's evaluator, say), kept per trial and counted per cell.
+
+use std::collections::BTreeMap;
+
+/// A component or a reward counts as passed at this value or above (tau2's
+/// `is_successful`: a reward of 1 within float error).
+pub const PASSED: f64 = 1.0 - 1e-6;
+
+/// One trial's score, read from its probe's result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Score {
+    pub reward: f64,
+    /// By name, in the probe's order (tau2: `DB`, `COMMUNICATE`, ...).
+    pub components: Vec<(String, f64)>,
+    /// Why the conversation ended, in the judge's words.
+    pub reason: Option<String>,
+}
+
+/// Running scores of one cell, or of a group of cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoreStats {
+    pub scored: u64,
+    pub reward_sum: f64,
+    /// Trials whose reward passed.
+    pub rewarded: u64,
+    /// By component: (passed, scored).
+    pub components: BTreeMap<String, (u64, u64)>,
+    /// Trials by why they ended (unnamed ones apart).
+    pub reasons: BTreeMap<String, u64>,
+}
+
+impl ScoreStats {
+    pub fn add(&mut self, score: &Score) {
+        self.scored += 1;
+        self.reward_sum += score.reward;
+        self.rewarded += u64::from(score.reward >= PASSED);
+        for (name, value) in &score.components {
+            let entry = self.components.entry(name.clone()).or_default();
+            entry.0 += u64::from(*value >= PASSED);
+            entry.1 += 1;
+        }
+        if let Some(reason) = &score.reason {
+            *self.reasons.entry(reason.clone()).or_default() += 1;
+        }
+    }
+
+    pub fn merge(&mut self, other: &ScoreStats) {
+        self.scored += other.scored;
+        self.reward_sum += other.reward_sum;
+        self.rewarded += other.rewarded;
+        for (name, (passed, scored)) in &other.components {
+            let entry = self.components.entry(name.clone()).or_default();
+            entry.0 += passed;
+            entry.1 += scored;
+        }
+        for (reason, n) in &other.reasons {
+            *self.reasons.entry(reason.clone()).or_default() += n;
+        }
+    }
+
+    pub fn mean_reward(&self) -> Option<f64> {
+        (self.scored > 0).then(|| self.reward_sum / self.scored as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn score(reward: f64, db: f64, reason: &str) -> Score {
+        Score {
+            reward,
+            components: vec![("DB".into(), db), ("COMMUNICATE".into(), 1.0)],
+            reason: Some(reason.into()),
+        }
+    }
+
+    #[test]
+    fn a_component_passes_at_one_within_float_error_and_not_below() {
+        let mut stats = ScoreStats::default();
+        stats.add(&score(0.999_999_9, 0.999_999_9, "user_stop"));
+        stats.add(&score(0.5, 0.99, "too_many_errors"));
+        assert_eq!(stats.rewarded, 1);
+        assert_eq!(stats.components["DB"], (1, 2));
+        assert_eq!(stats.components["COMMUNICATE"], (2, 2));
+        assert_eq!(stats.reasons["too_many_errors"], 1);
+        let mean = stats.mean_reward().unwrap();
+        assert!((mean - 0.749_999_95).abs() < 1e-9, "{mean}");
+    }
+
+    #[test]
+    fn merged_scores_count_as_added_ones() {
+        let (mut one, mut a, mut b) = Default::default();
+        for (i, s) in [score(1.0, 1.0, "a"), score(0.0, 0.0, "b")]
+            .iter()
+            .enumerate()
+        {
+            ScoreStats::add(&mut one, s);
+            ScoreStats::add(if i == 0 { &mut a } else { &mut b }, s);
+        }
+        ScoreStats::merge(&mut a, &b);
+        assert_eq!(a, one);
+    }
+}

@@ -1,0 +1,203 @@
+//! Probes' scores in the reports (tau2's reward, say): scores.csv, one
+//! row per measure of each model, per scenario and per tag of the scored
+//! scenarios (tau2: a domain is a tag), and summary.md's "Rewards" table,
+//! per model and tag. The measures: the mean reward (with the trials
+//! rewarded 1), each component's pass rate, why conversations ended, and
+//! over a tag's tasks pass^k as tau2 computes it (the mean of each task's
+//! unbiased estimate). Nothing is written for a run no probe scored.
+
+use serde::Serialize;
+
+use super::{RunInfo, round};
+use crate::markup::{Align::Left, Align::Right, Table};
+use crate::metrics::{Aggregate, CellStats, ScoreStats, pass_hat_k};
+
+/// scores.csv's row. `kind` says what `count`, `of` and `value` are:
+/// `reward` (trials rewarded 1, trials scored, the mean reward),
+/// `component` (trials the component `name` passed, trials it was scored
+/// on, the share), `ended` (trials ended by `name`, trials scored, the
+/// share), `pass_k` (k is `name`; tasks, tasks, the mean pass^k).
+#[derive(Debug, Default, Serialize)]
+pub(super) struct ScoreRow {
+    model: String,
+    /// `scenario` or `tag`.
+    scope: &'static str,
+    group: String,
+    kind: &'static str,
+    name: String,
+    count: u64,
+    of: u64,
+    value: f64,
+}
+
+/// The scored scenarios of one model grouped under a name: their scores
+/// merged, and each one's (successes, trials) for pass^k.
+struct Group {
+    scope: &'static str,
+    name: String,
+    scores: ScoreStats,
+    tasks: Vec<(u64, u64)>,
+}
+
+fn scores(cell: &CellStats) -> Option<&ScoreStats> {
+    cell.task
+        .as_ref()
+        .map(|t| &t.scores)
+        .filter(|s| s.scored > 0)
+}
+
+/// Each model's groups: its scored scenarios, then each tag of them.
+fn groups(info: &RunInfo, stats: &Aggregate, m: usize) -> Vec<Group> {
+    let mut by_scenario = Vec::new();
+    let mut by_tag: Vec<Group> = Vec::new();
+    for (s, cell) in stats.cells[m].iter().enumerate() {
+        let Some(scored) = scores(cell) else { continue };
+        let task = (cell.successes(), cell.trials);
+        by_scenario.push(Group {
+            scope: "scenario",
+            name: info.scenarios[s].name.clone(),
+            scores: scored.clone(),
+            tasks: vec![task],
+        });
+        for tag in &info.scenarios[s].tags {
+            let at = match by_tag.iter().position(|g| &g.name == tag) {
+                Some(at) => at,
+                None => {
+                    by_tag.push(Group {
+                        scope: "tag",
+                        name: tag.clone(),
+                        scores: ScoreStats::default(),
+                        tasks: Vec::new(),
+                    });
+                    by_tag.len() - 1
+                }
+            };
+            by_tag[at].scores.merge(scored);
+            by_tag[at].tasks.push(task);
+        }
+    }
+    by_tag.sort_by(|a, b| a.name.cmp(&b.name));
+    by_scenario.extend(by_tag);
+    by_scenario
+}
+
+/// pass^k over a group's tasks at k = 1 up to the fewest trials any of
+/// them had: tau2's mean of each task's C(c, k) / C(n, k).
+fn pass_k(tasks: &[(u64, u64)]) -> Vec<(u64, f64)> {
+    let fewest = tasks.iter().map(|t| t.1).min().unwrap_or(0);
+    (1..=fewest)
+        .map(|k| {
+            let sum: f64 = tasks.iter().map(|&(c, n)| pass_hat_k(c, n, k)).sum();
+            (k, sum / tasks.len() as f64)
+        })
+        .collect()
+}
+
+pub(super) fn rows(info: &RunInfo, stats: &Aggregate) -> Vec<ScoreRow> {
+    let mut rows = Vec::new();
+    for (m, model) in info.models.iter().enumerate() {
+        for group in groups(info, stats, m) {
+            let row = |kind, name: String, count, of, value: f64| ScoreRow {
+                model: model.name.clone(),
+                scope: group.scope,
+                group: group.name.clone(),
+                kind,
+                name,
+                count,
+                of,
+                value: round(value),
+            };
+            let s = &group.scores;
+            let share = |n: u64, of: u64| n as f64 / of.max(1) as f64;
+            rows.push(row(
+                "reward",
+                String::new(),
+                s.rewarded,
+                s.scored,
+                s.mean_reward().unwrap_or(0.0),
+            ));
+            for (name, &(passed, of)) in &s.components {
+                rows.push(row(
+                    "component",
+                    name.clone(),
+                    passed,
+                    of,
+                    share(passed, of),
+                ));
+            }
+            for (name, &n) in &s.reasons {
+                rows.push(row("ended", name.clone(), n, s.scored, share(n, s.scored)));
+            }
+            let tasks = group.tasks.len() as u64;
+            for (k, value) in pass_k(&group.tasks) {
+                rows.push(row("pass_k", k.to_string(), tasks, tasks, value));
+            }
+        }
+    }
+    rows
+}
+
+/// summary.md's "Rewards" table: per model and tag of the scored
+/// scenarios; empty when no probe scored.
+pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
+    let mut t = Table::new(&[
+        ("model", Left),
+        ("tag", Left),
+        ("tasks", Right),
+        ("trials", Right),
+        ("mean reward", Right),
+        ("pass^1 / ^2 / ^3", Right),
+        ("components passed", Left),
+        ("ended", Left),
+    ]);
+    let mut any = false;
+    for (m, model) in info.models.iter().enumerate() {
+        for group in groups(info, stats, m).iter().filter(|g| g.scope == "tag") {
+            any = true;
+            let s = &group.scores;
+            let ks: Vec<String> = pass_k(&group.tasks)
+                .iter()
+                .take(3)
+                .map(|(_, v)| format!("{:.1}%", v * 100.0))
+                .collect();
+            let components: Vec<String> = s
+                .components
+                .iter()
+                .map(|(name, (passed, of))| format!("{name} {passed}/{of}"))
+                .collect();
+            let reasons: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            t.row(vec![
+                model.name.clone(),
+                group.name.clone(),
+                group.tasks.len().to_string(),
+                s.scored.to_string(),
+                format!("{:.3}", s.mean_reward().unwrap_or(0.0)),
+                ks.join(" / "),
+                components.join(", "),
+                reasons.join(", "),
+            ]);
+        }
+    }
+    if !any {
+        return String::new();
+    }
+    format!(
+        "\n## Rewards\n\nWhat the scenarios' probes scored (tau2: its evaluator's reward and parts), per tag; per scenario in scores.csv.\n\n{}",
+        t.render()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_k_of_a_group_is_the_mean_of_its_tasks_estimates() {
+        // tau2's example shape: one task 2 of 2, one 1 of 2.
+        let curve = pass_k(&[(2, 2), (1, 2)]);
+        assert_eq!(curve.len(), 2);
+        assert!((curve[0].1 - 0.75).abs() < 1e-12);
+        assert!((curve[1].1 - 0.5).abs() < 1e-12);
+        assert!(pass_k(&[]).is_empty());
+    }
+}

@@ -1,0 +1,169 @@
+//! A probe's score (`final_state.probe.score`) in every report: trials.csv's
+//! reward columns, scores.csv per scenario and per tag, summary.md's
+//! Rewards, and the same again when the run's reports are made from its
+//! trials.csv (`report merge`).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::conversation::{mcp_test_server, scripted_run};
+use crate::live::stderr;
+use crate::toolgauge;
+
+/// A task whose probe (lenient_echo answers its arguments) scores it
+/// `reward` with the given parts, ended by `ended`.
+fn scored_task(name: &str, reward: f64, db: f64) -> Value {
+    json!({
+        "name": name,
+        "tags": ["shop"],
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                "simulate": {"result": {"temp_c": 18}}
+            },
+            {"mcp": {"command": [mcp_test_server().to_str().unwrap()]}, "only": ["lenient_echo"]}
+        ],
+        "messages": [{"role": "assistant", "content": "Hi! How can I help you today?"}],
+        "task": {
+            "max_turns": 3,
+            "reference": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            "reference_answer": "It is 18 C.",
+            "user": {"instructions": "Ask for the weather.", "script": ["Weather in Paris?", "###STOP###"]},
+            "final_state": {"probe": {
+                "tool": "lenient_echo",
+                "arguments": {"reward": reward, "parts": {"DB": db, "COMMUNICATE": 1.0}, "why": "user_stop"},
+                "transcript": "transcript",
+                // An object matcher names every key of the result.
+                "result": {
+                    "reward": {"$gte": 0.999_999},
+                    "parts": {"$present": true, "$example": {}},
+                    "why": "user_stop",
+                    "transcript": {"$present": true, "$example": {}}
+                },
+                "score": {"reward": "/reward", "components": "/parts", "reason": "/why"}
+            }}
+        }
+    })
+}
+
+fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_probes_score_is_reported_per_trial_per_scenario_and_per_tag_and_read_back_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    for task in [scored_task("full", 1.0, 1.0), scored_task("half", 0.5, 0.0)] {
+        let path = suite.join(format!("{}.json", task["name"].as_str().unwrap()));
+        std::fs::write(path, task.to_string()).unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = scripted_run(suite.to_str().unwrap(), 2, &out);
+    // "half" fails its probe's matcher: below 1 is not passed.
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let trials = csv_rows(&out.join("trials.csv"));
+    let scored: Vec<(&str, &str, &str, &str)> = trials
+        .iter()
+        .filter(|r| !r["reward"].is_empty())
+        .map(|r| {
+            (
+                r["scenario"].as_str(),
+                r["reward"].as_str(),
+                r["reward_parts"].as_str(),
+                r["reward_reason"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(scored.len(), 4, "one scored row per trial: {trials:?}");
+    assert!(
+        scored.contains(&("half", "0.5", "DB=0.0;COMMUNICATE=1.0", "user_stop")),
+        "{scored:?}"
+    );
+    assert!(scored.contains(&("full", "1.0", "DB=1.0;COMMUNICATE=1.0", "user_stop")));
+
+    let scores = csv_rows(&out.join("scores.csv"));
+    let find = |group: &str, kind: &str, name: &str| {
+        let row = scores
+            .iter()
+            .find(|r| r["group"] == group && r["kind"] == kind && r["name"] == name)
+            .unwrap_or_else(|| panic!("no {group} {kind} {name}: {scores:?}"));
+        (
+            row["count"].clone(),
+            row["of"].clone(),
+            row["value"].clone(),
+        )
+    };
+    assert_eq!(
+        find("half", "reward", ""),
+        ("0".into(), "2".into(), "0.5".into())
+    );
+    assert_eq!(
+        find("shop", "reward", ""),
+        ("2".into(), "4".into(), "0.75".into())
+    );
+    assert_eq!(
+        find("shop", "component", "DB"),
+        ("2".into(), "4".into(), "0.5".into())
+    );
+    assert_eq!(
+        find("shop", "ended", "user_stop"),
+        ("4".into(), "4".into(), "1.0".into())
+    );
+    // pass^k over the tag's tasks: (1 + 0) / 2 at k = 1 and 2.
+    assert_eq!(
+        find("shop", "pass_k", "2"),
+        ("2".into(), "2".into(), "0.5".into())
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Rewards"), "{md}");
+    assert!(md.contains("DB 2/4"), "{md}");
+
+    let merged = dir.path().join("merged");
+    let output = toolgauge(&[
+        "report",
+        "merge",
+        out.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(out.join("scores.csv")).unwrap(),
+        std::fs::read_to_string(merged.join("scores.csv")).unwrap()
+    );
+}
+
+#[test]
+fn a_score_pointer_that_is_not_a_json_pointer_is_refused_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut task = scored_task("bad", 1.0, 1.0);
+    task["task"]["final_state"]["probe"]["score"]["reward"] = json!("reward");
+    let path = dir.path().join("bad.json");
+    std::fs::write(&path, task.to_string()).unwrap();
+    let output = scripted_run(path.to_str().unwrap(), 1, &dir.path().join("out"));
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("/task/final_state/probe/score/reward"),
+        "{err}"
+    );
+    assert!(err.contains("not a JSON pointer"), "{err}");
+}
