@@ -25,6 +25,13 @@ the bridge rebuilds tau2's messages from it and answers tau2's
 A conversation tau2 would have cut short (its `DEFAULT_MAX_ERRORS` tool
 errors, or `DEFAULT_MAX_STEPS` steps) is judged as tau2 judges one that
 ended so: 0.
+
+NL assertions are judged by tau2's own NL evaluator with the judge
+toolgauge names (`run --judge-model`: TOOLGAUGE_JUDGE_BASE_URL, _MODEL,
+_API_KEY, _REPEATS), never tau2's default; without one such a task is
+refused ("not judged"). With repeats N the conversation is judged N
+times: the first verdict counts, and "tau2.judge" gives every reward,
+whether they differ, and the judge's tokens.
 """
 
 import argparse
@@ -42,8 +49,9 @@ import tau2_ready  # before tau2: see its doc
 tau2_ready.quiet("WARNING")
 
 # isort: split
+import tau2.evaluator.evaluator_nl_assertions as nl_evaluator
 from tau2.agent.llm_agent import LLMAgent
-from tau2.config import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau2.config import DEFAULT_LLM_NL_ASSERTIONS_ARGS, DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau2.data_model.message import (
     AssistantMessage,
     ToolCall,
@@ -116,6 +124,51 @@ def export(domain, split):
         print(json.dumps(line))
 
 
+class Judge:
+    """The judge toolgauge named, put in place of tau2's default for its NL
+    evaluator (litellm, OpenAI-compatible), its tokens counted."""
+
+    def __init__(self, settings):
+        self.repeats = max(1, int(settings.get("repeats", "1")))
+        self.model = settings["model"]
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        # A local server needs no key, but the OpenAI client wants one.
+        arguments = {
+            **DEFAULT_LLM_NL_ASSERTIONS_ARGS,
+            "api_base": settings["base_url"],
+            "api_key": settings.get("api_key") or "none",
+        }
+        nl_evaluator.DEFAULT_LLM_NL_ASSERTIONS = f"openai/{self.model}"
+        nl_evaluator.DEFAULT_LLM_NL_ASSERTIONS_ARGS = arguments
+        generate = nl_evaluator.generate
+
+        def counted(*args, **kwargs):
+            message = generate(*args, **kwargs)
+            usage = message.usage or {}
+            self.input_tokens += usage.get("prompt_tokens") or 0
+            self.output_tokens += usage.get("completion_tokens") or 0
+            self.cost += message.cost or 0.0
+            return message
+
+        nl_evaluator.generate = counted
+
+    def use(self, rewards):
+        return {
+            "model": self.model,
+            "rewards": rewards,
+            "flipped": len(set(rewards)) > 1,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            # As tau2 prices it: litellm's table (0 for a model not in it).
+            "cost_usd": self.cost,
+        }
+
+
+JUDGE = Judge(tau2_ready.JUDGE) if tau2_ready.JUDGE.get("model") else None
+
+
 class Trial:
     """One task's environment, its initial state applied, as tau2 starts it."""
 
@@ -144,10 +197,13 @@ class Trial:
 
     def evaluate(self, transcript):
         criteria = self.task.evaluation_criteria
-        if criteria and criteria.nl_assertions and RewardType.NL_ASSERTION in criteria.reward_basis:
+        judged = bool(
+            criteria and criteria.nl_assertions and RewardType.NL_ASSERTION in criteria.reward_basis
+        )
+        if judged and JUDGE is None:
             raise ValueError(
-                f"not judged: {len(criteria.nl_assertions)} NL assertion(s) need a judge model, "
-                "which toolgauge does not give the bridge yet"
+                f"not judged: {len(criteria.nl_assertions)} NL assertion(s) need a judge model: "
+                "name one with toolgauge run --judge-model FILE"
             )
         messages = tau2_messages(transcript.get("messages", []))
         ended_by = transcript.get("ended_by", "")
@@ -169,14 +225,21 @@ class Trial:
             termination_reason=reason,
             messages=messages,
         )
-        info = evaluate_simulation(
-            simulation=simulation,
-            task=self.task,
-            evaluation_type=EvaluationType.ALL,
-            solo_mode=False,
-            domain=self.domain,
-        )
-        return {"reward": info.reward, "tau2": {**verdict(info), "ended_by": reason.value}}
+        infos = [
+            evaluate_simulation(
+                simulation=simulation,
+                task=self.task,
+                evaluation_type=EvaluationType.ALL,
+                solo_mode=False,
+                domain=self.domain,
+            )
+            for _ in range(JUDGE.repeats if judged else 1)
+        ]
+        info = infos[0]
+        result = {"reward": info.reward, "tau2": {**verdict(info), "ended_by": reason.value}}
+        if judged:
+            result["tau2"]["judge"] = JUDGE.use([i.reward for i in infos])
+        return result
 
 
 class Listing:
@@ -206,6 +269,10 @@ def verdict(info):
         ],
         "actions": [
             {"name": a.action.name, "met": a.action_match} for a in info.action_checks or []
+        ],
+        "nl_assertions": [
+            {"assertion": c.nl_assertion, "met": c.met, "justification": c.justification}
+            for c in info.nl_assertions or []
         ],
         "note": (info.info or {}).get("note"),
     }

@@ -40,6 +40,16 @@ pub struct RunArgs {
     /// that plays the user must carry no `api_key_env`.
     #[arg(long = "user-model", value_name = "FILE")]
     pub user_models: Vec<PathBuf>,
+    /// An OpenAI-compatible chat model (a model file, kind openai) that
+    /// judges for the scenarios' judging servers (`"judge": true`: tau2's
+    /// NL assertions). Only those servers get its endpoint and key.
+    #[arg(long = "judge-model", value_name = "FILE")]
+    pub judge_model: Option<PathBuf>,
+    /// Judge each conversation N times, to report how often the verdict
+    /// flips [default: 1]; the first verdict counts.
+    #[arg(long = "judge-repeats", value_name = "N", requires = "judge_model",
+          value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub judge_repeats: Option<u32>,
     /// Trials per model x scenario [default: 20].
     #[arg(long)]
     pub trials: Option<u32>,
@@ -119,6 +129,8 @@ impl RunArgs {
             suites: self.suites.clone(),
             models: self.models.clone(),
             user_models: self.user_models.clone(),
+            judge_model: self.judge_model.clone(),
+            judge_repeats: self.judge_repeats.unwrap_or(1),
             trials: self.trials,
             seed: self.seed,
             concurrency: self.concurrency,

@@ -47,6 +47,9 @@ pub struct RunRequest {
     /// Model files that may play a scenario's simulated user (named by
     /// their name in `user.model`), not measured themselves.
     pub user_models: Vec<PathBuf>,
+    /// The model that judges for judging servers, and how many times.
+    pub judge_model: Option<PathBuf>,
+    pub judge_repeats: u32,
     pub trials: Option<u32>,
     pub seed: Option<u64>,
     pub concurrency: Option<usize>,

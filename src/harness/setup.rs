@@ -203,7 +203,7 @@ impl PreparedRun {
             }
         }
         let sandboxes = tempfile::tempdir().map_err(at(&std::env::temp_dir()))?;
-        let servers = Arc::new(ToolServers::new());
+        let servers = Arc::new(tool_servers(request)?);
         let scenarios = load_checked(&settings, &sandboxes, &servers, &mut notes)?;
         // Real tools (MCP servers, endpoints, commands) take real time: on
         // the paused clock every call's timeout would fire at once.
@@ -519,6 +519,16 @@ impl Models {
         }
         Ok(())
     }
+}
+
+/// The run's tool servers: judging ones get `--judge-model`, if given.
+fn tool_servers(request: &RunRequest) -> Result<ToolServers, SetupError> {
+    let Some(path) = &request.judge_model else {
+        return Ok(ToolServers::new());
+    };
+    let judge = ModelFile::load(path)?;
+    let env = model::judge::judge_env(&judge, request.judge_repeats)?;
+    Ok(ToolServers::judging(env))
 }
 
 /// The suite's scenarios, loaded; paths passed over become warnings.

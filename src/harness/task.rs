@@ -11,7 +11,7 @@ use std::path::Path;
 use super::transcript::{EndedBy, Transcript};
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
-use crate::metrics::{AttemptRecord, Ending, Score, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, TaskEnd, TrialRecord};
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
@@ -536,10 +536,31 @@ fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
         .as_deref()
         .and_then(|at| result.pointer(at)?.as_str())
         .map(str::to_owned);
+    let judge = file
+        .judge
+        .as_deref()
+        .and_then(|at| result.pointer(at))
+        .map(|judge| {
+            let count = |name: &str| judge.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+            JudgeUse {
+                verdicts: judge
+                    .get("rewards")
+                    .and_then(|v| v.as_array())
+                    .map(|rewards| rewards.iter().filter_map(|r| r.as_f64()).collect())
+                    .unwrap_or_default(),
+                input_tokens: count("input_tokens"),
+                output_tokens: count("output_tokens"),
+                cost_usd: judge
+                    .get("cost_usd")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0),
+            }
+        });
     Some(Score {
         reward,
         components,
         reason,
+        judge,
     })
 }
 

@@ -18,7 +18,7 @@ use crate::call::{CALL_AS_TEXT, Failure, Usage};
 
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
-pub use score::{PASSED, Score, ScoreStats};
+pub use score::{JudgeUse, PASSED, Score, ScoreStats};
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
 pub use streaming::{StreamRecord, StreamStats};
 pub use task::{Ending, TaskEnd, TaskStats, histogram_mean, histogram_percentile};

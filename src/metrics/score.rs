@@ -1,6 +1,7 @@
 //! A probe's score (`final_state.probe.score`): a reward, its named
-//! components and why the conversation ended, as the probe's own judge
-//! gave them (tau2's evaluator, say), kept per trial and counted per cell.
+//! components, why the conversation ended and what a judging model took,
+//! as the probe's own judge gave them (tau2's evaluator, say), kept per
+//! trial and counted per cell.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,25 @@ pub struct Score {
     pub components: Vec<(String, f64)>,
     /// Why the conversation ended, in the judge's words.
     pub reason: Option<String>,
+    /// A model that judged (tau2's NL assertions), apart from the agent.
+    pub judge: Option<JudgeUse>,
+}
+
+/// What a judging model gave and took for one trial.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JudgeUse {
+    /// Its reward each time it judged (`--judge-repeats`); the first counts.
+    pub verdicts: Vec<f64>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl JudgeUse {
+    /// Whether its verdicts on the same conversation differ.
+    pub fn flipped(&self) -> bool {
+        self.verdicts.iter().any(|v| *v != self.verdicts[0])
+    }
 }
 
 /// Running scores of one cell, or of a group of cells.
@@ -29,6 +49,13 @@ pub struct ScoreStats {
     pub components: BTreeMap<String, (u64, u64)>,
     /// Trials by why they ended (unnamed ones apart).
     pub reasons: BTreeMap<String, u64>,
+    /// Trials a model judged, those whose verdicts flipped, and what the
+    /// judge took.
+    pub judged: u64,
+    pub flipped: u64,
+    pub judge_input_tokens: u64,
+    pub judge_output_tokens: u64,
+    pub judge_cost_usd: f64,
 }
 
 impl ScoreStats {
@@ -44,6 +71,13 @@ impl ScoreStats {
         if let Some(reason) = &score.reason {
             *self.reasons.entry(reason.clone()).or_default() += 1;
         }
+        if let Some(judge) = &score.judge {
+            self.judged += 1;
+            self.flipped += u64::from(judge.flipped());
+            self.judge_input_tokens += judge.input_tokens;
+            self.judge_output_tokens += judge.output_tokens;
+            self.judge_cost_usd += judge.cost_usd;
+        }
     }
 
     pub fn merge(&mut self, other: &ScoreStats) {
@@ -58,6 +92,11 @@ impl ScoreStats {
         for (reason, n) in &other.reasons {
             *self.reasons.entry(reason.clone()).or_default() += n;
         }
+        self.judged += other.judged;
+        self.flipped += other.flipped;
+        self.judge_input_tokens += other.judge_input_tokens;
+        self.judge_output_tokens += other.judge_output_tokens;
+        self.judge_cost_usd += other.judge_cost_usd;
     }
 
     pub fn mean_reward(&self) -> Option<f64> {
@@ -74,6 +113,12 @@ mod tests {
             reward,
             components: vec![("DB".into(), db), ("COMMUNICATE".into(), 1.0)],
             reason: Some(reason.into()),
+            judge: Some(JudgeUse {
+                verdicts: vec![reward, db],
+                input_tokens: 10,
+                output_tokens: 2,
+                cost_usd: 0.5,
+            }),
         }
     }
 
@@ -86,6 +131,9 @@ mod tests {
         assert_eq!(stats.components["DB"], (1, 2));
         assert_eq!(stats.components["COMMUNICATE"], (2, 2));
         assert_eq!(stats.reasons["too_many_errors"], 1);
+        // Judged twice each: 0.9999999 and 0.9999999 agree, 0.5 and 0.99 do not.
+        assert_eq!((stats.judged, stats.flipped), (2, 1));
+        assert_eq!(stats.judge_input_tokens, 20);
         let mean = stats.mean_reward().unwrap();
         assert!((mean - 0.749_999_95).abs() < 1e-9, "{mean}");
     }

@@ -8,6 +8,7 @@
 //! it drives.
 
 mod bfcl_replay;
+pub mod judge;
 pub mod live;
 mod mock;
 pub mod operators;

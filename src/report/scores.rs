@@ -2,7 +2,8 @@
 //! row per measure of each model, per scenario and per tag of the scored
 //! scenarios (tau2: a domain is a tag), and summary.md's "Rewards" table,
 //! per model and tag. The measures: the mean reward (with the trials
-//! rewarded 1), each component's pass rate, why conversations ended, and
+//! rewarded 1), each component's pass rate, why conversations ended, how
+//! often a judging model's repeated verdicts flipped and what it took, and
 //! over a tag's tasks pass^k as tau2 computes it (the mean of each task's
 //! unbiased estimate). Nothing is written for a run no probe scored.
 
@@ -16,7 +17,10 @@ use crate::metrics::{Aggregate, CellStats, ScoreStats, pass_hat_k};
 /// `reward` (trials rewarded 1, trials scored, the mean reward),
 /// `component` (trials the component `name` passed, trials it was scored
 /// on, the share), `ended` (trials ended by `name`, trials scored, the
-/// share), `pass_k` (k is `name`; tasks, tasks, the mean pass^k).
+/// share), `judge` (`flipped`: trials whose repeated verdicts differ,
+/// trials judged, the share; `input_tokens` and `output_tokens`: the sum,
+/// trials judged, the mean; `cost_usd`: trials judged, again, the total),
+/// `pass_k` (k is `name`; tasks, tasks, the mean pass^k).
 #[derive(Debug, Default, Serialize)]
 pub(super) struct ScoreRow {
     model: String,
@@ -128,6 +132,35 @@ pub(super) fn rows(info: &RunInfo, stats: &Aggregate) -> Vec<ScoreRow> {
             for (name, &n) in &s.reasons {
                 rows.push(row("ended", name.clone(), n, s.scored, share(n, s.scored)));
             }
+            if s.judged > 0 {
+                let judged = s.judged;
+                rows.push(row(
+                    "judge",
+                    "flipped".into(),
+                    s.flipped,
+                    judged,
+                    share(s.flipped, judged),
+                ));
+                for (name, tokens) in [
+                    ("input_tokens", s.judge_input_tokens),
+                    ("output_tokens", s.judge_output_tokens),
+                ] {
+                    rows.push(row(
+                        "judge",
+                        name.into(),
+                        tokens,
+                        judged,
+                        tokens as f64 / judged as f64,
+                    ));
+                }
+                rows.push(row(
+                    "judge",
+                    "cost_usd".into(),
+                    judged,
+                    judged,
+                    s.judge_cost_usd,
+                ));
+            }
             let tasks = group.tasks.len() as u64;
             for (k, value) in pass_k(&group.tasks) {
                 rows.push(row("pass_k", k.to_string(), tasks, tasks, value));
@@ -149,6 +182,7 @@ pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
         ("pass^1 / ^2 / ^3", Right),
         ("components passed", Left),
         ("ended", Left),
+        ("judge flipped", Right),
     ]);
     let mut any = false;
     for (m, model) in info.models.iter().enumerate() {
@@ -175,6 +209,11 @@ pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
                 ks.join(" / "),
                 components.join(", "),
                 reasons.join(", "),
+                if s.judged > 0 {
+                    format!("{}/{}", s.flipped, s.judged)
+                } else {
+                    "-".to_owned()
+                },
             ]);
         }
     }

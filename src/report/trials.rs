@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::call::{Failure, StreamTiming, Usage};
-use crate::metrics::{AttemptRecord, Ending, Score, StreamRecord, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, StreamRecord, TaskEnd, TrialRecord};
 
 /// The column contract of trials.csv. Written, a row borrows its texts
 /// from the trial and the run (no copy per row); read, it owns them.
@@ -123,6 +123,16 @@ pub struct TrialRow<'a> {
     pub reward_parts: Cow<'a, str>,
     #[serde(default)]
     pub reward_reason: Cow<'a, str>,
+    /// A judging model's rewards, one per time it judged (`1.0;0.0`), its
+    /// tokens and their price as its probe gave them.
+    #[serde(default)]
+    pub judge_verdicts: Cow<'a, str>,
+    #[serde(default)]
+    pub judge_input_tokens: u64,
+    #[serde(default)]
+    pub judge_output_tokens: u64,
+    #[serde(default)]
+    pub judge_cost_usd: f64,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -193,8 +203,25 @@ pub fn rows<'r>(
                     .and_then(|s| s.reason.as_deref())
                     .unwrap_or_default(),
             ),
-            ..stream_columns(a.stream.as_ref())
+            ..judge_columns(
+                a.score.as_ref().and_then(|s| s.judge.as_ref()),
+                stream_columns(a.stream.as_ref()),
+            )
         })
+}
+
+/// The judge's columns of a row, over its streamed-reply ones.
+fn judge_columns(judge: Option<&JudgeUse>, streamed: TrialRow<'static>) -> TrialRow<'static> {
+    TrialRow {
+        judge_verdicts: judge.map_or(Cow::Borrowed(""), |j| {
+            let verdicts: Vec<String> = j.verdicts.iter().map(|v| format!("{v:?}")).collect();
+            Cow::Owned(verdicts.join(";"))
+        }),
+        judge_input_tokens: judge.map_or(0, |j| j.input_tokens),
+        judge_output_tokens: judge.map_or(0, |j| j.output_tokens),
+        judge_cost_usd: judge.map_or(0.0, |j| round_cost(j.cost_usd)),
+        ..streamed
+    }
 }
 
 /// The streamed-reply columns of a row (empty when not streamed).
@@ -250,10 +277,26 @@ fn score_of(row: &TrialRow<'_>, path: &Path) -> io::Result<Option<Score>> {
             ))
         })?);
     }
+    let judged = !row.judge_verdicts.is_empty();
+    let mut verdicts = Vec::new();
+    for verdict in row.judge_verdicts.split(';').filter(|v| !v.is_empty()) {
+        verdicts.push(verdict.parse().map_err(|_| {
+            io::Error::other(format!(
+                "{}: judge_verdicts {verdict:?} is not a number",
+                path.display()
+            ))
+        })?);
+    }
     Ok(Some(Score {
         reward,
         components,
         reason: (!row.reward_reason.is_empty()).then(|| row.reward_reason.to_string()),
+        judge: judged.then_some(JudgeUse {
+            verdicts,
+            input_tokens: row.judge_input_tokens,
+            output_tokens: row.judge_output_tokens,
+            cost_usd: row.judge_cost_usd,
+        }),
     }))
 }
 

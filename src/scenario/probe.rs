@@ -41,6 +41,11 @@ pub struct ScoreFile {
     /// A string: why the conversation ended, in the judge's words.
     #[serde(default)]
     pub reason: Option<String>,
+    /// An object: what a judging model gave and took (`rewards`, a list
+    /// of numbers, one per time it judged; `input_tokens`,
+    /// `output_tokens`, `cost_usd`).
+    #[serde(default)]
+    pub judge: Option<String>,
 }
 
 /// A call toolgauge makes when a turn ends, to read state the model's
@@ -63,6 +68,7 @@ impl ScoreFile {
             ("reward", Some(&self.reward)),
             ("components", self.components.as_ref()),
             ("reason", self.reason.as_ref()),
+            ("judge", self.judge.as_ref()),
         ];
         for (field, pointer) in pointers {
             if let Some(pointer) = pointer

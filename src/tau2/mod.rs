@@ -211,7 +211,12 @@ pub fn scenario(
         "tools": [{
             // tau2 and litellm take seconds to import and the airline
             // database to parse, longer on loaded cores.
-            "mcp": {"command": command, "startup_timeout_ms": BRIDGE_TIMEOUT_MS},
+            // Only a task whose verdict weighs NL assertions calls a judge.
+            "mcp": {
+                "command": command,
+                "startup_timeout_ms": BRIDGE_TIMEOUT_MS,
+                "judge": needs_judge(task),
+            },
             "timeout_ms": BRIDGE_TIMEOUT_MS,
             "only": only,
             "per_trial": true,
@@ -241,6 +246,7 @@ pub fn scenario(
                     "reward": "/reward",
                     "components": "/tau2/breakdown",
                     "reason": "/tau2/ended_by",
+                    "judge": "/tau2/judge",
                 },
             }},
         },

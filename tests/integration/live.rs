@@ -14,7 +14,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::corpora;
 
 pub(crate) const KEY: &str = "sk-test-SECRET-9f8e7d6c5b4a";
-const KEY_ENV: &str = "TOOLGAUGE_TEST_LIVE_KEY";
+pub(crate) const KEY_ENV: &str = "TOOLGAUGE_TEST_LIVE_KEY";
 
 pub(crate) fn corpus_body(file: &str) -> Value {
     let path = corpora().join("provider-responses").join(file);

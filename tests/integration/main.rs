@@ -30,6 +30,7 @@ mod stream_timing;
 mod streams;
 mod suites;
 mod tau2;
+mod tau2_judge;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::toolgauge;
 
 /// The Python that runs the bridge, or why the test is skipped.
-fn bridge_python(test: &str) -> Option<String> {
+pub(crate) fn bridge_python(test: &str) -> Option<String> {
     let python = std::env::var("TOOLGAUGE_TAU2_PYTHON").ok().filter(|p| {
         std::process::Command::new(p)
             .args(["-c", "import tau2, mcp"])
@@ -33,7 +33,7 @@ fn bridge_python(test: &str) -> Option<String> {
 }
 
 /// `toolgauge import tau2` of `domain` into `out`, through the bridge.
-fn import(python: &str, domain: &str, out: &Path) {
+pub(crate) fn import(python: &str, domain: &str, out: &Path) {
     let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
     let output = toolgauge(&[
         "import",

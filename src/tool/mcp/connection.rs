@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
-use super::hub::Hub;
+use super::hub::{Hub, JudgeEnv};
 use super::{McpError, McpServerSpec, worded};
 
 /// Lines of a server's stderr kept for error messages.
@@ -113,7 +113,11 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    async fn start_with(spec: &McpServerSpec, stderr: StderrTail) -> Result<Connection, McpError> {
+    async fn start_with(
+        spec: &McpServerSpec,
+        given: &JudgeEnv,
+        stderr: StderrTail,
+    ) -> Result<Connection, McpError> {
         let label = spec.label();
         let start_error = |message: String, stderr: &StderrTail| McpError::Start {
             label: label.clone(),
@@ -130,7 +134,10 @@ impl Connection {
                 .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
         } else {
             let mut command = tokio::process::Command::new(&spec.command[0]);
-            command.args(&spec.command[1..]).envs(&spec.env);
+            command
+                .args(&spec.command[1..])
+                .envs(&spec.env)
+                .envs(given.0.iter().map(|(k, v)| (k, v)));
             // Killed with toolgauge, however it dies; this runs on the
             // servers' runtime, whose thread lives as long as its owner.
             crate::child::die_with_us(&mut command);
@@ -209,6 +216,7 @@ impl Connection {
     pub(super) fn start_later(hub: &Hub, spec: &McpServerSpec) -> Result<Starting, McpError> {
         let deadline = spec.startup_timeout();
         let owned = spec.clone();
+        let given = hub.env_for(spec);
         let gate = hub.start_gate();
         Ok(hub.runtime()?.spawn(async move {
             let spec = &owned;
@@ -223,7 +231,7 @@ impl Connection {
             };
             let began = std::time::Instant::now();
             let started =
-                match tokio::time::timeout(deadline, Connection::start_with(spec, stderr.clone()))
+                match tokio::time::timeout(deadline, Connection::start_with(spec, &given, stderr.clone()))
                     .await
                 {
                     Ok(started) => started,

@@ -1,7 +1,8 @@
 //! The runtime MCP connections live on, owned by [`super::ToolServers`]:
 //! one thread made on first use, the stops still to finish, the servers
-//! starting at once, and whether the owner has closed it. It knows
-//! nothing of what runs on it.
+//! starting at once, whether the owner has closed it, and what a server
+//! that judges (`"judge": true`) is given of the run's judge. It knows
+//! nothing else of what runs on it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,6 +18,20 @@ pub(super) struct Hub {
     runtime: OnceLock<tokio::runtime::Runtime>,
     stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     gate: StartGate,
+    judge: JudgeEnv,
+}
+
+/// The judge the user named for the run, as the environment of servers
+/// that judge (`TOOLGAUGE_JUDGE_*`); its values never printed (a key).
+#[derive(Clone, Default)]
+pub struct JudgeEnv(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for JudgeEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
 }
 
 /// At most one server starting per core: a start under load (a BFCL
@@ -52,11 +67,27 @@ impl Default for Hub {
             runtime: OnceLock::new(),
             stopping: Mutex::new(Vec::new()),
             gate: StartGate::new(cores),
+            judge: JudgeEnv::default(),
         }
     }
 }
 
 impl Hub {
+    pub(super) fn judging(judge: JudgeEnv) -> Hub {
+        let mut hub = Hub::default();
+        hub.judge = judge;
+        hub
+    }
+
+    /// What a server started from `spec` is given besides its own env.
+    pub(super) fn env_for(&self, spec: &super::McpServerSpec) -> JudgeEnv {
+        if spec.judge {
+            self.judge.clone()
+        } else {
+            JudgeEnv::default()
+        }
+    }
+
     /// Nothing starts again once the owner closes the hub.
     pub(super) fn close(&self) {
         self.gate.closed.store(true, Ordering::SeqCst);

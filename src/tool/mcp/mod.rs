@@ -16,6 +16,7 @@ mod hub;
 mod server;
 mod servers;
 
+pub use hub::JudgeEnv;
 pub use server::{McpServer, SourceStats};
 pub use servers::ToolServers;
 
@@ -53,6 +54,12 @@ pub struct McpServerSpec {
     /// answered and `tools/list` read [default: 30000].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_timeout_ms: Option<u64>,
+    /// A server that judges (tau2's bridge): started with the judge the
+    /// user named for the run (`run --judge-model`), if any, in its
+    /// environment as `TOOLGAUGE_JUDGE_BASE_URL`, `_MODEL`, `_API_KEY`
+    /// and `_REPEATS`. Other servers never get them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judge: bool,
 }
 
 /// The start-up deadline when a server names none.

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::McpError;
 use super::connection::Connection;
-use super::hub::Hub;
+use super::hub::{Hub, JudgeEnv};
 use super::server::{McpServer, SourceStats};
 
 /// Every MCP server a run (or a command) uses. Servers are shared by the
@@ -22,6 +22,14 @@ pub struct ToolServers {
 impl ToolServers {
     pub fn new() -> ToolServers {
         ToolServers::default()
+    }
+
+    /// Servers whose judging ones (`"judge": true`) get `judge`.
+    pub fn judging(judge: JudgeEnv) -> ToolServers {
+        ToolServers {
+            hub: Arc::new(Hub::judging(judge)),
+            servers: Mutex::default(),
+        }
     }
 
     /// The server for `spec`, started if it is not yet.
