@@ -4,7 +4,27 @@
 //! toolgauge dies (`PR_SET_PDEATHSIG`, SIGKILL and crashes included). The
 //! signal follows the thread that started the child, so children that
 //! outlive a call are started from threads that live as long as toolgauge
-//! (the MCP servers' runtime, the main thread).
+//! (the MCP servers' runtime, the main thread). A program a suite names
+//! inherits only what programs need of the environment ([`suite_env`]).
+
+/// What a program a suite names (an MCP server, a command tool) inherits
+/// of toolgauge's environment: what programs need to run (the MCP SDKs'
+/// default set, the locale, the temporary folder), never a key. Anything
+/// else it is given by name: its `env`, or a judge (`--judge-model`).
+pub const SUITE_INHERITS: [&str; 10] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
+];
+
+/// Start `command` with only [`SUITE_INHERITS`] of our environment.
+pub fn suite_env(command: &mut std::process::Command) -> &mut std::process::Command {
+    command.env_clear();
+    for name in SUITE_INHERITS {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command
+}
 
 /// Make `command` an owned child: its own process group, killed with us.
 pub fn own(command: &mut std::process::Command) -> &mut std::process::Command {

@@ -194,6 +194,8 @@ const STDERR_EXCERPT: usize = 2048;
 impl CommandBackend {
     async fn call(&self, arguments: &Map<String, Value>) -> Result<String, ToolFailure> {
         let mut command = tokio::process::Command::new(&self.program[0]);
+        // A suite's command gets no key of ours.
+        crate::child::suite_env(command.as_std_mut());
         command
             .args(&self.program[1..])
             .stdin(Stdio::piped())

@@ -78,6 +78,54 @@ fn a_command_tool_that_never_reads_its_input_does_not_kill_the_run() {
     assert_eq!(trials.lines().count(), 3, "{trials}");
 }
 
+#[test]
+fn a_suites_servers_and_commands_inherit_no_key_of_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server.env");
+    let command = dir.path().join("command.env");
+    let mcp_server = crate::conversation::mcp_test_server();
+    // Each writes the environment it was started with.
+    let scenario = json!({
+        "name": "env_reader",
+        "tools": [
+            {
+                "name": "read_env",
+                "description": "Reads its environment.",
+                "parameters": {"type": "object", "properties": {}},
+                "command": ["sh", "-c", format!("env > '{}'; echo done", command.display())]
+            },
+            {"mcp": {
+                "command": ["sh", "-c", format!("env > '{}'; exec '{}'", server.display(), mcp_server.display())],
+                "env": {"GIVEN_BY_THE_SUITE": "yes"}
+            }, "only": ["add"]}
+        ],
+        "prompt": "Read the environment.",
+        "expect": {"calls": [{"name": "read_env", "arguments": {}}]}
+    });
+    write_scenario(&dir.path().join("suite"), &scenario);
+    let model = scripted_model(dir.path());
+    let out = run_suite_once(dir.path(), &model)
+        .env(SECRET_ENV, "sk-hostile-SECRET")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (what, file) in [("MCP server", &server), ("command tool", &command)] {
+        let env = std::fs::read_to_string(file).unwrap();
+        assert!(
+            !env.contains("sk-hostile-SECRET"),
+            "the {what} got the key:\n{env}"
+        );
+        assert!(env.lines().any(|l| l.starts_with("PATH=")), "{what}: {env}");
+    }
+    let env = std::fs::read_to_string(&server).unwrap();
+    assert!(env.lines().any(|l| l == "GIVEN_BY_THE_SUITE=yes"), "{env}");
+}
+
 const SIMULATED: &str = "scenarios/agent/conversation_simulated_user.json";
 const SECRET_ENV: &str = "TOOLGAUGE_TEST_HOSTILE_KEY";
 

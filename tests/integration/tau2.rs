@@ -143,13 +143,19 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     }
 }
 
-/// Replay the fixture's conversations of `tasks` (`domain`, or every task
-/// of the fixture when `tasks` is empty) through toolgauge and the bridge:
-/// (conversation id, tau2's recorded reward, toolgauge's) for each.
-fn replayed(python: &str, domain: &str, tasks: &[&str], dir: &Path) -> Vec<(String, Value, Value)> {
+/// Replay the conversations of `tasks` (`domain`, or every task of the
+/// fixture when `tasks` is empty) in tests/fixtures/tau2/`fixture`
+/// through toolgauge and the bridge: (conversation id, tau2's recorded
+/// reward, toolgauge's) for each.
+fn replayed(
+    python: &str,
+    (domain, fixture): (&str, &str),
+    tasks: &[&str],
+    dir: &Path,
+) -> Vec<(String, Value, Value)> {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/tau2")
-        .join(format!("{domain}.json"));
+        .join(fixture);
     let recorded: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
     let simulations = recorded["simulations"].as_array().unwrap();
     let mut by_task: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
@@ -233,8 +239,13 @@ fn toolgauge_gives_tau2s_verdict_on_the_generated_conversations_of_two_tasks() {
     let dir = tempfile::tempdir().unwrap();
     // Writes, information to say and every kind of mistake (airline 7);
     // a retail task judged without an NL judge (0).
-    let mut compared = replayed(&python, "airline", &["7"], dir.path());
-    compared.extend(replayed(&python, "retail", &["0"], dir.path()));
+    let mut compared = replayed(&python, ("airline", "airline.json"), &["7"], dir.path());
+    compared.extend(replayed(
+        &python,
+        ("retail", "retail.json"),
+        &["0"],
+        dir.path(),
+    ));
     let failed = compared
         .iter()
         .filter(|(_, tau2, _)| tau2["reward"] == 0.0)
@@ -259,8 +270,13 @@ fn toolgauge_gives_tau2s_verdict_on_every_generated_conversation() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut compared = replayed(&python, "airline", &[], dir.path());
-    compared.extend(replayed(&python, "retail", &[], dir.path()));
+    let mut compared = replayed(&python, ("airline", "airline.json"), &[], dir.path());
+    compared.extend(replayed(
+        &python,
+        ("retail", "retail.json"),
+        &[],
+        dir.path(),
+    ));
     let failed = compared
         .iter()
         .filter(|(_, tau2, _)| tau2["reward"] == 0.0)

@@ -203,6 +203,9 @@ async fn only_a_judging_server_is_given_the_judge_and_its_key() {
     }
     let other = std::fs::read_to_string(dir.path().join("other.env")).unwrap();
     assert!(!other.contains("TOOLGAUGE_JUDGE_"), "{other}");
+    // Nor under the user's own variable: servers inherit no key.
+    assert!(!other.contains("sk-judge-secret"), "{other}");
+    assert_eq!(judging.matches("sk-judge-secret").count(), 1, "{judging}");
     // No report holds the key.
     for entry in std::fs::read_dir(&out).unwrap() {
         let text = std::fs::read(entry.unwrap().path()).unwrap();

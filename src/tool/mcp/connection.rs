@@ -134,6 +134,10 @@ impl Connection {
                 .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
         } else {
             let mut command = tokio::process::Command::new(&spec.command[0]);
+            // A suite's server gets no key of ours it was not given.
+            if !spec.users_own {
+                crate::child::suite_env(command.as_std_mut());
+            }
             command
                 .args(&spec.command[1..])
                 .envs(&spec.env)

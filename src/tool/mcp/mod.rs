@@ -41,7 +41,9 @@ pub struct McpServerSpec {
     /// the transport.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
-    /// Environment variables for the command (added to toolgauge's own).
+    /// Environment variables for the command. A suite's server inherits
+    /// only what programs need of toolgauge's own
+    /// (`child::SUITE_INHERITS`): a key it needs is given here.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// The command's working directory.
@@ -60,6 +62,10 @@ pub struct McpServerSpec {
     /// and `_REPEATS`. Other servers never get them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub judge: bool,
+    /// Named by the user on the command line (`--tools mcp:...`): it
+    /// inherits toolgauge's whole environment. A suite's never does.
+    #[serde(skip)]
+    pub users_own: bool,
 }
 
 /// The start-up deadline when a server names none.
@@ -79,6 +85,7 @@ impl McpServerSpec {
         let command: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
         let spec = McpServerSpec {
             command,
+            users_own: true,
             ..McpServerSpec::default()
         };
         spec.check()?;
