@@ -12,7 +12,10 @@
 //! with an `error` key, or a text opening with the words errors open with
 //! (`Error`, `Validation failed`, `Unknown tool`, `no record`, ...). Under
 //! `--feedback bare` an error reads as an empty success, as it would to a
-//! model.
+//! model. A step whose right call errs is sent again (a transient failure
+//! passes); erring a third time, the error is its answer and the step is
+//! done (a reference that errs as its author's did: tau2's gold actions
+//! hold such calls).
 
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -23,6 +26,10 @@ use crate::call::{Arguments, ParsedCall, ToolCall};
 use crate::scenario::Task;
 use crate::scenario::matcher::{INVENTED_ID, RecentResults};
 use crate::tool::Registry;
+
+/// How often a step's right call may err before the error is taken as
+/// its answer.
+const ERRS_BEFORE_DONE: u8 = 3;
 
 /// The model a task is played for: how it reads results, how likely it
 /// is to get a turn right, and how it goes wrong.
@@ -45,6 +52,8 @@ pub(super) struct TaskPlay<'a> {
     registry: &'a Registry,
     /// Milestones it believes done.
     done: Vec<bool>,
+    /// Per milestone, how often its right call erred.
+    erred: Vec<u8>,
     /// The results it read, for `$result` arguments.
     recent: RecentResults,
     /// Last turn's calls in order: the milestone each was meant to do
@@ -69,6 +78,7 @@ impl<'a> TaskPlay<'a> {
             task,
             registry,
             done: vec![false; task.steps().len()],
+            erred: vec![0; task.steps().len()],
             recent: RecentResults::default(),
             pending: Vec::new(),
             last_ok: None,
@@ -84,6 +94,7 @@ impl<'a> TaskPlay<'a> {
             self.user_turn += 1;
             self.task = task;
             self.done = vec![false; task.steps().len()];
+            self.erred = vec![0; task.steps().len()];
             self.pending.clear();
             self.streak = 0;
             self.last_clue = None;
@@ -132,6 +143,10 @@ impl<'a> TaskPlay<'a> {
                 continue;
             };
             if reads_as_error(text) {
+                if let Some(m) = milestone {
+                    self.erred[m] += 1;
+                    self.done[m] = self.erred[m] >= ERRS_BEFORE_DONE;
+                }
                 continue;
             }
             self.recent.record(&call.name, text);

@@ -441,3 +441,52 @@ fn scripted_arguments_that_are_not_an_object_reach_parse_as_a_malformed_call() {
     // reply with an array for arguments is read.
     assert_eq!((&rows[0][3], &rows[0][6]), ("1", "parse"), "{rows:?}");
 }
+
+#[test]
+fn a_reference_step_that_errs_as_its_author_saw_is_tried_thrice_then_taken_as_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = |name: &str, result: Value| {
+        json!({
+            "name": name,
+            "description": "Look a product up.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+            "simulate": {"result": result}
+        })
+    };
+    // tau2's gold actions hold calls like the first: an id that is not
+    // found, then the right one.
+    let scenario = json!({
+        "name": "erring_reference",
+        "tools": [tool("get_product", json!("Error: Product not found")), tool("get_item", json!({"price": 5}))],
+        "prompt": "What does item 7 cost?",
+        "task": {
+            "max_turns": 6,
+            "reference": [
+                {"id": "product", "name": "get_product", "arguments": {"id": "7"}},
+                {"name": "get_item", "arguments": {"id": "7"}, "after": "product"}
+            ],
+            "answer": {"$contains": "5"}
+        }
+    });
+    let path = dir.path().join("erring_reference.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = crate::conversation::scripted_run(path.to_str().unwrap(), 1, &out);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::live::stderr(&output)
+    );
+    let calls: Vec<String> = std::fs::read_to_string(out.join("session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| e["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        calls,
+        ["get_product", "get_product", "get_product", "get_item"]
+    );
+}
