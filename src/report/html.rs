@@ -254,6 +254,7 @@ fn render(
                 (verdict(info, stats, &charts))
                 (scenario_table(info, stats))
                 (super::streamed::html(&super::summary::streamed_cells(&summary_rows(info, stats))))
+                (super::scores::html(info, stats))
                 (failed_trials(info, failed, failures))
                 script { (PreEscaped(SCRIPT)) }
             }

@@ -1,12 +1,14 @@
 //! Probes' scores in the reports (tau2's reward, say): scores.csv, one
 //! row per measure of each model, per scenario and per tag of the scored
-//! scenarios (tau2: a domain is a tag), and summary.md's "Rewards" table,
-//! per model and tag. The measures: the mean reward (with the trials
-//! rewarded 1), each component's pass rate, why conversations ended, how
-//! often a judging model's repeated verdicts flipped and what it took, and
-//! over a tag's tasks pass^k as tau2 computes it (the mean of each task's
-//! unbiased estimate). Nothing is written for a run no probe scored.
+//! scenarios (tau2: a domain is a tag), and the "Rewards" table of
+//! summary.md and report.html, per model and tag. The measures: the mean
+//! reward (with the trials rewarded 1), each component's pass rate, why
+//! conversations ended, how often a judging model's repeated verdicts
+//! flipped and what it took, and over a tag's tasks pass^k as tau2
+//! computes it (the mean of each task's unbiased estimate). Nothing is
+//! written for a run no probe scored.
 
+use maud::{Markup, html};
 use serde::Serialize;
 
 use super::{RunInfo, round};
@@ -170,24 +172,24 @@ pub(super) fn rows(info: &RunInfo, stats: &Aggregate) -> Vec<ScoreRow> {
     rows
 }
 
-/// summary.md's "Rewards" table: per model and tag of the scored
-/// scenarios; empty when no probe scored.
-pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
-    let mut t = Table::new(&[
-        ("model", Left),
-        ("tag", Left),
-        ("tasks", Right),
-        ("trials", Right),
-        ("mean reward", Right),
-        ("pass^1 / ^2 / ^3", Right),
-        ("components passed", Left),
-        ("ended", Left),
-        ("judge flipped", Right),
-    ]);
-    let mut any = false;
+/// The Rewards table's columns.
+const REWARD_COLUMNS: [&str; 9] = [
+    "model",
+    "tag",
+    "tasks",
+    "trials",
+    "mean reward",
+    "pass^1 / ^2 / ^3",
+    "components passed",
+    "ended",
+    "judge flipped",
+];
+
+/// The Rewards table's rows: per model and tag of the scored scenarios.
+fn reward_rows(info: &RunInfo, stats: &Aggregate) -> Vec<[String; 9]> {
+    let mut rows = Vec::new();
     for (m, model) in info.models.iter().enumerate() {
         for group in groups(info, stats, m).iter().filter(|g| g.scope == "tag") {
-            any = true;
             let s = &group.scores;
             let ks: Vec<String> = pass_k(&group.tasks)
                 .iter()
@@ -200,7 +202,7 @@ pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
                 .map(|(name, (passed, of))| format!("{name} {passed}/{of}"))
                 .collect();
             let reasons: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
-            t.row(vec![
+            rows.push([
                 model.name.clone(),
                 group.name.clone(),
                 group.tasks.len().to_string(),
@@ -217,13 +219,39 @@ pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
             ]);
         }
     }
-    if !any {
+    rows
+}
+
+const REWARDS_NOTE: &str = "What the scenarios' probes scored (tau2: its evaluator's reward and parts), per tag; per scenario in scores.csv.";
+
+/// summary.md's "Rewards" table; empty when no probe scored.
+pub(super) fn markdown(info: &RunInfo, stats: &Aggregate) -> String {
+    let rows = reward_rows(info, stats);
+    if rows.is_empty() {
         return String::new();
     }
-    format!(
-        "\n## Rewards\n\nWhat the scenarios' probes scored (tau2: its evaluator's reward and parts), per tag; per scenario in scores.csv.\n\n{}",
-        t.render()
-    )
+    let aligns = [Left, Left, Right, Right, Right, Right, Left, Left, Right];
+    let columns: Vec<(&str, _)> = REWARD_COLUMNS.into_iter().zip(aligns).collect();
+    let mut t = Table::new(&columns);
+    for row in rows {
+        t.row(row.to_vec());
+    }
+    format!("\n## Rewards\n\n{REWARDS_NOTE}\n\n{}", t.render())
+}
+
+/// report.html's Rewards section; nothing when no probe scored.
+pub(super) fn html(info: &RunInfo, stats: &Aggregate) -> Markup {
+    let rows = reward_rows(info, stats);
+    html! {
+        @if !rows.is_empty() {
+            h2 { "Rewards" }
+            p class="note" { (REWARDS_NOTE) }
+            table {
+                thead { tr { @for c in REWARD_COLUMNS { th { (c) } } } }
+                tbody { @for row in &rows { tr { @for cell in row { td { (cell) } } } } }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

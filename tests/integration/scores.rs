@@ -135,6 +135,8 @@ fn a_probes_score_is_reported_per_trial_per_scenario_and_per_tag_and_read_back_a
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Rewards"), "{md}");
     assert!(md.contains("DB 2/4"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Rewards</h2>") && html.contains("DB 2/4"));
 
     let merged = dir.path().join("merged");
     let output = toolgauge(&[
