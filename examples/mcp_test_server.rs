@@ -47,6 +47,12 @@ fn tool(name: &'static str, description: &'static str, schema: Value, read_only:
     Tool::new(name, description, Arc::new(schema)).annotate(annotations)
 }
 
+/// `tool` with an `outputSchema`.
+fn with_output(mut tool: Tool, schema: Value) -> Tool {
+    tool.output_schema = Some(Arc::new(schema.as_object().cloned().unwrap_or_default()));
+    tool
+}
+
 fn tools() -> Vec<Tool> {
     vec![
         tool(
@@ -90,6 +96,24 @@ fn tools() -> Vec<Tool> {
             "Stop the server at once, as a crashing server would.",
             json!({"type": "object", "properties": {}}),
             false,
+        ),
+        with_output(
+            tool(
+                "weather",
+                "The weather in a city, as structured content.",
+                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+                true,
+            ),
+            json!({"type": "object", "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}}, "required": ["city", "temp_c"]}),
+        ),
+        with_output(
+            tool(
+                "weather_broken",
+                "The weather in a city; its structured content breaks its own outputSchema.",
+                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+                true,
+            ),
+            json!({"type": "object", "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}}, "required": ["city", "temp_c"]}),
         ),
         tool(
             "delete_everything",
@@ -198,6 +222,17 @@ impl TestServer {
                 std::process::exit(3);
             }
             "delete_everything" => Ok(text("deleted everything")),
+            "weather" | "weather_broken" => {
+                let city = arguments.get("city").cloned().unwrap_or(Value::Null);
+                // The broken one gives the temperature as a word.
+                let temp = if name == "weather" {
+                    json!(18)
+                } else {
+                    json!("mild")
+                };
+                let content = json!({"city": city, "temp_c": temp});
+                Ok(CallToolResult::structured(content).into())
+            }
             other => Err(ErrorData::invalid_params(
                 format!("no tool {other:?}"),
                 None,

@@ -85,13 +85,17 @@ pub enum ErrorKind {
     /// trial is lost to infrastructure.
     #[serde(rename = "tool_unavailable")]
     Unavailable,
+    /// The tool answered with output that breaks its own `outputSchema`
+    /// (or declared one and gave no structured content): the tool's
+    /// fault, never the model's; the trial is lost to infrastructure.
+    BadOutput,
     /// Not run: the reply was cut by the output token limit before the
     /// call was complete.
     Truncated,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Parse,
         ErrorKind::UnknownTool,
         ErrorKind::Validation,
@@ -99,6 +103,7 @@ impl ErrorKind {
         ErrorKind::Timeout,
         ErrorKind::Sandbox,
         ErrorKind::Unavailable,
+        ErrorKind::BadOutput,
         ErrorKind::Truncated,
     ];
 
@@ -182,6 +187,9 @@ pub enum Failure {
     /// A tool could not be run at all: the trial is lost to
     /// infrastructure.
     ToolUnavailable,
+    /// A tool's output broke its own `outputSchema`: the trial is lost to
+    /// infrastructure (the tool's fault).
+    BadOutput,
     /// A conversation's simulated user failed (it never said it was done,
     /// repeated its instructions to the model, said nothing, or its model
     /// could not be reached): not the agent's doing, and the trial is
@@ -191,7 +199,7 @@ pub enum Failure {
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 19] = [
+    pub const ALL: [Failure; 20] = [
         Failure::Parse,
         Failure::UnknownTool,
         Failure::Validation,
@@ -210,6 +218,7 @@ impl Failure {
         Failure::TurnLimit,
         Failure::Truncated,
         Failure::ToolUnavailable,
+        Failure::BadOutput,
         Failure::UserSimulator,
     ];
 
@@ -233,6 +242,7 @@ impl Failure {
             Failure::TurnLimit => "turn_limit",
             Failure::Truncated => "truncated",
             Failure::ToolUnavailable => "tool_unavailable",
+            Failure::BadOutput => "bad_output",
             Failure::UserSimulator => "user_simulator",
         }
     }
@@ -246,6 +256,7 @@ impl Failure {
             Failure::TransportError
                 | Failure::BadResponse
                 | Failure::ToolUnavailable
+                | Failure::BadOutput
                 | Failure::UserSimulator
         )
     }
@@ -293,6 +304,7 @@ impl Failure {
             Failure::TransportError
             | Failure::BadResponse
             | Failure::ToolUnavailable
+            | Failure::BadOutput
             | Failure::UserSimulator
             | Failure::ForbiddenCall
             | Failure::MilestoneMissed
@@ -313,6 +325,7 @@ impl From<ErrorKind> for Failure {
             ErrorKind::Timeout => Failure::Timeout,
             ErrorKind::Sandbox => Failure::Sandbox,
             ErrorKind::Unavailable => Failure::ToolUnavailable,
+            ErrorKind::BadOutput => Failure::BadOutput,
             ErrorKind::Truncated => Failure::Truncated,
         }
     }

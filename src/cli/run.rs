@@ -208,14 +208,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         } => {
             for s in &sources {
                 eprintln!(
-                    "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s)",
+                    "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s){}",
                     s.source,
                     s.startups,
                     s.startup_ms_mean,
                     s.calls,
                     s.call_ms_p50,
                     s.call_ms_p95,
-                    s.call_errors
+                    s.call_errors,
+                    if s.bad_outputs > 0 {
+                        format!(", {} breaking the tool's outputSchema", s.bad_outputs)
+                    } else {
+                        String::new()
+                    }
                 );
             }
             (table, violations)

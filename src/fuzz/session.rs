@@ -65,7 +65,12 @@ impl ServerJudge {
             let state = self.registry.new_state();
             tokio::time::timeout(self.timeout, self.registry.execute(id, &arguments, &state))
                 .await
-                .map(|outcome| outcome.is_ok())
+                // Output that breaks its outputSchema: the arguments were
+                // taken and the tool ran.
+                .map(|outcome| match outcome {
+                    Ok(_) => true,
+                    Err(failure) => failure.kind == crate::tool::ToolFailureKind::BadOutput,
+                })
                 .map_err(|_| {
                     format!(
                         "tool {tool:?} did not answer within {} ms",

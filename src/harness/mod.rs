@@ -665,9 +665,15 @@ impl<'p> TrialRun<'p> {
                 .batch
                 .results
                 .iter()
-                .find(|r| r.error_kind == Some(crate::call::ErrorKind::Unavailable))
-                .map_or_else(String::new, |r| {
-                    format!("tool {} could not run: {}", r.name, r.content)
+                .find(|r| {
+                    r.error_kind
+                        .is_some_and(|kind| crate::call::Failure::from(kind).is_infrastructure())
+                })
+                .map_or_else(String::new, |r| match r.error_kind {
+                    Some(crate::call::ErrorKind::BadOutput) => {
+                        format!("tool {} broke its output schema: {}", r.name, r.content)
+                    }
+                    _ => format!("tool {} could not run: {}", r.name, r.content),
                 }),
         };
         eprintln!(

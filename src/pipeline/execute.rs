@@ -273,6 +273,7 @@ fn error_kind_of(failure: &ToolFailure) -> ErrorKind {
         ToolFailureKind::Timeout => ErrorKind::Timeout,
         ToolFailureKind::Invalid => ErrorKind::Validation,
         ToolFailureKind::Unavailable => ErrorKind::Unavailable,
+        ToolFailureKind::BadOutput => ErrorKind::BadOutput,
         ToolFailureKind::Runtime
         | ToolFailureKind::NotFound
         | ToolFailureKind::PermissionDenied => ErrorKind::Runtime,

@@ -113,6 +113,8 @@ pub(super) struct SummaryTail {
     pub transport_errors: u64,
     pub bad_responses: u64,
     pub tools_unavailable: u64,
+    /// Lost to a tool whose output broke its own `outputSchema`.
+    pub bad_outputs: u64,
     pub lost_trials: u64,
     /// Of the trials whose first attempt failed with an error the model
     /// was told about, the share fixed later (self-correction from
@@ -365,6 +367,7 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             transport_errors: cell.lost_to(Failure::TransportError),
             bad_responses: cell.lost_to(Failure::BadResponse),
             tools_unavailable: cell.lost_to(Failure::ToolUnavailable),
+            bad_outputs: cell.lost_to(Failure::BadOutput),
             lost_trials: cell.lost_trials(),
             fixed_after_feedback: retries(opt(cell.fixed_after_feedback())),
             fixed_after_nudge: retries(opt(cell.fixed_after_nudge())),

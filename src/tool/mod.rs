@@ -329,6 +329,8 @@ pub enum ToolFailureKind {
     /// The tool could not be run at all: its command does not start, its
     /// endpoint refuses connections, its MCP server is gone.
     Unavailable,
+    /// Its output breaks its own `outputSchema`.
+    BadOutput,
 }
 
 impl ToolFailure {

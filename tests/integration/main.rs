@@ -16,6 +16,7 @@ mod harness;
 mod hostile;
 mod live;
 mod mcp;
+mod mcp_output;
 mod processes;
 mod real_model;
 mod real_servers;

@@ -29,6 +29,10 @@ pub struct SourceStats {
     pub call_errors: u64,
     pub call_ms_p50: f64,
     pub call_ms_p95: f64,
+    /// Results that broke the tool's own `outputSchema` (also counted in
+    /// `call_errors`).
+    #[serde(default)]
+    pub bad_outputs: u64,
 }
 
 #[derive(Debug)]
@@ -37,6 +41,7 @@ struct Measures {
     /// Round trips in microseconds: memory that does not grow with calls.
     calls: hdrhistogram::Histogram<u64>,
     call_errors: u64,
+    bad_outputs: u64,
 }
 
 impl Default for Measures {
@@ -48,6 +53,7 @@ impl Default for Measures {
             startups: Vec::new(),
             calls,
             call_errors: 0,
+            bad_outputs: 0,
         }
     }
 }
@@ -182,6 +188,7 @@ impl McpServer {
                     name,
                     per_trial: per_trial.clone(),
                     takes_any_arguments: !validate,
+                    output: output_validator(tool.output_schema.as_deref()),
                 });
                 (def, backend)
             })
@@ -308,6 +315,7 @@ impl McpServer {
             call_errors,
             call_ms_p50: percentile(0.5),
             call_ms_p95: percentile(0.95),
+            bad_outputs: measures.bad_outputs,
         }
     }
 
@@ -318,6 +326,7 @@ impl McpServer {
         trial: &ToolState,
         name: &str,
         arguments: &Map<String, Value>,
+        output: Option<&jsonschema::Validator>,
     ) -> Result<String, ToolFailure> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
         let started = Instant::now();
@@ -333,7 +342,7 @@ impl McpServer {
         unanswered.answered = true;
         let elapsed = started.elapsed();
         let outcome = match answer {
-            Ok(CallToolResponse::Complete(result)) => result_output(result),
+            Ok(CallToolResponse::Complete(result)) => result_output(result, output),
             Ok(_) => Err(ToolFailure::runtime(format!(
                 "the MCP server {} asked for input or made a task, which toolgauge does not answer",
                 self.label
@@ -375,8 +384,9 @@ impl McpServer {
         };
         self.measured(|m| {
             let _ = m.calls.record((elapsed.as_micros() as u64).max(1));
-            if outcome.is_err() {
+            if let Err(failure) = &outcome {
                 m.call_errors += 1;
+                m.bad_outputs += u64::from(failure.kind == ToolFailureKind::BadOutput);
             }
         });
         outcome
@@ -407,8 +417,18 @@ const INVALID_PARAMS: i32 = -32602;
 /// blocks as JSON), or its structured content when it has no text. An
 /// `isError` result is a failure with that text; one that says "MCP error
 /// -32602" (servers built on the TypeScript SDK word schema failures so)
-/// is a refusal of the arguments.
-fn result_output(result: CallToolResult) -> Result<String, ToolFailure> {
+/// is a refusal of the arguments. A tool with an `outputSchema` (`output`)
+/// must give structured content that it accepts, else the result is a
+/// bad output: the tool's fault.
+fn result_output(
+    result: CallToolResult,
+    output: Option<&jsonschema::Validator>,
+) -> Result<String, ToolFailure> {
+    if let Some(output) = output
+        && result.is_error != Some(true)
+    {
+        check_output(result.structured_content.as_ref(), output)?;
+    }
     let mut text = String::new();
     for block in &result.content {
         if !text.is_empty() {
@@ -435,6 +455,43 @@ fn result_output(result: CallToolResult) -> Result<String, ToolFailure> {
     Err(ToolFailure::new(kind, text))
 }
 
+/// A tool's `outputSchema` compiled as arguments' schemas are; `None`
+/// without one, or when it does not compile (nothing to hold results to).
+fn output_validator(schema: Option<&Map<String, Value>>) -> Option<Arc<jsonschema::Validator>> {
+    let schema = Value::Object(schema?.clone());
+    let draft = crate::tool::check::draft_of(&schema).ok()?;
+    crate::tool::registry::schema_options(draft)
+        .build(&schema)
+        .ok()
+        .map(Arc::new)
+}
+
+/// Structured content against the tool's `outputSchema`: every
+/// violation, by pointer, as one bad-output failure.
+fn check_output(
+    structured: Option<&Value>,
+    output: &jsonschema::Validator,
+) -> Result<(), ToolFailure> {
+    let Some(structured) = structured else {
+        return Err(ToolFailure::new(
+            ToolFailureKind::BadOutput,
+            "it declares an outputSchema but gave no structuredContent",
+        ));
+    };
+    let violations = crate::tool::wording::schema_errors(output.iter_errors(structured));
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<&str> = violations.iter().map(|v| v.line()).collect();
+    Err(ToolFailure::new(
+        ToolFailureKind::BadOutput,
+        format!(
+            "its structuredContent breaks its outputSchema: {}",
+            lines.join("; ")
+        ),
+    ))
+}
+
 /// A tool of an MCP server.
 #[derive(Debug)]
 struct McpTool {
@@ -445,6 +502,8 @@ struct McpTool {
     per_trial: Option<Arc<[String]>>,
     /// Calls go to the server whatever their arguments.
     takes_any_arguments: bool,
+    /// Its `outputSchema`, compiled as arguments' schemas are.
+    output: Option<Arc<jsonschema::Validator>>,
 }
 
 /// A trial's own server: started when the trial begins (on the servers'
@@ -577,7 +636,13 @@ impl ToolBackend for McpTool {
                 let connection = self.server.connection(Some(trial))?;
                 return self
                     .server
-                    .call(&connection, trial, &self.name, call.arguments.as_map())
+                    .call(
+                        &connection,
+                        trial,
+                        &self.name,
+                        call.arguments.as_map(),
+                        self.output.as_deref(),
+                    )
                     .await;
             };
             let own = self.trial_server(trial, trial_args)?;
@@ -591,7 +656,13 @@ impl ToolBackend for McpTool {
                 ));
             }
             self.server
-                .call(connection, trial, &self.name, call.arguments.as_map())
+                .call(
+                    connection,
+                    trial,
+                    &self.name,
+                    call.arguments.as_map(),
+                    self.output.as_deref(),
+                )
                 .await
         })
     }

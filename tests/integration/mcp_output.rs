@@ -1,0 +1,77 @@
+//! What an MCP tool sends back, held to its own `outputSchema`: a result
+//! that breaks it loses the trial as the tool's fault (`bad_output`),
+//! never the model's, and is counted per server and per cell.
+
+use serde_json::{Value, json};
+
+use crate::conversation::{mcp_test_server, scripted_run};
+use crate::live::stderr;
+
+fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            headers
+                .iter()
+                .zip(r.unwrap().iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+fn weather_scenario(name: &str, tool: &str) -> Value {
+    json!({
+        "name": name,
+        "tools": [{"mcp": {"command": [mcp_test_server().to_str().unwrap()]}, "only": [tool]}],
+        "prompt": "What is the weather in Paris?",
+        "expect": {"calls": [{"name": tool, "arguments": {"city": "Paris"}}]}
+    })
+}
+
+#[test]
+fn a_result_that_breaks_its_output_schema_is_the_tools_fault_and_counted_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    for (name, tool) in [("kept", "weather"), ("broken", "weather_broken")] {
+        std::fs::write(
+            suite.join(format!("{name}.json")),
+            weather_scenario(name, tool).to_string(),
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = scripted_run(suite.to_str().unwrap(), 2, &out);
+    // Lost trials fail the run: the broken tool measured nothing.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("lost (bad_output)") && err.contains("weather_broken broke its output schema"),
+        "{err}"
+    );
+    assert!(err.contains("/temp_c"), "the violation is located: {err}");
+
+    let summary = csv_rows(&out.join("summary.csv"));
+    let cell = |name: &str| {
+        summary
+            .iter()
+            .find(|r| r["scenario"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(cell("kept")["final_success"], "1.0");
+    assert_eq!(cell("broken")["bad_outputs"], "2");
+    assert_eq!(cell("broken")["trials"], "0", "never the model's");
+    assert_eq!(cell("broken")["failures_runtime"], "0");
+    let sources = csv_rows(&out.join("tool_sources.csv"));
+    let bad: u64 = sources
+        .iter()
+        .map(|s| s["bad_outputs"].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(bad, 2);
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    assert!(log.contains("\"errorKind\":\"bad_output\""), "{log}");
+}
