@@ -15,7 +15,7 @@ use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, TaskEnd, TrialRecor
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
-use crate::scenario::user::{SimulatedUser, UserPlayer};
+use crate::scenario::user::{AtMaxTurns, SimulatedUser, UserPlayer};
 use crate::scenario::{Probe, ScoreFile, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
@@ -84,7 +84,7 @@ pub(super) async fn run_task(
             };
             let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
             let prices = model.as_ref().and_then(|m| m.prices());
-            play.simulated(&mut run, task, user.max_turns, &mut sim, prices)
+            play.simulated(&mut run, task, user, &mut sim, prices)
                 .await?
         }
     };
@@ -205,7 +205,7 @@ impl<'t> Play<'t> {
         &mut self,
         run: &mut TrialRun<'_>,
         task: &'t Task,
-        max_turns: u32,
+        user: &SimulatedUser,
         sim: &mut UserSim<'_>,
         prices: Option<crate::call::Prices>,
     ) -> Result<bool, RunError> {
@@ -271,8 +271,13 @@ impl<'t> Play<'t> {
                     break;
                 }
             };
-            if spoken == max_turns {
-                let why = format!("never said it was done in its {max_turns} turn(s)");
+            if spoken == user.max_turns {
+                if user.at_max_turns == AtMaxTurns::Judge {
+                    // Judged as it stands, the user's last words unsaid.
+                    self.ended_by = Some(EndedBy::MaxSteps);
+                    break;
+                }
+                let why = format!("never said it was done in its {} turn(s)", user.max_turns);
                 return Ok(self.user_failed(run, &why));
             }
             spoken += 1;

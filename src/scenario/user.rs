@@ -21,6 +21,12 @@ pub struct SimulatedUserFile {
     pub system: Option<String>,
     #[serde(default = "default_user_turns")]
     pub max_turns: u32,
+    /// What its last turn used up means: `lose` (default: the user never
+    /// said it was done, the trial is lost to it) or `judge` (the
+    /// conversation is judged as it stands, ended by `max_steps`, as tau2
+    /// judges one its step bound cut).
+    #[serde(default)]
+    pub at_max_turns: AtMaxTurns,
     /// The live model that plays the user: the name of a model given on
     /// the command line (`--user-model`), or a model file inside the
     /// suite (relative to the scenario's folder) that names no key.
@@ -33,6 +39,17 @@ pub struct SimulatedUserFile {
 
 fn default_user_turns() -> u32 {
     5
+}
+
+/// What a simulated user's turns used up means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtMaxTurns {
+    /// The user failed: the trial is lost to it.
+    #[default]
+    Lose,
+    /// The conversation is judged as it stands (`ended_by: max_steps`).
+    Judge,
 }
 
 /// What a simulated user says when the conversation is over (as tau2).
@@ -50,6 +67,7 @@ pub struct SimulatedUser {
     pub system: Option<String>,
     /// Times it may speak after the opening message.
     pub max_turns: u32,
+    pub at_max_turns: AtMaxTurns,
     pub player: UserPlayer,
 }
 
@@ -101,6 +119,7 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
         instructions: file.instructions.clone(),
         system: file.system.clone(),
         max_turns: file.max_turns,
+        at_max_turns: file.at_max_turns,
         player,
     })
 }

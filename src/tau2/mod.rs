@@ -276,6 +276,8 @@ fn user_block(task: &ExportedTask, user: &UserPlay) -> Value {
         "instructions": task.user_instructions,
         "system": task.user_system,
         "max_turns": MAX_USER_TURNS,
+        // tau2 judges a conversation its step bound cut: reward 0.
+        "at_max_turns": "judge",
     });
     match user {
         UserPlay::Script => {

@@ -883,3 +883,68 @@ impl<R: Respond> Respond for ArcResponder<R> {
         self.0.respond(request)
     }
 }
+
+#[test]
+fn a_user_whose_turns_run_out_is_judged_as_it_stands_when_told_to_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |at_max_turns: &str| {
+        json!({
+            "name": format!("bounded_{at_max_turns}"),
+            "tools": [
+                {"mcp": {"command": [mcp_test_server().to_str().unwrap()]}, "only": ["lenient_echo"]}
+            ],
+            "messages": [{"role": "assistant", "content": "Hi! How can I help you today?"}],
+            "task": {
+                "max_turns": 2,
+                "reference": [],
+                "reference_answer": "Could you say more?",
+                "user": {
+                    "instructions": "You never finish.",
+                    "max_turns": 1,
+                    "at_max_turns": at_max_turns,
+                    "script": ["I need help.", "Still here.", "And again."]
+                },
+                "final_state": {"probe": {
+                    "tool": "lenient_echo",
+                    "transcript": "transcript",
+                    "result": {"transcript": {"ended_by": "max_steps", "messages": {"$present": true, "$example": []}}}
+                }}
+            }
+        })
+    };
+    for at_max_turns in ["judge", "lose"] {
+        std::fs::write(
+            dir.path().join(format!("{at_max_turns}.json")),
+            scenario(at_max_turns).to_string(),
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("out");
+    let output = scripted_run(dir.path().to_str().unwrap(), 1, &out);
+    let err = stderr(&output);
+    // "lose": the user never said it was done, the trial is lost to it.
+    assert!(
+        err.contains("bounded_lose trial 0: lost (user_simulator)"),
+        "{err}"
+    );
+    assert!(!err.contains("bounded_judge trial 0: lost"), "{err}");
+    // "judge": judged as it stands, ended by max_steps.
+    assert_eq!(summary_of(&out, "bounded_judge")["final_success"], "1.0");
+}
+
+fn summary_of(out: &Path, scenario: &str) -> std::collections::BTreeMap<String, String> {
+    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(Result::unwrap)
+        .find(|r| r.iter().nth(1) == Some(scenario))
+        .map(|r| {
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .unwrap()
+}
