@@ -225,6 +225,7 @@ impl<'t> Play<'t> {
                         let why = format!("ended the conversation before it began ({text:?})");
                         return Ok(self.user_failed(run, &why));
                     }
+                    Said::ScriptEnded => return Ok(self.user_failed(run, "said nothing")),
                 };
                 spoken += 1;
                 self.user_said(run, &text, Some(usage));
@@ -270,6 +271,12 @@ impl<'t> Play<'t> {
                     self.ended_by = Some(EndedBy::UserStop);
                     break;
                 }
+                // A recording cut where it ends: its turns used up.
+                Said::ScriptEnded if user.at_max_turns == AtMaxTurns::Judge => {
+                    self.ended_by = Some(EndedBy::MaxSteps);
+                    break;
+                }
+                Said::ScriptEnded => return Ok(self.user_failed(run, "said nothing")),
             };
             if spoken == user.max_turns {
                 if user.at_max_turns == AtMaxTurns::Judge {

@@ -33,6 +33,9 @@ pub enum Said {
     Message(String),
     /// It ended the conversation with one of `USER_ENDINGS`: its words.
     Stop(String),
+    /// A script (a recording) has no reply left: where the recorded
+    /// conversation was cut.
+    ScriptEnded,
 }
 
 /// A simulated user that failed: why, in one line.
@@ -104,7 +107,9 @@ impl<'a> UserSim<'a> {
                 let UserPlayer::Script(replies) = &self.user.player else {
                     unreachable!("a script player plays a script")
                 };
-                let text = replies.get(self.spoken - 1).cloned().unwrap_or_default();
+                let Some(text) = replies.get(self.spoken - 1).cloned() else {
+                    return Ok((Said::ScriptEnded, Usage::default()));
+                };
                 (text, Usage::default())
             }
             Player::Live {

@@ -21,10 +21,11 @@ pub struct SimulatedUserFile {
     pub system: Option<String>,
     #[serde(default = "default_user_turns")]
     pub max_turns: u32,
-    /// What its last turn used up means: `lose` (default: the user never
-    /// said it was done, the trial is lost to it) or `judge` (the
-    /// conversation is judged as it stands, ended by `max_steps`, as tau2
-    /// judges one its step bound cut).
+    /// What its last turn used up (or its script run out: a recording
+    /// cut there) means: `lose` (default: the user never said it was
+    /// done, the trial is lost to it) or `judge` (the conversation is
+    /// judged as it stands, ended by `max_steps`, as tau2 judges one its
+    /// step bound cut).
     #[serde(default)]
     pub at_max_turns: AtMaxTurns,
     /// The live model that plays the user: the name of a model given on

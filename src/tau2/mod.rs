@@ -32,8 +32,12 @@ const MAX_AGENT_TURNS: u32 = 30;
 /// tau2's environment twice over).
 const BRIDGE_TIMEOUT_MS: u64 = 120_000;
 
-/// Times the simulated user may speak after its first message.
-const MAX_USER_TURNS: u32 = 50;
+/// Times the simulated user may speak after its first message: each of
+/// its turns and the agent's answer are two of tau2's 200 steps, so this
+/// bound never ends a conversation before tau2's would (the bridge counts
+/// the steps exactly; a conversation that reaches it is judged as tau2's
+/// step bound judges one, `at_max_turns: judge`).
+const MAX_USER_TURNS: u32 = 100;
 
 /// One task as the bridge exports it.
 #[derive(Debug, Clone, Deserialize)]

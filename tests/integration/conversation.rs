@@ -885,7 +885,7 @@ impl<R: Respond> Respond for ArcResponder<R> {
 }
 
 #[test]
-fn a_user_whose_turns_run_out_is_judged_as_it_stands_when_told_to_judge() {
+fn a_user_whose_turns_or_script_run_out_is_judged_as_it_stands_when_told_to_judge() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = |at_max_turns: &str| {
         json!({
@@ -919,6 +919,12 @@ fn a_user_whose_turns_run_out_is_judged_as_it_stands_when_told_to_judge() {
         )
         .unwrap();
     }
+    // A recording (a script) that runs out before its turns do: cut there.
+    let mut recording = scenario("judge");
+    recording["name"] = json!("bounded_recording");
+    recording["task"]["user"]["max_turns"] = json!(5);
+    recording["task"]["user"]["script"] = json!(["I need help."]);
+    std::fs::write(dir.path().join("recording.json"), recording.to_string()).unwrap();
     let out = dir.path().join("out");
     let output = scripted_run(dir.path().to_str().unwrap(), 1, &out);
     let err = stderr(&output);
@@ -930,6 +936,10 @@ fn a_user_whose_turns_run_out_is_judged_as_it_stands_when_told_to_judge() {
     assert!(!err.contains("bounded_judge trial 0: lost"), "{err}");
     // "judge": judged as it stands, ended by max_steps.
     assert_eq!(summary_of(&out, "bounded_judge")["final_success"], "1.0");
+    assert_eq!(
+        summary_of(&out, "bounded_recording")["final_success"],
+        "1.0"
+    );
 }
 
 fn summary_of(out: &Path, scenario: &str) -> std::collections::BTreeMap<String, String> {

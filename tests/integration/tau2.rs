@@ -208,9 +208,16 @@ fn replayed(
         let trial = event["trial"].as_u64().unwrap() as usize;
         let of_task = &by_task[task.as_str()];
         let simulation = of_task[trial % of_task.len()];
+        // tau2's own runs record more (its checks, a note): the reward and
+        // its breakdown are the verdict; none (a run cut short) is empty.
+        let recorded = &simulation["reward_info"];
+        let breakdown = match &recorded["reward_breakdown"] {
+            Value::Null => json!({}),
+            breakdown => breakdown.clone(),
+        };
         compared.push((
             simulation["id"].as_str().unwrap().to_owned(),
-            simulation["reward_info"].clone(),
+            json!({"reward": recorded["reward"], "reward_breakdown": breakdown}),
             json!({
                 "reward": event["result"]["reward"],
                 "reward_breakdown": event["result"]["tau2"]["breakdown"],
@@ -286,5 +293,26 @@ fn toolgauge_gives_tau2s_verdict_on_every_generated_conversation() {
         compared.len(),
         disagreements(&compared).len()
     );
+    assert_eq!(disagreements(&compared), Vec::<String>::new());
+}
+
+/// tau2's own runs (`tau2 run`, through litellm) of the local real model
+/// as agent and as user (scripts/tau2-real-model.sh), replayed: each
+/// simulation gets the reward and breakdown tau2 recorded.
+#[test]
+fn toolgauge_gives_tau2s_verdict_on_tau2s_own_runs_of_the_real_model() {
+    let Some(python) =
+        bridge_python("toolgauge_gives_tau2s_verdict_on_tau2s_own_runs_of_the_real_model")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let compared = replayed(
+        &python,
+        ("airline", "real-model-airline.json"),
+        &[],
+        dir.path(),
+    );
+    assert!(!compared.is_empty(), "{compared:?}");
     assert_eq!(disagreements(&compared), Vec::<String>::new());
 }
