@@ -18,6 +18,7 @@ mod run;
 mod signals;
 mod tool_source;
 mod tools;
+mod tools_check;
 
 use std::process::ExitCode;
 

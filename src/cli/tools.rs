@@ -1,5 +1,7 @@
 //! `toolgauge tools list SOURCE`: a source's tool definitions in any
 //! provider's format, with the definition checks run on them.
+//! `toolgauge tools check SOURCE`: each tool called with valid generated
+//! arguments, its results held to its own `outputSchema`.
 
 use std::process::ExitCode;
 
@@ -19,6 +21,35 @@ pub struct ToolsArgs {
 pub enum ToolsCommand {
     /// Print a source's tool definitions and check them (exit 1 on problems).
     List(ListArgs),
+    /// Call each tool with arguments generated from its input schema and
+    /// count what it answers: results, error results, results that break
+    /// its own outputSchema, calls unanswered in time (exit 1 on the last
+    /// two). Only read-only tools are called unless --allow names others.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An MCP server (`mcp:COMMAND ARGS...` or `mcp:http://HOST:PORT/mcp`)
+    /// or a JSON array of tool definitions.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// Calls per tool, each with its own generated arguments.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub calls: u32,
+    /// Seed of the generated arguments.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long one call may take.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// Tools to call although not read-only (a write may change the
+    /// server's data).
+    #[arg(long, value_name = "TOOL")]
+    pub allow: Vec<String>,
+    /// Check only these tools (default: every tool that may be called).
+    #[arg(long, value_name = "TOOL")]
+    pub only: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -46,7 +77,10 @@ pub enum Format {
 }
 
 pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
-    let ToolsCommand::List(args) = &args.command;
+    let args = match &args.command {
+        ToolsCommand::List(args) => args,
+        ToolsCommand::Check(args) => return super::tools_check::run(args),
+    };
     // The server (for mcp:SERVER) is stopped once its tools are read.
     let tools = super::tool_source::load(&args.source, &ToolServers::new())?;
     let specs: Vec<_> = tools.defs.iter().map(|d| d.spec()).collect();

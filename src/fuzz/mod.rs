@@ -3,6 +3,7 @@
 //! must accept the first and reject the second; what it accepts of the
 //! second survives, and the share it rejects is its kill rate.
 
+pub mod calls;
 pub mod differential;
 pub mod external;
 pub mod generate;

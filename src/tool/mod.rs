@@ -28,7 +28,8 @@ pub use backend::{ToolBackend, ToolCallContext, ToolFuture};
 pub use builtin::{BUILTIN_NAMES, SHELL_TOOL, builtin_definition, builtin_needs_sandbox};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{
-    Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, schema_options,
+    Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState, compiled_schema,
+    schema_options,
 };
 pub use sandbox::{PathBlocked, Sandbox, read_beneath, relative_path as sandbox_path};
 pub use served::{HttpTool, Send as HttpSend};

@@ -351,6 +351,13 @@ pub fn schema_options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions
         .should_validate_formats(true)
 }
 
+/// A schema compiled as tools' schemas are (its own draft, formats
+/// asserted); `None` when it does not compile.
+pub fn compiled_schema(schema: &Value) -> Option<Validator> {
+    let draft = draft_of(schema).ok()?;
+    schema_options(draft).build(schema).ok()
+}
+
 /// A tool's validator (and quick check) for its `parameters`.
 fn compile(
     tool: &str,

@@ -526,7 +526,7 @@ async fn http_and_command_tools_run_as_tools() {
 
 /// The reference server-everything, installed by `npm ci --prefix
 /// tests/mcp` (.ci/run does), or why not.
-fn server_everything() -> Result<PathBuf, String> {
+pub(crate) fn server_everything() -> Result<PathBuf, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything");
     let node = Command::new("node")

@@ -75,3 +75,71 @@ fn a_result_that_breaks_its_output_schema_is_the_tools_fault_and_counted_apart()
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("\"errorKind\":\"bad_output\""), "{log}");
 }
+
+/// `tools check`'s row for `tool`: calls, results, error results, bad
+/// outputs, timeouts.
+fn checked_row(table: &str, tool: &str) -> Vec<String> {
+    table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {tool} |")))
+        .unwrap_or_else(|| panic!("no row for {tool}: {table}"))
+        .split('|')
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn tools_check_calls_each_read_only_tool_and_finds_the_broken_output() {
+    let server = mcp_test_server();
+    let output = crate::toolgauge(&[
+        "tools",
+        "check",
+        &format!("mcp:{}", server.display()),
+        "--calls",
+        "3",
+    ]);
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{table}{}", stderr(&output));
+    assert_eq!(
+        checked_row(&table, "weather")[1..6],
+        ["3", "3", "0", "0", "0"]
+    );
+    let broken = checked_row(&table, "weather_broken");
+    assert_eq!(broken[1..6], ["3", "0", "0", "3", "0"]);
+    assert!(broken[6].contains("/temp_c"), "{broken:?}");
+    // Writes are not called unless allowed.
+    assert!(!table.contains("| delete_everything |"), "{table}");
+    assert!(stderr(&output).contains("delete_everything"));
+}
+
+#[test]
+fn the_reference_servers_structured_content_matches_its_output_schema() {
+    let script = match crate::mcp::server_everything() {
+        Ok(script) => script,
+        Err(why) => {
+            eprintln!(
+                "skipped: the_reference_servers_structured_content_matches_its_output_schema: {why}"
+            );
+            return;
+        }
+    };
+    let output = crate::toolgauge(&[
+        "tools",
+        "check",
+        &format!("mcp:node {} stdio", script.display()),
+        "--calls",
+        "3",
+        "--only",
+        "get-structured-content",
+    ]);
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    // get-structured-content declares an outputSchema and keeps to it.
+    let row = checked_row(&table, "get-structured-content");
+    assert_eq!(
+        row[1..6],
+        ["3", "3", "0", "0", "0"],
+        "{table}{}",
+        stderr(&output)
+    );
+}

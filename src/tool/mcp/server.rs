@@ -458,12 +458,7 @@ fn result_output(
 /// A tool's `outputSchema` compiled as arguments' schemas are; `None`
 /// without one, or when it does not compile (nothing to hold results to).
 fn output_validator(schema: Option<&Map<String, Value>>) -> Option<Arc<jsonschema::Validator>> {
-    let schema = Value::Object(schema?.clone());
-    let draft = crate::tool::check::draft_of(&schema).ok()?;
-    crate::tool::registry::schema_options(draft)
-        .build(&schema)
-        .ok()
-        .map(Arc::new)
+    crate::tool::compiled_schema(&Value::Object(schema?.clone())).map(Arc::new)
 }
 
 /// Structured content against the tool's `outputSchema`: every

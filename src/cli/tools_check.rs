@@ -1,0 +1,95 @@
+//! `toolgauge tools check SOURCE`: each tool called with valid generated
+//! arguments (`fuzz::calls`), a table of what each answered, and exit 1
+//! when a tool broke its own `outputSchema` or gave nothing in time.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::CliError;
+use super::tools::CheckArgs;
+use crate::fuzz::calls::{CallCheck, check_calls};
+use crate::markup::{Align::Left, Align::Right, Table};
+use crate::tool::mcp::ToolServers;
+use crate::tool::{Effect, ToolEnv};
+
+pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
+    // Every server started is stopped when `servers` goes.
+    let servers = ToolServers::new();
+    let tools = super::tool_source::load(&args.source, &servers)?.usable()?;
+    let registry = tools.registry(ToolEnv::default())?;
+    for (flag, names) in [("--allow", &args.allow), ("--only", &args.only)] {
+        if let Some(unknown) = names.iter().find(|n| registry.lookup(n).is_none()) {
+            return Err(CliError::Usage(format!(
+                "{flag} {unknown:?}: {} has no such tool (it has {})",
+                tools.label,
+                registry.names().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    let (called, skipped): (Vec<_>, Vec<_>) = registry
+        .definitions()
+        .filter(|d| args.only.is_empty() || args.only.contains(&d.name))
+        .partition(|d| d.effect == Effect::Read || args.allow.contains(&d.name));
+    if !skipped.is_empty() {
+        let names: Vec<&str> = skipped.iter().map(|d| d.name.as_str()).collect();
+        eprintln!(
+            "not called (not read-only; --allow NAME to call one): {}",
+            names.join(", ")
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::new)?;
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let checks: Vec<CallCheck> = called
+        .iter()
+        .map(|def| {
+            runtime.block_on(check_calls(
+                &registry,
+                def,
+                args.calls as usize,
+                args.seed,
+                timeout,
+            ))
+        })
+        .collect();
+    println!("{}", table(&checks));
+    let failed = checks.iter().filter(|c| c.failed()).count();
+    if checks.iter().all(|c| c.calls == 0) {
+        eprintln!("nothing was called: no tool to check");
+        return Ok(ExitCode::from(1));
+    }
+    if failed > 0 {
+        eprintln!("{failed} tool(s) broke their outputSchema or did not answer in time");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(checks: &[CallCheck]) -> String {
+    let mut t = Table::new(&[
+        ("tool", Left),
+        ("calls", Right),
+        ("results", Right),
+        ("error results", Right),
+        ("bad outputs", Right),
+        ("timeouts", Right),
+        ("first problem", Left),
+    ]);
+    for c in checks {
+        t.row(vec![
+            c.tool.clone(),
+            c.calls.to_string(),
+            c.results.to_string(),
+            c.error_results.to_string(),
+            c.bad_outputs.to_string(),
+            c.timeouts.to_string(),
+            c.first_problem
+                .as_deref()
+                .map(|p| crate::excerpt::cut(p, 120).into_owned())
+                .unwrap_or_default(),
+        ]);
+    }
+    t.render()
+}
