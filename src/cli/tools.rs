@@ -25,31 +25,7 @@ pub enum ToolsCommand {
     /// count what it answers: results, error results, results that break
     /// its own outputSchema, calls unanswered in time (exit 1 on the last
     /// two). Only read-only tools are called unless --allow names others.
-    Check(CheckArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct CheckArgs {
-    /// An MCP server (`mcp:COMMAND ARGS...` or `mcp:http://HOST:PORT/mcp`)
-    /// or a JSON array of tool definitions.
-    #[arg(value_name = "SOURCE")]
-    pub source: String,
-    /// Calls per tool, each with its own generated arguments.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub calls: u32,
-    /// Seed of the generated arguments.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// How long one call may take.
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
-    pub timeout_ms: u64,
-    /// Tools to call although not read-only (a write may change the
-    /// server's data).
-    #[arg(long, value_name = "TOOL")]
-    pub allow: Vec<String>,
-    /// Check only these tools (default: every tool that may be called).
-    #[arg(long, value_name = "TOOL")]
-    pub only: Vec<String>,
+    Check(super::tools_check::CheckArgs),
 }
 
 #[derive(Debug, Args)]

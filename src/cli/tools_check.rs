@@ -5,12 +5,37 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::Args;
+
 use super::CliError;
-use super::tools::CheckArgs;
 use crate::fuzz::calls::{CallCheck, check_calls};
 use crate::markup::{Align::Left, Align::Right, Table};
 use crate::tool::mcp::ToolServers;
 use crate::tool::{Effect, ToolEnv};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An MCP server (`mcp:COMMAND ARGS...` or `mcp:http://HOST:PORT/mcp`)
+    /// or a JSON array of tool definitions.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// Calls per tool, each with its own generated arguments.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub calls: u32,
+    /// Seed of the generated arguments.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long one call may take.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// Tools to call although not read-only (a write may change the
+    /// server's data).
+    #[arg(long, value_name = "TOOL")]
+    pub allow: Vec<String>,
+    /// Check only these tools (default: every tool that may be called).
+    #[arg(long, value_name = "TOOL")]
+    pub only: Vec<String>,
+}
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
     // Every server started is stopped when `servers` goes.
