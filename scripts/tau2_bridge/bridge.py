@@ -30,8 +30,8 @@ NL assertions are judged by tau2's own NL evaluator with the judge
 toolgauge names (`run --judge-model`: TOOLGAUGE_JUDGE_BASE_URL, _MODEL,
 _API_KEY, _REPEATS), never tau2's default; without one such a task is
 refused ("not judged"). With repeats N the conversation is judged N
-times: the first verdict counts, and "tau2.judge" gives every reward,
-whether they differ, and the judge's tokens.
+times: the first verdict counts, and "tau2.judge" gives the judge's
+NL_ASSERTION verdict each time, whether they differ, and its tokens.
 """
 
 import argparse
@@ -238,7 +238,10 @@ class Trial:
         info = infos[0]
         result = {"reward": info.reward, "tau2": {**verdict(info), "ended_by": reason.value}}
         if judged:
-            result["tau2"]["judge"] = JUDGE.use([i.reward for i in infos])
+            # The judge's own verdict each time (its part of the reward):
+            # a DB check that fails would hide a flip in the reward.
+            nl = [(i.reward_breakdown or {}).get(RewardType.NL_ASSERTION, i.reward) for i in infos]
+            result["tau2"]["judge"] = JUDGE.use(nl)
         return result
 
 
