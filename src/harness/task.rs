@@ -548,10 +548,18 @@ fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
         .as_deref()
         .and_then(|at| result.pointer(at)?.as_str())
         .map(str::to_owned);
+    // A judge's use needs its verdicts: without them there is none (as
+    // trials.csv reads it back).
     let judge = file
         .judge
         .as_deref()
         .and_then(|at| result.pointer(at))
+        .filter(|judge| {
+            judge
+                .get("rewards")
+                .and_then(|r| r.as_array())
+                .is_some_and(|r| !r.is_empty())
+        })
         .map(|judge| {
             let count = |name: &str| judge.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
             JudgeUse {

@@ -143,3 +143,64 @@ fn the_reference_servers_structured_content_matches_its_output_schema() {
         stderr(&output)
     );
 }
+
+#[test]
+fn images_resources_and_links_reach_the_model_as_lines_it_can_read() {
+    let script = match crate::mcp::server_everything() {
+        Ok(script) => script,
+        Err(why) => {
+            eprintln!(
+                "skipped: images_resources_and_links_reach_the_model_as_lines_it_can_read: {why}"
+            );
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let calls = [
+        ("get-tiny-image", json!({})),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 1}),
+        ),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Blob", "resourceId": 2}),
+        ),
+        ("get-resource-links", json!({"count": 2})),
+    ];
+    let scenario = json!({
+        "name": "content_kinds",
+        "tools": [{
+            "mcp": {"command": ["node", script.to_str().unwrap(), "stdio"]},
+            "only": ["get-tiny-image", "get-resource-reference", "get-resource-links"]
+        }],
+        "prompt": "Fetch them all.",
+        "expect": {"calls": calls.iter().map(|(name, arguments)| json!({"name": name, "arguments": arguments})).collect::<Vec<_>>()}
+    });
+    let path = dir.path().join("content_kinds.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = scripted_run(path.to_str().unwrap(), 1, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: Vec<String> = std::fs::read_to_string(out.join("session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["content"].as_str().unwrap().to_owned())
+        .collect();
+    let all = results.join("\n");
+    assert!(all.contains("[image: image/png, "), "{all}");
+    // An embedded text resource as its text; a binary one as what it is.
+    assert!(
+        all.contains("[resource demo://resource/dynamic/text/1]\nResource 1: "),
+        "{all}"
+    );
+    assert!(
+        all.contains("[resource demo://resource/dynamic/blob/2: text/plain, "),
+        "{all}"
+    );
+    assert!(all.contains("[resource link: "), "{all}");
+    // No base64 reaches the model: the tiny image's data starts so.
+    assert!(!all.contains("iVBORw0KGgo"), "{all}");
+}

@@ -12,6 +12,7 @@
 //! stderr, and is started again for the next trial.
 
 mod connection;
+mod content;
 mod hub;
 mod server;
 mod servers;

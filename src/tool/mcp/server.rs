@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::ServiceError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -413,8 +413,9 @@ impl Drop for Unanswered<'_> {
 /// that break a tool's schema.
 const INVALID_PARAMS: i32 = -32602;
 
-/// A `tools/call` result as a tool's output: its text blocks (other
-/// blocks as JSON), or its structured content when it has no text. An
+/// A `tools/call` result as a tool's output: its blocks as the model
+/// reads them (`content::block_text`), or its structured content when it
+/// has none. An
 /// `isError` result is a failure with that text; one that says "MCP error
 /// -32602" (servers built on the TypeScript SDK word schema failures so)
 /// is a refusal of the arguments. A tool with an `outputSchema` (`output`)
@@ -434,10 +435,7 @@ fn result_output(
         if !text.is_empty() {
             text.push('\n');
         }
-        match block {
-            ContentBlock::Text(t) => text.push_str(&t.text),
-            other => text.push_str(&serde_json::to_string(other).unwrap_or_default()),
-        }
+        text.push_str(&super::content::block_text(block));
     }
     if text.is_empty()
         && let Some(structured) = &result.structured_content
