@@ -42,6 +42,44 @@ fn column(out: &Path, file: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// `run SUITE` with the scripted mock and a judge at `base_url` whose key
+/// is "sk-judge-secret" (`extra` flags after), into `dir`/out.
+async fn run_judged(
+    dir: &Path,
+    suite: &Path,
+    base_url: &str,
+    extra: &[&str],
+) -> (std::path::PathBuf, std::process::Output) {
+    let judge_file = dir.join("judge.json");
+    std::fs::write(
+        &judge_file,
+        json!({"name": "judge", "kind": "openai", "api": {
+            "model": "judge-m", "base_url": base_url, "api_key_env": KEY_ENV
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let mut args: Vec<String> = [
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        "scenarios/models/scripted.json",
+        "--judge-model",
+        judge_file.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let output = crate::live::toolgauge(args, Some("sk-judge-secret")).await;
+    (out, output)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn nl_assertions_are_judged_by_the_named_judge_and_its_flips_are_counted() {
     let Some(python) =
@@ -78,36 +116,8 @@ async fn nl_assertions_are_judged_by_the_named_judge_and_its_flips_are_counted()
     std::fs::create_dir_all(&suite).unwrap();
     let name = "tau2_retail_16.json";
     std::fs::copy(imported.join(name), suite.join(name)).unwrap();
-    let judge_file = dir.path().join("judge.json");
-    std::fs::write(
-        &judge_file,
-        json!({"name": "judge", "kind": "openai", "api": {
-            "model": "judge-m", "base_url": format!("{}/v1", judge.uri()), "api_key_env": KEY_ENV
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let args = [
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--judge-model",
-        judge_file.to_str().unwrap(),
-        "--judge-repeats",
-        "2",
-        "--trials",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = crate::live::toolgauge(
-        args.iter().map(|a| (*a).to_owned()).collect(),
-        Some("sk-judge-secret"),
-    )
-    .await;
+    let base_url = format!("{}/v1", judge.uri());
+    let (out, output) = run_judged(dir.path(), &suite, &base_url, &["--judge-repeats", "2"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 
     // The first verdict (met) counts: DB and NL_ASSERTION pass.
@@ -163,34 +173,7 @@ async fn only_a_judging_server_is_given_the_judge_and_its_key() {
     });
     let suite = dir.path().join("judged.json");
     std::fs::write(&suite, scenario.to_string()).unwrap();
-    let judge_file = dir.path().join("judge.json");
-    std::fs::write(
-        &judge_file,
-        json!({"name": "judge", "kind": "openai", "api": {
-            "model": "judge-m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": KEY_ENV
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let args = [
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--judge-model",
-        judge_file.to_str().unwrap(),
-        "--trials",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = crate::live::toolgauge(
-        args.iter().map(|a| (*a).to_owned()).collect(),
-        Some("sk-judge-secret"),
-    )
-    .await;
+    let (out, output) = run_judged(dir.path(), &suite, "http://127.0.0.1:9/v1", &[]).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let judging = std::fs::read_to_string(dir.path().join("judging.env")).unwrap();
     for line in [
