@@ -943,18 +943,8 @@ fn a_user_whose_turns_or_script_run_out_is_judged_as_it_stands_when_told_to_judg
 }
 
 fn summary_of(out: &Path, scenario: &str) -> std::collections::BTreeMap<String, String> {
-    let mut reader = csv::Reader::from_path(out.join("summary.csv")).unwrap();
-    let headers = reader.headers().unwrap().clone();
-    reader
-        .records()
-        .map(Result::unwrap)
-        .find(|r| r.iter().nth(1) == Some(scenario))
-        .map(|r| {
-            headers
-                .iter()
-                .zip(r.iter())
-                .map(|(h, v)| (h.to_owned(), v.to_owned()))
-                .collect()
-        })
+    crate::csv_rows(&out.join("summary.csv"))
+        .into_iter()
+        .find(|row| row["scenario"] == scenario)
         .unwrap()
 }

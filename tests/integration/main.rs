@@ -47,6 +47,23 @@ pub fn toolgauge(args: &[&str]) -> Output {
 
 /// Fail, showing the command's stderr, unless it exited with 0.
 #[track_caller]
+/// A CSV report's rows, each by column name.
+pub fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|record| {
+            let record = record.unwrap();
+            headers
+                .iter()
+                .zip(record.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
 pub fn assert_success(output: &Output) {
     assert_eq!(
         output.status.code(),

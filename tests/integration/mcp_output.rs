@@ -5,22 +5,8 @@
 use serde_json::{Value, json};
 
 use crate::conversation::{mcp_test_server, scripted_run};
+use crate::csv_rows;
 use crate::live::stderr;
-
-fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut reader = csv::Reader::from_path(path).unwrap();
-    let headers = reader.headers().unwrap().clone();
-    reader
-        .records()
-        .map(|r| {
-            headers
-                .iter()
-                .zip(r.unwrap().iter())
-                .map(|(h, v)| (h.to_owned(), v.to_owned()))
-                .collect()
-        })
-        .collect()
-}
 
 fn weather_scenario(name: &str, tool: &str) -> Value {
     json!({

@@ -3,13 +3,11 @@
 //! Rewards, and the same again when the run's reports are made from its
 //! trials.csv (`report merge`).
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
 use crate::conversation::{mcp_test_server, scripted_run};
 use crate::live::stderr;
-use crate::toolgauge;
+use crate::{csv_rows, toolgauge};
 
 /// A task whose probe (lenient_echo answers its arguments) scores it
 /// `reward` with the given parts, ended by `ended`.
@@ -47,22 +45,6 @@ fn scored_task(name: &str, reward: f64, db: f64) -> Value {
             }}
         }
     })
-}
-
-fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut reader = csv::Reader::from_path(path).unwrap();
-    let headers = reader.headers().unwrap().clone();
-    reader
-        .records()
-        .map(|r| {
-            let r = r.unwrap();
-            headers
-                .iter()
-                .zip(r.iter())
-                .map(|(h, v)| (h.to_owned(), v.to_owned()))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]
