@@ -5,6 +5,10 @@
 //!
 //! Over stdio by default; `--http` serves streamable HTTP on a free
 //! loopback port and prints `listening on http://127.0.0.1:PORT/mcp`.
+//! `--asks` adds two tools that ask the client: `greet` (an elicitation)
+//! and `summarize` (a sampling). `--protocol REVISION` makes it speak
+//! only that revision of the protocol. `--bad-output-schema` adds
+//! `weather_unchecked`, whose outputSchema does not compile.
 //! With `$MCP_TEST_LOG` set, every call's tool name is appended to that
 //! file, so tests can tell which tools were called.
 
@@ -15,10 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ErrorData, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest, Tool,
     ToolAnnotations,
 };
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
@@ -34,6 +41,100 @@ struct State {
 #[derive(Clone)]
 struct TestServer {
     state: Arc<State>,
+    /// `--asks`: serve `greet` and `summarize`.
+    asks: bool,
+    /// `--bad-output-schema`: serve `weather_unchecked`.
+    bad_output_schema: bool,
+    /// `--protocol`: the one revision it speaks.
+    protocol: Option<ProtocolVersion>,
+}
+
+/// The tools served with `--asks`.
+fn asking_tools() -> Vec<Tool> {
+    vec![
+        tool(
+            "greet",
+            "Greet the user, asking their name (an elicitation).",
+            json!({"type": "object", "properties": {}}),
+            true,
+        ),
+        tool(
+            "summarize",
+            "Summarize a text, asking the client's model (a sampling).",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            true,
+        ),
+    ]
+}
+
+/// `greet` and `summarize`: what the client answered, as text.
+#[allow(deprecated)]
+async fn ask(
+    name: &str,
+    arguments: &Map<String, Value>,
+    peer: &rmcp::Peer<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let failed = |e: rmcp::service::ServiceError| {
+        Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "the client did not answer: {e}"
+        ))])
+        .into())
+    };
+    if name == "greet" {
+        let params: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": "What is your name?",
+            "requestedSchema": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "greeting": {"type": "string", "default": "Hello"}
+            }, "required": ["name"]}
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Sent as is: rmcp's helper for it needs its `elicitation` feature.
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        return match peer.send_request(request).await {
+            Ok(ClientResult::ElicitResult(answer)) => Ok(text(match answer.action {
+                ElicitationAction::Accept => {
+                    let field = |f: &str| {
+                        answer
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get(f))
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_owned()
+                    };
+                    format!("{}, {}!", field("greeting"), field("name"))
+                }
+                ElicitationAction::Decline => "declined".to_owned(),
+                ElicitationAction::Cancel => "cancelled".to_owned(),
+                _ => "another action".to_owned(),
+            })),
+            Ok(other) => Ok(text(format!("an answer of another kind: {other:?}"))),
+            Err(e) => failed(e),
+        };
+    }
+    let asked = arguments
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = CreateMessageRequestParams::new(
+        vec![SamplingMessage::user_text(format!("Summarize: {asked}"))],
+        100,
+    );
+    match peer.create_message(params).await {
+        Ok(answer) => {
+            let said = answer
+                .message
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(|t| t.text.clone())
+                .unwrap_or_default();
+            Ok(text(format!("{said} (by {})", answer.model)))
+        }
+        Err(e) => failed(e),
+    }
 }
 
 fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
@@ -243,7 +344,18 @@ impl TestServer {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        match &self.protocol {
+            Some(protocol) => config.with_protocol_version(protocol.clone()),
+            None => config,
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        match &self.protocol {
+            Some(protocol) => vec![protocol.clone()].into(),
+            None => ProtocolVersion::KNOWN_VERSIONS.into(),
+        }
     }
 
     async fn list_tools(
@@ -251,13 +363,28 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut tools = tools();
+        if self.asks {
+            tools.extend(asking_tools());
+        }
+        if self.bad_output_schema {
+            tools.push(with_output(
+                tool(
+                    "weather_unchecked",
+                    "The weather; its outputSchema does not compile.",
+                    json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                    true,
+                ),
+                json!({"type": "object", "properties": {"temp_c": {"type": "number", "pattern": "("}}}),
+            ));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if let Ok(path) = std::env::var("MCP_TEST_LOG")
             && let Ok(mut log) = std::fs::OpenOptions::new()
@@ -267,15 +394,27 @@ impl ServerHandler for TestServer {
         {
             let _ = writeln!(log, "{}", request.name);
         }
-        self.call(&request.name, request.arguments.unwrap_or_default())
-            .await
+        let arguments = request.arguments.unwrap_or_default();
+        if self.asks && (request.name == "greet" || request.name == "summarize") {
+            return ask(&request.name, &arguments, &context.peer).await;
+        }
+        self.call(&request.name, arguments).await
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let protocol = args
+        .iter()
+        .position(|a| a == "--protocol")
+        .and_then(|at| args.get(at + 1))
+        .and_then(|v| serde_json::from_value::<ProtocolVersion>(Value::from(v.clone())).ok());
     let server = TestServer {
         state: Arc::new(State::default()),
+        asks: args.iter().any(|a| a == "--asks"),
+        bad_output_schema: args.iter().any(|a| a == "--bad-output-schema"),
+        protocol,
     };
     if !std::env::args().any(|a| a == "--http") {
         server

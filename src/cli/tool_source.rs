@@ -1,10 +1,11 @@
 //! Where a command's tools come from: a JSON file of definitions, or an
-//! MCP server (`mcp:COMMAND ARGS...` over stdio, `mcp:http://...`).
+//! MCP server (`mcp:COMMAND ARGS...` over stdio, `mcp:http://...` or a
+//! bare `http://...` URL).
 
 use std::path::Path;
 
 use super::CliError;
-use crate::tool::mcp::{McpServerSpec, ToolServers};
+use crate::tool::mcp::{Answers, McpServerSpec, ToolServers};
 use crate::tool::{DefinitionProblem, ToolDef, ToolSource, check_definitions};
 
 /// A source's tools, checked: what to register, and every problem found.
@@ -23,6 +24,15 @@ pub struct Tools {
 /// `--tools` as given: `mcp:...`, `builtin` (toolgauge's own tools, as a
 /// scenario names them) or a path.
 pub fn load(text: &str, servers: &ToolServers) -> Result<Tools, CliError> {
+    load_answering(text, servers, &Answers::default())
+}
+
+/// [`load`], an MCP server's requests answered with `answers`.
+pub fn load_answering(
+    text: &str,
+    servers: &ToolServers,
+    answers: &Answers,
+) -> Result<Tools, CliError> {
     if text == "builtin" && !Path::new(text).exists() {
         let defs: Vec<ToolDef> = crate::tool::BUILTIN_NAMES
             .iter()
@@ -40,7 +50,8 @@ pub fn load(text: &str, servers: &ToolServers) -> Result<Tools, CliError> {
             base_dir: None,
         });
     }
-    let Some(server) = text.strip_prefix("mcp:") else {
+    let url = text.starts_with("http://") || text.starts_with("https://");
+    let Some(server) = text.strip_prefix("mcp:").or(url.then_some(text)) else {
         let path = Path::new(text);
         let (defs, problems) = crate::tool::check_definitions_file(path)?;
         return Ok(Tools {
@@ -52,8 +63,9 @@ pub fn load(text: &str, servers: &ToolServers) -> Result<Tools, CliError> {
             base_dir: std::path::absolute(path.parent().unwrap_or(Path::new("."))).ok(),
         });
     };
-    let spec = McpServerSpec::parse(server)
+    let mut spec = McpServerSpec::parse(server)
         .map_err(|e| CliError::Usage(format!("--tools {text:?}: {e}")))?;
+    spec.answers = answers.clone();
     let server = servers.open(&spec)?;
     let tools = server.tools(None, &[], None, true)?;
     let defs: Vec<ToolDef> = tools.iter().map(|(def, _)| def.clone()).collect();

@@ -10,13 +10,13 @@ use clap::Args;
 use super::CliError;
 use crate::fuzz::calls::{CallCheck, check_calls};
 use crate::markup::{Align::Left, Align::Right, Table};
-use crate::tool::mcp::ToolServers;
+use crate::tool::mcp::{Action, Answers, ElicitationAnswer, ToolServers};
 use crate::tool::{Effect, ToolEnv};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// An MCP server (`mcp:COMMAND ARGS...` or `mcp:http://HOST:PORT/mcp`)
-    /// or a JSON array of tool definitions.
+    /// An MCP server (`mcp:COMMAND ARGS...`, `mcp:http://HOST:PORT/mcp` or
+    /// the bare URL) or a JSON array of tool definitions.
     #[arg(value_name = "SOURCE")]
     pub source: String,
     /// Calls per tool, each with its own generated arguments.
@@ -32,15 +32,49 @@ pub struct CheckArgs {
     /// server's data).
     #[arg(long, value_name = "TOOL")]
     pub allow: Vec<String>,
+    /// Call every tool, writes too (for a server of no value: a test
+    /// server, a sandbox).
+    #[arg(long, conflicts_with = "allow")]
+    pub all: bool,
     /// Check only these tools (default: every tool that may be called).
     #[arg(long, value_name = "TOOL")]
     pub only: Vec<String>,
+    /// How to answer a server that asks the user for input
+    /// (`elicitation/create`): accept (each field its schema's default),
+    /// decline or cancel. Without it, toolgauge does not offer to answer.
+    #[arg(long, value_enum, value_name = "ANSWER")]
+    pub elicit: Option<Elicit>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Elicit {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl Elicit {
+    fn answers(self) -> Answers {
+        let action = match self {
+            Elicit::Accept => Action::Accept,
+            Elicit::Decline => Action::Decline,
+            Elicit::Cancel => Action::Cancel,
+        };
+        Answers {
+            elicitation: vec![ElicitationAnswer {
+                action,
+                content: serde_json::Map::new(),
+            }],
+            sampling: Vec::new(),
+        }
+    }
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
     // Every server started is stopped when `servers` goes.
     let servers = ToolServers::new();
-    let tools = super::tool_source::load(&args.source, &servers)?.usable()?;
+    let answers = args.elicit.map(Elicit::answers).unwrap_or_default();
+    let tools = super::tool_source::load_answering(&args.source, &servers, &answers)?.usable()?;
     let registry = tools.registry(ToolEnv::default())?;
     for (flag, names) in [("--allow", &args.allow), ("--only", &args.only)] {
         if let Some(unknown) = names.iter().find(|n| registry.lookup(n).is_none()) {
@@ -54,11 +88,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
     let (called, skipped): (Vec<_>, Vec<_>) = registry
         .definitions()
         .filter(|d| args.only.is_empty() || args.only.contains(&d.name))
-        .partition(|d| d.effect == Effect::Read || args.allow.contains(&d.name));
+        .partition(|d| args.all || d.effect == Effect::Read || args.allow.contains(&d.name));
     if !skipped.is_empty() {
         let names: Vec<&str> = skipped.iter().map(|d| d.name.as_str()).collect();
         eprintln!(
-            "not called (not read-only; --allow NAME to call one): {}",
+            "not called (not read-only; --allow NAME to call one, --all for all): {}",
             names.join(", ")
         );
     }
@@ -80,6 +114,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
         })
         .collect();
     println!("{}", table(&checks));
+    for source in servers.stats() {
+        eprintln!(
+            "MCP server {} spoke protocol {}; it asked for input {} time(s)",
+            source.source, source.protocol, source.elicitations
+        );
+    }
     let failed = checks.iter().filter(|c| c.failed()).count();
     if checks.iter().all(|c| c.calls == 0) {
         eprintln!("nothing was called: no tool to check");

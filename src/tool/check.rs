@@ -136,6 +136,7 @@ fn check_definition(def: &ToolDef) -> Vec<Located> {
         ));
     }
     check_parameters(&def.parameters, &mut problems);
+    check_output_schema(def, &mut problems);
     // One way to run it: which one would win was the code's choice.
     let ways: Vec<&str> = [
         ("simulate", def.simulate.is_some()),
@@ -335,6 +336,28 @@ fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<Locate
         problems.push(Located::new(
             Pointer::at(format!("/parameters{}", error.instance_path())),
             format!("cannot compile the schema: {error}"),
+        ));
+    }
+}
+
+/// A served tool's `outputSchema` (kept in its metadata) compiles: one
+/// that does not leaves its results unchecked.
+fn check_output_schema(def: &ToolDef, problems: &mut Vec<Located>) {
+    let key = crate::tool::mcp::OUTPUT_SCHEMA_KEY;
+    let Some(schema) = def.metadata.as_ref().and_then(|m| m.other.get(key)) else {
+        return;
+    };
+    let why = match draft_of(schema) {
+        Ok(draft) => crate::tool::registry::schema_options(draft)
+            .build(schema)
+            .err()
+            .map(|e| e.to_string()),
+        Err(bad) => Some(bad.to_string()),
+    };
+    if let Some(why) = why {
+        problems.push(Located::new(
+            Pointer::root().key("metadata").key(key),
+            format!("the server's outputSchema does not compile ({why}): its results cannot be checked against it"),
         ));
     }
 }

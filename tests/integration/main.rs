@@ -16,6 +16,8 @@ mod harness;
 mod hostile;
 mod live;
 mod mcp;
+mod mcp_asks;
+mod mcp_conformance;
 mod mcp_output;
 mod processes;
 mod real_model;

@@ -190,3 +190,24 @@ fn images_resources_and_links_reach_the_model_as_lines_it_can_read() {
     // No base64 reaches the model: the tiny image's data starts so.
     assert!(!all.contains("iVBORw0KGgo"), "{all}");
 }
+
+#[test]
+fn check_tools_names_an_output_schema_that_does_not_compile() {
+    let server = mcp_test_server();
+    let output = crate::toolgauge(&[
+        "check-tools",
+        &format!("mcp:{} --bad-output-schema", server.display()),
+    ]);
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("weather_unchecked: /metadata/mcp_output_schema:")
+            && err.contains("outputSchema does not compile (\"(\" is not a \"regex\")"),
+        "{err}"
+    );
+    assert!(err.contains("1 problem(s)"), "only that tool: {err}");
+}

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
+use super::client::{Asked, Client};
 use super::hub::{Hub, JudgeEnv};
 use super::{McpError, McpServerSpec, worded};
 
@@ -91,8 +92,10 @@ pub(super) type Starting = tokio::task::JoinHandle<(Result<Connection, McpError>
 
 /// One started server.
 pub(super) struct Connection {
-    pub(super) service: RunningService<RoleClient, ()>,
+    pub(super) service: RunningService<RoleClient, Client>,
     pub(super) stderr: StderrTail,
+    /// The protocol revision the server answered `initialize` with.
+    pub(super) protocol: String,
     /// The server's process group, killed when the connection goes,
     /// whether or not its leader already exited (a server that ends on
     /// stdin's EOF leaves its helpers running otherwise). Dropped after
@@ -117,6 +120,7 @@ impl Connection {
         spec: &McpServerSpec,
         given: &JudgeEnv,
         stderr: StderrTail,
+        asked: Arc<Asked>,
     ) -> Result<Connection, McpError> {
         let label = spec.label();
         let start_error = |message: String, stderr: &StderrTail| McpError::Start {
@@ -126,10 +130,12 @@ impl Connection {
         };
         let (mut group, mut child) = (None, None);
         let oversized = Arc::new(AtomicBool::new(false));
+        let client = Client::new(spec.answers.clone(), asked);
         let service = if let Some(url) = &spec.url {
             crate::transport::tls_ready();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-            ().serve(transport)
+            client
+                .serve(transport)
                 .await
                 .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
         } else {
@@ -187,7 +193,7 @@ impl Connection {
             // The limit is ours: a line over it ends the stream, named.
             let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdout, stdin)
                 .with_max_line_length(usize::MAX);
-            match ().serve(transport).await {
+            match client.serve(transport).await {
                 Ok(service) => service,
                 Err(e) => {
                     // Let the stderr reader catch the server's last words.
@@ -196,9 +202,11 @@ impl Connection {
                 }
             }
         };
+        let protocol = answered_protocol(&service, &label, &stderr)?;
         Ok(Connection {
             service,
             stderr,
+            protocol,
             _group: group,
             child,
             oversized,
@@ -208,8 +216,12 @@ impl Connection {
     /// [`Connection::start`] within the start-up deadline, waited for from
     /// any thread. A server that lets it pass is dropped, and its process
     /// group with it.
-    pub(super) fn start_blocking(hub: &Hub, spec: &McpServerSpec) -> Result<Connection, McpError> {
-        let starting = Connection::start_later(hub, spec)?;
+    pub(super) fn start_blocking(
+        hub: &Hub,
+        spec: &McpServerSpec,
+        asked: &Arc<Asked>,
+    ) -> Result<Connection, McpError> {
+        let starting = Connection::start_later(hub, spec, asked)?;
         hub.block_on(starting)?.map_err(|_| McpError::Panicked)?.0
     }
 
@@ -217,8 +229,13 @@ impl Connection {
     /// runtime (the child is started from its thread, which the death
     /// signal follows), to be awaited from any runtime: the connection,
     /// and how long the start took.
-    pub(super) fn start_later(hub: &Hub, spec: &McpServerSpec) -> Result<Starting, McpError> {
+    pub(super) fn start_later(
+        hub: &Hub,
+        spec: &McpServerSpec,
+        asked: &Arc<Asked>,
+    ) -> Result<Starting, McpError> {
         let deadline = spec.startup_timeout();
+        let asked = asked.clone();
         let owned = spec.clone();
         let given = hub.env_for(spec);
         let gate = hub.start_gate();
@@ -235,7 +252,7 @@ impl Connection {
             };
             let began = std::time::Instant::now();
             let started =
-                match tokio::time::timeout(deadline, Connection::start_with(spec, &given, stderr.clone()))
+                match tokio::time::timeout(deadline, Connection::start_with(spec, &given, stderr.clone(), asked))
                     .await
                 {
                     Ok(started) => started,
@@ -279,4 +296,31 @@ impl Connection {
     pub(super) fn crashed(&self) -> bool {
         self.service.is_transport_closed() || self.service.is_closed()
     }
+}
+
+/// The revision the server answered `initialize` with, if toolgauge
+/// speaks it; a server that answers one it does not is not used (the
+/// specification's advice: disconnect).
+fn answered_protocol(
+    service: &RunningService<RoleClient, Client>,
+    label: &str,
+    stderr: &StderrTail,
+) -> Result<String, McpError> {
+    let refused = |message: String| McpError::Start {
+        label: label.to_owned(),
+        message,
+        stderr: stderr.text(),
+    };
+    let Some(info) = service.peer_info() else {
+        return Err(refused("it gave no answer to initialize".to_owned()));
+    };
+    if super::client::speaks(&info.protocol_version) {
+        return Ok(info.protocol_version.to_string());
+    }
+    Err(refused(format!(
+        "it answered initialize with protocol revision {}, which toolgauge does not speak (it speaks {}; it offered {})",
+        info.protocol_version,
+        super::client::spoken(),
+        super::client::OFFERED
+    )))
 }

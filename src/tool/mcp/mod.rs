@@ -11,14 +11,16 @@
 //! that crashes gives error results naming it, with the tail of its
 //! stderr, and is started again for the next trial.
 
+mod client;
 mod connection;
 mod content;
 mod hub;
 mod server;
 mod servers;
 
+pub use client::{Action, Answers, ElicitationAnswer, SamplingAnswer};
 pub use hub::JudgeEnv;
-pub use server::{McpServer, SourceStats};
+pub use server::{McpServer, OUTPUT_SCHEMA_KEY, SourceStats};
 pub use servers::ToolServers;
 
 use std::collections::BTreeMap;
@@ -35,7 +37,7 @@ use super::backend::ToolBackend;
 pub type ServedTool = (ToolDef, Arc<dyn ToolBackend>);
 
 /// Where an MCP server is: a command to start (stdio) or a URL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerSpec {
     /// The program and its arguments, started with the server's stdio as
@@ -63,6 +65,10 @@ pub struct McpServerSpec {
     /// and `_REPEATS`. Other servers never get them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub judge: bool,
+    /// What toolgauge answers when the server asks the user
+    /// (`elicitation/create`) or a model (`sampling/createMessage`).
+    #[serde(default, skip_serializing_if = "Answers::is_empty")]
+    pub answers: Answers,
     /// Named by the user on the command line (`--tools mcp:...`): it
     /// inherits toolgauge's whole environment. A suite's never does.
     #[serde(skip)]

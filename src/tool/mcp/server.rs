@@ -3,6 +3,7 @@
 //! as backends ([`McpTool`]), on the run-wide server or a trial's own.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use rmcp::service::ServiceError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::client::Asked;
 use super::connection::{Connection, Starting, StderrTail};
 use super::hub::Hub;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
@@ -33,6 +35,17 @@ pub struct SourceStats {
     /// `call_errors`).
     #[serde(default)]
     pub bad_outputs: u64,
+    /// The protocol revision the server answered `initialize` with (its
+    /// latest start's).
+    #[serde(default)]
+    pub protocol: String,
+    /// `elicitation/create` requests the server sent, answered as the
+    /// scenario scripted.
+    #[serde(default)]
+    pub elicitations: u64,
+    /// `sampling/createMessage` requests the server sent.
+    #[serde(default)]
+    pub samplings: u64,
 }
 
 #[derive(Debug)]
@@ -42,6 +55,7 @@ struct Measures {
     calls: hdrhistogram::Histogram<u64>,
     call_errors: u64,
     bad_outputs: u64,
+    protocol: String,
 }
 
 impl Default for Measures {
@@ -54,6 +68,7 @@ impl Default for Measures {
             calls,
             call_errors: 0,
             bad_outputs: 0,
+            protocol: String::new(),
         }
     }
 }
@@ -68,6 +83,8 @@ pub struct McpServer {
     /// starts it again.
     slot: Mutex<Option<Arc<Connection>>>,
     measures: Mutex<Measures>,
+    /// The server's requests of the client, over all its connections.
+    asked: Arc<Asked>,
 }
 
 impl McpServer {
@@ -76,16 +93,19 @@ impl McpServer {
         spec: McpServerSpec,
         connection: Connection,
         startup: Duration,
+        asked: Arc<Asked>,
     ) -> McpServer {
         McpServer {
             hub,
             label: spec.label(),
             spec,
-            slot: Mutex::new(Some(Arc::new(connection))),
             measures: Mutex::new(Measures {
                 startups: vec![startup],
+                protocol: connection.protocol.clone(),
                 ..Measures::default()
             }),
+            slot: Mutex::new(Some(Arc::new(connection))),
+            asked,
         }
     }
 
@@ -164,6 +184,14 @@ impl McpServer {
                 {
                     other.insert("mcp_annotations".to_owned(), value);
                 }
+                // Kept for the definition checks: one that does not
+                // compile leaves the tool's results unchecked.
+                if let Some(schema) = &tool.output_schema {
+                    other.insert(
+                        OUTPUT_SCHEMA_KEY.to_owned(),
+                        Value::Object((**schema).clone()),
+                    );
+                }
                 let def = ToolDef {
                     name: name.clone(),
                     description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -221,9 +249,12 @@ impl McpServer {
             }
         }
         let started = Instant::now();
-        let connection = Connection::start_blocking(&self.hub, &self.spec)
+        let connection = Connection::start_blocking(&self.hub, &self.spec, &self.asked)
             .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
-        self.measured(|m| m.startups.push(started.elapsed()));
+        self.measured(|m| {
+            m.startups.push(started.elapsed());
+            m.protocol.clone_from(&connection.protocol);
+        });
         let connection = Arc::new(connection);
         *slot = Some(connection.clone());
         Ok(connection)
@@ -316,6 +347,9 @@ impl McpServer {
             call_ms_p50: percentile(0.5),
             call_ms_p95: percentile(0.95),
             bad_outputs: measures.bad_outputs,
+            protocol: measures.protocol.clone(),
+            elicitations: self.asked.elicitations.load(Ordering::SeqCst),
+            samplings: self.asked.samplings.load(Ordering::SeqCst),
         }
     }
 
@@ -455,6 +489,9 @@ fn result_output(
 
 /// A tool's `outputSchema` compiled as arguments' schemas are; `None`
 /// without one, or when it does not compile (nothing to hold results to).
+/// Where a served tool's definition keeps its server's `outputSchema`.
+pub const OUTPUT_SCHEMA_KEY: &str = "mcp_output_schema";
+
 fn output_validator(schema: Option<&Map<String, Value>>) -> Option<Arc<jsonschema::Validator>> {
     crate::tool::compiled_schema(&Value::Object(schema?.clone())).map(Arc::new)
 }
@@ -573,7 +610,7 @@ impl McpTool {
         state.resource(server.key(), || {
             let mut spec = server.spec.clone();
             spec.command.extend(trial_args.iter().cloned());
-            let starting = Connection::start_later(&server.hub, &spec)
+            let starting = Connection::start_later(&server.hub, &spec, &server.asked)
                 .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
             let own = TrialServer {
                 hub: server.hub.clone(),

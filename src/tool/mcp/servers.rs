@@ -40,12 +40,14 @@ impl ToolServers {
             return Ok(server.clone());
         }
         let started = Instant::now();
-        let connection = Connection::start_blocking(&self.hub, spec)?;
+        let asked = Arc::default();
+        let connection = Connection::start_blocking(&self.hub, spec, &asked)?;
         let server = Arc::new(McpServer::new(
             self.hub.clone(),
             spec.clone(),
             connection,
             started.elapsed(),
+            asked,
         ));
         servers.push(server.clone());
         Ok(server)
