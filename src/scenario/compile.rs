@@ -33,17 +33,19 @@ fn tool_at(i: usize) -> Pointer {
     Pointer::root().key("tools").index(i)
 }
 
-/// The scenario's tools, compiled into a registry over `env`. Commands
-/// (of tools and MCP servers) run in `folder`, the scenario's.
+/// The scenario's tools, compiled into a registry over `env`, and the
+/// opening an MCP server's prompt gives, if one does. Commands (of tools
+/// and MCP servers) run in `folder`, the scenario's.
 pub(super) fn tools(
     file: &ScenarioFile,
     env: ToolEnv,
     folder: &Path,
     servers: &ToolServers,
-) -> Result<Registry, Located> {
+) -> Result<(Registry, Option<Vec<Value>>), Located> {
     // The entry each MCP tool came from, and its server, for problems.
     let mut served_by: Vec<(String, usize, String)> = Vec::new();
     let mut sources = Vec::with_capacity(file.tools.len());
+    let mut opening = None;
     for (i, tool) in file.tools.iter().enumerate() {
         match tool {
             ToolEntry::Builtin(name) if builtin_definition(name).is_none() => {
@@ -59,6 +61,15 @@ pub(super) fn tools(
             ToolEntry::Defined(def) => sources.push(ToolSource::Defined((**def).clone())),
             ToolEntry::Mcp(entry) => {
                 let served = mcp_tools(entry, i, folder, servers)?;
+                if let Some(messages) = served.opening {
+                    if opening.is_some() {
+                        return Err(Located::new(
+                            tool_at(i).key("opening"),
+                            "a second MCP entry with an opening: a scenario opens once",
+                        ));
+                    }
+                    opening = Some(messages);
+                }
                 for (def, backend) in served.tools {
                     served_by.push((def.name.clone(), i, served.label.clone()));
                     sources.push(ToolSource::Backend(def, backend));
@@ -66,20 +77,23 @@ pub(super) fn tools(
             }
         }
     }
-    Registry::new(sources, env).map_err(|error| match error {
+    let registry = Registry::new(sources, env).map_err(|error| match error {
         // The first problem, at its place in this file.
         RegistryError::Definitions(ref problems) if !problems.is_empty() => {
             definition_problem(file, &problems[0], &served_by)
                 .unwrap_or_else(|| Located::new(Pointer::root().key("tools"), error.to_string()))
         }
         other => Located::new(Pointer::root().key("tools"), other.to_string()),
-    })
+    })?;
+    Ok((registry, opening))
 }
 
-/// An MCP entry's tools, and how messages name their server.
+/// An MCP entry's tools, how messages name their server, and the
+/// opening its prompt gives.
 struct McpEntryTools {
     label: String,
     tools: Vec<ServedTool>,
+    opening: Option<Vec<Value>>,
 }
 
 /// The tools of an MCP entry, its server started (or shared) by `servers`:
@@ -136,17 +150,29 @@ fn mcp_tools(
         ));
     }
     let per_trial = entry.per_trial.then_some(entry.trial_args.as_slice());
-    let mut tools = servers
-        .open(&spec)
-        .and_then(|server| {
-            server.tools(
-                entry.only.as_deref(),
-                &entry.read,
-                per_trial,
-                entry.validate,
-            )
-        })
-        .map_err(|e| Located::new(tool_at(i), e.to_string()))?;
+    let failed = |at: Pointer| move |e: crate::tool::mcp::McpError| Located::new(at, e.to_string());
+    let server = servers.open(&spec).map_err(failed(tool_at(i)))?;
+    let mut tools = server
+        .tools(
+            entry.only.as_deref(),
+            &entry.read,
+            per_trial,
+            entry.validate,
+        )
+        .map_err(failed(tool_at(i)))?;
+    if let Some(name) = &entry.resources {
+        tools.push(
+            server
+                .resource_tool(name, per_trial)
+                .map_err(failed(tool_at(i).key("resources")))?,
+        );
+    }
+    let opening = entry
+        .opening
+        .as_ref()
+        .map(|o| server.prompt(&o.prompt, &o.arguments))
+        .transpose()
+        .map_err(failed(tool_at(i).key("opening")))?;
     if let Some(ms) = entry.timeout_ms {
         for (def, _) in &mut tools {
             def.timeout_ms = ms;
@@ -155,6 +181,7 @@ fn mcp_tools(
     Ok(McpEntryTools {
         label: spec.label(),
         tools,
+        opening,
     })
 }
 
@@ -197,16 +224,13 @@ pub(super) fn success(
     file: &ScenarioFile,
     registry: &Registry,
     sandbox: Option<&PathBuf>,
+    opening: &[Value],
 ) -> Result<(Expectation, Option<Task>), Located> {
     let (expect, task) = match (&file.expect, &file.task) {
         (Some(expect), None) => (expect, None),
         (None, Some(task)) => {
             let task = Task::compile(task, registry)?;
-            let agent_spoke_last = file
-                .messages
-                .as_ref()
-                .and_then(|m| m.last())
-                .is_some_and(|m| m["role"] == "assistant");
+            let agent_spoke_last = opening.last().is_some_and(|m| m["role"] == "assistant");
             if agent_spoke_last && task.user.is_none() {
                 return Err(Located::new(
                     Pointer::root().key("messages"),
@@ -340,8 +364,21 @@ fn exact_call(
     })
 }
 
-/// The messages the model starts from.
-pub(super) fn prompt(file: &ScenarioFile) -> Result<Vec<Value>, Located> {
+/// The messages the model starts from: the prompt, the messages, or
+/// what an MCP server's prompt gave (`opening`).
+pub(super) fn prompt(
+    file: &ScenarioFile,
+    opening: Option<Vec<Value>>,
+) -> Result<Vec<Value>, Located> {
+    if let Some(opening) = opening {
+        if file.prompt.is_some() || file.messages.is_some() {
+            return Err(Located::new(
+                Pointer::root().key("prompt"),
+                "an MCP entry's \"opening\" opens the scenario: give no prompt or messages",
+            ));
+        }
+        return Ok(opening);
+    }
     match (&file.prompt, &file.messages) {
         (Some(prompt), None) => Ok(vec![json!({"role": "user", "content": prompt})]),
         (None, Some(messages)) if !messages.is_empty() => Ok(messages.clone()),

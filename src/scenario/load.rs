@@ -304,10 +304,10 @@ pub fn load_scenario(
         store,
         base_dir: Some(folder.clone()),
     };
-    let registry = compile::tools(&file, env, &folder, servers).map_err(&invalid)?;
+    let (registry, opening) = compile::tools(&file, env, &folder, servers).map_err(&invalid)?;
+    let prompt = compile::prompt(&file, opening).map_err(&invalid)?;
     let (expectation, task) =
-        compile::success(&file, &registry, sandbox_dir.as_ref()).map_err(&invalid)?;
-    let prompt = compile::prompt(&file).map_err(&invalid)?;
+        compile::success(&file, &registry, sandbox_dir.as_ref(), &prompt).map_err(&invalid)?;
     Ok(Scenario {
         name: file.name,
         description: file.description,

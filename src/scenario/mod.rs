@@ -106,6 +106,23 @@ pub struct McpEntry {
     /// that lets it pass is started again for the next trial.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The server's resources served as one more tool of this name (its
+    /// argument: `uri`): for the model to read, and for a probe to check.
+    #[serde(default)]
+    pub resources: Option<String>,
+    /// A prompt of the server whose messages open the scenario (in place
+    /// of `prompt` or `messages`).
+    #[serde(default)]
+    pub opening: Option<OpeningFile>,
+}
+
+/// `opening`: a prompt of an MCP server (`prompts/get`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpeningFile {
+    pub prompt: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
 }
 
 fn validate_by_default() -> bool {

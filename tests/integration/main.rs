@@ -19,6 +19,7 @@ mod mcp;
 mod mcp_asks;
 mod mcp_conformance;
 mod mcp_output;
+mod mcp_resources;
 mod processes;
 mod real_model;
 mod real_servers;

@@ -17,23 +17,7 @@ pub(super) fn block_text(block: &ContentBlock) -> String {
         ContentBlock::Audio(audio) => {
             format!("[audio: {}, {}]", audio.mime_type, size(&audio.data))
         }
-        ContentBlock::Resource(embedded) => match &embedded.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => {
-                format!("[resource {uri}]\n{text}")
-            }
-            ResourceContents::BlobResourceContents {
-                uri,
-                mime_type,
-                blob,
-                ..
-            } => format!(
-                "[resource {uri}: {}, {}]",
-                mime_type.as_deref().unwrap_or("binary"),
-                size(blob)
-            ),
-            // A kind rmcp adds later: as JSON, whole.
-            other => serde_json::to_string(other).unwrap_or_default(),
-        },
+        ContentBlock::Resource(embedded) => resource_text(&embedded.resource),
         ContentBlock::ResourceLink(link) => {
             let kind = link
                 .mime_type
@@ -42,6 +26,28 @@ pub(super) fn block_text(block: &ContentBlock) -> String {
                 .unwrap_or_default();
             format!("[resource link: {} ({}{kind})]", link.uri, link.name)
         }
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// A resource's contents as the model reads them: a text one as its
+/// text under its URI, a binary one as what it is and its size.
+pub(super) fn resource_text(contents: &ResourceContents) -> String {
+    match contents {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            format!("[resource {uri}]\n{text}")
+        }
+        ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => format!(
+            "[resource {uri}: {}, {}]",
+            mime_type.as_deref().unwrap_or("binary"),
+            size(blob)
+        ),
+        // A kind rmcp adds later: as JSON, whole.
         other => serde_json::to_string(other).unwrap_or_default(),
     }
 }

@@ -15,12 +15,15 @@ mod client;
 mod connection;
 mod content;
 mod hub;
+mod output;
+mod resources;
 mod server;
 mod servers;
 
 pub use client::{Action, Answers, ElicitationAnswer, SamplingAnswer};
 pub use hub::JudgeEnv;
-pub use server::{McpServer, OUTPUT_SCHEMA_KEY, SourceStats};
+pub use output::OUTPUT_SCHEMA_KEY;
+pub use server::{McpServer, SourceStats};
 pub use servers::ToolServers;
 
 use std::collections::BTreeMap;
@@ -135,8 +138,13 @@ pub enum McpError {
         message: String,
         stderr: String,
     },
-    #[error("MCP server {label}: tools/list failed: {message}")]
-    List { label: String, message: String },
+    #[error("MCP server {label}: {method} failed: {message}")]
+    Asked {
+        label: String,
+        /// `tools/list`, `resources/list`, `prompts/get`.
+        method: &'static str,
+        message: String,
+    },
     #[error(
         "MCP server {label}: the entry names {name:?}, which the server does not list (it lists {listed})"
     )]

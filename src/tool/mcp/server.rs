@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::ServiceError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::client::Asked;
 use super::connection::{Connection, Starting, StderrTail};
 use super::hub::Hub;
+use super::output;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{ToolBackend, ToolCallContext, ToolFuture};
 use crate::tool::registry::TrialResource;
@@ -132,28 +133,10 @@ impl McpServer {
         validate: bool,
     ) -> Result<Vec<ServedTool>, McpError> {
         let per_trial: Option<Arc<[String]>> = per_trial.map(Arc::from);
-        let connection = self.connection(None).map_err(|e| McpError::List {
-            label: self.label.clone(),
-            message: e.message,
-        })?;
-        let deadline = self.spec.startup_timeout();
-        // The timer is made inside the servers' runtime.
-        let listed = self
-            .hub
-            .block_on(async {
-                tokio::time::timeout(deadline, connection.service.list_all_tools()).await
-            })?
-            .map_err(|_| McpError::List {
-                label: self.label.clone(),
-                message: format!(
-                    "no answer within {} ms (startup_timeout_ms)",
-                    deadline.as_millis()
-                ),
-            })?
-            .map_err(|e| McpError::List {
-                label: self.label.clone(),
-                message: e.to_string(),
-            })?;
+        let listed = self.asked(
+            "tools/list",
+            |c| async move { c.service.list_all_tools().await },
+        )?;
         let named = only.into_iter().flatten().chain(read);
         if let Some(missing) = named
             .into_iter()
@@ -188,7 +171,7 @@ impl McpServer {
                 // compile leaves the tool's results unchecked.
                 if let Some(schema) = &tool.output_schema {
                     other.insert(
-                        OUTPUT_SCHEMA_KEY.to_owned(),
+                        output::OUTPUT_SCHEMA_KEY.to_owned(),
                         Value::Object((**schema).clone()),
                     );
                 }
@@ -216,11 +199,79 @@ impl McpServer {
                     name,
                     per_trial: per_trial.clone(),
                     takes_any_arguments: !validate,
-                    output: output_validator(tool.output_schema.as_deref()),
+                    output: output::validator(tool.output_schema.as_deref()),
+                    reads_resources: false,
                 });
                 (def, backend)
             })
             .collect())
+    }
+
+    /// A tool named `name` that reads this server's resources.
+    pub fn resource_tool(
+        self: &Arc<McpServer>,
+        name: &str,
+        per_trial: Option<&[String]>,
+    ) -> Result<ServedTool, McpError> {
+        let listed = self.asked("resources/list", |c| async move {
+            c.service.list_all_resources().await
+        })?;
+        let backend = Arc::new(McpTool {
+            server: self.clone(),
+            name: String::new(),
+            per_trial: per_trial.map(Arc::from),
+            takes_any_arguments: false,
+            output: None,
+            reads_resources: true,
+        });
+        let def = super::resources::resource_tool_def(name, &self.label, &listed);
+        Ok((def, backend))
+    }
+
+    /// The messages `prompts/get` gives for `name` with `arguments`, as a
+    /// conversation's opening.
+    pub fn prompt(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Vec<Value>, McpError> {
+        let params =
+            rmcp::model::GetPromptRequestParams::new(name).with_arguments(arguments.clone());
+        let got = self.asked("prompts/get", |c| async move {
+            c.service.get_prompt(params).await
+        })?;
+        super::resources::opening(&got).ok_or_else(|| McpError::Asked {
+            label: self.label.clone(),
+            method: "prompts/get",
+            message: format!("prompt {name:?} has no messages"),
+        })
+    }
+
+    /// `ask` of the run-wide connection (`method`, for messages), within
+    /// the start-up deadline: what the server lists or gives.
+    pub(super) fn asked<T, F, Fut>(&self, method: &'static str, ask: F) -> Result<T, McpError>
+    where
+        F: FnOnce(Arc<Connection>) -> Fut + Send,
+        Fut: Future<Output = Result<T, ServiceError>> + Send,
+        T: Send,
+    {
+        let failed = |message: String| McpError::Asked {
+            label: self.label.clone(),
+            method,
+            message,
+        };
+        let connection = self.connection(None).map_err(|e| failed(e.message))?;
+        let deadline = self.spec.startup_timeout();
+        // The timer is made inside the servers' runtime.
+        self.hub
+            .block_on(async { tokio::time::timeout(deadline, ask(connection)).await })?
+            .map_err(|_| {
+                failed(format!(
+                    "no answer within {} ms (startup_timeout_ms)",
+                    deadline.as_millis()
+                ))
+            })?
+            .map_err(|e| failed(e.to_string()))
     }
 
     /// The connection for a trial: the running one, or a new one if the
@@ -376,13 +427,13 @@ impl McpServer {
         unanswered.answered = true;
         let elapsed = started.elapsed();
         let outcome = match answer {
-            Ok(CallToolResponse::Complete(result)) => result_output(result, output),
+            Ok(CallToolResponse::Complete(result)) => output::result_output(result, output),
             Ok(_) => Err(ToolFailure::runtime(format!(
                 "the MCP server {} asked for input or made a task, which toolgauge does not answer",
                 self.label
             ))),
             Err(ServiceError::McpError(error)) => Err(ToolFailure::new(
-                if error.code.0 == INVALID_PARAMS {
+                if error.code.0 == output::INVALID_PARAMS {
                     ToolFailureKind::Invalid
                 } else {
                     ToolFailureKind::Runtime
@@ -443,85 +494,6 @@ impl Drop for Unanswered<'_> {
     }
 }
 
-/// JSON-RPC's "invalid params", which MCP servers answer for arguments
-/// that break a tool's schema.
-const INVALID_PARAMS: i32 = -32602;
-
-/// A `tools/call` result as a tool's output: its blocks as the model
-/// reads them (`content::block_text`), or its structured content when it
-/// has none. An
-/// `isError` result is a failure with that text; one that says "MCP error
-/// -32602" (servers built on the TypeScript SDK word schema failures so)
-/// is a refusal of the arguments. A tool with an `outputSchema` (`output`)
-/// must give structured content that it accepts, else the result is a
-/// bad output: the tool's fault.
-fn result_output(
-    result: CallToolResult,
-    output: Option<&jsonschema::Validator>,
-) -> Result<String, ToolFailure> {
-    if let Some(output) = output
-        && result.is_error != Some(true)
-    {
-        check_output(result.structured_content.as_ref(), output)?;
-    }
-    let mut text = String::new();
-    for block in &result.content {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&super::content::block_text(block));
-    }
-    if text.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        text = structured.to_string();
-    }
-    if result.is_error != Some(true) {
-        return Ok(text);
-    }
-    let kind = if text.starts_with("MCP error -32602") {
-        ToolFailureKind::Invalid
-    } else {
-        ToolFailureKind::Runtime
-    };
-    Err(ToolFailure::new(kind, text))
-}
-
-/// A tool's `outputSchema` compiled as arguments' schemas are; `None`
-/// without one, or when it does not compile (nothing to hold results to).
-/// Where a served tool's definition keeps its server's `outputSchema`.
-pub const OUTPUT_SCHEMA_KEY: &str = "mcp_output_schema";
-
-fn output_validator(schema: Option<&Map<String, Value>>) -> Option<Arc<jsonschema::Validator>> {
-    crate::tool::compiled_schema(&Value::Object(schema?.clone())).map(Arc::new)
-}
-
-/// Structured content against the tool's `outputSchema`: every
-/// violation, by pointer, as one bad-output failure.
-fn check_output(
-    structured: Option<&Value>,
-    output: &jsonschema::Validator,
-) -> Result<(), ToolFailure> {
-    let Some(structured) = structured else {
-        return Err(ToolFailure::new(
-            ToolFailureKind::BadOutput,
-            "it declares an outputSchema but gave no structuredContent",
-        ));
-    };
-    let violations = crate::tool::wording::schema_errors(output.iter_errors(structured));
-    if violations.is_empty() {
-        return Ok(());
-    }
-    let lines: Vec<&str> = violations.iter().map(|v| v.line()).collect();
-    Err(ToolFailure::new(
-        ToolFailureKind::BadOutput,
-        format!(
-            "its structuredContent breaks its outputSchema: {}",
-            lines.join("; ")
-        ),
-    ))
-}
-
 /// A tool of an MCP server.
 #[derive(Debug)]
 struct McpTool {
@@ -534,6 +506,36 @@ struct McpTool {
     takes_any_arguments: bool,
     /// Its `outputSchema`, compiled as arguments' schemas are.
     output: Option<Arc<jsonschema::Validator>>,
+    /// The tool that reads the server's resources (`resources/read` of
+    /// its `uri`), not one of its tools.
+    reads_resources: bool,
+}
+
+impl McpTool {
+    /// The call on `connection`: a `tools/call`, or a `resources/read`.
+    async fn on(
+        &self,
+        connection: &Connection,
+        trial: &ToolState,
+        arguments: &Map<String, Value>,
+    ) -> Result<String, ToolFailure> {
+        if self.reads_resources {
+            let uri = arguments
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return super::resources::read(&self.server.label, connection, uri).await;
+        }
+        self.server
+            .call(
+                connection,
+                trial,
+                &self.name,
+                arguments,
+                self.output.as_deref(),
+            )
+            .await
+    }
 }
 
 /// A trial's own server: started when the trial begins (on the servers'
@@ -664,16 +666,7 @@ impl ToolBackend for McpTool {
                     return Err(ToolFailure::unavailable(message));
                 }
                 let connection = self.server.connection(Some(trial))?;
-                return self
-                    .server
-                    .call(
-                        &connection,
-                        trial,
-                        &self.name,
-                        call.arguments.as_map(),
-                        self.output.as_deref(),
-                    )
-                    .await;
+                return self.on(&connection, trial, call.arguments.as_map()).await;
             };
             let own = self.trial_server(trial, trial_args)?;
             let Some(own) = own.downcast_ref::<TrialServer>() else {
@@ -685,15 +678,7 @@ impl ToolBackend for McpTool {
                     self.server.stopped_message(&connection.stderr),
                 ));
             }
-            self.server
-                .call(
-                    connection,
-                    trial,
-                    &self.name,
-                    call.arguments.as_map(),
-                    self.output.as_deref(),
-                )
-                .await
+            self.on(connection, trial, call.arguments.as_map()).await
         })
     }
 }
