@@ -38,6 +38,7 @@ fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> R
         shard: None,
         session_log: false,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     }
 }

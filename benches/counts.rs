@@ -258,6 +258,7 @@ fn trials_plan() -> RunPlan {
         shard: None,
         session_log: true,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -80,7 +80,8 @@ fn bench(c: &mut Criterion) {
     assert_eq!(
         runtime
             .block_on(registry.execute(add, &call_arguments, &state))
-            .unwrap(),
+            .unwrap()
+            .text,
         "42"
     );
 

@@ -46,6 +46,7 @@ fn bench(c: &mut Criterion) {
         shard: None,
         session_log: true,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     };
     let info = plan.info(Thresholds::default());

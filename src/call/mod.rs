@@ -133,6 +133,24 @@ pub struct ToolResult {
     pub started: Duration,
     /// How long the call ran (zero for calls rejected before execution).
     pub elapsed: Duration,
+    /// Images the tool returned, for a model that takes them (`"images":
+    /// true`); the content names each in a line whatever the model.
+    pub images: Vec<Image>,
+}
+
+/// An image a tool returned: its type and its bytes in base64, as MCP
+/// and every provider carry them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub mime_type: String,
+    pub data: std::sync::Arc<str>,
+}
+
+impl Image {
+    /// The image as a `data:` URL, as OpenAI's formats take it.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime_type, self.data)
+    }
 }
 
 impl ToolResult {

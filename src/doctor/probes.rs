@@ -264,6 +264,7 @@ impl Prober {
             error_kind: error.then_some(ErrorKind::Runtime),
             started: Default::default(),
             elapsed: Default::default(),
+            images: Vec::new(),
         }]);
         conversation.push_turn(&reply, &parsed, returned);
         conversation

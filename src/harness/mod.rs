@@ -108,6 +108,9 @@ pub struct RunPlan {
     pub exec: ExecOptions,
     /// By model: the feedback style its file names, over `exec`'s.
     pub model_feedback: Vec<Option<FeedbackStyle>>,
+    /// By model: it takes images (its `api.images`), which tools' results
+    /// then carry as image parts.
+    pub model_images: Vec<bool>,
     pub shard: Option<Shard>,
     /// Record every turn of every trial (session.jsonl).
     pub session_log: bool,
@@ -129,6 +132,7 @@ impl RunPlan {
     pub fn exec_of(&self, model: usize) -> ExecOptions {
         ExecOptions {
             feedback: self.feedback_of(model),
+            images: self.model_images.get(model).copied().unwrap_or(false),
             ..self.exec
         }
     }

@@ -234,6 +234,7 @@ impl PreparedRun {
         let mut plan = plan_of(&settings, scenarios, models.models);
         plan.users = users;
         plan.model_feedback = models.files.iter().map(|file| file.feedback).collect();
+        plan.model_images = models.files.iter().map(ModelFile::takes_images).collect();
         let info = plan.info(settings.thresholds.clone());
         let (earlier, last_kept) = match request.resume {
             Some(_) => {
@@ -566,6 +567,7 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
         shard: settings.shard,
         session_log: !settings.no_session,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     }
 }

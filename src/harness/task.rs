@@ -479,7 +479,8 @@ async fn call_probe(
         .map_err(|_| {
             let timeout = registry.definition(tool).timeout();
             ToolFailure::unavailable(format!("no result within {} ms", timeout.as_millis()))
-        })??;
+        })??
+        .text;
     Ok(serde_json::from_str(&output).unwrap_or(serde_json::Value::String(output)))
 }
 

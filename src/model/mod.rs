@@ -66,6 +66,13 @@ pub struct ModelFile {
     pub feedback: Option<crate::pipeline::FeedbackStyle>,
 }
 
+impl ModelFile {
+    /// Its `api.images`: images tools return go to it as image parts.
+    pub fn takes_images(&self) -> bool {
+        self.api.as_ref().is_some_and(|api| api.images)
+    }
+}
+
 fn default_provider() -> Provider {
     Provider::OpenAi
 }

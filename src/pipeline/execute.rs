@@ -14,7 +14,7 @@ use super::validate::{Approved, Rejection, validate_among};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
 use crate::provider::EMPTY_RESULT_PLACEHOLDER;
-use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
+use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolOutput, ToolState};
 
 /// One batch under way: results so far, and the reads waiting to run together.
 struct InProgress<'c> {
@@ -114,6 +114,7 @@ impl Pipeline {
             error_kind: Some(rejection.kind),
             started: batch_start.elapsed(),
             elapsed: Duration::ZERO,
+            images: Vec::new(),
         }
     }
 
@@ -201,7 +202,13 @@ impl Pipeline {
             .execute_now(approved.tool, approved.arguments)?;
         let end = Instant::now();
         Some((
-            self.finish(call, batch_start, approved, start..end, Ok(done)),
+            self.finish(
+                call,
+                batch_start,
+                approved,
+                start..end,
+                Ok(done.map(ToolOutput::from)),
+            ),
             end,
         ))
     }
@@ -229,13 +236,24 @@ impl Pipeline {
         batch_start: Instant,
         approved: Approved<'_>,
         ran: Range<Instant>,
-        outcome: Result<Result<String, ToolFailure>, tokio::time::error::Elapsed>,
+        outcome: Result<Result<ToolOutput, ToolFailure>, tokio::time::error::Elapsed>,
     ) -> ToolResult {
         let timeout = self.registry.definition(approved.tool).timeout();
+        let mut images = Vec::new();
         let (content, error_kind) = match outcome {
-            // An empty success still says something: providers mishandle empty results.
-            Ok(Ok(output)) if output.is_empty() => (EMPTY_RESULT_PLACEHOLDER.to_owned(), None),
-            Ok(Ok(output)) => (truncate(output, self.options.output_limit), None),
+            Ok(Ok(output)) => {
+                // Sent as parts only to a model that takes images; the
+                // text names each image either way.
+                if self.options.images {
+                    images = output.images;
+                }
+                // An empty success still says something: providers mishandle empty results.
+                if output.text.is_empty() {
+                    (EMPTY_RESULT_PLACEHOLDER.to_owned(), None)
+                } else {
+                    (truncate(output.text, self.options.output_limit), None)
+                }
+            }
             Ok(Err(failure)) => {
                 let kind = error_kind_of(&failure);
                 let message = format!("Error: {}", failure.message);
@@ -263,6 +281,7 @@ impl Pipeline {
             error_kind,
             started: ran.start - batch_start,
             elapsed: ran.end - ran.start,
+            images,
         }
     }
 }

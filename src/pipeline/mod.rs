@@ -46,6 +46,9 @@ pub struct ExecOptions {
     pub output_limit: usize,
     /// How errors are worded for the model.
     pub feedback: FeedbackStyle,
+    /// Images a tool returned go to the model as image parts (its
+    /// `api.images`); otherwise only the line naming each.
+    pub images: bool,
 }
 
 impl Default for ExecOptions {
@@ -55,6 +58,7 @@ impl Default for ExecOptions {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             output_limit: DEFAULT_OUTPUT_LIMIT,
             feedback: FeedbackStyle::PointerList,
+            images: false,
         }
     }
 }

@@ -94,6 +94,7 @@ pub(super) fn not_run(calls: &[ParsedCall]) -> Batch {
                 error_kind: Some(ErrorKind::Truncated),
                 started: Duration::ZERO,
                 elapsed: Duration::ZERO,
+                images: Vec::new(),
             })
             .collect(),
         makespan: Duration::ZERO,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 
-use super::loose::{Loose, LooseCount, LooseStr};
+use super::loose::{Loose, LooseCount, LooseStr, LooseText};
 use super::settings::ToolChoice;
 use super::{
     Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
@@ -247,7 +247,24 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
         write_str(out, &result.call_id);
         out.extend_from_slice(b",\"content\":");
-        write_str(out, non_empty(&result.content));
+        if result.images.is_empty() {
+            write_str(out, non_empty(&result.content));
+        } else {
+            // The text first, then each image as a part of its own.
+            out.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
+            write_str(out, non_empty(&result.content));
+            out.push(b'}');
+            for image in &result.images {
+                out.extend_from_slice(
+                    b",{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":",
+                );
+                write_str(out, &image.mime_type);
+                out.extend_from_slice(b",\"data\":");
+                write_str(out, &image.data);
+                out.extend_from_slice(b"}}");
+            }
+            out.push(b']');
+        }
         out.extend_from_slice(if result.is_error() {
             b",\"is_error\":true}"
         } else {
@@ -439,7 +456,7 @@ pub(super) fn result_texts(returned: &[u8]) -> Vec<Cow<'_, str>> {
     #[derive(Deserialize)]
     struct Block<'a> {
         #[serde(borrow, default)]
-        content: LooseStr<'a>,
+        content: LooseText<'a>,
     }
     let messages: Vec<Message<'_>> = serde_json::from_slice(returned).unwrap_or_default();
     messages

@@ -163,7 +163,19 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
             b",\"response\":{\"result\":"
         });
         write_str(out, non_empty(&result.content));
-        out.extend_from_slice(b"}}}");
+        out.push(b'}');
+        if !result.images.is_empty() {
+            out.extend_from_slice(b",\"parts\":[");
+            write_separated(out, &result.images, |out, image| {
+                out.extend_from_slice(b"{\"inlineData\":{\"mimeType\":");
+                write_str(out, &image.mime_type);
+                out.extend_from_slice(b",\"data\":");
+                write_str(out, &image.data);
+                out.extend_from_slice(b"}}");
+            });
+            out.push(b']');
+        }
+        out.extend_from_slice(b"}}");
     });
     out.extend_from_slice(b"]}]");
 }

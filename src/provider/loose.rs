@@ -31,6 +31,32 @@ impl<'de: 'a, 'a> Deserialize<'de> for LooseStr<'a> {
     }
 }
 
+/// A result's text: a JSON string as [`LooseStr`] reads it, or, in an
+/// array of content parts (a result that carries images), the first
+/// part's `"text"`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct LooseText<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for LooseText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Shape<'a> {
+            Parts(Vec<Part<'a>>),
+            Other(#[serde(borrow)] LooseStr<'a>),
+        }
+        #[derive(serde::Deserialize)]
+        struct Part<'a> {
+            #[serde(borrow, default)]
+            text: LooseStr<'a>,
+        }
+        Ok(LooseText(match Shape::deserialize(deserializer)? {
+            Shape::Parts(parts) => parts.into_iter().find_map(|p| p.text.0),
+            Shape::Other(text) => text.0,
+        }))
+    }
+}
+
 /// The visits of a loose visitor that make a value of another type
 /// nothing (`$none`): scalars, and arrays and objects read past.
 macro_rules! other_types_are {

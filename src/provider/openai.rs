@@ -172,7 +172,9 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-/// `[{"role":"tool","tool_call_id":..,"content":..}, ...]`
+/// `[{"role":"tool","tool_call_id":..,"content":..}, ...]`; images, which
+/// a tool message cannot hold, follow in one user message, each after a
+/// line naming its call.
 pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
     out.push(b'[');
     write_separated(out, results, |out, result| {
@@ -182,6 +184,24 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
         write_str(out, non_empty(&result.content));
         out.push(b'}');
     });
+    let with_images: Vec<&ToolResult> = results.iter().filter(|r| !r.images.is_empty()).collect();
+    if !with_images.is_empty() {
+        out.extend_from_slice(b",{\"role\":\"user\",\"content\":[");
+        write_separated(out, &with_images, |out, result| {
+            out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+            write_str(
+                out,
+                &format!("The images call {} returned:", result.call_id),
+            );
+            out.push(b'}');
+            for image in &result.images {
+                out.extend_from_slice(b",{\"type\":\"image_url\",\"image_url\":{\"url\":");
+                write_str(out, &image.data_url());
+                out.extend_from_slice(b"}}");
+            }
+        });
+        out.extend_from_slice(b"]}");
+    }
     out.push(b']');
 }
 

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::loose::{Loose, LooseCount, LooseStr, present};
+use super::loose::{Loose, LooseCount, LooseStr, LooseText, present};
 use super::openai::{CachedTokens, ReasoningTokens};
 use super::{
     Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, WireArguments,
@@ -153,7 +153,19 @@ pub(super) fn write_results(results: &[ToolResult], out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"type\":\"function_call_output\",\"call_id\":");
         write_str(out, &result.call_id);
         out.extend_from_slice(b",\"output\":");
-        write_str(out, non_empty(&result.content));
+        if result.images.is_empty() {
+            write_str(out, non_empty(&result.content));
+        } else {
+            out.extend_from_slice(b"[{\"type\":\"input_text\",\"text\":");
+            write_str(out, non_empty(&result.content));
+            out.push(b'}');
+            for image in &result.images {
+                out.extend_from_slice(b",{\"type\":\"input_image\",\"image_url\":");
+                write_str(out, &image.data_url());
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
         out.push(b'}');
     });
     out.push(b']');
@@ -164,7 +176,7 @@ pub(super) fn result_texts(returned: &[u8]) -> Vec<Cow<'_, str>> {
     #[derive(Deserialize)]
     struct Output<'a> {
         #[serde(borrow, default)]
-        output: LooseStr<'a>,
+        output: LooseText<'a>,
     }
     let items: Vec<Output<'_>> = serde_json::from_slice(returned).unwrap_or_default();
     items.into_iter().filter_map(|item| item.output.0).collect()
@@ -433,6 +445,7 @@ mod tests {
             error_kind: None,
             started: std::time::Duration::ZERO,
             elapsed: std::time::Duration::ZERO,
+            images: Vec::new(),
         };
         let results = [
             result("call_a", "get_weather", "18 C"),

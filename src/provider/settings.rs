@@ -35,6 +35,11 @@ pub struct ApiSettings {
     pub tool_choice: Option<ToolChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// The model takes images: those a tool returns (an MCP server's) go
+    /// to it as image parts of the tool's result. Otherwise (and always
+    /// for audio) a line names each, with its type and size.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub images: bool,
     /// Ask for the reply as a stream of server-sent events; it is
     /// assembled into the body it stands for before Parse reads it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

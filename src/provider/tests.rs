@@ -188,6 +188,7 @@ fn results() -> Vec<ToolResult> {
             error_kind: None,
             started: Duration::ZERO,
             elapsed: Duration::ZERO,
+            images: Vec::new(),
         },
         ToolResult {
             call_id: "id_2".into(),
@@ -196,6 +197,7 @@ fn results() -> Vec<ToolResult> {
             error_kind: Some(ErrorKind::Validation),
             started: Duration::ZERO,
             elapsed: Duration::ZERO,
+            images: Vec::new(),
         },
     ]
 }
@@ -574,5 +576,65 @@ fn a_lone_surrogate_is_read_as_serde_json_reads_it() {
             }
             (expected, parsed) => panic!("{escape}: serde_json {expected:?}, Parse {parsed:?}"),
         }
+    }
+}
+
+/// `results()` with a tool's image on the first.
+fn results_with_an_image() -> Vec<ToolResult> {
+    let mut results = results();
+    results[0].content = "[image: image/png, 3 bytes]".into();
+    results[0].images = vec![crate::call::Image {
+        mime_type: "image/png".into(),
+        data: "AAAA".into(),
+    }];
+    results
+}
+
+#[test]
+fn a_tools_image_goes_as_an_image_part_in_every_format() {
+    let url = "data:image/png;base64,AAAA";
+    let openai = Provider::OpenAi.format_results(&results_with_an_image());
+    // A tool message holds text only: the image follows as the user's.
+    assert_eq!(openai.len(), 3);
+    assert_eq!(
+        openai[2],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "The images call id_1 returned:"},
+            {"type": "image_url", "image_url": {"url": url}}
+        ]})
+    );
+    let anthropic = Provider::Anthropic.format_results(&results_with_an_image());
+    assert_eq!(
+        anthropic[0]["content"][0]["content"],
+        json!([
+            {"type": "text", "text": "[image: image/png, 3 bytes]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+        ])
+    );
+    let responses = Provider::OpenAiResponses.format_results(&results_with_an_image());
+    assert_eq!(
+        responses[0]["output"],
+        json!([
+            {"type": "input_text", "text": "[image: image/png, 3 bytes]"},
+            {"type": "input_image", "image_url": url}
+        ])
+    );
+    let gemini = Provider::Gemini.format_results(&results_with_an_image());
+    assert_eq!(
+        gemini[0]["parts"][0]["functionResponse"]["parts"],
+        json!([{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}])
+    );
+    // What the model reads of each result is unchanged.
+    for provider in Provider::ALL {
+        let mut wire = Vec::new();
+        provider.write_results(&results_with_an_image(), &mut wire);
+        assert_eq!(
+            provider.result_texts(&wire),
+            [
+                "[image: image/png, 3 bytes]",
+                "Validation failed:\n- /a: must be number"
+            ],
+            "{provider}"
+        );
     }
 }

@@ -226,6 +226,7 @@ mod tests {
             error_kind: error.then_some(crate::call::ErrorKind::Runtime),
             started: Default::default(),
             elapsed: Default::default(),
+            images: Vec::new(),
         }
     }
 

@@ -15,6 +15,27 @@ use crate::call::Arguments;
 /// A tool's output to come.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolFailure>> + Send + 'a>>;
 
+/// What a tool gives back: its text, and the images it returned (an MCP
+/// server's tools may), which a model that takes images gets as parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub images: Vec<crate::call::Image>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+/// A tool's output to come, images and all.
+pub type OutputFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ToolOutput, ToolFailure>> + Send + 'a>>;
+
 /// One call of a tool, its arguments already valid for its schema.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolCallContext<'a> {
@@ -34,6 +55,13 @@ pub trait ToolBackend: Send + Sync + std::fmt::Debug {
 
     /// Run the tool; the caller applies its timeout.
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a>;
+
+    /// [`ToolBackend::run`] with the images the tool returned; a tool that
+    /// can return images (an MCP server's) gives them here.
+    fn run_output<'a>(&'a self, call: ToolCallContext<'a>) -> OutputFuture<'a> {
+        let text = self.run(call);
+        Box::pin(async move { text.await.map(ToolOutput::from) })
+    }
 
     /// Whether the tool runs outside toolgauge (a server, an endpoint, a
     /// command): it takes real time, so a run with it needs the real clock.

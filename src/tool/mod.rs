@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use backend::{ToolBackend, ToolCallContext, ToolFuture};
+pub use backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 pub use builtin::{BUILTIN_NAMES, SHELL_TOOL, builtin_definition, builtin_needs_sandbox};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use registry::{

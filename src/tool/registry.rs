@@ -9,7 +9,7 @@ use jsonschema::Validator;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use super::backend::{ToolBackend, ToolCallContext};
+use super::backend::{ToolBackend, ToolCallContext, ToolOutput};
 use super::builtin::Builtin;
 use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
 use super::check::{DefinitionProblem, check_definitions, draft_of};
@@ -297,13 +297,13 @@ impl Registry {
         id: ToolId,
         arguments: &Arguments,
         state: &ToolState,
-    ) -> Result<String, ToolFailure> {
+    ) -> Result<ToolOutput, ToolFailure> {
         let call = ToolCallContext {
             tool: id,
             arguments,
             state,
         };
-        self.tools[id.0].backend.run(call).await
+        self.tools[id.0].backend.run_output(call).await
     }
 
     /// [`Registry::execute`] within the tool's own timeout: `Err` when it
@@ -313,7 +313,7 @@ impl Registry {
         id: ToolId,
         arguments: &Arguments,
         state: &ToolState,
-    ) -> Result<Result<String, ToolFailure>, tokio::time::error::Elapsed> {
+    ) -> Result<Result<ToolOutput, ToolFailure>, tokio::time::error::Elapsed> {
         let timeout = self.definition(id).timeout();
         tokio::time::timeout(timeout, self.execute(id, arguments, state)).await
     }
@@ -444,7 +444,7 @@ mod tests {
                 &registry.new_state(),
             )
             .await;
-        assert_eq!(output.unwrap(), "2 argument(s)");
+        assert_eq!(output.unwrap().text, "2 argument(s)");
     }
 
     #[test]
@@ -489,7 +489,7 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(out, r#"{"x":[1,2]}"#);
+        assert_eq!(out.text, r#"{"x":[1,2]}"#);
     }
 
     #[tokio::test(start_paused = true)]
@@ -571,7 +571,8 @@ mod tests {
             registry
                 .execute(id, &json!({}).try_into().unwrap(), &state)
                 .await
-                .unwrap(),
+                .unwrap()
+                .text,
             r#"{"ok":true}"#
         );
         let fresh = registry.new_state();

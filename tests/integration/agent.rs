@@ -53,6 +53,7 @@ fn agent_plan(
         shard: None,
         session_log: false,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -49,6 +49,7 @@ fn plan(
         shard: None,
         session_log: false,
         model_feedback: Vec::new(),
+        model_images: Vec::new(),
         users: Vec::new(),
     }
 }

@@ -86,3 +86,8 @@ pub fn corpora() -> PathBuf {
     );
     dir
 }
+
+/// The start of `text`, for a failure message that would hold megabytes.
+pub(crate) fn excerpt(text: &str) -> String {
+    text.chars().take(400).collect()
+}

@@ -57,6 +57,7 @@ async fn call(
     registry
         .execute(id, &arguments.try_into().unwrap(), state)
         .await
+        .map(|output| output.text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -211,3 +211,88 @@ fn check_tools_names_an_output_schema_that_does_not_compile() {
     );
     assert!(err.contains("1 problem(s)"), "only that tool: {err}");
 }
+
+/// The second request a live model (Anthropic's format, on a mock
+/// server) sends after calling server-everything's `get-tiny-image`, its
+/// model file given `api_extra`.
+async fn request_after_the_image(script: &std::path::Path, api_extra: Value) -> Value {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let provider = "anthropic";
+    let server = MockServer::start().await;
+    let mut call = crate::live::reply(provider, json!({}));
+    call["content"][1]["name"] = json!("get-tiny-image");
+    for body in [call, crate::live::text_reply(provider, "A tiny image.")] {
+        Mock::given(method("POST"))
+            .and(path(crate::live::endpoint(provider)))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = crate::live::base_url(provider, &server);
+    let model = crate::live::model_file(dir.path(), provider, &base, api_extra);
+    let suite = dir.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    let scenario = json!({
+        "name": "tiny_image",
+        "tools": [{"mcp": {"command": ["node", script.to_str().unwrap(), "stdio"]},
+                   "only": ["get-tiny-image"], "read": ["get-tiny-image"]}],
+        "prompt": "Show me the tiny image.",
+        "task": {"max_turns": 3, "milestones": [{"name": "get-tiny-image", "arguments": {}}]}
+    });
+    std::fs::write(suite.join("tiny_image.json"), scenario.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = crate::live::run_args(&suite, &model, &out, &[]);
+    let output = crate::live::toolgauge(args, Some(crate::live::KEY)).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    serde_json::from_slice(&requests[1].body).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_image_reaches_a_model_that_takes_images_as_an_image_part() {
+    let script = match crate::mcp::server_everything() {
+        Ok(script) => script,
+        Err(why) => {
+            eprintln!(
+                "skipped: a_tools_image_reaches_a_model_that_takes_images_as_an_image_part: {why}"
+            );
+            return;
+        }
+    };
+    let result = |request: &Value| {
+        let messages = request["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"][0]["content"].clone()
+    };
+    let taking = request_after_the_image(&script, json!({"images": true})).await;
+    let content = result(&taking);
+    let shown = crate::excerpt(&content.to_string());
+    assert!(
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[image: image/png, "),
+        "{shown}"
+    );
+    assert_eq!(content[1]["type"], "image", "{shown}");
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+    assert!(
+        content[1]["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo"),
+        "the server's PNG, whole: {shown}"
+    );
+    // A model not said to take images reads the line only.
+    let text_only = request_after_the_image(&script, json!({})).await;
+    let content = result(&text_only);
+    let text = content.as_str().expect("a text result, no parts");
+    assert!(
+        text.contains("[image: image/png, ") && !text.contains("iVBORw0KGgo"),
+        "{}",
+        crate::excerpt(text)
+    );
+}

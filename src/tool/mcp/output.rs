@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 
-use crate::tool::{ToolFailure, ToolFailureKind};
+use crate::call::Image;
+use crate::tool::{ToolFailure, ToolFailureKind, ToolOutput};
 
 /// JSON-RPC's "invalid params", which MCP servers answer for arguments
 /// that break a tool's schema.
@@ -21,11 +22,12 @@ pub(super) const INVALID_PARAMS: i32 = -32602;
 /// -32602" (servers built on the TypeScript SDK word schema failures so)
 /// is a refusal of the arguments. A tool with an `outputSchema` (`output`)
 /// must give structured content that it accepts, else the result is a
-/// bad output: the tool's fault.
+/// bad output: the tool's fault. Its images go with the text (each also
+/// named in it), for a model that takes them.
 pub(super) fn result_output(
     result: CallToolResult,
     output: Option<&jsonschema::Validator>,
-) -> Result<String, ToolFailure> {
+) -> Result<ToolOutput, ToolFailure> {
     if let Some(output) = output
         && result.is_error != Some(true)
     {
@@ -44,7 +46,18 @@ pub(super) fn result_output(
         text = structured.to_string();
     }
     if result.is_error != Some(true) {
-        return Ok(text);
+        let images = result
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Image(image) => Some(Image {
+                    mime_type: image.mime_type.clone(),
+                    data: image.data.as_str().into(),
+                }),
+                _ => None,
+            })
+            .collect();
+        return Ok(ToolOutput { text, images });
     }
     let kind = if text.starts_with("MCP error -32602") {
         ToolFailureKind::Invalid

@@ -17,7 +17,7 @@ use super::connection::{Connection, Starting, StderrTail};
 use super::hub::Hub;
 use super::output;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
-use crate::tool::backend::{ToolBackend, ToolCallContext, ToolFuture};
+use crate::tool::backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 use crate::tool::registry::TrialResource;
 use crate::tool::{Effect, Metadata, ToolDef, ToolFailure, ToolFailureKind, ToolState};
 
@@ -412,7 +412,7 @@ impl McpServer {
         name: &str,
         arguments: &Map<String, Value>,
         output: Option<&jsonschema::Validator>,
-    ) -> Result<String, ToolFailure> {
+    ) -> Result<ToolOutput, ToolFailure> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
         let started = Instant::now();
         // Dropped unanswered (the tool's timeout fired): the server is
@@ -518,13 +518,15 @@ impl McpTool {
         connection: &Connection,
         trial: &ToolState,
         arguments: &Map<String, Value>,
-    ) -> Result<String, ToolFailure> {
+    ) -> Result<ToolOutput, ToolFailure> {
         if self.reads_resources {
             let uri = arguments
                 .get("uri")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            return super::resources::read(&self.server.label, connection, uri).await;
+            return super::resources::read(&self.server.label, connection, uri)
+                .await
+                .map(ToolOutput::from);
         }
         self.server
             .call(
@@ -659,6 +661,11 @@ impl ToolBackend for McpTool {
     }
 
     fn run<'a>(&'a self, call: ToolCallContext<'a>) -> ToolFuture<'a> {
+        let output = self.run_output(call);
+        Box::pin(async move { output.await.map(|output| output.text) })
+    }
+
+    fn run_output<'a>(&'a self, call: ToolCallContext<'a>) -> OutputFuture<'a> {
         Box::pin(async move {
             let trial = call.state;
             let Some(trial_args) = &self.per_trial else {
