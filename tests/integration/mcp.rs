@@ -527,14 +527,18 @@ async fn http_and_command_tools_run_as_tools() {
 
 /// The reference server-everything, installed by `npm ci --prefix
 /// tests/mcp` (.ci/run does), or why not.
+/// Whether `node` is on the PATH and runs.
+pub(crate) fn node_runs() -> bool {
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 pub(crate) fn server_everything() -> Result<PathBuf, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything");
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !node {
+    if !node_runs() {
         return Err("no node".into());
     }
     let package: Value = std::fs::read_to_string(root.join("package.json"))

@@ -22,11 +22,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 fn suite() -> Result<PathBuf, String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp-conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !node {
+    if !crate::mcp::node_runs() {
         return Err("no node".into());
     }
     if !script.exists() {

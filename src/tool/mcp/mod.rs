@@ -78,6 +78,31 @@ pub struct McpServerSpec {
     pub users_own: bool,
 }
 
+/// The definition of a tool a server serves, as toolgauge registers it.
+fn served_definition(
+    name: String,
+    description: String,
+    parameters: serde_json::Value,
+    effect: super::Effect,
+    other: BTreeMap<String, serde_json::Value>,
+) -> ToolDef {
+    ToolDef {
+        name,
+        description,
+        parameters,
+        effect,
+        timeout_ms: super::DEFAULT_TIMEOUT_MS,
+        metadata: Some(super::Metadata {
+            category: Some("mcp".into()),
+            other,
+            ..super::Metadata::default()
+        }),
+        simulate: None,
+        http: None,
+        command: None,
+    }
+}
+
 /// The start-up deadline when a server names none.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
 

@@ -10,7 +10,7 @@ use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 
 use super::connection::Connection;
-use crate::tool::{Effect, Metadata, ToolDef, ToolFailure, ToolFailureKind};
+use crate::tool::{Effect, ToolDef, ToolFailure, ToolFailureKind};
 
 /// Resources named in the resource tool's description, at most.
 const NAMED: usize = 20;
@@ -74,9 +74,9 @@ pub(super) fn resource_tool_def(
     let mut other = BTreeMap::new();
     other.insert("mcp_server".to_owned(), Value::from(label));
     other.insert("mcp_resources".to_owned(), Value::Bool(true));
-    ToolDef {
-        name: name.to_owned(),
-        description: format!(
+    super::served_definition(
+        name.to_owned(),
+        format!(
             "Read a resource of the server by its URI. It has: {}.",
             if named.is_empty() {
                 "none listed".to_owned()
@@ -84,23 +84,15 @@ pub(super) fn resource_tool_def(
                 named.join("; ")
             }
         ),
-        parameters: json!({
+        json!({
             "type": "object",
             "properties": {"uri": {"type": "string", "description": "The resource's URI."}},
             "required": ["uri"],
             "additionalProperties": false
         }),
-        effect: Effect::Read,
-        timeout_ms: crate::tool::DEFAULT_TIMEOUT_MS,
-        metadata: Some(Metadata {
-            category: Some("mcp".into()),
-            other,
-            ..Metadata::default()
-        }),
-        simulate: None,
-        http: None,
-        command: None,
-    }
+        Effect::Read,
+        other,
+    )
 }
 
 /// A prompt's messages as a conversation's opening (`{"role",

@@ -19,7 +19,7 @@ use super::output;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 use crate::tool::registry::TrialResource;
-use crate::tool::{Effect, Metadata, ToolDef, ToolFailure, ToolFailureKind, ToolState};
+use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
 
 /// Per tool source: start-ups and `tools/call` round trips.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -175,25 +175,17 @@ impl McpServer {
                         Value::Object((**schema).clone()),
                     );
                 }
-                let def = ToolDef {
-                    name: name.clone(),
-                    description: tool.description.as_deref().unwrap_or_default().to_owned(),
-                    parameters: Value::Object((*tool.input_schema).clone()),
-                    effect: if read_only {
+                let def = super::served_definition(
+                    name.clone(),
+                    tool.description.as_deref().unwrap_or_default().to_owned(),
+                    Value::Object((*tool.input_schema).clone()),
+                    if read_only {
                         Effect::Read
                     } else {
                         Effect::Write
                     },
-                    timeout_ms: crate::tool::DEFAULT_TIMEOUT_MS,
-                    metadata: Some(Metadata {
-                        category: Some("mcp".into()),
-                        other,
-                        ..Metadata::default()
-                    }),
-                    simulate: None,
-                    http: None,
-                    command: None,
-                };
+                    other,
+                );
                 let backend: Arc<dyn ToolBackend> = Arc::new(McpTool {
                     server: self.clone(),
                     name,
