@@ -131,9 +131,10 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
 }
 
 /// fuzz.csv (and disagreements.csv) of what was judged, and the exit code:
-/// 1 where a validator fell short, 128 + n when a signal stopped it.
+/// 1 where a validator fell short or a served tool did not answer, 128 + n
+/// when a signal stopped it.
 fn write_out(args: &FuzzArgs, validators: &[Named], fuzzed: Fuzzed) -> Result<ExitCode, CliError> {
-    let (results, failure) = (fuzzed.results, fuzzed.failure);
+    let (results, failure, tool_faults) = (fuzzed.results, fuzzed.failure, fuzzed.tool_faults);
     let judged: u64 = results
         .iter()
         .flat_map(|r| r.reports.first())
@@ -173,7 +174,11 @@ fn write_out(args: &FuzzArgs, validators: &[Named], fuzzed: Fuzzed) -> Result<Ex
             "{failure}; fuzz.csv holds what was measured before"
         )));
     }
-    Ok(if failed {
+    // The tool's fault, not the user's: the others were fuzzed on.
+    for fault in &tool_faults {
+        eprintln!("{fault}: its fuzzing stopped there (fuzz.csv holds its cases before)");
+    }
+    Ok(if failed || !tool_faults.is_empty() {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS

@@ -29,6 +29,25 @@ pub enum BadValidator {
     Runtime(std::io::Error),
 }
 
+/// Why judging stopped short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The validator gave no verdict (a program that hung or died, an
+    /// endpoint that refused): the run stops.
+    Validator(String),
+    /// A served tool gave no answer in time: that tool's fuzzing stops,
+    /// charged to the tool, and the run goes on to the next.
+    Tool(String),
+}
+
+impl Fault {
+    pub fn message(&self) -> &str {
+        match self {
+            Fault::Validator(message) | Fault::Tool(message) => message,
+        }
+    }
+}
+
 /// Checks spent minimising one disagreement.
 const MINIMISE_BUDGET: usize = 300;
 
@@ -127,18 +146,16 @@ impl Named {
         tool: &str,
         reference: &jsonschema::Validator,
         instances: &[Value],
-    ) -> (Vec<bool>, Option<String>) {
+    ) -> (Vec<bool>, Option<Fault>) {
         match &self.validator {
             Validator::Builtin => (
                 instances.iter().map(|v| reference.is_valid(v)).collect(),
                 None,
             ),
+            // A tool that does not answer is the tool's fault.
             Validator::Server(server) => {
                 let (verdicts, fault) = server.judge(tool, instances);
-                (
-                    verdicts,
-                    fault.map(|e| format!("validator server for tool {tool:?}: {e}")),
-                )
+                (verdicts, fault.map(Fault::Tool))
             }
             // Every case at once: the validator judges them as fast as it
             // can (pipelined, concurrent), a fault stopping it.
@@ -146,7 +163,9 @@ impl Named {
                 let (verdicts, fault) = external.accepts_all(tool, instances);
                 (
                     verdicts,
-                    fault.map(|e| format!("validator {} for tool {tool:?}: {e}", self.spec)),
+                    fault.map(|e| {
+                        Fault::Validator(format!("validator {} for tool {tool:?}: {e}", self.spec))
+                    }),
                 )
             }
         }
@@ -176,6 +195,9 @@ pub struct Judged<'a> {
 pub struct Fuzzed {
     pub results: Vec<ToolResult>,
     pub failure: Option<String>,
+    /// Served tools whose fuzzing stopped because they did not answer in
+    /// time, each worded; the results hold their cases before.
+    pub tool_faults: Vec<String>,
     /// `after_block` said stop: the results hold the blocks judged.
     pub stopped: bool,
 }
@@ -184,7 +206,8 @@ pub struct Fuzzed {
 /// `cases` cases from `seed` (objects only for a served source), through
 /// each validator; disagreements between validators are minimised. A
 /// validator that gives no verdict stops the run: the results so far,
-/// and why. After each block `after_block` hears where the run stands,
+/// and why. A served tool that does not answer in time stops only its
+/// own fuzzing (`tool_faults`). After each block `after_block` hears where the run stands,
 /// and says whether to go on (an interrupted run keeps what it judged).
 pub fn fuzz_tools(
     registry: &Registry,
@@ -199,6 +222,7 @@ pub fn fuzz_tools(
     // A validator that gives no verdict stops the run; what it measured
     // before is still written.
     let mut failure = None;
+    let mut tool_faults = Vec::new();
     let mut stopped = false;
     let mut offset = 0;
     let mut judged = 0;
@@ -214,15 +238,18 @@ pub fn fuzz_tools(
         let mut reports: Vec<ToolFuzz> = Vec::with_capacity(validators.len());
         let mut found = Found::new();
         let mut tool_cases = 0;
+        let mut tool_fault = None;
         for block in blocks {
             let mut verdicts = Vec::with_capacity(validators.len());
             for validator in validators {
                 let (judged, fault) = validator.judge(&def.name, reference, &block.instances);
                 verdicts.push(judged);
-                if fault.is_some() {
-                    failure = fault;
-                    break;
+                match fault {
+                    Some(Fault::Validator(why)) => failure = Some(why),
+                    Some(Fault::Tool(why)) => tool_fault = Some(why),
+                    None => continue,
                 }
+                break;
             }
             if reports.len() < verdicts.len() {
                 reports.resize_with(verdicts.len(), ToolFuzz::default);
@@ -230,12 +257,13 @@ pub fn fuzz_tools(
             for (report, verdicts) in reports.iter_mut().zip(&verdicts) {
                 report.absorb(block.tally(verdicts));
             }
-            if validators.len() > 1 && failure.is_none() {
+            let short = failure.is_some() || tool_fault.is_some();
+            if validators.len() > 1 && !short {
                 differential::collect(&mut found, &block, &verdicts);
             }
             tool_cases += block.len() as u64;
             judged += block.len() as u64;
-            if failure.is_some() {
+            if short {
                 break;
             }
             let tool = &def.name;
@@ -267,6 +295,7 @@ pub fn fuzz_tools(
             offset,
         });
         offset += tool_cases;
+        tool_faults.extend(tool_fault);
         if failure.is_some() || stopped {
             break;
         }
@@ -274,6 +303,7 @@ pub fn fuzz_tools(
     Fuzzed {
         results,
         failure,
+        tool_faults,
         stopped,
     }
 }

@@ -395,6 +395,38 @@ fn fuzzing_an_mcp_server_measures_its_own_validation_and_never_calls_what_is_not
 }
 
 #[test]
+fn a_served_tool_that_does_not_answer_stops_only_its_own_fuzzing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("mcp:{}", test_server().display());
+    // `slow` sleeps as long as its `ms` says: most cases outlast 50 ms.
+    let output = toolgauge(&[
+        "fuzz",
+        "--tools",
+        &server,
+        "--cases",
+        "20",
+        "--case-timeout-ms",
+        "50",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    // The tool's fault, not bad input: exit 1, and the run went on.
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tool \"slow\" did not answer within 50 ms: its fuzzing stopped there"),
+        "{err}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("fuzz.csv")).unwrap();
+    let tools: Vec<&str> = csv.lines().filter_map(|l| l.split(',').next()).collect();
+    let slow = tools.iter().position(|t| *t == "slow").expect("slow's row");
+    assert!(
+        tools[slow..].contains(&"lenient_echo"),
+        "a tool after slow was fuzzed: {csv}"
+    );
+}
+
+#[test]
 fn tools_list_prints_an_mcp_servers_definitions_in_each_format() {
     let server = format!("mcp:{}", test_server().display());
     let output = toolgauge(&["tools", "list", &server, "--format", "openai"]);
