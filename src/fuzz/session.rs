@@ -40,14 +40,6 @@ pub enum Fault {
     Tool(String),
 }
 
-impl Fault {
-    pub fn message(&self) -> &str {
-        match self {
-            Fault::Validator(message) | Fault::Tool(message) => message,
-        }
-    }
-}
-
 /// Checks spent minimising one disagreement.
 const MINIMISE_BUDGET: usize = 300;
 
@@ -207,8 +199,9 @@ pub struct Fuzzed {
 /// each validator; disagreements between validators are minimised. A
 /// validator that gives no verdict stops the run: the results so far,
 /// and why. A served tool that does not answer in time stops only its
-/// own fuzzing (`tool_faults`). After each block `after_block` hears where the run stands,
-/// and says whether to go on (an interrupted run keeps what it judged).
+/// own fuzzing (`tool_faults`). After each block `after_block` hears
+/// where the run stands, and says whether to go on (an interrupted run
+/// keeps what it judged).
 pub fn fuzz_tools(
     registry: &Registry,
     validators: &[Named],

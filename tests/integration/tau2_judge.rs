@@ -60,22 +60,10 @@ async fn run_judged(
     )
     .unwrap();
     let out = dir.join("out");
-    let mut args: Vec<String> = [
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--judge-model",
-        judge_file.to_str().unwrap(),
-        "--trials",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let mut flags = vec!["--judge-model", judge_file.to_str().unwrap()];
+    flags.extend(extra);
+    let scripted = Path::new("scenarios/models/scripted.json");
+    let args = crate::live::run_args(suite, scripted, &out, &flags);
     let output = crate::live::toolgauge(args, Some("sk-judge-secret")).await;
     (out, output)
 }

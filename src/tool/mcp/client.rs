@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-// Sampling is in every revision toolgauge speaks (to 2025-11-25); rmcp
-// deprecates it for the 2026 one, which drops it.
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ProtocolVersion,
     SamplingCapability,
 };
+// Sampling is in every revision toolgauge speaks (to 2025-11-25); rmcp
+// deprecates it for the 2026 one, which drops it.
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, SamplingMessage};
 use rmcp::service::{RequestContext, RoleClient};
@@ -37,7 +37,7 @@ pub(super) fn speaks(answered: &ProtocolVersion) -> bool {
 pub(super) fn spoken() -> String {
     let known: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS
         .iter()
-        .filter(|v| v.has_initialize() && v.as_str() <= OFFERED.as_str())
+        .filter(|v| speaks(v))
         .map(ProtocolVersion::as_str)
         .collect();
     format!(

@@ -15,6 +15,21 @@ use crate::tool::{ToolFailure, ToolFailureKind, ToolOutput};
 /// that break a tool's schema.
 pub(super) const INVALID_PARAMS: i32 = -32602;
 
+/// A server's JSON-RPC error answer as a tool's failure: a refusal of
+/// what was asked when its code is one of `refusals`, a runtime failure
+/// otherwise.
+pub(super) fn rpc_failure(error: &rmcp::model::ErrorData, refusals: &[i32]) -> ToolFailure {
+    let kind = if refusals.contains(&error.code.0) {
+        ToolFailureKind::Invalid
+    } else {
+        ToolFailureKind::Runtime
+    };
+    ToolFailure::new(
+        kind,
+        format!("MCP error {}: {}", error.code.0, error.message),
+    )
+}
+
 /// A `tools/call` result as a tool's output: its blocks as the model
 /// reads them (`content::block_text`), or its structured content when it
 /// has none. An

@@ -10,7 +10,10 @@ use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 
 use super::connection::Connection;
-use crate::tool::{Effect, ToolDef, ToolFailure, ToolFailureKind};
+use crate::tool::{Effect, ToolDef, ToolFailure};
+
+/// MCP's "resource not found".
+const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// Resources named in the resource tool's description, at most.
 const NAMED: usize = 20;
@@ -36,17 +39,11 @@ pub(super) async fn read(
                 .collect::<Vec<_>>()
                 .join("\n"),
         }),
-        // Not found (-32002) or refused (-32602): the URI asked for.
-        Err(ServiceError::McpError(error)) if matches!(error.code.0, -32002 | -32602) => {
-            Err(ToolFailure::new(
-                ToolFailureKind::Invalid,
-                format!("MCP error {}: {}", error.code.0, error.message),
-            ))
-        }
-        Err(ServiceError::McpError(error)) => Err(ToolFailure::runtime(format!(
-            "MCP error {}: {}",
-            error.code.0, error.message
-        ))),
+        // Not found (-32002) or refused: the URI asked for.
+        Err(ServiceError::McpError(error)) => Err(super::output::rpc_failure(
+            &error,
+            &[RESOURCE_NOT_FOUND, super::output::INVALID_PARAMS],
+        )),
         Err(other) => Err(ToolFailure::unavailable(format!(
             "the MCP server {label} did not answer resources/read: {other}"
         ))),

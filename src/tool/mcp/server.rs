@@ -424,14 +424,9 @@ impl McpServer {
                 "the MCP server {} asked for input or made a task, which toolgauge does not answer",
                 self.label
             ))),
-            Err(ServiceError::McpError(error)) => Err(ToolFailure::new(
-                if error.code.0 == output::INVALID_PARAMS {
-                    ToolFailureKind::Invalid
-                } else {
-                    ToolFailureKind::Runtime
-                },
-                format!("MCP error {}: {}", error.code.0, error.message),
-            )),
+            Err(ServiceError::McpError(error)) => {
+                Err(output::rpc_failure(&error, &[output::INVALID_PARAMS]))
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))
                 if connection
                     .oversized
