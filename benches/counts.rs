@@ -29,6 +29,7 @@ use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
 use toolgauge::provider::Provider;
 use toolgauge::report::{Reporters, Thresholds};
 use toolgauge::scenario::load_scenario;
+use toolgauge::schema::Compiled;
 use toolgauge::tool::mcp::ToolServers;
 use toolgauge::tool::{Registry, ToolEnv, ToolSource};
 
@@ -273,19 +274,17 @@ fn harness_trials(plan: RunPlan) -> (u64, RunPlan) {
     (trials, plan)
 }
 
-fn fuzz_setup() -> (Value, jsonschema::Validator) {
+fn fuzz_setup() -> (Value, Compiled) {
     let schema = inputs::search().0;
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let validator = Compiled::new(&schema).expect("the schema compiles");
     (schema, validator)
 }
 
 #[library_benchmark]
 #[bench::search_100_cases(setup = fuzz_setup, config = limit("fuzz/search_100_cases"))]
-fn fuzz_generate(
-    (schema, validator): (Value, jsonschema::Validator),
-) -> (u64, Value, jsonschema::Validator) {
+fn fuzz_generate((schema, validator): (Value, Compiled)) -> (u64, Value, Compiled) {
     let report = toolgauge::fuzz::fuzz_schema(&schema, &validator, 100, 1, &mut |v| {
-        Some(validator.is_valid(v))
+        Some(validator.full_is_valid(v))
     });
     (report.valid, schema, validator)
 }

@@ -34,7 +34,7 @@ fn bench(c: &mut Criterion) {
                 tools.push((
                     def.name.clone(),
                     def.parameters.clone(),
-                    scenario.registry.validator(id).clone(),
+                    scenario.registry.schema(id).clone(),
                 ));
             }
         }
@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|(_, schema, validator)| {
             let report = fuzz_schema(schema, validator, CASES, 1, &mut |v| {
-                Some(validator.is_valid(v))
+                Some(validator.full_is_valid(v))
             });
             report.valid
                 + report
@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for (_, schema, validator) in &tools {
                 black_box(fuzz_schema(schema, validator, CASES, 1, &mut |v| {
-                    Some(validator.is_valid(v))
+                    Some(validator.full_is_valid(v))
                 }));
             }
         })

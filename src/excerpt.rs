@@ -4,8 +4,6 @@
 
 use std::borrow::Cow;
 
-use jsonschema::ValidationError;
-
 /// Values up to this many characters are shown whole.
 pub const MAX_CHARS: usize = 80;
 
@@ -99,19 +97,6 @@ pub fn json_excerpt(value: &serde_json::Value) -> String {
     }
 }
 
-/// jsonschema's own message for an error, with the instance it starts
-/// with (`{…whole tool…} is not valid under any of …`) cut to an excerpt.
-pub fn schema_error_message(error: &ValidationError<'_>) -> String {
-    let message = error.to_string();
-    let instance = error.instance().to_string();
-    match message.strip_prefix(&instance) {
-        Some(rest) if instance.len() > MAX_CHARS => {
-            format!("{}{}", json_excerpt(error.instance()), cut_quoted(rest))
-        }
-        _ => cut_quoted(&message).into_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,17 +132,5 @@ mod tests {
         let cut = cut_quoted(&escaped);
         assert!(cut.ends_with("(10005 bytes) here"), "{cut}");
         assert_eq!(cut_quoted("short \"value\""), "short \"value\"");
-    }
-
-    #[test]
-    fn schema_messages_show_an_excerpt_of_the_instance() {
-        let schema = serde_json::json!({"anyOf": [{"type": "string"}, {"type": "integer"}]});
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        let instance = serde_json::json!({"big": "x".repeat(100_000)});
-        let error = validator.iter_errors(&instance).next().unwrap();
-        let message = schema_error_message(&error);
-        assert!(message.len() < 300, "{message}");
-        assert!(message.contains("bytes)"), "{message}");
-        assert!(message.contains("anyOf"), "{message}");
     }
 }

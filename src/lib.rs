@@ -6,7 +6,7 @@
 //! # Layout
 //!
 //! One house where data flows one way:
-//! `cli -> harness -> model -> {pipeline, scenario} -> {provider, tool} -> call`,
+//! `cli -> harness -> {model, pipeline, scenario} -> {provider, tool, schema} -> call`,
 //! with [`report`] and [`metrics`] fed plain records and events. Every
 //! module, what it owns and its dependencies are in ARCHITECTURE.md.
 
@@ -28,6 +28,7 @@ pub mod pointer;
 pub mod provider;
 pub mod report;
 pub mod scenario;
+pub mod schema;
 pub mod source;
 pub mod tau2;
 pub mod tool;

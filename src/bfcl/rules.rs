@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 pub use super::reason::{Mismatch, Reason};
 use super::source::{Kind, SourceLanguage, kind};
 use super::values::{Checker, python_eq};
-use crate::tool::required_names;
+use crate::schema::required_names;
 
 /// Java and JavaScript entries: the language, and each parameter's
 /// declared type and items' type.

@@ -48,11 +48,13 @@ pub async fn check_calls(
     let Some(id) = registry.lookup(&tool.name) else {
         return check;
     };
-    let Some(validator) = crate::tool::compiled_schema(&tool.parameters) else {
+    let Ok(validator) = crate::schema::Compiled::new(&tool.parameters) else {
         check.first_problem = Some("its input schema does not compile".to_owned());
         return check;
     };
-    for instance in super::generate::valid_instances(&tool.parameters, &validator, calls, seed) {
+    for instance in
+        crate::schema::generate::valid_instances(&tool.parameters, &validator, calls, seed)
+    {
         let Ok(arguments) = Arguments::try_from(instance) else {
             continue;
         };

@@ -101,7 +101,7 @@ impl Disagreement {
     /// shows what the site says.
     pub fn minimise(
         &mut self,
-        reference: &jsonschema::Validator,
+        reference: &crate::schema::Compiled,
         budget: usize,
         judge: &mut dyn FnMut(&Value) -> Option<Vec<bool>>,
     ) {
@@ -117,19 +117,17 @@ impl Disagreement {
 /// Whether `reference` finds `candidate` valid (no `mutation`), or broken
 /// by `mutation` at `pointer` and by nothing else.
 fn same_reason(
-    reference: &jsonschema::Validator,
+    reference: &crate::schema::Compiled,
     mutation: Option<Mutation>,
     pointer: &str,
     candidate: &Value,
 ) -> bool {
     let Some(mutation) = mutation else {
-        return reference.is_valid(candidate);
+        return reference.full_is_valid(candidate);
     };
-    let (keyword, at) = (mutation.schema_keyword(), mutation.reported_at(pointer));
-    let mut errors = reference.iter_errors(candidate).peekable();
-    errors.peek().is_some()
-        && errors.all(|e| {
-            e.instance_path().as_str() == at
-                && e.schema_path().as_str().rsplit('/').next() == Some(keyword)
-        })
+    reference.broken_only_by(
+        candidate,
+        mutation.schema_keyword(),
+        mutation.reported_at(pointer),
+    )
 }

@@ -6,8 +6,6 @@
 pub mod calls;
 pub mod differential;
 pub mod external;
-pub mod generate;
-pub mod mutate;
 pub mod report;
 pub mod session;
 pub mod shrink;
@@ -18,7 +16,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
-pub use mutate::{Mutant, Mutation};
+pub use crate::schema::mutate::{Mutant, Mutation};
+use crate::schema::{Compiled, generate, mutate};
 
 /// Counts for one mutation operator.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -145,7 +144,7 @@ pub struct Cases {
 /// of them) at a time, so that memory stays flat however many cases.
 pub struct CaseBlocks<'a> {
     schema: &'a Value,
-    reference: &'a jsonschema::Validator,
+    reference: &'a Compiled,
     valid: generate::ValidInstances,
     left: usize,
     offset: u64,
@@ -158,7 +157,7 @@ impl<'a> CaseBlocks<'a> {
     /// cannot be sent); indices count only the cases kept.
     pub fn new(
         schema: &'a Value,
-        reference: &'a jsonschema::Validator,
+        reference: &'a Compiled,
         cases: usize,
         seed: u64,
         objects_only: bool,
@@ -202,12 +201,7 @@ impl Iterator for CaseBlocks<'_> {
 impl Cases {
     /// Every case of `schema` in one value (see [`CaseBlocks`] for a run
     /// that should not hold them all).
-    pub fn generate(
-        schema: &Value,
-        reference: &jsonschema::Validator,
-        cases: usize,
-        seed: u64,
-    ) -> Cases {
+    pub fn generate(schema: &Value, reference: &Compiled, cases: usize, seed: u64) -> Cases {
         let mut all = Cases::default();
         for mut block in CaseBlocks::new(schema, reference, cases, seed, false) {
             all.instances.append(&mut block.instances);
@@ -219,12 +213,7 @@ impl Cases {
     /// `valid` and up to `mutants` mutants of them. Mutants that the
     /// reference validator accepts are dropped: they are not really
     /// invalid.
-    fn of(
-        schema: &Value,
-        reference: &jsonschema::Validator,
-        valid: Vec<Value>,
-        mutants: usize,
-    ) -> Cases {
+    fn of(schema: &Value, reference: &Compiled, valid: Vec<Value>, mutants: usize) -> Cases {
         let mut out = Cases {
             offset: 0,
             kinds: vec![CaseKind::Valid; valid.len()],
@@ -258,7 +247,7 @@ impl Cases {
                     continue;
                 };
                 let mutant = site.apply(&valid[i]);
-                if reference.is_valid(&mutant.instance)
+                if reference.full_is_valid(&mutant.instance)
                     || !seen.insert(fingerprint(&mutant.instance))
                 {
                     continue; // still valid (not a mutant at all), or already tried
@@ -368,7 +357,7 @@ impl Cases {
 /// report holds what was measured before it.
 pub fn fuzz_schema(
     schema: &Value,
-    reference: &jsonschema::Validator,
+    reference: &Compiled,
     cases: usize,
     seed: u64,
     accepts: &mut dyn FnMut(&Value) -> Option<bool>,

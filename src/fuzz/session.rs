@@ -136,12 +136,15 @@ impl Named {
     pub fn judge(
         &self,
         tool: &str,
-        reference: &jsonschema::Validator,
+        reference: &crate::schema::Compiled,
         instances: &[Value],
     ) -> (Vec<bool>, Option<Fault>) {
         match &self.validator {
             Validator::Builtin => (
-                instances.iter().map(|v| reference.is_valid(v)).collect(),
+                instances
+                    .iter()
+                    .map(|v| reference.full_is_valid(v))
+                    .collect(),
                 None,
             ),
             // A tool that does not answer is the tool's fault.
@@ -220,7 +223,7 @@ pub fn fuzz_tools(
     let mut offset = 0;
     let mut judged = 0;
     for def in registry.definitions() {
-        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        let reference = registry.schema(registry.lookup(&def.name).expect("registered"));
         let blocks = CaseBlocks::new(&def.parameters, reference, count, seed, served);
         if !allowed(def) {
             // Case indices still count its cases, as --replay does.
@@ -313,7 +316,7 @@ pub fn replay(
 ) -> Result<(String, Value), usize> {
     let mut total = 0;
     for def in registry.definitions() {
-        let reference = registry.validator(registry.lookup(&def.name).expect("registered"));
+        let reference = registry.schema(registry.lookup(&def.name).expect("registered"));
         for block in CaseBlocks::new(&def.parameters, reference, cases, seed, served) {
             if let Some(instance) = block.instances.get(index) {
                 return Ok((def.name.clone(), instance.clone()));

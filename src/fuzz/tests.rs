@@ -1,4 +1,5 @@
 use super::*;
+use crate::schema::Compiled;
 use serde_json::json;
 
 fn schema() -> Value {
@@ -20,11 +21,11 @@ fn schema() -> Value {
 #[test]
 fn a_validator_that_ignores_nested_objects_is_read_off_the_paths() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     // Checks everything but what is inside "place".
     let mut shallow = schema.clone();
     shallow["properties"]["place"] = json!({"type": "object"});
-    let shallow = jsonschema::validator_for(&shallow).unwrap();
+    let shallow = Compiled::new(&shallow).unwrap();
     let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| {
         Some(shallow.is_valid(v))
     });
@@ -51,7 +52,7 @@ fn a_validator_that_ignores_nested_objects_is_read_off_the_paths() {
 #[test]
 fn cases_come_a_block_at_a_time_and_their_indices_hold_across_blocks() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let weak = |v: &Value| v.get("city").is_some();
     let cases = 2 * BLOCK + 100;
     let blocks: Vec<Cases> = CaseBlocks::new(&schema, &validator, cases, 5, false).collect();
@@ -93,7 +94,7 @@ fn cases_come_a_block_at_a_time_and_their_indices_hold_across_blocks() {
 #[test]
 fn a_prefix_of_verdicts_counts_as_far_as_it_goes_and_survivors_name_their_case() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let weak = |v: &Value| v.get("city").is_some();
     let cases = Cases::generate(&schema, &validator, 80, 3);
     let verdicts: Vec<bool> = cases.instances.iter().map(weak).collect();
@@ -113,7 +114,7 @@ fn a_prefix_of_verdicts_counts_as_far_as_it_goes_and_survivors_name_their_case()
 #[test]
 fn generated_instances_are_valid_and_follow_the_seed() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let first = generate::valid_instances(&schema, &validator, 50, 3);
     assert_eq!(first.len(), 50);
     assert!(first.iter().all(|v| validator.is_valid(v)));
@@ -124,7 +125,7 @@ fn generated_instances_are_valid_and_follow_the_seed() {
 #[test]
 fn the_builtin_validator_kills_every_mutant() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| {
         Some(validator.is_valid(v))
     });
@@ -159,7 +160,7 @@ fn the_builtin_validator_kills_every_mutant() {
 #[test]
 fn pattern_digits_are_ascii_so_no_draw_is_wasted() {
     let schema = json!({"type": "object", "properties": {"id": {"type": "string", "pattern": "^ORD-\\d{6}$"}}, "required": ["id"]});
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let instances = generate::valid_instances(&schema, &validator, 200, 1);
     assert_eq!(instances.len(), 200);
     assert!(
@@ -179,9 +180,7 @@ fn format_mutants_count_only_where_format_is_asserted() {
         },
         "required": ["day", "host"]
     });
-    let asserting = crate::tool::schema_options(jsonschema::Draft::Draft202012)
-        .build(&schema)
-        .unwrap();
+    let asserting = Compiled::new(&schema).unwrap();
     let report = fuzz_schema(&schema, &asserting, 50, 1, &mut |v| {
         Some(asserting.is_valid(v))
     });
@@ -189,7 +188,7 @@ fn format_mutants_count_only_where_format_is_asserted() {
     let format = &report.by_mutation[&Mutation::Format];
     assert!(format.generated >= 2 && format.killed == format.generated);
     // An annotation-only validator accepts them, so they are not honest mutants.
-    let annotating = jsonschema::validator_for(&schema).unwrap();
+    let annotating = Compiled::with_formats_annotated(&schema);
     let report = fuzz_schema(&schema, &annotating, 50, 1, &mut |v| {
         Some(annotating.is_valid(v))
     });
@@ -223,7 +222,7 @@ fn weak(schema: &Value, instance: &Value) -> bool {
 #[test]
 fn the_fuzzer_finds_the_holes_of_a_weak_validator() {
     let schema = schema();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let report = fuzz_schema(&schema, &validator, 300, 1, &mut |v| Some(weak(&schema, v)));
     // It reads an integer written as 5.0 as a wrong type.
     assert!(report.false_rejects > 0);
@@ -291,7 +290,7 @@ fn faulty(schema: &Value, fault: Fault) -> impl Fn(&Value) -> bool {
         Fault::FloatIntegers => seen_schema["properties"]["days"]["type"] = json!("number"),
         Fault::Utf16Lengths | Fault::UnicodeDigits => {}
     }
-    let validator = jsonschema::validator_for(&seen_schema).unwrap();
+    let validator = Compiled::new(&seen_schema).unwrap();
     move |instance: &Value| {
         let mut seen = instance.clone();
         map_strings(&mut seen, &|text: &str| match fault {
@@ -332,7 +331,7 @@ fn map_strings(value: &mut Value, f: &dyn Fn(&str) -> String) {
 /// and the disagreements, minimised.
 fn fuzz_fault(fault: Fault) -> (ToolFuzz, Vec<differential::Disagreement>) {
     let schema = faults_schema();
-    let reference = jsonschema::validator_for(&schema).unwrap();
+    let reference = Compiled::new(&schema).unwrap();
     let faulty = faulty(&schema, fault);
     let cases = Cases::generate(&schema, &reference, 300, 1);
     let builtin: Vec<bool> = cases
@@ -432,7 +431,7 @@ fn a_validator_taking_unicode_digits_for_backslash_d_is_caught_on_pattern() {
 #[test]
 fn validators_that_agree_have_no_disagreements() {
     let schema = faults_schema();
-    let reference = jsonschema::validator_for(&schema).unwrap();
+    let reference = Compiled::new(&schema).unwrap();
     let cases = Cases::generate(&schema, &reference, 100, 2);
     let verdicts: Vec<bool> = cases
         .instances
@@ -455,9 +454,7 @@ fn valid_instances_are_varied() {
         },
         "required": ["name", "count", "when", "tags", "meta"]
     });
-    let validator = crate::tool::schema_options(jsonschema::Draft::Draft202012)
-        .build(&schema)
-        .unwrap();
+    let validator = Compiled::new(&schema).unwrap();
     let instances = generate::valid_instances(&schema, &validator, 400, 1);
     assert_eq!(instances.len(), 400);
     let any = |f: &dyn Fn(&Value) -> bool| instances.iter().any(f);

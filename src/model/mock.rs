@@ -253,9 +253,9 @@ fn correct_calls(scenario: &Scenario, attempt: u32) -> Vec<ToolCall> {
 fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
     let registry = &scenario.registry;
     let def = registry.definitions().next()?;
-    let validator = registry.validator(registry.lookup(&def.name)?);
+    let validator = registry.schema(registry.lookup(&def.name)?);
     let instance =
-        crate::fuzz::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
+        crate::schema::generate::valid_instances(&def.parameters, validator, 1, 0).pop()?;
     // Parameters are always an object schema (checked when loaded).
     let arguments = Arguments::try_from(instance).ok()?;
     Some(ToolCall {

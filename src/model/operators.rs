@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
-use crate::fuzz::mutate::{self, Mutation as SchemaMutation};
+use crate::schema::mutate::{self, Mutation as SchemaMutation};
 use crate::tool::Registry;
 
 /// One way to be wrong.
@@ -201,7 +201,7 @@ fn break_call(
                     .filter(|m| operator.schema_mutations().contains(&m.mutation))
                     // A model breaks an argument; whole-object breakage is BrokenJson's.
                     .filter(|m| !m.pointer.is_empty())
-                    .filter(|m| !registry.validator(tool).is_valid(&m.instance))
+                    .filter(|m| !registry.schema(tool).full_is_valid(&m.instance))
                     .collect();
             if candidates.is_empty() {
                 return None;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::call::{ErrorKind, MalformedCall};
 use crate::provider::EMPTY_RESULT_PLACEHOLDER;
-use crate::tool::ArgumentError;
+use crate::schema::ArgumentError;
 
 /// The heading of a validation failure; one `- /pointer: message` line per
 /// error follows.
@@ -88,11 +88,11 @@ pub fn word_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::schema_errors;
 
     fn errors(schema: Value, instance: Value) -> Vec<String> {
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        let mut lines: Vec<String> = schema_errors(validator.iter_errors(&instance))
+        let compiled = crate::schema::Compiled::new(&schema).unwrap();
+        let mut lines: Vec<String> = compiled
+            .errors(&instance)
             .iter()
             .map(ToString::to_string)
             .collect();

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 
 use super::feedback;
 use crate::call::{Arguments, ErrorKind, ParsedCall};
-use crate::tool::{ArgumentError, Registry, ToolId, schema_errors};
+use crate::schema::ArgumentError;
+use crate::tool::{Registry, ToolId};
 
 /// A call that may run: the tool and its (valid) arguments.
 #[derive(Debug, Clone, Copy)]
@@ -65,21 +66,11 @@ pub fn validate_among<'c>(
         tool,
         arguments: &call.arguments,
     };
-    let details = match registry.quick(tool) {
-        Some(quick) => {
-            if quick.arguments_are_valid(&call.arguments) {
-                return Ok(approved);
-            }
-            quick.argument_errors(&call.arguments)
-        }
-        None => {
-            let validator = registry.validator(tool);
-            if validator.is_valid(call.arguments.as_value()) {
-                return Ok(approved);
-            }
-            schema_errors(validator.iter_errors(call.arguments.as_value()))
-        }
-    };
+    let schema = registry.schema(tool);
+    if schema.arguments_are_valid(&call.arguments) {
+        return Ok(approved);
+    }
+    let details = schema.argument_errors(&call.arguments);
     Err(Rejection {
         kind: ErrorKind::Validation,
         message: Cow::Borrowed(feedback::VALIDATION_HEADING),

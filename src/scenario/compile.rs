@@ -348,13 +348,10 @@ fn exact_call(
     }
     let tool = registry.lookup(&call.name).expect("checked by the caller");
     let example = Value::Object(arguments.example());
-    if let Some(error) = registry.validator(tool).iter_errors(&example).next() {
+    if let Some(error) = registry.schema(tool).first_error(&example) {
         return Err(Located::new(
             arguments_at,
-            format!(
-                "the correct call must pass its tool's schema, but {}",
-                crate::tool::argument_error(&error)
-            ),
+            format!("the correct call must pass its tool's schema, but {error}"),
         ));
     }
     Ok(ExpectedCall {

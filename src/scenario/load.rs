@@ -387,14 +387,14 @@ fn read_file(
             let error = branch_validator(branch).iter_errors(tool).next()?;
             Some(located_at(
                 &error.instance_path().to_string(),
-                crate::excerpt::schema_error_message(&error),
+                crate::schema::errors::message(&error),
             ))
         })?;
         Some(problem.under(&Pointer::root().key("tools").index(i)))
     };
     if let Some(error) = schema_validator().iter_errors(&value).next() {
         let pointer = error.instance_path().to_string();
-        let message = crate::excerpt::schema_error_message(&error);
+        let message = crate::schema::errors::message(&error);
         // The expect block's branches differ by which key is set: say so.
         if pointer == "/expect" && message.contains("'oneOf'") {
             return Err(invalid(located_at(

@@ -534,13 +534,10 @@ fn check_example(
         return Ok(());
     };
     let example = Value::Object(arguments.example());
-    match registry.validator(tool).iter_errors(&example).next() {
+    match registry.schema(tool).first_error(&example) {
         Some(error) => Err(Located::new(
             here.clone().key("arguments"),
-            format!(
-                "the correct call must pass its tool's schema, but {}",
-                crate::tool::argument_error(&error)
-            ),
+            format!("the correct call must pass its tool's schema, but {error}"),
         )),
         None => Ok(()),
     }

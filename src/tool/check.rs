@@ -5,11 +5,11 @@
 use std::fmt;
 use std::path::Path;
 
-use jsonschema::Draft;
 use serde_json::Value;
 
 use super::ToolDef;
 use crate::pointer::{Located, Pointer};
+use crate::schema::SchemaErrorKind;
 use crate::source::{self, FileError};
 
 /// Keywords that give a property a meaning without `type`.
@@ -53,15 +53,6 @@ impl fmt::Display for DefinitionProblem {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct BadName(String);
-
-/// A `$schema` toolgauge does not validate with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadDraft {
-    #[error("$schema must be a string")]
-    NotAString,
-    #[error("unsupported $schema {0:?}: use draft 2020-12 (the default) or draft-07")]
-    Unsupported(String),
-}
 
 /// Read a JSON array of definitions and check each. A file that cannot be
 /// read or is not a JSON array is an `Err`; problems in the definitions are
@@ -203,9 +194,11 @@ fn check_parameters(parameters: &Value, problems: &mut Vec<Located>) {
     }
     check_object_schema(parameters, &at, problems);
     outside_refs(parameters, &at, problems);
-    match draft_of(parameters) {
-        Ok(draft) => check_meta_schema(parameters, draft, problems),
-        Err(bad) => problems.push(Located::new(at.key("$schema"), bad.to_string())),
+    for problem in crate::schema::problems(parameters) {
+        problems.push(Located::new(
+            at.clone().join(&problem.at),
+            problem.kind.to_string(),
+        ));
     }
 }
 
@@ -235,27 +228,6 @@ fn outside_refs(schema: &Value, at: &Pointer, problems: &mut Vec<Located>) {
             }
         }
         _ => {}
-    }
-}
-
-/// Which draft a parameters schema is written in: 2020-12 unless `$schema`
-/// names another draft.
-pub(crate) fn draft_of(schema: &Value) -> Result<Draft, BadDraft> {
-    let Some(uri) = schema.get("$schema") else {
-        return Ok(Draft::Draft202012);
-    };
-    let uri = uri.as_str().ok_or(BadDraft::NotAString)?;
-    let trimmed = uri
-        .trim_end_matches('#')
-        .trim_start_matches("http://")
-        .trim_start_matches("https://");
-    match trimmed {
-        "json-schema.org/draft-07/schema" => Ok(Draft::Draft7),
-        "json-schema.org/draft-06/schema" => Ok(Draft::Draft6),
-        "json-schema.org/draft-04/schema" => Ok(Draft::Draft4),
-        "json-schema.org/draft/2019-09/schema" => Ok(Draft::Draft201909),
-        "json-schema.org/draft/2020-12/schema" => Ok(Draft::Draft202012),
-        _ => Err(BadDraft::Unsupported(uri.to_owned())),
     }
 }
 
@@ -312,34 +284,6 @@ fn check_property(property: &Value, pointer: &Pointer, problems: &mut Vec<Locate
     check_object_schema(property, pointer, problems);
 }
 
-fn check_meta_schema(parameters: &Value, draft: Draft, problems: &mut Vec<Located>) {
-    // The meta-schema of the draft we chose, not the crate's own detection,
-    // which panics on a `$schema` it does not know.
-    let meta = match draft {
-        Draft::Draft4 => jsonschema::draft4::meta::validator(),
-        Draft::Draft6 => jsonschema::draft6::meta::validator(),
-        Draft::Draft7 => jsonschema::draft7::meta::validator(),
-        Draft::Draft201909 => jsonschema::draft201909::meta::validator(),
-        _ => jsonschema::draft202012::meta::validator(),
-    };
-    let before = problems.len();
-    for error in meta.iter_errors(parameters) {
-        problems.push(Located::new(
-            Pointer::at(format!("/parameters{}", error.instance_path())),
-            format!("invalid JSON Schema: {error}"),
-        ));
-    }
-    // Compile too: the meta-schema does not catch bad regexes or unresolvable $refs.
-    if problems.len() == before
-        && let Err(error) = jsonschema::options().with_draft(draft).build(parameters)
-    {
-        problems.push(Located::new(
-            Pointer::at(format!("/parameters{}", error.instance_path())),
-            format!("cannot compile the schema: {error}"),
-        ));
-    }
-}
-
 /// A served tool's `outputSchema` (kept in its metadata) compiles: one
 /// that does not leaves its results unchecked.
 fn check_output_schema(def: &ToolDef, problems: &mut Vec<Located>) {
@@ -347,14 +291,11 @@ fn check_output_schema(def: &ToolDef, problems: &mut Vec<Located>) {
     let Some(schema) = def.metadata.as_ref().and_then(|m| m.other.get(key)) else {
         return;
     };
-    let why = match draft_of(schema) {
-        Ok(draft) => crate::tool::registry::schema_options(draft)
-            .build(schema)
-            .err()
-            .map(|e| e.to_string()),
-        Err(bad) => Some(bad.to_string()),
-    };
-    if let Some(why) = why {
+    if let Err(error) = crate::schema::Compiled::new(schema) {
+        let why = match error.kind {
+            SchemaErrorKind::Draft(bad) => bad.to_string(),
+            SchemaErrorKind::Invalid(why) | SchemaErrorKind::Uncompilable(why) => why,
+        };
         problems.push(Located::new(
             Pointer::root().key("metadata").key(key),
             format!("the server's outputSchema does not compile ({why}): its results cannot be checked against it"),
@@ -464,7 +405,10 @@ mod tests {
             "properties": {"x": {"$ref": "#/definitions/x"}},
             "definitions": {"x": {"type": "string"}}
         });
-        assert_eq!(draft_of(&draft7).unwrap(), Draft::Draft7);
+        assert_eq!(
+            crate::schema::draft_of(&draft7).unwrap(),
+            crate::schema::Draft::Draft7
+        );
         assert!(
             problems(json!({"name": "t", "description": "d", "parameters": draft7})).is_empty()
         );

@@ -5,22 +5,21 @@ use std::fmt::Write as _;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 
-use jsonschema::Validator;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
+use super::backend::builtin::Builtin;
+use super::backend::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
+use super::backend::simulated::{EchoArguments, Simulated};
+use super::backend::store_tools::StoreTool;
 use super::backend::{ToolBackend, ToolCallContext, ToolOutput};
-use super::builtin::Builtin;
-use super::builtin::{BUILTIN_NAMES, Implementation, builtin_definition};
-use super::check::{DefinitionProblem, check_definitions, draft_of};
-use super::quick::QuickSchema;
-use super::simulated::{EchoArguments, Simulated};
+use super::check::{DefinitionProblem, check_definitions};
 pub(super) use super::state::TrialResource;
 pub use super::state::{ToolId, ToolState};
 use super::store::Store;
-use super::store_tools::StoreTool;
 use super::{Sandbox, ToolDef, ToolFailure};
 use crate::call::Arguments;
+use crate::schema::Compiled;
 
 /// Where a registered tool comes from.
 #[derive(Debug, Clone)]
@@ -69,9 +68,7 @@ fn format_problems(problems: &[DefinitionProblem]) -> String {
 
 struct RegisteredTool {
     def: ToolDef,
-    validator: Validator,
-    /// The quick check, when the schema is in its subset.
-    quick: Option<QuickSchema>,
+    schema: Compiled,
     backend: Arc<dyn ToolBackend>,
 }
 
@@ -118,7 +115,7 @@ impl Registry {
                     defs.push(def);
                 }
                 ToolSource::Defined(def) => {
-                    let served = super::served::backend_of(&def, env.base_dir.as_deref())
+                    let served = super::backend::served::backend_of(&def, env.base_dir.as_deref())
                         .transpose()
                         .map_err(|message| {
                             RegistryError::Definitions(vec![DefinitionProblem {
@@ -149,7 +146,7 @@ impl Registry {
         let mut by_name = FxHashMap::default();
         let mut names = Vec::with_capacity(defs.len());
         for (index, (def, backend)) in defs.into_iter().zip(backends).enumerate() {
-            let (validator, quick) = if backend.takes_any_arguments() {
+            let schema = if backend.takes_any_arguments() {
                 compile(&def.name, &serde_json::json!({}))?
             } else {
                 compile(&def.name, &def.parameters)?
@@ -158,8 +155,7 @@ impl Registry {
             names.push(def.name.clone().into_boxed_str());
             tools.push(RegisteredTool {
                 def,
-                validator,
-                quick,
+                schema,
                 backend,
             });
         }
@@ -202,18 +198,14 @@ impl Registry {
         &self.tools[id.0].def
     }
 
-    pub fn validator(&self, id: ToolId) -> &Validator {
-        &self.tools[id.0].validator
+    /// The tool's `parameters`, compiled.
+    pub fn schema(&self, id: ToolId) -> &Compiled {
+        &self.tools[id.0].schema
     }
 
-    /// Do `arguments` fit the tool's schema? The quick check answers when
-    /// the schema is in its subset, the compiled validator otherwise.
+    /// Do `arguments` fit the tool's schema?
     pub fn is_valid(&self, id: ToolId, arguments: &Value) -> bool {
-        let tool = &self.tools[id.0];
-        match &tool.quick {
-            Some(quick) => quick.is_valid(arguments),
-            None => tool.validator.is_valid(arguments),
-        }
+        self.tools[id.0].schema.is_valid(arguments)
     }
 
     /// Wait until every tool is ready for the trial of `state` (its own
@@ -228,11 +220,6 @@ impl Registry {
     /// [`ToolBackend::takes_any_arguments`]).
     pub fn takes_any_arguments(&self, id: ToolId) -> bool {
         self.tools[id.0].backend.takes_any_arguments()
-    }
-
-    /// The tool's quick check, when its schema is in the quick subset.
-    pub fn quick(&self, id: ToolId) -> Option<&QuickSchema> {
-        self.tools[id.0].quick.as_ref()
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDef> {
@@ -342,39 +329,15 @@ fn builtin_backend(name: &str, env: &ToolEnv) -> Result<Arc<dyn ToolBackend>, Re
     }))
 }
 
-/// How every tool schema is compiled. `format` is asserted, not just
-/// annotated: a tool that declares `format: date` means it, and a model
-/// that sends "tomorrow" should hear so before the tool runs.
-pub fn schema_options(draft: jsonschema::Draft) -> jsonschema::ValidationOptions<'static> {
-    jsonschema::options()
-        .with_draft(draft)
-        .should_validate_formats(true)
-}
-
-/// A schema compiled as tools' schemas are (its own draft, formats
-/// asserted); `None` when it does not compile.
-pub fn compiled_schema(schema: &Value) -> Option<Validator> {
-    let draft = draft_of(schema).ok()?;
-    schema_options(draft).build(schema).ok()
-}
-
-/// A tool's validator (and quick check) for its `parameters`.
-fn compile(
-    tool: &str,
-    parameters: &Value,
-) -> Result<(Validator, Option<QuickSchema>), RegistryError> {
-    let problem = |message: String| {
+/// A tool's `parameters` compiled, a problem located under them.
+fn compile(tool: &str, parameters: &Value) -> Result<Compiled, RegistryError> {
+    Compiled::new(parameters).map_err(|error| {
         RegistryError::Definitions(vec![DefinitionProblem {
             tool: tool.to_owned(),
             pointer: crate::pointer::Pointer::root().key("parameters"),
-            message,
+            message: error.kind.to_string(),
         }])
-    };
-    let draft = draft_of(parameters).map_err(|e| problem(e.to_string()))?;
-    let validator = schema_options(draft)
-        .build(parameters)
-        .map_err(|e| problem(format!("cannot compile the schema: {e}")))?;
-    Ok((validator, QuickSchema::compile(parameters, draft)))
+    })
 }
 
 #[cfg(test)]
@@ -396,13 +359,13 @@ mod tests {
         assert!(registry.lookup("nope").is_none());
         assert!(
             registry
-                .validator(math)
-                .is_valid(&json!({"operation": "add", "a": 1, "b": 2}))
+                .schema(math)
+                .full_is_valid(&json!({"operation": "add", "a": 1, "b": 2}))
         );
         assert!(
             !registry
-                .validator(math)
-                .is_valid(&json!({"operation": "pow", "a": 1, "b": 2}))
+                .schema(math)
+                .full_is_valid(&json!({"operation": "pow", "a": 1, "b": 2}))
         );
     }
 

@@ -183,7 +183,7 @@ fn escape(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::store_tools::StoreTool;
+    use crate::tool::backend::store_tools::StoreTool;
 
     fn store() -> Store {
         let state = json!({

@@ -123,7 +123,7 @@ fn is_ident(c: Option<&char>) -> bool {
     c.is_some_and(|c| c.is_alphanumeric() || *c == '_')
 }
 
-/// The top-level module a file belongs to (`tool` for src/tool/mcp/hub.rs).
+/// The top-level module a file belongs to (`tool` for src/tool/backend/mcp/hub.rs).
 fn module_of(path: &Path) -> Option<String> {
     let relative = path.strip_prefix(root().join("src")).ok()?;
     let first = relative.components().next()?.as_os_str().to_str()?;
@@ -426,4 +426,31 @@ fn the_checks_see_through_strings_and_comments() {
     edges.insert("a", vec!["b"]);
     edges.insert("b", vec!["a"]);
     assert_eq!(find_cycle(&edges), Some(vec!["a", "b", "a"]));
+}
+
+#[test]
+fn the_jsonschema_crate_is_named_only_in_schema_and_the_scenario_format() {
+    let mut outside = Vec::new();
+    for (path, text) in sources() {
+        let shown = path.strip_prefix(root()).unwrap().display().to_string();
+        if shown.starts_with("src/schema/") || shown.starts_with("src/scenario/") {
+            continue;
+        }
+        for (i, line) in code_only(&text).lines().enumerate() {
+            if line.contains("jsonschema::") {
+                outside.push(format!("{shown}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "{}", outside.join("\n"));
+}
+
+#[test]
+fn models_reach_schemas_through_schema_not_through_fuzz() {
+    let table = uses_in_table();
+    let model = table["model"].as_ref().expect("model's uses are listed");
+    assert!(
+        model.contains("schema") && !model.contains("fuzz"),
+        "{model:?}"
+    );
 }

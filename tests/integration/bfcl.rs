@@ -122,7 +122,7 @@ fn every_ground_truth_answer_validates_except_the_known_issues() {
     assert!(known.len() <= 60, "{} known issues", known.len());
 }
 
-fn sorted_lines(errors: &[toolgauge::tool::ArgumentError]) -> Vec<String> {
+fn sorted_lines(errors: &[toolgauge::schema::ArgumentError]) -> Vec<String> {
     let mut lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
     lines.sort_unstable();
     lines
@@ -141,15 +141,19 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                 }
                 tools += 1;
                 let id = registry.lookup(&def.name).unwrap();
-                let reference = registry.validator(id);
-                quick += usize::from(registry.quick(id).is_some());
+                let reference = registry.schema(id);
+                quick += usize::from(reference.fast().is_some());
                 let mut accepts = |instance: &Value| {
                     let Ok(arguments) = Arguments::try_from(instance.clone()) else {
                         // No call carries arguments that are not an object
                         // (Parse makes it a malformed call); both checks
                         // refuse it all the same.
-                        assert!(!reference.is_valid(instance), "{}: {instance}", entry.id);
-                        if let Some(quick) = registry.quick(id) {
+                        assert!(
+                            !reference.full_is_valid(instance),
+                            "{}: {instance}",
+                            entry.id
+                        );
+                        if let Some(quick) = reference.fast() {
                             assert!(!quick.is_valid(instance), "{}: {instance}", entry.id);
                         }
                         return Some(false);
@@ -164,14 +168,13 @@ fn the_builtin_validator_kills_every_mutant_of_every_bfcl_schema() {
                     // instance, and on what is wrong with it.
                     assert_eq!(
                         outcome.is_ok(),
-                        reference.is_valid(instance),
+                        reference.full_is_valid(instance),
                         "{}: {}: {instance}",
                         entry.id,
                         def.name
                     );
                     if let Err(rejection) = &outcome {
-                        let general =
-                            toolgauge::tool::schema_errors(reference.iter_errors(instance));
+                        let general = reference.errors(instance);
                         assert_eq!(
                             sorted_lines(&rejection.details),
                             sorted_lines(&general),

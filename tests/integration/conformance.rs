@@ -3,7 +3,7 @@
 //! Tests known to fail are listed, each with its reason, in
 //! tests/data/json-schema-test-suite-expected-failures.txt; the list must
 //! match exactly, so it cannot hide a new failure or outlive a fix.
-//! Schemas compile exactly as tool schemas do (`tool::schema_options`).
+//! Schemas compile exactly as tool schemas do (`schema::options`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ fn failures(suite: &Path, folder: &str, draft: Draft) -> (usize, Vec<String>) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let groups: Vec<Value> = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         for group in groups {
-            let compiled = toolgauge::tool::schema_options(draft)
+            let compiled = toolgauge::schema::options(draft)
                 .with_retriever(Remotes(suite.join("remotes")))
                 .build(&group["schema"]);
             for test in group["tests"].as_array().unwrap() {
@@ -119,8 +119,8 @@ fn the_validation_layer_passes_the_json_schema_test_suite() {
 /// it takes (and leaves the rest to the general validator).
 #[test]
 fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
-    use toolgauge::tool::quick::QuickSchema;
-    use toolgauge::tool::schema_errors;
+    use toolgauge::schema::errors::schema_errors;
+    use toolgauge::schema::fast::FastSchema;
 
     let suite = crate::corpora().join("json-schema-test-suite");
     let (mut taken, mut cases, mut wrong) = (0, 0, Vec::new());
@@ -132,10 +132,10 @@ fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
             let groups: Vec<Value> =
                 serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
             for group in groups {
-                let Some(quick) = QuickSchema::compile(&group["schema"], draft) else {
+                let Some(quick) = FastSchema::compile(&group["schema"], draft) else {
                     continue;
                 };
-                let general = toolgauge::tool::schema_options(draft)
+                let general = toolgauge::schema::options(draft)
                     .build(&group["schema"])
                     .unwrap();
                 taken += 1;
@@ -143,7 +143,7 @@ fn the_quick_check_passes_every_suite_test_whose_schema_it_takes() {
                     cases += 1;
                     let data = &test["data"];
                     // The same error lines as the general validator's, worded.
-                    let sorted = |errors: Vec<toolgauge::tool::ArgumentError>| {
+                    let sorted = |errors: Vec<toolgauge::schema::ArgumentError>| {
                         let mut lines: Vec<String> =
                             errors.iter().map(ToString::to_string).collect();
                         lines.sort();

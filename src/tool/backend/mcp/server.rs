@@ -403,7 +403,7 @@ impl McpServer {
         trial: &ToolState,
         name: &str,
         arguments: &Map<String, Value>,
-        output: Option<&jsonschema::Validator>,
+        output: Option<&crate::schema::Compiled>,
     ) -> Result<ToolOutput, ToolFailure> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
         let started = Instant::now();
@@ -492,7 +492,7 @@ struct McpTool {
     /// Calls go to the server whatever their arguments.
     takes_any_arguments: bool,
     /// Its `outputSchema`, compiled as arguments' schemas are.
-    output: Option<Arc<jsonschema::Validator>>,
+    output: Option<Arc<crate::schema::Compiled>>,
     /// The tool that reads the server's resources (`resources/read` of
     /// its `uri`), not one of its tools.
     reads_resources: bool,

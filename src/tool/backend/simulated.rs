@@ -7,13 +7,13 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
-use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::{FailureKind, Simulate, ToolFailure, ToolFailureKind, template};
+use super::{ToolBackend, ToolCallContext, ToolFuture};
 use crate::call::Arguments;
+use crate::tool::{FailureKind, Simulate, ToolFailure, ToolFailureKind, template};
 
 /// A definition with no implementation, answering with its arguments.
 #[derive(Debug)]
-pub(super) struct EchoArguments;
+pub(in crate::tool) struct EchoArguments;
 
 impl ToolBackend for EchoArguments {
     fn run_now(&self, arguments: &Arguments) -> Option<Result<String, ToolFailure>> {
@@ -29,13 +29,13 @@ impl ToolBackend for EchoArguments {
 /// injected on its first executions, then its result (filled from the
 /// call when it holds placeholders).
 #[derive(Debug)]
-pub(super) struct Simulated {
+pub(in crate::tool) struct Simulated {
     simulate: Simulate,
     templated: bool,
 }
 
 impl Simulated {
-    pub(super) fn new(simulate: Simulate) -> Simulated {
+    pub(in crate::tool) fn new(simulate: Simulate) -> Simulated {
         let templated = template::has_placeholders(&simulate.result);
         Simulated {
             simulate,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::tool::required_names;
+use super::required_names;
 
 /// The keyword a mutant breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

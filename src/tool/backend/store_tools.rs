@@ -4,13 +4,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::store::Store;
-use super::{Effect, ToolFailure};
+use super::{ToolBackend, ToolCallContext, ToolFuture};
+use crate::tool::store::Store;
+use crate::tool::{Effect, ToolFailure};
 
 /// One of the store's operations, as a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StoreTool {
+pub(in crate::tool) enum StoreTool {
     Get,
     Find,
     Put,
@@ -18,7 +18,7 @@ pub(super) enum StoreTool {
 }
 
 impl StoreTool {
-    pub(super) fn for_builtin(name: &str) -> Option<StoreTool> {
+    pub(in crate::tool) fn for_builtin(name: &str) -> Option<StoreTool> {
         Some(match name {
             "store_get" => StoreTool::Get,
             "store_find" => StoreTool::Find,
@@ -28,7 +28,7 @@ impl StoreTool {
         })
     }
 
-    pub(super) fn run_on(
+    pub(in crate::tool) fn run_on(
         self,
         store: &mut Store,
         args: &Map<String, Value>,
@@ -56,7 +56,7 @@ impl ToolBackend for StoreTool {
 }
 
 /// The description, effect and parameters of a store tool.
-pub(super) fn definition(name: &str) -> Option<(&'static str, Effect, Value)> {
+pub(in crate::tool) fn definition(name: &str) -> Option<(&'static str, Effect, Value)> {
     let collection = json!({"type": "string", "description": "The collection's name"});
     let id = json!({"type": "string", "description": "The record's id"});
     let (description, effect, parameters) = match name {

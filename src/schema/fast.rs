@@ -10,11 +10,11 @@
 
 use std::cmp::Ordering;
 
-use jsonschema::Draft;
+use super::Draft;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Number, Value};
 
-use super::wording::{ArgumentError, Violation, word};
+use super::errors::{ArgumentError, Violation, word};
 use crate::call::Arguments;
 
 /// Up to this many properties a linear scan beats hashing the name.
@@ -34,7 +34,7 @@ const ANNOTATIONS: [&str; 8] = [
 
 /// A compiled schema of the supported subset.
 #[derive(Debug, Clone)]
-pub struct QuickSchema {
+pub struct FastSchema {
     root: Node,
 }
 
@@ -105,11 +105,11 @@ enum Additional {
     Schema(Box<Node>),
 }
 
-impl QuickSchema {
+impl FastSchema {
     /// The quick form of `schema` under `draft`, or `None` when the schema
     /// uses anything outside the supported subset (or an older draft,
     /// whose numbers and bounds read differently).
-    pub fn compile(schema: &Value, draft: Draft) -> Option<QuickSchema> {
+    pub fn compile(schema: &Value, draft: Draft) -> Option<FastSchema> {
         if !matches!(
             draft,
             Draft::Draft6 | Draft::Draft7 | Draft::Draft201909 | Draft::Draft202012
@@ -121,14 +121,14 @@ impl QuickSchema {
             Value::Object(object) => compile_object(object, true)?,
             other => compile(other)?,
         };
-        Some(QuickSchema { root })
+        Some(FastSchema { root })
     }
 
     pub fn is_valid(&self, instance: &Value) -> bool {
         self.root.is_valid(instance)
     }
 
-    /// [`QuickSchema::is_valid`] for a call's arguments, read as they
+    /// [`FastSchema::is_valid`] for a call's arguments, read as they
     /// arrived (no `serde_json::Value` of the whole is made).
     pub fn arguments_are_valid(&self, arguments: &Arguments) -> bool {
         if self.root.checks_members_only() {
@@ -138,7 +138,7 @@ impl QuickSchema {
         }
     }
 
-    /// [`QuickSchema::errors`] for a call's arguments.
+    /// [`FastSchema::errors`] for a call's arguments.
     pub fn argument_errors(&self, arguments: &Arguments) -> Vec<ArgumentError> {
         if !self.root.checks_members_only() {
             return self.errors(arguments.as_value());
@@ -671,8 +671,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn quick(schema: Value) -> QuickSchema {
-        QuickSchema::compile(&schema, Draft::Draft202012).expect("in the subset")
+    fn quick(schema: Value) -> FastSchema {
+        FastSchema::compile(&schema, Draft::Draft202012).expect("in the subset")
     }
 
     #[test]
@@ -746,10 +746,10 @@ mod tests {
             json!({"x-custom": 1}),
         ] {
             assert!(
-                QuickSchema::compile(&schema, Draft::Draft202012).is_none(),
+                FastSchema::compile(&schema, Draft::Draft202012).is_none(),
                 "{schema}"
             );
         }
-        assert!(QuickSchema::compile(&json!({"type": "object"}), Draft::Draft4).is_none());
+        assert!(FastSchema::compile(&json!({"type": "object"}), Draft::Draft4).is_none());
     }
 }

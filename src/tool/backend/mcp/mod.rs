@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ToolDef;
-use super::backend::ToolBackend;
+use super::ToolBackend;
+use crate::tool::ToolDef;
 
 /// A tool of a server: its definition and what runs it.
 pub type ServedTool = (ToolDef, Arc<dyn ToolBackend>);
@@ -83,7 +83,7 @@ fn served_definition(
     name: String,
     description: String,
     parameters: serde_json::Value,
-    effect: super::Effect,
+    effect: crate::tool::Effect,
     other: BTreeMap<String, serde_json::Value>,
 ) -> ToolDef {
     ToolDef {
@@ -91,11 +91,11 @@ fn served_definition(
         description,
         parameters,
         effect,
-        timeout_ms: super::DEFAULT_TIMEOUT_MS,
-        metadata: Some(super::Metadata {
+        timeout_ms: crate::tool::DEFAULT_TIMEOUT_MS,
+        metadata: Some(crate::tool::Metadata {
             category: Some("mcp".into()),
             other,
-            ..super::Metadata::default()
+            ..crate::tool::Metadata::default()
         }),
         simulate: None,
         http: None,

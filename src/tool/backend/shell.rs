@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use super::{ToolFailure, ToolFailureKind};
+use crate::tool::{ToolFailure, ToolFailureKind};
 
 /// Bytes of stdout (and of stderr) kept; the rest is counted, not kept.
 pub const OUTPUT_CAP: usize = 16 * 1024;

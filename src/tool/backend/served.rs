@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::{ToolFailure, ToolFailureKind};
+use super::{ToolBackend, ToolCallContext, ToolFuture};
+use crate::tool::{ToolFailure, ToolFailureKind};
 use crate::transport::{Transport, TransportError, TransportSettings};
 
 /// An endpoint that runs a tool.
@@ -51,7 +51,7 @@ const BODY_EXCERPT: usize = 512;
 
 /// An [`HttpTool`] ready to call: one try per call (tools are not
 /// retried unless the model tries again).
-pub(super) struct HttpBackend {
+pub(in crate::tool) struct HttpBackend {
     tool: HttpTool,
     method: reqwest::Method,
     headers: Vec<(&'static str, String)>,
@@ -80,7 +80,10 @@ pub enum ServedError {
 }
 
 impl HttpBackend {
-    pub(super) fn new(tool: &HttpTool, timeout: std::time::Duration) -> Result<Self, ServedError> {
+    pub(in crate::tool) fn new(
+        tool: &HttpTool,
+        timeout: std::time::Duration,
+    ) -> Result<Self, ServedError> {
         let method = reqwest::Method::from_bytes(tool.method.to_ascii_uppercase().as_bytes())
             .map_err(|_| ServedError::Method(tool.method.clone()))?;
         if !(tool.url.starts_with("http://") || tool.url.starts_with("https://")) {
@@ -182,7 +185,7 @@ impl ToolBackend for HttpBackend {
 /// A command that runs a tool: the arguments as JSON on its stdin, its
 /// stdout the result; a non-zero exit is an error result with its stderr.
 #[derive(Debug)]
-pub(super) struct CommandBackend {
+pub(in crate::tool) struct CommandBackend {
     pub program: Vec<String>,
     /// Where it runs: the scenario's (or tools file's) folder.
     pub cwd: Option<PathBuf>,
@@ -259,8 +262,8 @@ impl ToolBackend for CommandBackend {
 }
 
 /// The backend a definition's `http` or `command` asks for, if any.
-pub(super) fn backend_of(
-    def: &super::ToolDef,
+pub(in crate::tool) fn backend_of(
+    def: &crate::tool::ToolDef,
     base: Option<&std::path::Path>,
 ) -> Option<Result<Arc<dyn ToolBackend>, ServedError>> {
     if let Some(http) = &def.http {
@@ -274,7 +277,7 @@ pub(super) fn backend_of(
     }
     let mut program = program.clone();
     if let Some(folder) = base {
-        program[0] = super::resolve_program(&program[0], folder);
+        program[0] = crate::tool::resolve_program(&program[0], folder);
     }
     Some(Ok(Arc::new(CommandBackend {
         program,

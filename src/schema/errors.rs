@@ -207,7 +207,7 @@ pub fn describe(error: &ValidationError<'_>, out: &mut String) {
             return;
         }
         _ => {
-            out.push_str(&crate::excerpt::schema_error_message(error));
+            out.push_str(&message(error));
             return;
         }
     };
@@ -254,5 +254,39 @@ fn write_list(options: &Value, out: &mut String) -> std::fmt::Result {
             Ok(())
         }
         other => write!(out, "{other}"),
+    }
+}
+
+/// jsonschema's own message for an error, with the instance it starts
+/// with (`{…whole tool…} is not valid under any of …`) cut to an excerpt.
+pub fn message(error: &ValidationError<'_>) -> String {
+    let message = error.to_string();
+    let instance = error.instance().to_string();
+    match message.strip_prefix(&instance) {
+        Some(rest) if instance.len() > crate::excerpt::MAX_CHARS => {
+            format!(
+                "{}{}",
+                crate::excerpt::json_excerpt(error.instance()),
+                crate::excerpt::cut_quoted(rest)
+            )
+        }
+        _ => crate::excerpt::cut_quoted(&message).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_messages_show_an_excerpt_of_the_instance() {
+        let schema = serde_json::json!({"anyOf": [{"type": "string"}, {"type": "integer"}]});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let instance = serde_json::json!({"big": "x".repeat(100_000)});
+        let error = validator.iter_errors(&instance).next().unwrap();
+        let message = message(&error);
+        assert!(message.len() < 300, "{message}");
+        assert!(message.contains("bytes)"), "{message}");
+        assert!(message.contains("anyOf"), "{message}");
     }
 }

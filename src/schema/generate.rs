@@ -8,7 +8,7 @@ use proptest::strategy::{BoxedStrategy, Just, Union};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 
-use crate::tool::required_names;
+use super::{Compiled, required_names};
 
 /// How far past a lower bound generated sizes and numbers go.
 const SPREAD: u64 = 6;
@@ -334,12 +334,7 @@ fn ecma_classes(pattern: &str) -> String {
 }
 
 /// Up to `n` distinct-draw valid instances, deterministic from `seed`.
-pub fn valid_instances(
-    schema: &Value,
-    validator: &jsonschema::Validator,
-    n: usize,
-    seed: u64,
-) -> Vec<Value> {
+pub fn valid_instances(schema: &Value, validator: &Compiled, n: usize, seed: u64) -> Vec<Value> {
     ValidInstances::new(schema, seed).draw(validator, n)
 }
 
@@ -367,7 +362,7 @@ impl ValidInstances {
 
     /// The next `n` valid instances, in at most `10 * n` draws: fewer when
     /// the generator guesses wrong that often.
-    pub fn draw(&mut self, validator: &jsonschema::Validator, n: usize) -> Vec<Value> {
+    pub fn draw(&mut self, validator: &Compiled, n: usize) -> Vec<Value> {
         let mut found = Vec::with_capacity(n);
         for _ in 0..n * 10 {
             if found.len() == n {
@@ -377,7 +372,7 @@ impl ValidInstances {
                 break;
             };
             let value = proptest::strategy::ValueTree::current(&tree);
-            if validator.is_valid(&value) {
+            if validator.full_is_valid(&value) {
                 found.push(value);
             }
         }

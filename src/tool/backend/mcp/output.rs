@@ -41,7 +41,7 @@ pub(super) fn rpc_failure(error: &rmcp::model::ErrorData, refusals: &[i32]) -> T
 /// named in it), for a model that takes them.
 pub(super) fn result_output(
     result: CallToolResult,
-    output: Option<&jsonschema::Validator>,
+    output: Option<&crate::schema::Compiled>,
 ) -> Result<ToolOutput, ToolFailure> {
     if let Some(output) = output
         && result.is_error != Some(true)
@@ -87,15 +87,19 @@ pub const OUTPUT_SCHEMA_KEY: &str = "mcp_output_schema";
 
 /// A tool's `outputSchema` compiled as arguments' schemas are; `None`
 /// without one, or when it does not compile (nothing to hold results to).
-pub(super) fn validator(schema: Option<&Map<String, Value>>) -> Option<Arc<jsonschema::Validator>> {
-    crate::tool::compiled_schema(&Value::Object(schema?.clone())).map(Arc::new)
+pub(super) fn validator(
+    schema: Option<&Map<String, Value>>,
+) -> Option<Arc<crate::schema::Compiled>> {
+    crate::schema::Compiled::new(&Value::Object(schema?.clone()))
+        .ok()
+        .map(Arc::new)
 }
 
 /// Structured content against the tool's `outputSchema`: every
 /// violation, by pointer, as one bad-output failure.
 fn check_output(
     structured: Option<&Value>,
-    output: &jsonschema::Validator,
+    output: &crate::schema::Compiled,
 ) -> Result<(), ToolFailure> {
     let Some(structured) = structured else {
         return Err(ToolFailure::new(
@@ -103,7 +107,7 @@ fn check_output(
             "it declares an outputSchema but gave no structuredContent",
         ));
     };
-    let violations = crate::tool::wording::schema_errors(output.iter_errors(structured));
+    let violations = output.errors(structured);
     if violations.is_empty() {
         return Ok(());
     }

@@ -5,6 +5,13 @@
 //! (`simulated`), the store (`store_tools`), and tools served elsewhere
 //! (`served`: an HTTP endpoint or a command; `mcp`: an MCP server).
 
+pub mod builtin;
+pub mod mcp;
+pub mod served;
+pub mod shell;
+pub mod simulated;
+pub mod store_tools;
+
 use std::future::Future;
 use std::pin::Pin;
 

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::backend::{ToolBackend, ToolCallContext, ToolFuture};
-use super::{Effect, Sandbox, ToolDef, ToolFailure};
+use super::{ToolBackend, ToolCallContext, ToolFuture};
 use crate::call::Arguments;
+use crate::tool::{Effect, Sandbox, ToolDef, ToolFailure};
 
 /// Does the built-in tool `name` read or write files (and so need a sandbox)?
 pub fn builtin_needs_sandbox(name: &str) -> bool {
@@ -221,7 +221,7 @@ pub fn builtin_definition(name: &str) -> Option<ToolDef> {
     let timeout_ms = if name == SHELL_TOOL {
         130_000
     } else {
-        super::DEFAULT_TIMEOUT_MS
+        crate::tool::DEFAULT_TIMEOUT_MS
     };
     Some(ToolDef {
         name: name.to_owned(),
@@ -357,7 +357,7 @@ fn whole_number(value: &Value) -> Option<u64> {
 
 /// A built-in tool, with the sandbox the file tools are confined to.
 #[derive(Debug)]
-pub(super) struct Builtin {
+pub(in crate::tool) struct Builtin {
     pub implementation: Implementation,
     pub sandbox: Option<Sandbox>,
 }
