@@ -10,7 +10,7 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
 use serde_json::json;
-use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::model::{LiveOptions, Model, ModelFile};
 use toolgauge::pipeline::ExecOptions;
 use toolgauge::report::{Reporters, Thresholds};
@@ -47,7 +47,7 @@ fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> R
 fn run(plan: &RunPlan) -> u64 {
     let info = plan.info(Thresholds::default());
     let mut reporters = Reporters::new(&info, Vec::new());
-    harness::run(plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+    harness::run(plan, &mut reporters, None).unwrap();
     let stats = reporters.stats();
     stats
         .cells

@@ -23,7 +23,7 @@ use mimalloc::MiMalloc;
 use serde_json::{Value, json};
 use toolgauge::bfcl::Language;
 use toolgauge::call::{ParsedCall, ToolCall};
-use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
 use toolgauge::provider::Provider;
@@ -269,7 +269,7 @@ fn trials_plan() -> RunPlan {
 fn harness_trials(plan: RunPlan) -> (u64, RunPlan) {
     let info = plan.info(Thresholds::default());
     let mut reporters = Reporters::new(&info, Vec::new());
-    harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).expect("the run ends");
+    harness::run(&plan, &mut reporters, None).expect("the run ends");
     let trials = reporters.stats().cells[0][0].trials;
     (trials, plan)
 }

@@ -15,7 +15,7 @@ static GLOBAL: MiMalloc = MiMalloc;
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse");
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         for n in [1, 3, 20] {
             let body = serde_json::to_vec(
                 &provider.format_response("Let me call the tools.", &inputs::calls(n)),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
-use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::ExecOptions;
 use toolgauge::report::{Reporter, Reporters, SessionFile, Thresholds};
@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
             },
             |mut session| {
                 let mut reporters = Reporters::new(&info, vec![&mut session as &mut dyn Reporter]);
-                harness::run(&plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+                harness::run(&plan, &mut reporters, None).unwrap();
                 black_box(reporters.stats().cells[0][0].trials)
             },
             BatchSize::PerIteration,
@@ -83,7 +83,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("starter_x3_models_no_session", |b| {
         b.iter(|| {
             let mut reporters = Reporters::new(&info, Vec::new());
-            harness::run(&unrecorded, &mut reporters, None, ProgressMode::Quiet).unwrap();
+            harness::run(&unrecorded, &mut reporters, None).unwrap();
             black_box(reporters.stats().cells[0][0].trials)
         })
     });

@@ -23,7 +23,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The language an entry's functions are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Language {
     Python,
     Java,
@@ -32,11 +33,7 @@ pub enum Language {
 
 impl Language {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Language::Python => "python",
-            Language::Java => "java",
-            Language::JavaScript => "javascript",
-        }
+        self.into()
     }
 
     /// BFCL names the language in the category: `simple_java_3`.

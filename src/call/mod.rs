@@ -64,9 +64,24 @@ impl ParsedCall {
     }
 }
 
-/// Why a call failed. The names are the error taxonomy used in logs and reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Why a call failed: the [`Failure`]s a call's result can carry, named
+/// as they are (`snake_case` of the variant, in logs and reports alike).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorKind {
     /// The call itself could not be read.
     Parse,
@@ -83,8 +98,7 @@ pub enum ErrorKind {
     /// The tool could not be run at all (its command does not start, its
     /// endpoint or MCP server is gone): not the model's doing, and the
     /// trial is lost to infrastructure.
-    #[serde(rename = "tool_unavailable")]
-    Unavailable,
+    ToolUnavailable,
     /// The tool answered with output that breaks its own `outputSchema`
     /// (or declared one and gave no structured content): the tool's
     /// fault, never the model's; the trial is lost to infrastructure.
@@ -95,21 +109,9 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 9] = [
-        ErrorKind::Parse,
-        ErrorKind::UnknownTool,
-        ErrorKind::Validation,
-        ErrorKind::Runtime,
-        ErrorKind::Timeout,
-        ErrorKind::Sandbox,
-        ErrorKind::Unavailable,
-        ErrorKind::BadOutput,
-        ErrorKind::Truncated,
-    ];
-
     /// Its name: the failure it counts as in reports.
     pub fn as_str(self) -> &'static str {
-        Failure::from(self).as_str()
+        self.into()
     }
 }
 
@@ -159,16 +161,77 @@ impl ToolResult {
     }
 }
 
-/// The `reason` of an attempt whose reply made no call but wrote one as
-/// text (a tag, or a JSON object naming a function and its arguments)
-/// that the server did not read as a call.
-pub const CALL_AS_TEXT: &str = "call_as_text";
+/// Why an attempt's calls do not match, beyond its failure kinds: BFCL's
+/// error types (`wrong_count`, `value_error:string`, ...), or a call
+/// written as text that the server did not read as a call.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
+pub enum Reason {
+    WrongCount,
+    WrongFuncName,
+    MissingRequired,
+    UnexpectedParam,
+    MissingOptional,
+    TypeError,
+    #[strum(serialize = "value_error:string")]
+    ValueString,
+    #[strum(serialize = "value_error:list")]
+    ValueList,
+    #[strum(serialize = "value_error:dict")]
+    ValueDict,
+    #[strum(serialize = "value_error:others")]
+    ValueOthers,
+    CannotFindMatch,
+    /// A call whose arguments could not be read at all.
+    DecoderFailed,
+    /// The reply made no call but wrote one as text (a tag, or a JSON
+    /// object naming a function and its arguments).
+    CallAsText,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    pub fn parse(text: &str) -> Option<Reason> {
+        text.parse().ok()
+    }
+}
 
 /// Why an attempt failed: a call's error, a reply that could not be read,
 /// calls that did not match what was expected, or a request that never got
-/// an answer. The names are the failure columns of every report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// an answer. Each kind is written here once: its name (`snake_case` of the
+/// variant: the failure columns of every report, in this order) and, by
+/// [`Failure::party`], whose failure it is.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Failure {
     Parse,
     UnknownTool,
@@ -215,68 +278,62 @@ pub enum Failure {
     UserSimulator,
 }
 
+/// Who caused a failure. Only the model's count against the model; a
+/// trial that meets any other's is lost, and measures nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Party {
+    /// The model (a tool's runtime error or timeout is told to the model,
+    /// whose to recover from, as a verdict on its calls or task is).
+    Model,
+    /// A tool that could not run, or broke its own `outputSchema`.
+    Tool,
+    /// The model's server: a request that failed after its retries, or a
+    /// reply that was not its wire format.
+    Server,
+    /// A conversation's simulated user.
+    UserSimulator,
+}
+
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 20] = [
-        Failure::Parse,
-        Failure::UnknownTool,
-        Failure::Validation,
-        Failure::Runtime,
-        Failure::Timeout,
-        Failure::Sandbox,
-        Failure::BadResponse,
-        Failure::UnexpectedCall,
-        Failure::MissingCall,
-        Failure::WrongCall,
-        Failure::TransportError,
-        Failure::ForbiddenCall,
-        Failure::MilestoneMissed,
-        Failure::WrongFinalState,
-        Failure::WrongAnswer,
-        Failure::TurnLimit,
-        Failure::Truncated,
-        Failure::ToolUnavailable,
-        Failure::BadOutput,
-        Failure::UserSimulator,
-    ];
+    pub fn all() -> impl Iterator<Item = Failure> {
+        <Failure as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// Whose failure it is.
+    pub fn party(self) -> Party {
         match self {
-            Failure::Parse => "parse",
-            Failure::UnknownTool => "unknown_tool",
-            Failure::Validation => "validation",
-            Failure::Runtime => "runtime",
-            Failure::Timeout => "timeout",
-            Failure::Sandbox => "sandbox",
-            Failure::BadResponse => "bad_response",
-            Failure::UnexpectedCall => "unexpected_call",
-            Failure::MissingCall => "missing_call",
-            Failure::WrongCall => "wrong_call",
-            Failure::TransportError => "transport_error",
-            Failure::ForbiddenCall => "forbidden_call",
-            Failure::MilestoneMissed => "milestone_missed",
-            Failure::WrongFinalState => "wrong_final_state",
-            Failure::WrongAnswer => "wrong_answer",
-            Failure::TurnLimit => "turn_limit",
-            Failure::Truncated => "truncated",
-            Failure::ToolUnavailable => "tool_unavailable",
-            Failure::BadOutput => "bad_output",
-            Failure::UserSimulator => "user_simulator",
+            Failure::TransportError | Failure::BadResponse => Party::Server,
+            Failure::ToolUnavailable | Failure::BadOutput => Party::Tool,
+            Failure::UserSimulator => Party::UserSimulator,
+            Failure::Parse
+            | Failure::UnknownTool
+            | Failure::Validation
+            | Failure::Runtime
+            | Failure::Timeout
+            | Failure::Sandbox
+            | Failure::UnexpectedCall
+            | Failure::MissingCall
+            | Failure::WrongCall
+            | Failure::ForbiddenCall
+            | Failure::MilestoneMissed
+            | Failure::WrongFinalState
+            | Failure::WrongAnswer
+            | Failure::TurnLimit
+            | Failure::Truncated => Party::Model,
         }
     }
 
     /// A failure of the infrastructure, not of the model: the request
-    /// failed, the server's reply was not its format, or a tool could not
-    /// run. A trial that meets one is lost, and measures nothing.
+    /// failed, the server's reply was not its format, a tool could not
+    /// run, or the simulated user failed. A trial that meets one is lost.
     pub fn is_infrastructure(self) -> bool {
-        matches!(
-            self,
-            Failure::TransportError
-                | Failure::BadResponse
-                | Failure::ToolUnavailable
-                | Failure::BadOutput
-                | Failure::UserSimulator
-        )
+        self.party() != Party::Model
     }
 
     /// An error the model was told about in the results it got back, so
@@ -296,7 +353,7 @@ impl Failure {
 
     /// The kind named `text` in a report.
     pub fn parse(text: &str) -> Option<Failure> {
-        Failure::ALL.into_iter().find(|f| f.as_str() == text)
+        text.parse().ok()
     }
 
     /// Did a call fail, as opposed to a verdict on the calls or the task?
@@ -304,32 +361,19 @@ impl Failure {
         self.is_told()
     }
 
-    /// Its column in summary.csv, `failures_<name>`; infrastructure
-    /// failures have the lost-trial columns (they count trials, not
-    /// attempts), and a task's verdicts have the task columns.
-    pub fn column(self) -> Option<&'static str> {
-        Some(match self {
-            Failure::Parse => "failures_parse",
-            Failure::UnknownTool => "failures_unknown_tool",
-            Failure::Validation => "failures_validation",
-            Failure::Runtime => "failures_runtime",
-            Failure::Timeout => "failures_timeout",
-            Failure::Sandbox => "failures_sandbox",
-            Failure::UnexpectedCall => "failures_unexpected_call",
-            Failure::MissingCall => "failures_missing_call",
-            Failure::WrongCall => "failures_wrong_call",
-            Failure::Truncated => "failures_truncated",
-            Failure::TransportError
-            | Failure::BadResponse
-            | Failure::ToolUnavailable
-            | Failure::BadOutput
-            | Failure::UserSimulator
-            | Failure::ForbiddenCall
-            | Failure::MilestoneMissed
-            | Failure::WrongFinalState
-            | Failure::WrongAnswer
-            | Failure::TurnLimit => return None,
-        })
+    /// Whether it has a column of its own in summary.csv,
+    /// `failures_<name>`: infrastructure failures have the lost-trial
+    /// columns (they count trials, not attempts), and a task's verdicts
+    /// have the task columns.
+    pub fn has_column(self) -> bool {
+        self.is_told()
+            || matches!(
+                self,
+                Failure::UnexpectedCall
+                    | Failure::MissingCall
+                    | Failure::WrongCall
+                    | Failure::Truncated
+            )
     }
 }
 
@@ -342,7 +386,7 @@ impl From<ErrorKind> for Failure {
             ErrorKind::Runtime => Failure::Runtime,
             ErrorKind::Timeout => Failure::Timeout,
             ErrorKind::Sandbox => Failure::Sandbox,
-            ErrorKind::Unavailable => Failure::ToolUnavailable,
+            ErrorKind::ToolUnavailable => Failure::ToolUnavailable,
             ErrorKind::BadOutput => Failure::BadOutput,
             ErrorKind::Truncated => Failure::Truncated,
         }
@@ -433,16 +477,36 @@ mod tests {
 
     #[test]
     fn failure_names_are_the_report_names_and_read_back() {
-        for failure in Failure::ALL {
+        for failure in Failure::all() {
             let json = serde_json::to_value(failure).unwrap();
             assert_eq!(json, failure.as_str());
             assert_eq!(Failure::parse(failure.as_str()), Some(failure));
         }
-        // The log's errorKind (serde) and the reports' names agree.
-        for kind in ErrorKind::ALL {
+        // The log's errorKind (serde), the reports' names and the failure
+        // a call error counts as agree.
+        for kind in <ErrorKind as strum::IntoEnumIterator>::iter() {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            assert_eq!(Failure::from(kind).as_str(), kind.as_str());
         }
         assert_eq!(Failure::parse("wrong"), None);
+    }
+
+    #[test]
+    fn only_the_models_failures_are_the_models() {
+        let lost: Vec<(&str, &str)> = Failure::all()
+            .filter(|f| f.is_infrastructure())
+            .map(|f| (f.as_str(), f.party().into()))
+            .collect();
+        assert_eq!(
+            lost,
+            [
+                ("bad_response", "server"),
+                ("transport_error", "server"),
+                ("tool_unavailable", "tool"),
+                ("bad_output", "tool"),
+                ("user_simulator", "user_simulator"),
+            ]
+        );
     }
 
     #[test]

@@ -176,5 +176,5 @@ fn build_registry(args: &ExecArgs, servers: &ToolServers) -> Result<Registry, Cl
             ..ToolEnv::default()
         },
     )
-    .map_err(CliError::new)
+    .map_err(CliError::from)
 }

@@ -9,12 +9,9 @@ use clap::Args;
 use serde_json::Value;
 
 use super::{CliError, EXIT_FAILED};
-use crate::fuzz::ToolFuzz;
 use crate::fuzz::external::DEFAULT_CASE_TIMEOUT;
-use crate::fuzz::report::{write_disagreements, write_fuzz_csv};
-use crate::fuzz::session::{
-    BadValidator, Fuzzed, Named, ServerJudge, Validator, fuzz_tools, replay,
-};
+use crate::fuzz::run::{FuzzError, FuzzRequest, FuzzRun};
+use crate::fuzz::session::replay;
 use crate::fuzz::wire;
 use crate::tool::mcp::ToolServers;
 use crate::tool::{Registry, ToolEnv};
@@ -72,37 +69,24 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode, CliError> {
 
 fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     if args.cases == 0 {
-        return Err(CliError::new(
-            "--cases must be at least 1 (instances per tool and operator)",
-        ));
+        return Err(FuzzError::NoCases.into());
     }
     let tools = super::tool_source::load(&args.tools, servers)?.usable()?;
     let registry = std::sync::Arc::new(tools.registry(ToolEnv::default())?);
     if let Some(spec) = &args.replay {
         return replay_case(&registry, args.cases, spec, tools.served);
     }
-    let validators = validators(args, &registry, tools.served)?;
-    // A server's tools are called only where allowed: named, or read-only.
-    let calls_server = validators
-        .iter()
-        .any(|v| matches!(v.validator, Validator::Server(_)));
-    if let Some(unknown) = args.allow.iter().find(|n| registry.lookup(n).is_none()) {
-        return Err(CliError::Usage(format!(
-            "--allow {unknown:?}: {} has no such tool (it has {})",
-            tools.label,
-            registry.names().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    let allowed = |def: &crate::tool::ToolDef| {
-        !calls_server
-            || args.allow.contains(&def.name)
-            || (args.allow.is_empty() && def.effect == crate::tool::Effect::Read)
+    let request = FuzzRequest {
+        cases: args.cases,
+        seed: args.seed,
+        validators: args.validators.clone(),
+        allow: args.allow.clone(),
+        concurrency: args.concurrency,
+        case_timeout: Duration::from_millis(args.case_timeout_ms),
+        out: args.out.clone(),
     };
-    let skipped: Vec<&str> = registry
-        .definitions()
-        .filter(|d| !allowed(d))
-        .map(|d| d.name.as_str())
-        .collect();
+    let run = FuzzRun::prepare(registry, tools.served, &tools.label, request)?;
+    let skipped = run.skipped();
     if !skipped.is_empty() {
         eprintln!(
             "not called, so not fuzzed (not read-only; --allow NAME to fuzz one): {}",
@@ -113,72 +97,33 @@ fn fuzz(args: &FuzzArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     // A signal stops the fuzzing between blocks; what was judged is kept.
     let listening = super::signals::listen();
     let mut progress = FuzzProgress::new();
-    let fuzzed = fuzz_tools(
-        &registry,
-        &validators,
-        args.cases,
-        args.seed,
-        tools.served,
-        &allowed,
+    let (mut out, mut notes) = (std::io::stdout().lock(), std::io::stderr().lock());
+    let ended = run.execute(
         &mut |judged| {
             progress.show(judged.tool, judged.cases);
             super::signals::received().is_none()
         },
+        &mut out,
+        &mut notes,
     );
     drop(listening);
     progress.finish();
-    write_out(args, &validators, fuzzed)
-}
-
-/// fuzz.csv (and disagreements.csv) of what was judged, and the exit code:
-/// 1 where a validator fell short or a served tool did not answer, 128 + n
-/// when a signal stopped it.
-fn write_out(args: &FuzzArgs, validators: &[Named], fuzzed: Fuzzed) -> Result<ExitCode, CliError> {
-    let (results, failure, tool_faults) = (fuzzed.results, fuzzed.failure, fuzzed.tool_faults);
-    let judged: u64 = results
-        .iter()
-        .flat_map(|r| r.reports.first())
-        .map(ToolFuzz::judged)
-        .sum();
-    let stopped = fuzzed.stopped.then(super::signals::received).flatten();
-
-    // A validator that never answered measured nothing: no file that
-    // could be read as a kill rate.
-    if let Some(failure) = &failure
-        && !results
-            .iter()
-            .any(|r| r.reports.iter().any(ToolFuzz::measured))
-    {
-        return Err(CliError::Usage(failure.clone()));
-    }
-    crate::whole_file::make_folder(&args.out)
-        .map_err(|e| CliError::Usage(format!("{}: {e}", args.out.display())))?;
-    let written = |e: std::io::Error| CliError::Usage(format!("{}: {e}", args.out.display()));
-    let (mut out, mut notes) = (std::io::stdout().lock(), std::io::stderr().lock());
-    let (dir, seed) = (args.out.as_path(), args.seed);
-    let mut failed =
-        write_fuzz_csv(dir, seed, validators, &results, &mut out, &mut notes).map_err(written)?;
-    if validators.len() > 1 {
-        failed |= write_disagreements(dir, seed, validators, &results, &mut out, &mut notes)
-            .map_err(written)?;
-    }
-    if let Some((signal, code)) = stopped {
+    let ending = ended?;
+    // The exit code: 128 + n when a signal stopped it, 1 where a
+    // validator fell short or a served tool did not answer.
+    if let Some((signal, code)) = ending.stopped.then(super::signals::received).flatten() {
         eprintln!(
-            "{signal}: stopped while fuzzing; {} holds the {judged} case(s) judged before",
-            args.out.join("fuzz.csv").display()
+            "{signal}: stopped while fuzzing; {} holds the {} case(s) judged before",
+            args.out.join("fuzz.csv").display(),
+            ending.judged
         );
         return Ok(ExitCode::from(code));
     }
-    if let Some(failure) = failure {
-        return Err(CliError::Usage(format!(
-            "{failure}; fuzz.csv holds what was measured before"
-        )));
-    }
     // The tool's fault, not the user's: the others were fuzzed on.
-    for fault in &tool_faults {
+    for fault in &ending.tool_faults {
         eprintln!("{fault}: its fuzzing stopped there (fuzz.csv holds its cases before)");
     }
-    Ok(if failed || !tool_faults.is_empty() {
+    Ok(if ending.failed || !ending.tool_faults.is_empty() {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS
@@ -223,37 +168,6 @@ impl FuzzProgress {
             bar.finish_and_clear();
         }
     }
-}
-
-/// The `--validator`s, each ready to judge (default: the tools' own
-/// server for an MCP server's tools, the built-in validator otherwise).
-fn validators(
-    args: &FuzzArgs,
-    registry: &std::sync::Arc<Registry>,
-    served: bool,
-) -> Result<Vec<Named>, CliError> {
-    let timeout = Duration::from_millis(args.case_timeout_ms);
-    let open_server = || -> Result<ServerJudge, BadValidator> {
-        Ok(ServerJudge {
-            registry: registry.clone(),
-            runtime: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(BadValidator::Runtime)?,
-            timeout,
-            concurrency: args.concurrency,
-        })
-    };
-    let specs: Vec<String> = if args.validators.is_empty() {
-        vec![if served { "server" } else { "builtin" }.to_owned()]
-    } else {
-        args.validators.clone()
-    };
-    specs
-        .iter()
-        .map(|spec| Named::parse(spec, timeout, served.then_some(&open_server as _)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::new)
 }
 
 /// `--replay SEED:INDEX`: print the case, counted over the tools in order.

@@ -13,6 +13,7 @@ mod doctor;
 mod exec;
 mod fuzz;
 mod import;
+pub mod progress;
 mod report;
 mod run;
 mod signals;
@@ -76,8 +77,8 @@ pub enum Command {
 
 /// What stops a command, worded for the person at the terminal: the
 /// library's own typed errors, carried whole, or a problem with the
-/// command line itself. Every one is bad input or usage (exit code 2);
-/// a failed check is an exit code, not an error.
+/// command line itself; [`CliError::exit_code`] maps each kind to its
+/// exit code in one place. A failed check is an exit code, not an error.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// A flag, a path or a combination of them, worded here.
@@ -111,6 +112,17 @@ pub enum CliError {
     Setup(Box<crate::harness::SetupError>),
     #[error(transparent)]
     Mcp(#[from] crate::tool::mcp::McpError),
+    #[error(transparent)]
+    Fuzz(#[from] crate::fuzz::run::FuzzError),
+    #[error(transparent)]
+    Validator(#[from] crate::fuzz::session::BadValidator),
+    #[error(transparent)]
+    Run(#[from] crate::harness::RunError),
+    /// Tool definitions that could not be written out as JSON.
+    #[error("cannot write the tools as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 impl From<crate::harness::SetupError> for CliError {
@@ -120,15 +132,34 @@ impl From<crate::harness::SetupError> for CliError {
 }
 
 impl CliError {
-    /// A usage problem from anything displayable, with context added by
-    /// the caller.
-    pub fn new(message: impl std::fmt::Display) -> Self {
-        CliError::Usage(message.to_string())
-    }
-
-    /// The documented exit code of every error: bad input or usage.
+    /// The documented exit code of each kind of error: an interrupted run
+    /// says which signal stopped it; everything else is bad input or
+    /// usage (a file, a flag, a server or a validator the user named that
+    /// does not work as given).
     pub fn exit_code(&self) -> u8 {
-        EXIT_BAD_INPUT
+        match self {
+            CliError::Run(crate::harness::RunError::Interrupted { .. }) => EXIT_INTERRUPTED,
+            CliError::Usage(_)
+            | CliError::File(_)
+            | CliError::Model(_)
+            | CliError::Recording(_)
+            | CliError::NotRecorded(_)
+            | CliError::Tools(_)
+            | CliError::Shard(_)
+            | CliError::Merge(_)
+            | CliError::Compare(_)
+            | CliError::Bench(_)
+            | CliError::Import(_)
+            | CliError::Tau2(_)
+            | CliError::Doctor(_)
+            | CliError::Setup(_)
+            | CliError::Mcp(_)
+            | CliError::Fuzz(_)
+            | CliError::Validator(_)
+            | CliError::Run(_)
+            | CliError::Json(_)
+            | CliError::Runtime(_) => EXIT_BAD_INPUT,
+        }
     }
 }
 
@@ -157,5 +188,29 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fuzz(args) => fuzz::run(&args),
         Command::Tools(args) => tools::run(&args),
         Command::Import(args) => import::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::RunError;
+
+    #[test]
+    fn each_error_keeps_its_kind_and_its_exit_code() {
+        let interrupted = CliError::from(RunError::Interrupted {
+            finished: 3,
+            total: 10,
+        });
+        assert_eq!(interrupted.exit_code(), EXIT_INTERRUPTED);
+        assert_eq!(
+            interrupted.to_string(),
+            "interrupted after 3 of 10 trial(s)"
+        );
+        let no_cases = CliError::from(crate::fuzz::run::FuzzError::NoCases);
+        assert!(matches!(no_cases, CliError::Fuzz(_)));
+        assert_eq!(no_cases.exit_code(), EXIT_BAD_INPUT);
+        let unwritable = CliError::from(RunError::Io(std::io::Error::other("disk full")));
+        assert_eq!(unwritable.exit_code(), EXIT_BAD_INPUT);
     }
 }

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use super::progress::{Progress, ProgressMode};
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::harness::{Clock, Ending, PreparedRun, ProgressMode, RunError, RunRequest, Shard};
+use crate::harness::{Clock, Ending, PreparedRun, RunError, RunRequest, Shard};
 use crate::pipeline::FeedbackStyle;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -170,24 +171,24 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         }
     }
     let out = prepared.out.clone();
-    let progress = if args.quiet {
+    let mut progress = Progress::new(if args.quiet {
         ProgressMode::Quiet
     } else {
         ProgressMode::Auto
-    };
+    });
     // SIGINT and SIGTERM stop the run the same way; between trials and
     // after them a stop at once says where the run's trials are.
     super::signals::doing(
         "while running; every finished trial is in trials.csv (run --resume continues it)",
     );
-    let ending = prepared.execute(progress, args.table, super::signals::requested());
+    let ending = prepared.execute(&mut progress, args.table, super::signals::requested());
     super::signals::doing(
         "while writing the run's reports; every trial is in trials.csv (report html writes report.html again)",
     );
     let ending = match ending {
         Ok(ending) => ending,
         Err(RunError::Io(e)) => return Err(CliError::Usage(format!("{}: {e}", out.display()))),
-        Err(error) => return Err(CliError::new(error)),
+        Err(error) => return Err(error.into()),
     };
     let (table, violations) = match ending {
         Ending::Interrupted { finished, total } => {
@@ -254,7 +255,9 @@ fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
         .parse()
         .map_err(|_| CliError::Usage(format!("--min-pass-k {text}: RATE must be a number")))?;
     if k == 0 {
-        return Err(CliError::new("--min-pass-k: K must be at least 1"));
+        return Err(CliError::Usage(
+            "--min-pass-k: K must be at least 1".to_owned(),
+        ));
     }
     Ok((k, rate))
 }

@@ -61,16 +61,13 @@ pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
     let tools = super::tool_source::load(&args.source, &ToolServers::new())?;
     let specs: Vec<_> = tools.defs.iter().map(|d| d.spec()).collect();
     let printed = match args.format {
-        Format::Toolgauge => serde_json::to_value(&tools.defs).map_err(CliError::new)?,
+        Format::Toolgauge => serde_json::to_value(&tools.defs)?,
         Format::Openai => Provider::OpenAi.format_tools(&specs),
         Format::OpenaiResponses => Provider::OpenAiResponses.format_tools(&specs),
         Format::Anthropic => Provider::Anthropic.format_tools(&specs),
         Format::Gemini => Provider::Gemini.format_tools(&specs),
     };
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&printed).map_err(CliError::new)?
-    );
+    println!("{}", serde_json::to_string_pretty(&printed)?);
     for problem in &tools.problems {
         eprintln!("{problem}");
     }

@@ -99,7 +99,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(CliError::new)?;
+        .map_err(CliError::Runtime)?;
     let timeout = Duration::from_millis(args.timeout_ms);
     let checks: Vec<CallCheck> = called
         .iter()

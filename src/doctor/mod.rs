@@ -18,8 +18,9 @@ use crate::model::ModelFile;
 pub use probes::{diagnose, endpoint};
 
 /// What a probe found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Verdict {
     Yes,
     No,
@@ -29,18 +30,14 @@ pub enum Verdict {
 
 impl Verdict {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Yes => "yes",
-            Verdict::No => "no",
-            Verdict::Unknown => "unknown",
-        }
+        self.into()
     }
 }
 
 /// One line of the diagnosis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    pub probe: String,
+    pub probe: Probe,
     pub verdict: Verdict,
     pub evidence: String,
 }
@@ -48,10 +45,10 @@ pub struct Finding {
 impl Finding {
     /// The finding as a line of the table, printed as its probe ends.
     pub fn line(&self) -> String {
-        let width = ALL_PROBES.iter().map(|p| p.len()).max().unwrap_or(0);
+        let width = Probe::all().map(|p| p.as_str().len()).max().unwrap_or(0);
         format!(
             "  {:width$}  {:7}  {}\n",
-            self.probe,
+            self.probe.as_str(),
             self.verdict.as_str(),
             self.evidence
         )
@@ -71,37 +68,80 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
 }
 
-/// The probes a self-correction run cannot do without.
-pub const ESSENTIAL: [&str; 3] = [TOOL_CALL, RESULTS_SHOWN, ERRORS_SHOWN];
+/// A property of the endpoint one probe asks about, named as the table
+/// and `doctor-<model>.json` show it; in the order they are sent.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::Display,
+)]
+#[serde(into = "&'static str", try_from = "String")]
+pub enum Probe {
+    #[strum(serialize = "tool call")]
+    ToolCall,
+    #[strum(serialize = "tool results shown")]
+    ResultsShown,
+    #[strum(serialize = "error results shown")]
+    ErrorsShown,
+    #[strum(serialize = "parallel calls")]
+    Parallel,
+    #[strum(serialize = "tool_choice required")]
+    ChoiceRequired,
+    #[strum(serialize = "tool_choice none")]
+    ChoiceNone,
+    #[strum(serialize = "finish reason on truncation")]
+    Truncation,
+    #[strum(serialize = "usage reported")]
+    Usage,
+    #[strum(serialize = "streaming")]
+    Streaming,
+}
 
-pub const TOOL_CALL: &str = "tool call";
-pub const RESULTS_SHOWN: &str = "tool results shown";
-pub const ERRORS_SHOWN: &str = "error results shown";
-const PARALLEL: &str = "parallel calls";
-const REQUIRED: &str = "tool_choice required";
-const NONE: &str = "tool_choice none";
-const TRUNCATION: &str = "finish reason on truncation";
-const USAGE: &str = "usage reported";
-const STREAMING: &str = "streaming";
+impl Probe {
+    /// Every probe, in the order they are sent and shown.
+    pub fn all() -> impl Iterator<Item = Probe> {
+        <Probe as strum::IntoEnumIterator>::iter()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// One a self-correction run cannot do without.
+    pub fn is_essential(self) -> bool {
+        matches!(
+            self,
+            Probe::ToolCall | Probe::ResultsShown | Probe::ErrorsShown
+        )
+    }
+}
+
+impl TryFrom<String> for Probe {
+    type Error = UnknownProbe;
+
+    fn try_from(name: String) -> Result<Probe, UnknownProbe> {
+        name.parse().map_err(|_| UnknownProbe(name))
+    }
+}
+
+/// A probe's name toolgauge does not know (in a cached diagnosis).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown probe {0:?}")]
+pub struct UnknownProbe(String);
 
 /// The evidence of a probe not sent: an earlier request got no answer.
 const NO_ANSWER: &str = "the endpoint did not answer an earlier probe";
 
-/// Every probe, in the order they are sent and shown.
-pub const ALL_PROBES: [&str; 9] = [
-    TOOL_CALL,
-    RESULTS_SHOWN,
-    ERRORS_SHOWN,
-    PARALLEL,
-    REQUIRED,
-    NONE,
-    TRUNCATION,
-    USAGE,
-    STREAMING,
-];
-
 impl Diagnosis {
-    pub fn verdict(&self, probe: &str) -> Option<Verdict> {
+    pub fn verdict(&self, probe: Probe) -> Option<Verdict> {
         self.findings
             .iter()
             .find(|f| f.probe == probe)
@@ -116,7 +156,7 @@ impl Diagnosis {
             .iter()
             .filter(|f| {
                 let essential =
-                    ESSENTIAL.contains(&f.probe.as_str()) || (self.streams && f.probe == STREAMING);
+                    f.probe.is_essential() || (self.streams && f.probe == Probe::Streaming);
                 essential && f.verdict != Verdict::Yes
             })
             .collect()
@@ -181,7 +221,7 @@ impl Diagnosis {
                 )
             })
             .collect();
-        let streaming = self.findings.iter().find(|f| f.probe == STREAMING);
+        let streaming = self.findings.iter().find(|f| f.probe == Probe::Streaming);
         if let Some(finding) =
             streaming.filter(|f| streams && !self.streams && f.verdict == Verdict::No)
         {
@@ -256,9 +296,9 @@ pub fn before_run(
     Ok(Some(diagnosis))
 }
 
-pub(crate) fn finding(probe: &str, verdict: Verdict, evidence: impl Into<String>) -> Finding {
+pub(crate) fn finding(probe: Probe, verdict: Verdict, evidence: impl Into<String>) -> Finding {
     Finding {
-        probe: probe.to_owned(),
+        probe,
         verdict,
         evidence: evidence.into(),
     }
@@ -275,10 +315,10 @@ mod tests {
             endpoint: "http://x".into(),
             streams: false,
             findings: vec![
-                finding(TOOL_CALL, Verdict::Yes, "f()"),
-                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
-                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
-                finding(STREAMING, Verdict::No, "HTTP 200: 0 bytes"),
+                finding(Probe::ToolCall, Verdict::Yes, "f()"),
+                finding(Probe::ResultsShown, Verdict::Yes, "-"),
+                finding(Probe::ErrorsShown, Verdict::Yes, "-"),
+                finding(Probe::Streaming, Verdict::No, "HTTP 200: 0 bytes"),
             ],
         };
         assert!(diagnosis.warnings(false).is_empty());
@@ -297,11 +337,11 @@ mod tests {
             endpoint: "http://x".into(),
             streams: true,
             findings: vec![
-                finding(TOOL_CALL, Verdict::Yes, "f()"),
-                finding(RESULTS_SHOWN, Verdict::Yes, "-"),
-                finding(ERRORS_SHOWN, Verdict::Yes, "-"),
+                finding(Probe::ToolCall, Verdict::Yes, "f()"),
+                finding(Probe::ResultsShown, Verdict::Yes, "-"),
+                finding(Probe::ErrorsShown, Verdict::Yes, "-"),
                 finding(
-                    STREAMING,
+                    Probe::Streaming,
                     Verdict::No,
                     "HTTP 200: the stream ended before its last event",
                 ),

@@ -74,26 +74,30 @@ pub async fn diagnose(
     let prober = Prober::new(file)?;
     let mut findings = Vec::new();
     let mut usage = None;
-    for probe in ALL_PROBES {
+    for probe in Probe::all() {
         let found = if prober.silent.load(std::sync::atomic::Ordering::SeqCst) {
             finding(probe, Verdict::Unknown, NO_ANSWER)
         } else {
             match probe {
-                TOOL_CALL => {
+                Probe::ToolCall => {
                     let (call, reported) = prober.tool_call().await;
                     usage = Some(reported);
                     call
                 }
-                USAGE => usage
+                Probe::Usage => usage
                     .take()
-                    .unwrap_or_else(|| finding(USAGE, Verdict::Unknown, "no reply to read")),
-                RESULTS_SHOWN => prober.shown(RESULTS_SHOWN, false).await,
-                ERRORS_SHOWN => prober.shown(ERRORS_SHOWN, true).await,
-                PARALLEL => prober.parallel().await,
-                REQUIRED => prober.choice(REQUIRED, ToolChoice::Required).await,
-                NONE => prober.choice(NONE, ToolChoice::None).await,
-                TRUNCATION => prober.truncation().await,
-                _ => prober.streaming().await,
+                    .unwrap_or_else(|| finding(Probe::Usage, Verdict::Unknown, "no reply to read")),
+                Probe::ResultsShown => prober.shown(Probe::ResultsShown, false).await,
+                Probe::ErrorsShown => prober.shown(Probe::ErrorsShown, true).await,
+                Probe::Parallel => prober.parallel().await,
+                Probe::ChoiceRequired => {
+                    prober
+                        .choice(Probe::ChoiceRequired, ToolChoice::Required)
+                        .await
+                }
+                Probe::ChoiceNone => prober.choice(Probe::ChoiceNone, ToolChoice::None).await,
+                Probe::Truncation => prober.truncation().await,
+                Probe::Streaming => prober.streaming().await,
             }
         };
         on_finding(&found);
@@ -200,18 +204,18 @@ impl Prober {
             Err(error) => {
                 return (
                     finding(
-                        TOOL_CALL,
+                        Probe::ToolCall,
                         Verdict::No,
                         format!("the request failed: {error}"),
                     ),
-                    finding(USAGE, Verdict::Unknown, "no reply to read"),
+                    finding(Probe::Usage, Verdict::Unknown, "no reply to read"),
                 );
             }
         };
         let usage = self.provider.usage(&answer.json);
         let usage = if usage.input_tokens > 0 {
             finding(
-                USAGE,
+                Probe::Usage,
                 Verdict::Yes,
                 format!(
                     "{} input, {} output tokens",
@@ -219,22 +223,22 @@ impl Prober {
                 ),
             )
         } else {
-            finding(USAGE, Verdict::No, "the reply has no token counts")
+            finding(Probe::Usage, Verdict::No, "the reply has no token counts")
         };
         let call = match &answer.parsed {
-            Err(error) => finding(TOOL_CALL, Verdict::No, error.to_string()),
+            Err(error) => finding(Probe::ToolCall, Verdict::No, error.to_string()),
             Ok(parsed) => match parsed.calls.first() {
                 Some(ParsedCall::Ok(call)) if call.name == TOOL => finding(
-                    TOOL_CALL,
+                    Probe::ToolCall,
                     Verdict::Yes,
                     format!("{}({})", call.name, call.arguments),
                 ),
                 Some(other) => finding(
-                    TOOL_CALL,
+                    Probe::ToolCall,
                     Verdict::No,
                     format!("a call toolgauge cannot use: {:?}", other.name()),
                 ),
-                None => finding(TOOL_CALL, Verdict::No, said(parsed)),
+                None => finding(Probe::ToolCall, Verdict::No, said(parsed)),
             },
         };
         (call, usage)
@@ -273,7 +277,7 @@ impl Prober {
     /// Is a tool result (an error result) shown to the model? The same
     /// conversation with a short and a long result: a server that shows
     /// it counts more prompt tokens for the long one.
-    async fn shown(&self, probe: &str, error: bool) -> Finding {
+    async fn shown(&self, probe: Probe, error: bool) -> Finding {
         let short = if error { "Error: not found." } else { "ok" };
         let long = long_result(error);
         let (short_answer, long_answer) = match (
@@ -369,10 +373,10 @@ impl Prober {
             "Look up the words for keys alpha and beta: call lookup_word twice in one reply.",
         );
         match self.send(&conversation, &settings).await {
-            Err(error) => finding(PARALLEL, Verdict::No, format!("refused: {error}")),
+            Err(error) => finding(Probe::Parallel, Verdict::No, format!("refused: {error}")),
             Ok(Answer {
                 parsed: Err(error), ..
-            }) => finding(PARALLEL, Verdict::No, error.to_string()),
+            }) => finding(Probe::Parallel, Verdict::No, error.to_string()),
             Ok(Answer {
                 parsed: Ok(parsed), ..
             }) => {
@@ -382,12 +386,16 @@ impl Prober {
                 } else {
                     Verdict::No
                 };
-                finding(PARALLEL, verdict, format!("{calls} call(s) in one reply"))
+                finding(
+                    Probe::Parallel,
+                    verdict,
+                    format!("{calls} call(s) in one reply"),
+                )
             }
         }
     }
 
-    async fn choice(&self, probe: &str, choice: ToolChoice) -> Finding {
+    async fn choice(&self, probe: Probe, choice: ToolChoice) -> Finding {
         let mut settings = self.settings.clone();
         settings.tool_choice = Some(choice);
         let conversation = self.opening("Look up the word for key alpha.");
@@ -430,7 +438,7 @@ impl Prober {
             Ok(opened) => opened,
             Err(error) => {
                 self.heard(&error);
-                return finding(STREAMING, Verdict::No, format!("refused: {error}"));
+                return finding(Probe::Streaming, Verdict::No, format!("refused: {error}"));
             }
         };
         let status = opened.status;
@@ -451,7 +459,7 @@ impl Prober {
             ),
         };
         let Some(assembled) = received.assembled.filter(|_| evidence.is_empty()) else {
-            return finding(STREAMING, Verdict::No, evidence);
+            return finding(Probe::Streaming, Verdict::No, evidence);
         };
         let events = assembled.arrivals.len();
         let ms = |d: Duration| d.as_millis();
@@ -460,7 +468,7 @@ impl Prober {
             .parse_response(assembled.body.to_string().as_bytes())
         {
             Ok(parsed) if parsed.calls.iter().any(|c| c.name() == TOOL) => finding(
-                STREAMING,
+                Probe::Streaming,
                 Verdict::Yes,
                 format!(
                     "{events} events, assembled into a call of {TOOL}, complete at {} ms (first token at {} ms)",
@@ -469,11 +477,11 @@ impl Prober {
                 ),
             ),
             Ok(parsed) => finding(
-                STREAMING,
+                Probe::Streaming,
                 Verdict::Unknown,
                 format!("{events} events; {}", said(&parsed)),
             ),
-            Err(error) => finding(STREAMING, Verdict::No, error.to_string()),
+            Err(error) => finding(Probe::Streaming, Verdict::No, error.to_string()),
         }
     }
 
@@ -483,10 +491,14 @@ impl Prober {
         settings.tool_choice = Some(ToolChoice::None);
         let conversation = self.opening("Write a story of at least 200 words about the sea.");
         match self.send(&conversation, &settings).await {
-            Err(error) => finding(TRUNCATION, Verdict::Unknown, format!("refused: {error}")),
+            Err(error) => finding(
+                Probe::Truncation,
+                Verdict::Unknown,
+                format!("refused: {error}"),
+            ),
             Ok(Answer {
                 parsed: Err(error), ..
-            }) => finding(TRUNCATION, Verdict::Unknown, error.to_string()),
+            }) => finding(Probe::Truncation, Verdict::Unknown, error.to_string()),
             Ok(Answer {
                 parsed: Ok(parsed), ..
             }) => {
@@ -497,7 +509,7 @@ impl Prober {
                     Verdict::No
                 };
                 finding(
-                    TRUNCATION,
+                    Probe::Truncation,
                     verdict,
                     format!("max_tokens 8: finish reason {reason}"),
                 )

@@ -7,6 +7,7 @@ pub mod calls;
 pub mod differential;
 pub mod external;
 pub mod report;
+pub mod run;
 pub mod session;
 pub mod shrink;
 pub mod wire;

@@ -30,14 +30,29 @@ pub enum BadValidator {
 }
 
 /// Why judging stopped short.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum Fault {
     /// The validator gave no verdict (a program that hung or died, an
     /// endpoint that refused): the run stops.
-    Validator(String),
+    #[error("validator {spec} for tool {tool:?}: {error}")]
+    Validator {
+        spec: String,
+        tool: String,
+        error: super::external::ExternalError,
+    },
     /// A served tool gave no answer in time: that tool's fuzzing stops,
     /// charged to the tool, and the run goes on to the next.
-    Tool(String),
+    #[error(transparent)]
+    Tool(ToolFault),
+}
+
+/// A served tool that could not judge a case: the tool's fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolFault {
+    #[error("no tool {0:?}")]
+    NoSuchTool(String),
+    #[error("tool {tool:?} did not answer within {} ms", waited.as_millis())]
+    Silent { tool: String, waited: Duration },
 }
 
 /// Checks spent minimising one disagreement.
@@ -60,10 +75,10 @@ pub struct ServerJudge {
 }
 
 impl ServerJudge {
-    fn judge(&self, tool: &str, instances: &[Value]) -> (Vec<bool>, Option<String>) {
+    fn judge(&self, tool: &str, instances: &[Value]) -> (Vec<bool>, Option<ToolFault>) {
         use futures_util::StreamExt;
         let Some(id) = self.registry.lookup(tool) else {
-            return (Vec::new(), Some(format!("no tool {tool:?}")));
+            return (Vec::new(), Some(ToolFault::NoSuchTool(tool.to_owned())));
         };
         let calls = futures_util::stream::iter(instances.iter().map(|instance| async move {
             // `tools/call` carries only an object: another value cannot
@@ -82,11 +97,9 @@ impl ServerJudge {
                     Ok(_) => true,
                     Err(failure) => failure.kind == crate::tool::ToolFailureKind::BadOutput,
                 })
-                .map_err(|_| {
-                    format!(
-                        "tool {tool:?} did not answer within {} ms",
-                        self.timeout.as_millis()
-                    )
+                .map_err(|_| ToolFault::Silent {
+                    tool: tool.to_owned(),
+                    waited: self.timeout,
                 })
         }))
         .buffered(self.concurrency.max(1));
@@ -158,8 +171,10 @@ impl Named {
                 let (verdicts, fault) = external.accepts_all(tool, instances);
                 (
                     verdicts,
-                    fault.map(|e| {
-                        Fault::Validator(format!("validator {} for tool {tool:?}: {e}", self.spec))
+                    fault.map(|error| Fault::Validator {
+                        spec: self.spec.clone(),
+                        tool: tool.to_owned(),
+                        error,
                     }),
                 )
             }
@@ -189,10 +204,11 @@ pub struct Judged<'a> {
 /// validator stopped it (if one did), and whether it was asked to stop.
 pub struct Fuzzed {
     pub results: Vec<ToolResult>,
-    pub failure: Option<String>,
+    /// The validator that gave no verdict, which stopped the run.
+    pub failure: Option<Fault>,
     /// Served tools whose fuzzing stopped because they did not answer in
-    /// time, each worded; the results hold their cases before.
-    pub tool_faults: Vec<String>,
+    /// time; the results hold their cases before.
+    pub tool_faults: Vec<ToolFault>,
     /// `after_block` said stop: the results hold the blocks judged.
     pub stopped: bool,
 }
@@ -241,8 +257,8 @@ pub fn fuzz_tools(
                 let (judged, fault) = validator.judge(&def.name, reference, &block.instances);
                 verdicts.push(judged);
                 match fault {
-                    Some(Fault::Validator(why)) => failure = Some(why),
                     Some(Fault::Tool(why)) => tool_fault = Some(why),
+                    Some(validator) => failure = Some(validator),
                     None => continue,
                 }
                 break;

@@ -129,7 +129,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         .collect::<Result<Vec<_>, _>>()?;
     let table = {
         let mut reporters = Reporters::new(&info, files.reporters());
-        reporters.send(RunEvent::Started).map_err(at(out))?;
+        reporters
+            .send(RunEvent::Started { trials: 0 })
+            .map_err(at(out))?;
         // Each shard's file is in job order: merge them one trial at a time.
         let mut last_key = None;
         loop {
@@ -296,7 +298,9 @@ pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
     let reader = TrialReader::open(&info, &trials).map_err(at(&trials))?;
     let mut html = report::HtmlReport::new(dir);
     let mut reporters = Reporters::new(&info, vec![&mut html]);
-    reporters.send(RunEvent::Started).map_err(at(dir))?;
+    reporters
+        .send(RunEvent::Started { trials: 0 })
+        .map_err(at(dir))?;
     for trial in reader {
         let trial = trial.map_err(at(&trials))?;
         reporters

@@ -7,7 +7,6 @@
 //! `record` is run.json.
 
 pub mod merge;
-mod progress;
 pub mod record;
 mod settings;
 mod setup;
@@ -26,12 +25,11 @@ use crate::pipeline::{
     Coordinates, EarlyRun, ExecOptions, FeedbackStyle, Pipeline, SessionLog, Streamed, Turn,
 };
 use crate::report::{
-    FinishedTrial, ModelInfo, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
+    FinishedTrial, ModelInfo, Notice, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
 use crate::scenario::{Scenario, Task};
 use crate::tool::{Sandbox, ToolState};
 
-pub use progress::ProgressMode;
 pub use settings::{RunRequest, Settings};
 pub use setup::{Ending, Notes, PreparedRun, SetupError};
 
@@ -330,9 +328,8 @@ pub fn run(
     plan: &RunPlan,
     reporters: &mut Reporters<'_>,
     replay: Option<Replay<'_>>,
-    progress: ProgressMode,
 ) -> Result<(), RunError> {
-    run_until(plan, reporters, replay, progress, std::future::pending())
+    run_until(plan, reporters, replay, std::future::pending())
 }
 
 /// [`run`], stopping early when `stop` completes (e.g. on Ctrl-C): the
@@ -342,31 +339,16 @@ pub fn run_until(
     plan: &RunPlan,
     reporters: &mut Reporters<'_>,
     mut replay: Option<Replay<'_>>,
-    progress: ProgressMode,
     stop: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
-    let runtime = match plan.clock {
-        // Setup puts real tools and live models on the real clock, and
-        // signals are watched on a thread of their own: with no I/O driver,
-        // an idle moment advances the paused clock without a syscall (an
-        // `epoll_wait` per wait of every trial, else).
-        Clock::Virtual => {
-            let mut builder = tokio::runtime::Builder::new_current_thread();
-            if plan.needs_io_driver() {
-                builder.enable_io();
-            }
-            builder.enable_time().start_paused(true).build()?
-        }
-        // I/O for live models' HTTP.
-        Clock::Real => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?,
-    };
+    let runtime = runtime_for(plan)?;
     let total = plan.jobs().count() as u64;
-    let bar = progress::Progress::new(progress, plan, total);
     let mut pending_replay = replay.as_mut().and_then(|r| r.next());
     let mut done = 0;
-    reporters.send(RunEvent::Started)?;
+    reporters.send(RunEvent::Started { trials: total })?;
+    // What trials say as they go, heard between finished trials.
+    let (notices, mut heard) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+    let notices = &notices;
     // Per model, the trials it may have under way (in job order: the
     // semaphore is fair and the jobs are polled in order).
     let admission: Vec<Option<tokio::sync::Semaphore>> = plan
@@ -397,7 +379,7 @@ pub fn run_until(
                             Some(slots) => Some(slots.acquire().await.expect("never closed")),
                             None => None,
                         };
-                        run_trial(plan, job).await
+                        run_trial(plan, job, notices).await
                     }
                 }
             }
@@ -411,6 +393,10 @@ pub fn run_until(
                 () = &mut stop => {
                     reporters.checkpoint()?;
                     return Err(RunError::Interrupted { finished: done, total });
+                }
+                Some(notice) = heard.recv() => {
+                    reporters.send(RunEvent::Notice(&notice))?;
+                    continue;
                 }
                 next = finished.next() => match next {
                     Some(Ok(trial)) => trial,
@@ -427,25 +413,51 @@ pub fn run_until(
                 session: &session,
             }))?;
             done += 1;
-            bar.trial(record.model, record.success());
+        }
+        while let Ok(notice) = heard.try_recv() {
+            reporters.send(RunEvent::Notice(&notice))?;
         }
         Ok::<(), RunError>(())
     })?;
-    bar.finish();
     reporters.send(RunEvent::Finished)?;
     Ok(())
+}
+
+/// The runtime a run's trials run on: its clock's.
+fn runtime_for(plan: &RunPlan) -> std::io::Result<tokio::runtime::Runtime> {
+    match plan.clock {
+        // Setup puts real tools and live models on the real clock, and
+        // signals are watched on a thread of their own: with no I/O driver,
+        // an idle moment advances the paused clock without a syscall (an
+        // `epoll_wait` per wait of every trial, else).
+        Clock::Virtual => {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            if plan.needs_io_driver() {
+                builder.enable_io();
+            }
+            builder.enable_time().start_paused(true).build()
+        }
+        // I/O for live models' HTTP.
+        Clock::Real => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
 }
 
 /// One trial: the model replies, the pipeline runs the turn, the model
 /// gets what Return produced, until success or out of attempts (a task:
 /// until the model answers, see [`task`]). Gives the record and what
 /// Record logged. `Err` is a fault that stops the run.
-pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>), RunError> {
+pub async fn run_trial(
+    plan: &RunPlan,
+    job: Job,
+    notices: &Notices,
+) -> Result<(TrialRecord, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
     if let Some(task) = &scenario.task {
-        return task::run_task(plan, job, task).await;
+        return task::run_task(plan, job, task, notices).await;
     }
-    let mut run = TrialRun::start(plan, job, None);
+    let mut run = TrialRun::start(plan, job, None, notices);
     run.scenario.registry.ready(&run.tools).await;
     let max_attempts = plan.max_attempts(job.model, job.scenario);
     let mut attempts = Vec::with_capacity(max_attempts as usize);
@@ -464,7 +476,7 @@ pub async fn run_trial(plan: &RunPlan, job: Job) -> Result<(TrialRecord, Vec<u8>
                 .expectation
                 .judge(&parsed.calls, &mut record.failures)
         {
-            record.reason = Some(mismatch.reason.as_str().to_owned());
+            record.reason = Some(mismatch.reason);
             record.reason_parameter = mismatch.parameter;
         }
         record.success = record.failures.is_empty();
@@ -513,7 +525,11 @@ struct TrialRun<'p> {
     tools: ToolState,
     pipeline: Pipeline,
     log: Option<SessionLog<Vec<u8>>>,
+    notices: &'p Notices,
 }
+
+/// Where a trial's notices go: to the run's reporters, between trials.
+pub type Notices = tokio::sync::mpsc::UnboundedSender<Notice>;
 
 /// One reply, through the pipeline.
 enum Step {
@@ -528,7 +544,7 @@ enum Step {
 
 impl<'p> TrialRun<'p> {
     /// Start `job`'s trial; file tools work in `sandbox` when given.
-    fn start(plan: &'p RunPlan, job: Job, sandbox: Option<Sandbox>) -> Self {
+    fn start(plan: &'p RunPlan, job: Job, sandbox: Option<Sandbox>, notices: &'p Notices) -> Self {
         let scenario = &plan.scenarios[job.scenario];
         let model = &*plan.models[job.model];
         let seed = plan.trial_seed(job);
@@ -553,7 +569,24 @@ impl<'p> TrialRun<'p> {
             tools,
             pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
             log: plan.session_log.then(|| SessionLog::new(Vec::new())),
+            notices,
         }
+    }
+
+    /// `reply`, its exchange not recorded said.
+    fn recorded(&self, reply: Reply) -> Reply {
+        if let Some(error) = &reply.unrecorded {
+            self.notify(Notice::NotRecorded {
+                error: error.to_string(),
+            });
+        }
+        reply
+    }
+
+    /// Say `notice` to the run's reporters (a run that has ended hears
+    /// nothing more).
+    fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(notice);
     }
 
     /// Ask for the reply of `attempt` (a task's turn), given what Return
@@ -569,10 +602,14 @@ impl<'p> TrialRun<'p> {
         )
         .await;
         let reply = match answered {
-            Ok(reply) => reply,
+            Ok(reply) => self.recorded(reply),
             Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
             Err(ReplyError::Transport(error)) => {
-                eprintln!("{} / {}: {error}", self.model.name(), self.scenario.name);
+                self.notify(Notice::RequestFailed {
+                    model: self.model.name().to_owned(),
+                    scenario: self.scenario.name.clone(),
+                    error: error.to_string(),
+                });
                 return Ok(Step::Lost(AttemptRecord {
                     attempt,
                     failures: vec![Failure::TransportError],
@@ -634,7 +671,7 @@ impl<'p> TrialRun<'p> {
             failures,
             reason: turn
                 .call_written_as_text()
-                .then(|| crate::call::CALL_AS_TEXT.to_owned()),
+                .then_some(crate::call::Reason::CallAsText),
             calls: turn.calls().len() as u32,
             model_time: timing.request,
             queue_time: timing.queued,
@@ -654,7 +691,7 @@ impl<'p> TrialRun<'p> {
     }
 
     /// An attempt lost to infrastructure (the reply was not the format's,
-    /// a tool could not run): said on stderr, and only that failure kept,
+    /// a tool could not run): a notice, and only that failure kept,
     /// since the rest measured nothing.
     fn lost(&self, turn: &Turn, mut record: AttemptRecord) -> AttemptRecord {
         let lost = record
@@ -680,13 +717,13 @@ impl<'p> TrialRun<'p> {
                     _ => format!("tool {} could not run: {}", r.name, r.content),
                 }),
         };
-        eprintln!(
-            "{} / {} trial {}: lost ({lost}): {}",
-            self.model.name(),
-            self.scenario.name,
-            self.trial,
-            crate::excerpt::cut(&why, 300)
-        );
+        self.notify(Notice::TrialLost {
+            model: self.model.name().to_owned(),
+            scenario: self.scenario.name.clone(),
+            trial: self.trial,
+            failure: lost,
+            why,
+        });
         // Only the infrastructure failure: the rest measured nothing.
         record.failures = vec![lost];
         record.success = false;

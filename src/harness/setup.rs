@@ -2,11 +2,12 @@
 //! [`RunRequest`] into everything a run needs: its settings, models,
 //! suite (with the MCP servers it started, owned by the run), report
 //! folder, run.json and reporters, with a resumed run's finished trials
-//! set aside to be replayed. [`PreparedRun::execute`] runs it and says
-//! how it ended; the caller prints.
+//! set aside to be replayed. [`PreparedRun::execute`] runs it, the
+//! caller's own reporter hearing every event (progress, notices), and
+//! says how it ended; the caller prints.
 //!
 //! ```no_run
-//! use toolgauge::harness::{Ending, PreparedRun, ProgressMode, RunRequest};
+//! use toolgauge::harness::{Ending, PreparedRun, RunRequest};
 //!
 //! let request = RunRequest {
 //!     suites: vec!["scenarios/starter".into()],
@@ -15,7 +16,8 @@
 //!     ..RunRequest::default()
 //! };
 //! let run = PreparedRun::prepare(&request)?;
-//! match run.execute(ProgressMode::Quiet, false, std::future::pending())? {
+//! // `()` hears nothing; the command line passes its progress bars.
+//! match run.execute(&mut (), false, std::future::pending())? {
 //!     Ending::Finished { verdict, violations, .. } => {
 //!         println!("{verdict}");
 //!         assert!(violations.is_empty());
@@ -30,7 +32,7 @@ use std::sync::Arc;
 
 use super::record::{RunRecord, SuiteChanged};
 use super::settings::{RunRequest, Settings, SettingsError, contradiction};
-use super::{Clock, Job, ProgressMode, RunError, RunPlan};
+use super::{Clock, Job, RunError, RunPlan};
 use crate::doctor::DoctorError;
 use crate::metrics::Aggregate;
 use crate::model::{
@@ -277,12 +279,13 @@ impl PreparedRun {
     /// `table`: the per-scenario table in the verdict, however long.
     pub fn execute(
         mut self,
-        progress: ProgressMode,
+        watcher: &mut dyn Reporter,
         table: bool,
         stop: impl Future<Output = ()>,
     ) -> Result<Ending, RunError> {
         let mut all = self.files.reporters();
         all.push(&mut self.tool_sources);
+        all.push(watcher);
         let mut reporters = Reporters::new(&self.info, all);
         let replay: Option<super::Replay<'_>> = match &self.earlier {
             Some(earlier) => {
@@ -291,7 +294,7 @@ impl PreparedRun {
             }
             None => None,
         };
-        let outcome = super::run_until(&self.plan, &mut reporters, replay, progress, stop);
+        let outcome = super::run_until(&self.plan, &mut reporters, replay, stop);
         let verdict = report::terminal_summary(
             &self.info,
             reporters.stats(),

@@ -15,6 +15,7 @@ use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, TaskEnd, TrialRecor
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
+use crate::report::Notice;
 use crate::scenario::user::{AtMaxTurns, SimulatedUser, UserPlayer};
 use crate::scenario::{Probe, ScoreFile, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
@@ -23,6 +24,7 @@ pub(super) async fn run_task(
     plan: &RunPlan,
     job: Job,
     task: &Task,
+    notices: &super::Notices,
 ) -> Result<(TrialRecord, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
     // Removed when the trial ends (the guard drops). Tools that only read
@@ -35,7 +37,7 @@ pub(super) async fn run_task(
         Some(template) if writes_files => Some(trial_sandbox(template)?),
         _ => None,
     };
-    let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()));
+    let mut run = TrialRun::start(plan, job, copy.as_ref().map(|(_, s)| s.clone()), notices);
     scenario.registry.ready(&run.tools).await;
     run.tools
         .hide(&refused_until_given(task, &scenario.registry));
@@ -319,13 +321,13 @@ impl<'t> Play<'t> {
     /// Not the model's doing (`why`): the trial is lost, counted by
     /// `failure`, and the run goes on.
     fn lost(&mut self, run: &TrialRun<'_>, failure: Failure, why: &str) {
-        eprintln!(
-            "{} / {} trial {}: lost ({}): {why}",
-            run.model.name(),
-            run.scenario.name,
-            run.trial,
-            failure.as_str()
-        );
+        run.notify(Notice::TrialLost {
+            model: run.model.name().to_owned(),
+            scenario: run.scenario.name.clone(),
+            trial: run.trial,
+            failure,
+            why: why.to_owned(),
+        });
         if let Some(last) = self.turns.last_mut() {
             last.failures = vec![failure];
             last.success = false;

@@ -10,7 +10,8 @@ use crate::call::ParsedCall;
 use crate::pipeline::Turn;
 
 /// How a conversation ended, in the transcript's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum EndedBy {
     /// The simulated user said one of its ending words.
     UserStop,
@@ -24,12 +25,7 @@ pub enum EndedBy {
 
 impl EndedBy {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EndedBy::UserStop => "user_stop",
-            EndedBy::AgentStop => "agent_stop",
-            EndedBy::Answer => "answer",
-            EndedBy::MaxSteps => "max_steps",
-        }
+        self.into()
     }
 }
 

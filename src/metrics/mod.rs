@@ -14,7 +14,7 @@ mod task;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::call::{CALL_AS_TEXT, Failure, Usage};
+use crate::call::{Failure, Reason, Usage};
 
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
@@ -30,8 +30,9 @@ pub struct AttemptRecord {
     pub success: bool,
     /// Every failure of the attempt, one per failed call.
     pub failures: Vec<Failure>,
-    /// Why the calls did not match, in BFCL's words (BFCL-rules scenarios).
-    pub reason: Option<String>,
+    /// Why the calls did not match, in BFCL's words (BFCL-rules scenarios),
+    /// or that a call was written as text.
+    pub reason: Option<Reason>,
     /// The parameter the reason is about, when it is about one.
     pub reason_parameter: Option<String>,
     pub calls: u32,
@@ -219,7 +220,7 @@ impl CellStats {
             for kind in &attempt.failures {
                 *self.failures.entry(*kind).or_default() += 1;
             }
-            if attempt.reason.as_deref() == Some(CALL_AS_TEXT) {
+            if attempt.reason == Some(Reason::CallAsText) {
                 self.calls_as_text += 1;
             }
             self.model_ms.record(attempt.model_time);

@@ -7,7 +7,20 @@ use std::collections::BTreeMap;
 use super::{ScoreStats, TrialRecord};
 
 /// Why a task's loop stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Ending {
     /// The model answered without a call.
     Answer,
@@ -21,24 +34,12 @@ pub enum Ending {
 }
 
 impl Ending {
-    pub const ALL: [Ending; 4] = [
-        Ending::Answer,
-        Ending::TurnLimit,
-        Ending::ForbiddenCall,
-        Ending::Lost,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Ending::Answer => "answer",
-            Ending::TurnLimit => "turn_limit",
-            Ending::ForbiddenCall => "forbidden_call",
-            Ending::Lost => "lost",
-        }
+        self.into()
     }
 
     pub fn parse(text: &str) -> Option<Ending> {
-        Ending::ALL.into_iter().find(|e| e.as_str() == text)
+        text.parse().ok()
     }
 }
 

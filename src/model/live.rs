@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::recording::{Exchange, Position, Recorder, Replayer};
+use super::recording::{Exchange, Position, Recorder, RecordingError, Replayer};
 use super::{
     EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
 };
@@ -198,8 +198,10 @@ impl LiveModel {
                 (exchange.status, received, None)
             }
         };
-        self.record(&request, position, status, &received);
-        self.reply_of(&request, received, timing)
+        let unrecorded = self.record(&request, position, status, &received);
+        let (mut reply, json) = self.reply_of(&request, received, timing)?;
+        reply.unrecorded = unrecorded.map(std::sync::Arc::new);
+        Ok((reply, json))
     }
 
     /// What was received, as the reply Parse reads: a stream becomes the
@@ -248,6 +250,7 @@ impl LiveModel {
                 usage,
                 timing,
                 stream,
+                unrecorded: None,
             },
             json,
         ))
@@ -270,17 +273,16 @@ impl LiveModel {
     }
 
     /// Keep an exchange as received: a stream keeps its events and when
-    /// each came.
+    /// each came. A recording that cannot be written loses data: the
+    /// error goes with the reply, for the run to say.
     fn record(
         &self,
         request: &crate::transport::ApiRequest,
         position: Position,
         status: u16,
         received: &stream::Received,
-    ) {
-        let Some(recorder) = &self.recorder else {
-            return;
-        };
+    ) -> Option<RecordingError> {
+        let recorder = self.recorder.as_ref()?;
         let raw = &received.raw;
         let response = serde_json::from_slice(raw)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
@@ -288,19 +290,18 @@ impl LiveModel {
         let assembled = received.assembled.as_ref();
         let arrivals_ms = assembled.map_or_else(Vec::new, |a| a.arrivals.iter().map(ms).collect());
         let first_byte_ms = assembled.map(|a| ms(&a.timing.first_byte));
-        // A recording that cannot be written loses data: say so, go on.
-        if let Err(e) = recorder.record(
-            request,
-            Exchange {
-                position,
-                status,
-                response,
-                first_byte_ms,
-                arrivals_ms,
-            },
-        ) {
-            eprintln!("--record: {e}");
-        }
+        recorder
+            .record(
+                request,
+                Exchange {
+                    position,
+                    status,
+                    response,
+                    first_byte_ms,
+                    arrivals_ms,
+                },
+            )
+            .err()
     }
 }
 

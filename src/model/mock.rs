@@ -32,9 +32,8 @@ pub struct MockModel {
 /// The operators' weights, every operator present; `Err` points at the
 /// weight at fault.
 pub(super) fn weights(p: &Parameters) -> Result<Vec<(Operator, f64)>, ModelError> {
-    let weights: Vec<(Operator, f64)> = Operator::ALL
-        .iter()
-        .map(|op| (*op, p.operators.get(op).copied().unwrap_or(1.0)))
+    let weights: Vec<(Operator, f64)> = Operator::all()
+        .map(|op| (op, p.operators.get(&op).copied().unwrap_or(1.0)))
         .collect();
     if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
         let name = serde_json::to_value(op)
@@ -163,6 +162,7 @@ impl ModelTrial for MockTrial<'_> {
                 usage: Default::default(),
                 timing: None,
                 stream: None,
+                unrecorded: None,
             })
         })
     }

@@ -318,6 +318,8 @@ pub struct Reply {
     pub timing: Option<Timing>,
     /// A streamed reply: when its parts came.
     pub stream: Option<StreamTiming>,
+    /// `--record` could not keep this exchange: a replay will lack it.
+    pub unrecorded: Option<std::sync::Arc<RecordingError>>,
 }
 
 /// The calls of a streamed reply, each as the stream shows it complete,

@@ -16,7 +16,19 @@ use crate::schema::mutate::{self, Mutation as SchemaMutation};
 use crate::tool::Registry;
 
 /// One way to be wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
     WrongType,
@@ -59,25 +71,10 @@ impl Operator {
         )
     }
 
-    pub const ALL: [Operator; 17] = [
-        Operator::WrongType,
-        Operator::MissingRequired,
-        Operator::EnumViolation,
-        Operator::OutOfRange,
-        Operator::ExtraArgument,
-        Operator::UnknownTool,
-        Operator::MisspelledTool,
-        Operator::BrokenJson,
-        Operator::PathOutsideSandbox,
-        Operator::UnwantedCall,
-        Operator::MissingParallelCall,
-        Operator::SkipMilestone,
-        Operator::RepeatCall,
-        Operator::AnswerEarly,
-        Operator::ForbiddenCall,
-        Operator::InventedId,
-        Operator::WriteBeforeRead,
-    ];
+    /// Every way, in the order a mock's weights are listed.
+    pub fn all() -> impl Iterator<Item = Operator> {
+        <Operator as strum::IntoEnumIterator>::iter()
+    }
 
     /// The fuzzer's mutations this operator draws from (empty: it breaks
     /// something other than the schema).
@@ -346,7 +343,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(1);
         let correct = correct();
         let mut applied = Vec::new();
-        for operator in Operator::ALL {
+        for operator in Operator::all() {
             let Some(mutation) = apply(operator, &correct, &registry, &mut rng) else {
                 continue;
             };

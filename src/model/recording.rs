@@ -147,7 +147,16 @@ impl Recorder {
         })
     }
 
-    pub fn record(&self, request: &ApiRequest, exchange: Exchange) -> std::io::Result<()> {
+    /// Keep `exchange` with the others of its request.
+    pub fn record(&self, request: &ApiRequest, exchange: Exchange) -> Result<(), RecordingError> {
+        self.write(request, exchange)
+            .map_err(|source| RecordingError::Io {
+                path: self.dir.clone(),
+                source,
+            })
+    }
+
+    fn write(&self, request: &ApiRequest, exchange: Exchange) -> std::io::Result<()> {
         let request = RecordedRequest::of(request);
         let path = self.dir.join(format!("{}.json", request.key()));
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());

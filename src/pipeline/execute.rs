@@ -291,7 +291,7 @@ fn error_kind_of(failure: &ToolFailure) -> ErrorKind {
         ToolFailureKind::Blocked => ErrorKind::Sandbox,
         ToolFailureKind::Timeout => ErrorKind::Timeout,
         ToolFailureKind::Invalid => ErrorKind::Validation,
-        ToolFailureKind::Unavailable => ErrorKind::Unavailable,
+        ToolFailureKind::Unavailable => ErrorKind::ToolUnavailable,
         ToolFailureKind::BadOutput => ErrorKind::BadOutput,
         ToolFailureKind::Runtime
         | ToolFailureKind::NotFound

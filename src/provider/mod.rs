@@ -36,33 +36,40 @@ pub const GENERATED_ID_PREFIX: &str = "tg_call_";
 pub const EMPTY_RESULT_PLACEHOLDER: &str = "(no output)";
 
 /// A provider wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Provider {
     #[serde(rename = "openai")]
+    #[strum(serialize = "openai")]
     OpenAi,
     /// OpenAI's Responses API.
     #[serde(rename = "openai-responses")]
+    #[strum(serialize = "openai-responses")]
     OpenAiResponses,
     Anthropic,
     Gemini,
 }
 
 impl Provider {
-    pub const ALL: [Provider; 4] = [
-        Provider::OpenAi,
-        Provider::OpenAiResponses,
-        Provider::Anthropic,
-        Provider::Gemini,
-    ];
+    /// Every wire format.
+    pub fn all() -> impl Iterator<Item = Provider> {
+        <Provider as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::OpenAiResponses => "openai-responses",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
+        self.into()
     }
 
     /// The API whose wire format this is, for messages.
@@ -264,8 +271,7 @@ impl FromStr for Provider {
     type Err = UnknownProvider;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Provider::ALL
-            .into_iter()
+        Provider::all()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| UnknownProvider(s.to_owned()))
     }

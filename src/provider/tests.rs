@@ -142,7 +142,7 @@ fn a_name_of_the_wrong_type_is_one_malformed_call() {
 
 #[test]
 fn bodies_that_are_not_responses_are_one_clear_error() {
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         let not_json = provider.parse_response(b"{\"choices\": [").unwrap_err();
         assert!(
             matches!(not_json, ResponseError::NotJson { line: 1, .. }),
@@ -258,7 +258,7 @@ fn tool_definitions_round_trip_through_every_format() {
         ),
         spec("write_file", json!({"type": "object"})),
     ];
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         let formatted = provider.format_tools(&expected);
         assert_eq!(
             provider.parse_tools(&formatted).unwrap(),
@@ -291,7 +291,7 @@ fn responses_round_trip_through_every_format() {
                 .unwrap(),
         }),
     ];
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         // Text and calls, calls alone, text alone, nothing.
         for (text, calls) in [
             ("some text", &calls[..]),
@@ -316,7 +316,7 @@ fn malformed_calls_stay_malformed_through_a_format_round_trip() {
         raw_arguments: "{\"message\": ".into(),
         problem: String::new(),
     })];
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         let parsed = provider
             .parse_response(&body(provider.format_response("", &calls)))
             .unwrap();
@@ -329,7 +329,7 @@ fn malformed_calls_stay_malformed_through_a_format_round_trip() {
 
 #[test]
 fn result_texts_read_back_what_return_wrote_in_every_format() {
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         let mut wire = Vec::new();
         provider.write_results(&results(), &mut wire);
         assert_eq!(
@@ -625,7 +625,7 @@ fn a_tools_image_goes_as_an_image_part_in_every_format() {
         json!([{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}])
     );
     // What the model reads of each result is unchanged.
-    for provider in Provider::ALL {
+    for provider in Provider::all() {
         let mut wire = Vec::new();
         provider.write_results(&results_with_an_image(), &mut wire);
         assert_eq!(

@@ -197,8 +197,7 @@ fn pass_k(data: &Data) -> Option<Chart> {
 /// each; the rest are "other".
 fn failures(data: &Data) -> Option<Chart> {
     let count = |c: &CellStats, k: &Failure| c.failures.get(k).copied().unwrap_or(0);
-    let mut kinds: Vec<(Failure, u64)> = Failure::ALL
-        .into_iter()
+    let mut kinds: Vec<(Failure, u64)> = Failure::all()
         .map(|k| (k, data.all.iter().map(|c| count(c, &k)).sum()))
         .filter(|(_, n)| *n > 0)
         .collect();
@@ -240,8 +239,7 @@ fn failures(data: &Data) -> Option<Chart> {
 
 /// Self-correction by the first attempt's failure kind.
 fn self_correction(data: &Data) -> Option<Chart> {
-    let corrected: Vec<Failure> = Failure::ALL
-        .into_iter()
+    let corrected: Vec<Failure> = Failure::all()
         .filter(|k| {
             data.turns
                 .iter()

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::call::Prices;
+use crate::call::{Failure, Prices};
 use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
 
 pub use compare::{Change, CompareError, Comparison, ModelChange, compare};
@@ -219,18 +219,73 @@ pub struct FinishedTrial<'a> {
     pub session: &'a [u8],
 }
 
-/// What happens in a run, in order: it starts, trials finish in job order
-/// (replayed ones too), it finishes.
+/// What happens in a run, in order: it starts (with the trials it will
+/// hand over), trials finish in job order (replayed ones too), with
+/// notices as they happen between them, and it finishes.
 #[derive(Debug, Clone, Copy)]
 pub enum RunEvent<'a> {
-    Started,
+    Started { trials: u64 },
     TrialFinished(FinishedTrial<'a>),
+    Notice(&'a Notice),
     Finished,
+}
+
+/// What the person running it should hear as it happens, besides the
+/// trials: nothing the library prints itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// A model's request failed after its retries (its trial is lost).
+    RequestFailed {
+        model: String,
+        scenario: String,
+        error: String,
+    },
+    /// A trial lost to what was not the model's doing: `failure` says to
+    /// whom, `why` what happened.
+    TrialLost {
+        model: String,
+        scenario: String,
+        trial: u32,
+        failure: Failure,
+        why: String,
+    },
+    /// An exchange `--record` could not write: a replay will lack it.
+    NotRecorded { error: String },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::RequestFailed {
+                model,
+                scenario,
+                error,
+            } => write!(f, "{model} / {scenario}: {error}"),
+            Notice::TrialLost {
+                model,
+                scenario,
+                trial,
+                failure,
+                why,
+            } => write!(
+                f,
+                "{model} / {scenario} trial {trial}: lost ({}): {}",
+                failure.as_str(),
+                crate::excerpt::cut(why, 300)
+            ),
+            Notice::NotRecorded { error } => write!(f, "--record: {error}"),
+        }
+    }
 }
 
 /// Hears a run's events. Every hook does nothing unless a reporter needs it.
 pub trait Reporter {
-    fn run_started(&mut self, _info: &RunInfo) -> io::Result<()> {
+    /// `trials`: how many trials the run will hand over.
+    fn run_started(&mut self, _info: &RunInfo, _trials: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn notice(&mut self, _info: &RunInfo, _notice: &Notice) -> io::Result<()> {
         Ok(())
     }
 
@@ -250,6 +305,9 @@ pub trait Reporter {
         Ok(())
     }
 }
+
+/// A reporter that hears nothing: a run nobody watches.
+impl Reporter for () {}
 
 /// Time between checkpoints, at most: what a killed run may have to run
 /// again (a write per trial would cost more than a fast trial; live trials
@@ -281,11 +339,17 @@ impl<'a> Reporters<'a> {
 
     pub fn send(&mut self, event: RunEvent<'_>) -> io::Result<()> {
         match event {
-            RunEvent::Started => {
+            RunEvent::Started { trials } => {
                 for reporter in &mut self.reporters {
-                    reporter.run_started(self.info)?;
+                    reporter.run_started(self.info, trials)?;
                 }
                 self.checkpoint()
+            }
+            RunEvent::Notice(notice) => {
+                for reporter in &mut self.reporters {
+                    reporter.notice(self.info, notice)?;
+                }
+                Ok(())
             }
             RunEvent::TrialFinished(trial) => {
                 self.stats.add(trial.record);

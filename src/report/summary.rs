@@ -30,10 +30,8 @@ fn measured(cell: &CellStats, rate: impl FnOnce(&CellStats) -> f64) -> Option<f6
 }
 
 /// The failure kinds with a column of their own, in column order.
-fn counted_failures() -> impl Iterator<Item = (Failure, &'static str)> {
-    Failure::ALL
-        .into_iter()
-        .filter_map(|f| f.column().map(|c| (f, c)))
+fn counted_failures() -> impl Iterator<Item = Failure> {
+    Failure::all().filter(|f| f.has_column())
 }
 
 /// summary.csv: one row per model x scenario. The failure columns come
@@ -77,22 +75,20 @@ pub(super) struct SummaryHead {
 }
 
 /// A cell's verdict against the run's checks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub(super) enum Passed {
     Yes,
     No,
     /// No success threshold applies (and nothing failed).
     #[default]
+    #[strum(serialize = "-")]
     NoThreshold,
 }
 
 impl Passed {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Passed::Yes => "yes",
-            Passed::No => "no",
-            Passed::NoThreshold => "-",
-        }
+        self.into()
     }
 
     /// Did the cell fail a check?
@@ -237,7 +233,9 @@ impl SummaryRow {
     /// tail's field names, the task's.
     fn header() -> io::Result<csv::StringRecord> {
         let mut names = header_of::<SummaryHead>()?;
-        names.extend(counted_failures().map(|(_, column)| column));
+        for failure in counted_failures() {
+            names.push_field(&format!("failures_{}", failure.as_str()));
+        }
         names.extend(&header_of::<SummaryTail>()?);
         names.extend(&header_of::<TaskColumns>()?);
         names.extend(&header_of::<StreamColumns>()?);
@@ -361,7 +359,7 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             passed: passed(info, s, cell),
         },
         failures: counted_failures()
-            .map(|(kind, _)| cell.failures.get(&kind).copied().unwrap_or(0))
+            .map(|kind| cell.failures.get(&kind).copied().unwrap_or(0))
             .collect(),
         tail: SummaryTail {
             transport_errors: cell.lost_to(Failure::TransportError),
@@ -521,7 +519,7 @@ pub(super) fn correction_rows(info: &RunInfo, stats: &Aggregate) -> Vec<SelfCorr
     let mut rows = Vec::new();
     for (m, cells) in stats.cells.iter().enumerate() {
         let sum = total(cells);
-        for kind in Failure::ALL {
+        for kind in Failure::all() {
             if let Some((failed, fixed)) = sum.first_failed_by_kind.get(&kind) {
                 rows.push(SelfCorrectionRow {
                     model: info.models[m].name.clone(),

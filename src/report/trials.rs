@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
-use crate::call::{Failure, StreamTiming, Usage};
+use crate::call::{Failure, Reason, StreamTiming, Usage};
 use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, StreamRecord, TaskEnd, TrialRecord};
 
 /// The column contract of trials.csv. Written, a row borrows its texts
@@ -166,7 +166,7 @@ pub fn rows<'r>(
             attempt_success: a.success,
             trial_success,
             failures: failure_list(&a.failures),
-            reason: Cow::Borrowed(a.reason.as_deref().unwrap_or_default()),
+            reason: Cow::Borrowed(a.reason.map_or("", Reason::as_str)),
             calls: a.calls,
             model_ms: millis(a.model_time),
             tool_ms: millis(a.tool_time),
@@ -456,7 +456,10 @@ impl<'p> TrialReader<'p> {
             other => return Err(unknown("user_turn_passed", other)),
         };
         let score = score_of(&row, &self.path)?;
-        let reason = (!row.reason.is_empty()).then(|| row.reason.into_owned());
+        let reason = match row.reason.as_ref() {
+            "" => None,
+            text => Some(Reason::parse(text).ok_or_else(|| unknown("reason", text))?),
+        };
         let reason_parameter =
             (!row.reason_parameter.is_empty()).then(|| row.reason_parameter.into_owned());
         let task = match (info.scenarios[scenario].task_milestones, row.ended.as_ref()) {

@@ -8,8 +8,11 @@ use serde_json::{Map, Value, json};
 use super::required_names;
 
 /// The keyword a mutant breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Mutation {
     Type,
     Required,
@@ -33,26 +36,7 @@ pub enum Mutation {
 
 impl Mutation {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mutation::Type => "type",
-            Mutation::Required => "required",
-            Mutation::Enum => "enum",
-            Mutation::Const => "const",
-            Mutation::Minimum => "minimum",
-            Mutation::Maximum => "maximum",
-            Mutation::ExclusiveMinimum => "exclusive_minimum",
-            Mutation::ExclusiveMaximum => "exclusive_maximum",
-            Mutation::MultipleOf => "multiple_of",
-            Mutation::MinLength => "min_length",
-            Mutation::MaxLength => "max_length",
-            Mutation::Pattern => "pattern",
-            Mutation::Format => "format",
-            Mutation::MinItems => "min_items",
-            Mutation::MaxItems => "max_items",
-            Mutation::UniqueItems => "unique_items",
-            Mutation::AdditionalProperties => "additional_properties",
-            Mutation::NotAnObject => "not_an_object",
-        }
+        self.into()
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::HttpTool;
+use super::{HttpTool, ToolFailureKind};
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -104,7 +104,7 @@ pub struct Simulate {
     #[serde(default)]
     pub latency_ms: Latency,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
+    pub failure: Option<InjectedFailure>,
 }
 
 /// A simulated latency in milliseconds: fixed, or drawn per execution from
@@ -196,23 +196,40 @@ impl Latency {
 /// Failure injection: the first `first` executions fail with `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Failure {
+pub struct InjectedFailure {
     pub first: u32,
+    /// How it fails: `runtime`, `not_found`, `permission_denied`, or
+    /// `timeout` (the tool hangs until its timeout fires).
     #[serde(default)]
-    pub kind: FailureKind,
+    pub kind: ToolFailureKind,
     /// The error text; a default naming the kind is used when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-/// How a tool execution fails. `Timeout` in a `Failure` makes the tool hang
-/// until its timeout fires.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    #[default]
-    Runtime,
-    NotFound,
-    PermissionDenied,
-    Timeout,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_injected_failure_names_only_the_kinds_a_scenario_may_inject() {
+        let injected: InjectedFailure =
+            serde_json::from_value(json!({"first": 1, "kind": "timeout"})).unwrap();
+        assert_eq!(injected.kind, ToolFailureKind::Timeout);
+        // The tool's own failure kinds (a blocked path, a bad output) are
+        // a tool's to report, not a scenario's to inject.
+        for kind in ["blocked", "invalid", "unavailable", "bad_output"] {
+            let error =
+                serde_json::from_value::<InjectedFailure>(json!({"first": 1, "kind": kind}))
+                    .unwrap_err()
+                    .to_string();
+            assert!(
+                error.contains(
+                    "expected one of `runtime`, `not_found`, `permission_denied`, `timeout`"
+                ),
+                "{error}"
+            );
+        }
+    }
 }

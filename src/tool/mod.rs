@@ -13,12 +13,14 @@ pub mod template;
 
 pub use backend::builtin::{BUILTIN_NAMES, SHELL_TOOL, builtin_definition, builtin_needs_sandbox};
 pub use backend::served::{HttpTool, Send as HttpSend};
+use serde::{Deserialize, Serialize};
+
 pub use backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 pub use backend::{mcp, shell};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use def::{
-    DEFAULT_TIMEOUT_MS, Effect, Failure, FailureKind, Latency, LatencyDistribution, Metadata,
-    Simulate, ToolDef,
+    DEFAULT_TIMEOUT_MS, Effect, InjectedFailure, Latency, LatencyDistribution, Metadata, Simulate,
+    ToolDef,
 };
 pub use registry::{Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState};
 pub use sandbox::{PathBlocked, Sandbox, read_beneath, relative_path as sandbox_path};
@@ -88,20 +90,30 @@ pub struct ToolFailure {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a tool's execution failed, as the tool reports it; the first four
+/// are also what a simulated tool's `failure` may inject (the rest cannot
+/// be written in a scenario).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ToolFailureKind {
+    #[default]
     Runtime,
     NotFound,
     PermissionDenied,
+    /// The tool did not answer in time (injected: it hangs until then).
     Timeout,
     /// A sandbox check refused the path before anything was touched.
+    #[serde(skip_deserializing)]
     Blocked,
     /// The tool itself refused its arguments (a server's own validation).
+    #[serde(skip_deserializing)]
     Invalid,
     /// The tool could not be run at all: its command does not start, its
     /// endpoint refuses connections, its MCP server is gone.
+    #[serde(skip_deserializing)]
     Unavailable,
     /// Its output breaks its own `outputSchema`.
+    #[serde(skip_deserializing)]
     BadOutput,
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::metrics::{Aggregate, CellStats, Ending, TaskStats};
 use toolgauge::model::{LiveOptions, Model, ModelFile, ModelTrial, ReplyFuture, TrialStart};
 use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
@@ -61,7 +61,7 @@ fn agent_plan(
 fn aggregate(plan: &RunPlan) -> Aggregate {
     let info = plan.info(Thresholds::default());
     let mut reporters = Reporters::new(&info, vec![]);
-    harness::run(plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+    harness::run(plan, &mut reporters, None).unwrap();
     reporters.stats().clone()
 }
 

@@ -454,3 +454,25 @@ fn models_reach_schemas_through_schema_not_through_fuzz() {
         "{model:?}"
     );
 }
+
+#[test]
+fn the_library_prints_nothing_itself() {
+    // What a person should see goes through events to reporters (the
+    // command line's own print); only cli/ and main.rs write to a terminal.
+    let mut printing = Vec::new();
+    for (path, text) in sources() {
+        let shown = path.strip_prefix(root()).unwrap().display().to_string();
+        if shown.starts_with("src/cli/") || shown == "src/main.rs" {
+            continue;
+        }
+        for (i, line) in code_only(&text).lines().enumerate() {
+            let prints = ["println!", "eprintln!", "print!(", "eprint!("]
+                .iter()
+                .any(|m| line.contains(m));
+            if prints || line.contains("io::stdout()") || line.contains("io::stderr()") {
+                printing.push(format!("{shown}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(printing.is_empty(), "{}", printing.join("\n"));
+}

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use toolgauge::harness::{self, Clock, ProgressMode, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::metrics::{Aggregate, TrialRecord};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
@@ -58,7 +58,7 @@ fn plan(
 fn run(plan: &RunPlan, reporter: &mut dyn Reporter) -> Aggregate {
     let info = plan.info(Thresholds::default());
     let mut reporters = Reporters::new(&info, vec![reporter]);
-    harness::run(plan, &mut reporters, None, ProgressMode::Quiet).unwrap();
+    harness::run(plan, &mut reporters, None).unwrap();
     reporters.stats().clone()
 }
 
@@ -212,7 +212,7 @@ fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
     };
     let info = plan.info(Thresholds::default());
     let mut reporters = Reporters::new(&info, vec![&mut sink]);
-    let outcome = harness::run_until(&plan, &mut reporters, None, ProgressMode::Quiet, async {
+    let outcome = harness::run_until(&plan, &mut reporters, None, async {
         let _ = stopped.await;
     });
     drop(reporters);
@@ -343,7 +343,7 @@ fn a_stopped_run_leaves_its_finished_trials_in_the_files_with_their_logs() {
     let mut all = files.reporters();
     all.push(&mut stopper);
     let mut reporters = Reporters::new(&info, all);
-    let outcome = harness::run_until(&plan, &mut reporters, None, ProgressMode::Quiet, async {
+    let outcome = harness::run_until(&plan, &mut reporters, None, async {
         let _ = stopped.await;
     });
     assert!(matches!(
@@ -373,4 +373,52 @@ fn a_stopped_run_leaves_its_finished_trials_in_the_files_with_their_logs() {
         .map(|t| (info.scenarios[t.scenario].name.clone(), t.trial))
         .collect();
     assert_eq!(logged, with_calls);
+}
+
+/// Hears the notices only.
+struct Notices(Vec<toolgauge::report::Notice>);
+
+impl Reporter for Notices {
+    fn notice(
+        &mut self,
+        _info: &RunInfo,
+        notice: &toolgauge::report::Notice,
+    ) -> std::io::Result<()> {
+        self.0.push(notice.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_lost_trial_is_a_notice_to_the_reporters_not_a_line_the_library_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gone.json");
+    let scenario = serde_json::json!({
+        "name": "gone",
+        "prompt": "Look it up.",
+        "tools": [{
+            "name": "lookup",
+            "description": "Looks a word up.",
+            "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+            "http": {"url": "http://127.0.0.1:9/lookup"}
+        }],
+        "expect": {"calls": [{"name": "lookup", "arguments": {"word": "tool"}}]}
+    });
+    std::fs::write(&file, scenario.to_string()).unwrap();
+    let mut plan = plan(&[], "scripted", 2, FeedbackStyle::PointerList, dir.path());
+    plan.scenarios =
+        vec![load_scenario(&file, dir.path(), &toolgauge::tool::mcp::ToolServers::new()).unwrap()];
+    plan.clock = Clock::Real;
+    let mut heard = Notices(Vec::new());
+    let stats = run(&plan, &mut heard);
+    assert_eq!(stats.measured_trials(), 0);
+    assert_eq!(heard.0.len(), 2, "{:?}", heard.0);
+    for notice in &heard.0 {
+        let toolgauge::report::Notice::TrialLost { failure, why, .. } = notice else {
+            panic!("{notice:?}");
+        };
+        assert_eq!(failure.as_str(), "tool_unavailable");
+        assert!(why.contains("lookup"), "{why}");
+        assert!(notice.to_string().contains("gone trial"), "{notice}");
+    }
 }

@@ -811,3 +811,46 @@ async fn a_seed_of_trial_sends_each_trial_its_own_seed_alike_in_every_arm() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("\"trial\""), "{}", stderr(&output));
 }
+
+#[tokio::test]
+async fn an_exchange_that_cannot_be_recorded_is_said_not_swallowed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(endpoint("openai")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply("openai", json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let recording = dir.path().join("recording");
+    let record = ["--record", recording.to_str().unwrap()];
+    let first = dir.path().join("first");
+    let output = toolgauge(run_args(&suite, &model, &first, &record), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Every recorded file spoiled: the next run cannot add to any.
+    for entry in std::fs::read_dir(&recording).unwrap() {
+        std::fs::write(entry.unwrap().path(), "not json").unwrap();
+    }
+    let second = dir.path().join("second");
+    let output = toolgauge(run_args(&suite, &model, &second, &record), Some(KEY)).await;
+    // The trial itself is measured; the loss is said on stderr.
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--record: "),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains(recording.to_str().unwrap()),
+        "{}",
+        stderr(&output)
+    );
+}

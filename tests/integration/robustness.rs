@@ -69,7 +69,7 @@ proptest! {
 
     #[test]
     fn parsers_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-        for provider in Provider::ALL {
+        for provider in Provider::all() {
             let _ = provider.parse_response(&bytes);
         }
     }
@@ -77,7 +77,7 @@ proptest! {
     #[test]
     fn parsers_never_panic_on_arbitrary_json(value in json_value()) {
         let body = serde_json::to_vec(&value).unwrap();
-        for provider in Provider::ALL {
+        for provider in Provider::all() {
             let _ = provider.parse_response(&body);
             let _ = provider.parse_tools(&value);
         }
@@ -158,7 +158,7 @@ fn hostile_shapes_are_errors_not_panics() {
         &invalid_utf8,
         big.as_bytes(),
     ] {
-        for provider in Provider::ALL {
+        for provider in Provider::all() {
             let _ = provider.parse_response(body);
         }
     }

@@ -26,20 +26,19 @@ pub const OUTPUT_CAP: usize = 16 * 1024;
 pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 10_000;
 
 /// What the shell runs inside.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Isolation {
     /// bubblewrap: a read-only root, the sandbox writable, no network.
     Bubblewrap,
     /// The refusal list and a cleared environment only.
+    #[strum(serialize = "none (refusal list only)")]
     None,
 }
 
 impl Isolation {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::Bubblewrap => "bubblewrap",
-            Isolation::None => "none (refusal list only)",
-        }
+        self.into()
     }
 }
 

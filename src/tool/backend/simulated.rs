@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{ToolBackend, ToolCallContext, ToolFuture};
 use crate::call::Arguments;
-use crate::tool::{FailureKind, Simulate, ToolFailure, ToolFailureKind, template};
+use crate::tool::{Simulate, ToolFailure, ToolFailureKind, template};
 
 /// A definition with no implementation, answering with its arguments.
 #[derive(Debug)]
@@ -80,12 +80,13 @@ impl ToolBackend for Simulated {
     }
 }
 
-async fn injected_failure(kind: FailureKind, message: Option<&str>) -> ToolFailure {
-    let (kind, default) = match kind {
-        FailureKind::Runtime => (ToolFailureKind::Runtime, "simulated failure"),
-        FailureKind::NotFound => (ToolFailureKind::NotFound, "not found"),
-        FailureKind::PermissionDenied => (ToolFailureKind::PermissionDenied, "permission denied"),
-        FailureKind::Timeout => std::future::pending().await,
+async fn injected_failure(kind: ToolFailureKind, message: Option<&str>) -> ToolFailure {
+    let default = match kind {
+        ToolFailureKind::Timeout => std::future::pending().await,
+        ToolFailureKind::NotFound => "not found",
+        ToolFailureKind::PermissionDenied => "permission denied",
+        // A scenario can inject no other kind.
+        _ => "simulated failure",
     };
     ToolFailure::new(kind, message.unwrap_or(default))
 }
