@@ -3,6 +3,9 @@
 //! agent suite on the three stochastic mocks, and, once, the peak memory of
 //! 10,000 and 100,000 tasks (flat: nothing is kept per trial).
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,9 @@
 //! Fuzzing: generated-and-checked instances per second, built-in validator,
 //! over every tool of the starter suite.
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::path::Path;
 

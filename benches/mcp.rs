@@ -5,6 +5,9 @@
 //! Needs the test server: `cargo build --release --example
 //! mcp_test_server` (or the debug one `cargo test` builds).
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::path::PathBuf;
 

@@ -4,6 +4,9 @@
 //! against serial. Efficiency (ideal / makespan) is exact on the virtual
 //! clock and printed once per case.
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;

@@ -12,6 +12,9 @@
 //! With `$MCP_TEST_LOG` set, every call's tool name is appended to that
 //! file, so tests can tell which tools were called.
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::collections::HashSet;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicI64, Ordering};

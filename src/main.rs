@@ -1,6 +1,9 @@
 //! The `toolgauge` binary: parse arguments, call the library, map the
 //! outcome to an exit code (0 ok, 1 a check failed, 2 bad input or usage).
 
+// The binary reports what stops it on stderr.
+#![allow(clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

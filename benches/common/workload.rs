@@ -2,6 +2,8 @@
 //! benches so that Rust and Node measure the same inputs. Included with
 //! `#[path]` by each bench that needs it.
 
+// A bench says on stderr what workload it could not find.
+#![allow(clippy::print_stderr)]
 // Each bench that includes this file uses only part of it.
 #![allow(dead_code)]
 

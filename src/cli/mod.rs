@@ -7,6 +7,9 @@
 //! should be); 130 a run stopped by Ctrl-C (its finished trials kept for
 //! `--resume`).
 
+// The one place that writes to the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod bench_report;
 mod check_tools;
 mod doctor;
@@ -95,8 +98,6 @@ pub enum CliError {
     #[error(transparent)]
     Tools(#[from] crate::tool::RegistryError),
     #[error(transparent)]
-    Shard(#[from] crate::harness::ShardError),
-    #[error(transparent)]
     Merge(#[from] crate::harness::merge::MergeError),
     #[error(transparent)]
     Compare(#[from] crate::report::CompareError),
@@ -145,7 +146,6 @@ impl CliError {
             | CliError::Recording(_)
             | CliError::NotRecorded(_)
             | CliError::Tools(_)
-            | CliError::Shard(_)
             | CliError::Merge(_)
             | CliError::Compare(_)
             | CliError::Bench(_)

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::progress::{Progress, ProgressMode};
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::harness::{Clock, Ending, PreparedRun, RunError, RunRequest, Shard};
+use crate::harness::{Clock, PreparedRun, RunEnding, RunError, RunRequest, Shard};
 use crate::pipeline::FeedbackStyle;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -81,8 +81,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub min_success: Option<f64>,
     /// Exit 1 when pass^K of any model x scenario is under RATE.
-    #[arg(long, value_name = "K:RATE")]
-    pub min_pass_k: Option<String>,
+    #[arg(long, value_name = "K:RATE", value_parser = parse_pass_k)]
+    pub min_pass_k: Option<(u64, f64)>,
     /// The share of a model x scenario's trials it may lose to
     /// infrastructure (transport errors, replies not of the provider's
     /// format, tools that cannot run) before the run fails [default: 0,
@@ -91,7 +91,7 @@ pub struct RunArgs {
     pub max_lost: Option<f64>,
     /// Run the K-th of N deterministic parts (1-based).
     #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
+    pub shard: Option<Shard>,
     /// Save every live exchange (request and response, keys redacted) in DIR.
     #[arg(long, value_name = "DIR", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
@@ -149,9 +149,9 @@ impl RunArgs {
             out: self.out.clone(),
             force: self.force,
             min_success: self.min_success,
-            min_pass_k: self.min_pass_k.as_deref().map(parse_pass_k).transpose()?,
+            min_pass_k: self.min_pass_k,
             max_lost: self.max_lost,
-            shard: self.shard.as_deref().map(Shard::parse).transpose()?,
+            shard: self.shard,
             record: self.record.clone(),
             replay: self.replay.clone(),
             resume: self.resume.clone(),
@@ -191,7 +191,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         Err(error) => return Err(error.into()),
     };
     let (table, violations) = match ending {
-        Ending::Interrupted { finished, total } => {
+        RunEnding::Interrupted { finished, total } => {
             let (signal, code) = super::signals::received().unwrap_or(("SIGINT", EXIT_INTERRUPTED));
             let resume = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
             eprintln!(
@@ -202,7 +202,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             );
             return Ok(ExitCode::from(code));
         }
-        Ending::Finished {
+        RunEnding::Finished {
             verdict: table,
             violations,
             sources,
@@ -244,20 +244,26 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::from(EXIT_FAILED))
 }
 
-fn parse_pass_k(text: &str) -> Result<(u64, f64), CliError> {
-    let (k, rate) = text
-        .split_once(':')
-        .ok_or_else(|| CliError::Usage(format!("--min-pass-k {text}: use K:RATE, e.g. 3:0.8")))?;
-    let k: u64 = k
-        .parse()
-        .map_err(|_| CliError::Usage(format!("--min-pass-k {text}: K must be a whole number")))?;
-    let rate: f64 = rate
-        .parse()
-        .map_err(|_| CliError::Usage(format!("--min-pass-k {text}: RATE must be a number")))?;
+/// A `--min-pass-k` that is not K:RATE.
+#[derive(Debug, thiserror::Error)]
+enum BadPassK {
+    #[error("use K:RATE, e.g. 3:0.8")]
+    Form,
+    #[error("K must be a whole number")]
+    K,
+    #[error("RATE must be a number")]
+    Rate,
+    #[error("K must be at least 1")]
+    Zero,
+}
+
+/// `--min-pass-k K:RATE`, as clap parses the flag.
+fn parse_pass_k(text: &str) -> Result<(u64, f64), BadPassK> {
+    let (k, rate) = text.split_once(':').ok_or(BadPassK::Form)?;
+    let k: u64 = k.parse().map_err(|_| BadPassK::K)?;
+    let rate: f64 = rate.parse().map_err(|_| BadPassK::Rate)?;
     if k == 0 {
-        return Err(CliError::Usage(
-            "--min-pass-k: K must be at least 1".to_owned(),
-        ));
+        return Err(BadPassK::Zero);
     }
     Ok((k, rate))
 }

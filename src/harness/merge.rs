@@ -33,14 +33,14 @@ pub enum MergeError {
     SameShard {
         first: PathBuf,
         other: PathBuf,
-        shard: String,
+        shard: super::Shard,
     },
     #[error("{} is {shard} of another split than {}'s {first_shard}", other.display(), first.display())]
     OtherSplit {
         first: PathBuf,
-        first_shard: String,
+        first_shard: super::Shard,
         other: PathBuf,
-        shard: String,
+        shard: super::Shard,
     },
     #[error("the shards hold {held} of the {expected} trials: is a shard missing or unfinished?")]
     Incomplete { held: u64, expected: u64 },
@@ -90,7 +90,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     for dir in &dirs[1..] {
         let other = RunRecord::read(dir)?;
         let same = RunRecord {
-            shard: record.shard.clone(),
+            shard: record.shard,
             ..other.clone()
         };
         if same != record {
@@ -230,7 +230,7 @@ fn real_path(path: &Path) -> io::Result<PathBuf> {
 /// twice or a shard of another run is named, not found later as a count
 /// that does not add up.
 fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
-    let mut seen: Vec<(PathBuf, PathBuf, Option<String>)> = Vec::new();
+    let mut seen: Vec<(PathBuf, PathBuf, Option<super::Shard>)> = Vec::new();
     for dir in dirs {
         let canonical = dir.canonicalize().map_err(at(dir))?;
         let shard = RunRecord::read(dir)?.shard;
@@ -243,15 +243,15 @@ fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
                     return Err(MergeError::SameShard {
                         first: earlier.clone(),
                         other: dir.clone(),
-                        shard: b.clone(),
+                        shard: *b,
                     });
                 }
-                (Some(a), Some(b)) if a.split('/').nth(1) != b.split('/').nth(1) => {
+                (Some(a), Some(b)) if a.count != b.count => {
                     return Err(MergeError::OtherSplit {
                         first: earlier.clone(),
-                        first_shard: a.clone(),
+                        first_shard: *a,
                         other: dir.clone(),
-                        shard: b.clone(),
+                        shard: *b,
                     });
                 }
                 _ => {}

@@ -10,6 +10,7 @@ pub mod merge;
 pub mod record;
 mod settings;
 mod setup;
+mod shard;
 mod task;
 mod transcript;
 
@@ -31,7 +32,8 @@ use crate::scenario::{Scenario, Task};
 use crate::tool::{Sandbox, ToolState};
 
 pub use settings::{RunRequest, Settings};
-pub use setup::{Ending, Notes, PreparedRun, SetupError};
+pub use setup::{Notes, PreparedRun, RunEnding, SetupError};
+pub use shard::{Shard, ShardError};
 
 /// Which clock latencies run on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -42,55 +44,6 @@ pub enum Clock {
     #[default]
     Virtual,
     Real,
-}
-
-/// Which part of the jobs this process runs: shard `index` (1-based) of `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl Shard {
-    pub fn parse(text: &str) -> Result<Shard, ShardError> {
-        let bad = |problem: String| ShardError {
-            given: text.to_owned(),
-            problem,
-        };
-        let (k, n) = text
-            .split_once('/')
-            .ok_or_else(|| bad("use K/N, e.g. 1/4".to_owned()))?;
-        let index: u32 = k
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("bad shard index {k:?}")))?;
-        let count: u32 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("bad shard count {n:?}")))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(bad("K must be between 1 and N".to_owned()));
-        }
-        Ok(Shard { index, count })
-    }
-
-    fn includes(self, job: u64) -> bool {
-        job % u64::from(self.count) == u64::from(self.index - 1)
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-/// A `--shard` that is not K/N with 1 <= K <= N.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("--shard {given}: {problem}")]
-pub struct ShardError {
-    pub given: String,
-    pub problem: String,
 }
 
 /// Everything a run needs, validated.

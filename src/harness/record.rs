@@ -82,7 +82,7 @@ pub struct RunRecord {
     /// Run with `--no-session`: a resume writes no log either.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_session: bool,
-    pub shard: Option<String>,
+    pub shard: Option<super::Shard>,
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,
     /// The share of a cell's trials it may lose to infrastructure

@@ -32,8 +32,6 @@ pub enum SettingsError {
         flag: &'static str,
         counts: &'static str,
     },
-    #[error("run.json: shard: {0}")]
-    RecordedShard(super::ShardError),
 }
 
 /// A run as asked for: every setting left `None` takes its default (or,
@@ -175,15 +173,7 @@ impl Settings {
             let given = SuitePaths(request.suites.clone());
             return Err(contradiction("SUITE", given, &run.suite));
         }
-        let shard = recorded_option(
-            "--shard",
-            request.shard.map(|s| s.to_string()),
-            run.shard.clone(),
-        )?
-        .as_deref()
-        .map(Shard::parse)
-        .transpose()
-        .map_err(SettingsError::RecordedShard)?;
+        let shard = recorded_option("--shard", request.shard, run.shard)?;
         Ok(Settings {
             suite: run.suite.clone(),
             trials: recorded_value("--trials", request.trials, run.trials)?,

@@ -7,7 +7,7 @@
 //! says how it ended; the caller prints.
 //!
 //! ```no_run
-//! use toolgauge::harness::{Ending, PreparedRun, RunRequest};
+//! use toolgauge::harness::{RunEnding, PreparedRun, RunRequest};
 //!
 //! let request = RunRequest {
 //!     suites: vec!["scenarios/starter".into()],
@@ -18,11 +18,11 @@
 //! let run = PreparedRun::prepare(&request)?;
 //! // `()` hears nothing; the command line passes its progress bars.
 //! match run.execute(&mut (), false, std::future::pending())? {
-//!     Ending::Finished { verdict, violations, .. } => {
+//!     RunEnding::Finished { verdict, violations, .. } => {
 //!         println!("{verdict}");
 //!         assert!(violations.is_empty());
 //!     }
-//!     Ending::Interrupted { .. } => {}
+//!     RunEnding::Interrupted { .. } => {}
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -161,7 +161,7 @@ pub struct Notes {
 
 /// How an executed run ended.
 #[derive(Debug)]
-pub enum Ending {
+pub enum RunEnding {
     /// Every trial ran; `verdict` is the terminal's verdict and table,
     /// `violations` the thresholds it broke.
     Finished {
@@ -282,7 +282,7 @@ impl PreparedRun {
         watcher: &mut dyn Reporter,
         table: bool,
         stop: impl Future<Output = ()>,
-    ) -> Result<Ending, RunError> {
+    ) -> Result<RunEnding, RunError> {
         let mut all = self.files.reporters();
         all.push(&mut self.tool_sources);
         all.push(watcher);
@@ -307,7 +307,7 @@ impl PreparedRun {
         match outcome {
             Ok(()) => {}
             Err(RunError::Interrupted { finished, total }) => {
-                return Ok(Ending::Interrupted { finished, total });
+                return Ok(RunEnding::Interrupted { finished, total });
             }
             Err(error) => return Err(error),
         }
@@ -318,7 +318,7 @@ impl PreparedRun {
         if let Some(earlier) = &self.earlier {
             std::fs::remove_file(earlier)?;
         }
-        Ok(Ending::Finished {
+        Ok(RunEnding::Finished {
             verdict,
             violations: std::mem::take(&mut self.files.gate.violations),
             sources,
@@ -337,7 +337,7 @@ impl PreparedRun {
             feedback: plan.exec.feedback,
             serial: settings.serial,
             no_session: settings.no_session,
-            shard: settings.shard.map(|s| s.to_string()),
+            shard: settings.shard,
             min_success: settings.thresholds.min_success,
             min_pass_k: settings.thresholds.min_pass_k,
             max_lost: settings.thresholds.max_lost,

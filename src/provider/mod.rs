@@ -25,7 +25,7 @@ use crate::transport::ApiRequest;
 
 pub use anthropic::ANTHROPIC_VERSION;
 pub use conversation::{Conversation, NUDGE};
-pub use settings::{ApiSettings, PerTrial, SeedChoice, SettingsError, ToolChoice};
+pub use settings::{ApiSettings, ApiSettingsError, PerTrial, SeedChoice, ToolChoice};
 
 /// Ids we make up for calls that came without one start with this, so that
 /// they are never sent back to a provider as if it had chosen them.
@@ -172,16 +172,6 @@ impl Provider {
             Provider::OpenAiResponses => openai_responses::request(ask),
             Provider::Anthropic => anthropic::request(ask),
             Provider::Gemini => gemini::request(ask),
-        }
-    }
-
-    /// The public endpoint, when the model file names none.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::OpenAi => openai::DEFAULT_BASE_URL,
-            Provider::OpenAiResponses => openai_responses::DEFAULT_BASE_URL,
-            Provider::Anthropic => anthropic::DEFAULT_BASE_URL,
-            Provider::Gemini => gemini::DEFAULT_BASE_URL,
         }
     }
 

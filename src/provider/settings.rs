@@ -126,16 +126,16 @@ fn default_concurrency() -> usize {
 /// pointer of the field and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{pointer}: {problem}")]
-pub struct SettingsError {
+pub struct ApiSettingsError {
     pub pointer: &'static str,
     pub problem: String,
 }
 
 impl ApiSettings {
     /// Problems a person must fix before a run.
-    pub fn check(&self) -> Result<(), SettingsError> {
+    pub fn check(&self) -> Result<(), ApiSettingsError> {
         let fail = |pointer, problem: &str| {
-            Err(SettingsError {
+            Err(ApiSettingsError {
                 pointer,
                 problem: problem.to_owned(),
             })

@@ -1,5 +1,8 @@
 //! One integration-test binary; each module is a topic.
 
+// Benches, tests and examples say what they measured, skipped or served.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod agent;
 mod architecture;
 mod bfcl;

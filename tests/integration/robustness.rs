@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Value, json};
 use toolgauge::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
 use toolgauge::pipeline::{ExecOptions, Pipeline};
@@ -65,7 +66,14 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    // One folder of regressions for the repository, the library's beside.
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/tests/robustness.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn parsers_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
