@@ -12,7 +12,7 @@ use toolgauge::metrics::{Aggregate, CellStats, Ending, TaskStats};
 use toolgauge::model::{LiveOptions, Model, ModelFile, ModelTrial, ReplyFuture, TrialStart};
 use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
 use toolgauge::provider::Provider;
-use toolgauge::report::{Reporters, Thresholds};
+use toolgauge::report::{Reporters, Thresholds, TrialRow};
 use toolgauge::scenario::{Scenario, load_suite};
 
 use crate::run::{FILES, read};
@@ -184,7 +184,7 @@ fn variant(dir: &Path, scenario: &str, changes: Value) -> PathBuf {
 }
 
 /// Run `suite` on the scripted mock; the rows of trials.csv.
-fn scripted_rows(suite: &Path, out: &Path) -> Vec<csv::StringRecord> {
+fn scripted_rows(suite: &Path, out: &Path) -> Vec<TrialRow<'static>> {
     let output = toolgauge(&[
         "run",
         suite.to_str().unwrap(),
@@ -197,11 +197,11 @@ fn scripted_rows(suite: &Path, out: &Path) -> Vec<csv::StringRecord> {
         out.to_str().unwrap(),
     ]);
     assert!(output.status.code().is_some(), "{output:?}");
-    let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
-    let header = reader.headers().unwrap().clone();
-    assert_eq!(&header[6], "failures");
-    assert_eq!(&header[19], "ended");
-    reader.records().map(Result::unwrap).collect()
+    csv::Reader::from_path(out.join("trials.csv"))
+        .unwrap()
+        .deserialize()
+        .map(Result::unwrap)
+        .collect()
 }
 
 fn call(name: &str, arguments: Value) -> Value {
@@ -228,12 +228,12 @@ fn a_wrong_final_write_fails_final_state() {
     assert_eq!(rows.len(), 2 * 4);
     let last = &rows[3];
     assert_eq!(
-        (&last[5], &last[6], &last[19]),
-        ("false", "wrong_final_state", "answer")
+        (last.trial_success, &*last.failures, &*last.ended),
+        (false, "wrong_final_state", "answer")
     );
     // Milestones: read in turn 1, edit in turn 2; the bad write is not one.
-    let milestones: Vec<&str> = rows[..4].iter().map(|r| &r[16]).collect();
-    assert_eq!(milestones, ["1", "1", "0", "0"]);
+    let milestones: Vec<u32> = rows[..4].iter().map(|r| r.milestones).collect();
+    assert_eq!(milestones, [1, 1, 0, 0]);
 
     // The store task: the record written back with the wrong address.
     let wrong_put = json!([
@@ -252,8 +252,8 @@ fn a_wrong_final_write_fails_final_state() {
     let last = &rows[2];
     // The put is not the milestone (wrong address), and the store says so.
     assert_eq!(
-        (&last[5], &last[6]),
-        ("false", "milestone_missed;wrong_final_state")
+        (last.trial_success, &*last.failures),
+        (false, "milestone_missed;wrong_final_state")
     );
 
     // The same task done right passes: the judge is not simply strict.
@@ -270,7 +270,7 @@ fn a_wrong_final_write_fails_final_state() {
         json!({"script": right_put}),
     );
     let rows = scripted_rows(&suite, &dir.path().join("store_right"));
-    assert_eq!((&rows[2][5], &rows[2][6]), ("true", ""));
+    assert_eq!((rows[2].trial_success, &*rows[2].failures), (true, ""));
 }
 
 #[test]
@@ -292,8 +292,13 @@ fn a_forbidden_call_fails_the_task_at_once() {
     assert_eq!(rows.len(), 2 * 2);
     let second = &rows[1];
     assert_eq!(
-        (&second[3], &second[5], &second[6], &second[19]),
-        ("2", "false", "forbidden_call", "forbidden_call")
+        (
+            second.attempt,
+            second.trial_success,
+            &*second.failures,
+            &*second.ended
+        ),
+        (2, false, "forbidden_call", "forbidden_call")
     );
     let summary = std::fs::read_to_string(dir.path().join("out/summary.csv")).unwrap();
     let mut reader = csv::Reader::from_reader(summary.as_bytes());
@@ -413,10 +418,10 @@ fn task_runs_give_the_same_files_whatever_the_concurrency_resume_or_shards() {
     // Every task trial ends with a known ending on its last row only.
     let mut reader = csv::Reader::from_path(full.join("trials.csv")).unwrap();
     let mut endings = 0;
-    for row in reader.records() {
+    for row in reader.deserialize::<TrialRow>() {
         let row = row.unwrap();
-        if !row[19].is_empty() {
-            assert!(Ending::parse(&row[19]).is_some(), "{row:?}");
+        if !row.ended.is_empty() {
+            assert!(Ending::parse(&row.ended).is_some(), "{row:?}");
             endings += 1;
         }
     }
@@ -440,7 +445,11 @@ fn scripted_arguments_that_are_not_an_object_reach_parse_as_a_malformed_call() {
     let rows = scripted_rows(&suite, &dir.path().join("out"));
     // The model was told its arguments are not an object, as a provider's
     // reply with an array for arguments is read.
-    assert_eq!((&rows[0][3], &rows[0][6]), ("1", "parse"), "{rows:?}");
+    assert_eq!(
+        (rows[0].attempt, &*rows[0].failures),
+        (1, "parse"),
+        "{rows:?}"
+    );
 }
 
 #[test]

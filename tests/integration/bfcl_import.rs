@@ -184,18 +184,23 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
     let output = run(&suite);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
-    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let rows: Vec<toolgauge::report::TrialRow> = reader.deserialize().map(Result::unwrap).collect();
     assert_eq!(rows.len(), cases.len(), "one attempt per entry");
     for (name, _, _, success, failures, reason) in &cases {
-        let row = rows.iter().find(|r| &r[1] == *name).unwrap();
-        assert_eq!(&row[3], "1");
+        let row = rows.iter().find(|r| r.scenario == *name).unwrap();
+        assert_eq!(row.attempt, 1);
         // model_ms, input_tokens, output_tokens: replayed as recorded.
         let recorded = if *name == "prose" {
             ["0.0", "0", "0"]
         } else {
             ["1250.0", "300", "20"]
         };
-        assert_eq!([&row[9], &row[13], &row[14]], recorded, "{name}: {row:?}");
+        let replayed = [
+            format!("{:?}", row.model_ms),
+            row.input_tokens.to_string(),
+            row.output_tokens.to_string(),
+        ];
+        assert_eq!(replayed, recorded, "{name}: {row:?}");
         // The log says the same tokens as trials.csv.
         let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
         let reply: serde_json::Value = log
@@ -205,9 +210,9 @@ fn a_published_run_is_rescored_with_bfcl_verdicts_and_reasons() {
             .unwrap();
         assert_eq!(reply["inputTokens"].to_string(), recorded[1], "{name}");
         assert_eq!(reply["outputTokens"].to_string(), recorded[2], "{name}");
-        assert_eq!(&row[4] == "true", *success, "{name}: {row:?}");
-        assert_eq!(&row[6], *failures, "{name}: {row:?}");
-        assert_eq!(&row[7], *reason, "{name}: {row:?}");
+        assert_eq!(row.attempt_success, *success, "{name}: {row:?}");
+        assert_eq!(row.failures, *failures, "{name}: {row:?}");
+        assert_eq!(row.reason, *reason, "{name}: {row:?}");
     }
 
     // A suite the result file does not cover is refused before any trial.

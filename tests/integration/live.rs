@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
+use toolgauge::report::TrialRow;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -141,10 +142,11 @@ pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-pub(crate) fn rows(out: &Path) -> Vec<csv::StringRecord> {
+/// trials.csv's rows, read through its row type (columns by name).
+pub(crate) fn rows(out: &Path) -> Vec<TrialRow<'static>> {
     csv::Reader::from_path(out.join("trials.csv"))
         .unwrap()
-        .records()
+        .deserialize()
         .map(Result::unwrap)
         .collect()
 }
@@ -216,17 +218,16 @@ async fn self_correction_trial(provider: &str) {
     let trials = rows(&out);
     assert_eq!(trials.len(), 2, "{provider}: {trials:?}");
     assert_eq!(
-        (&trials[0][4], &trials[0][6]),
-        ("false", "validation"),
+        (trials[0].attempt_success, &*trials[0].failures),
+        (false, "validation"),
         "{provider}"
     );
     assert_eq!(
-        (&trials[1][4], &trials[1][5]),
-        ("true", "true"),
+        (trials[1].attempt_success, trials[1].trial_success),
+        (true, true),
         "{provider}"
     );
-    let input_tokens: u64 = trials[0][13].parse().unwrap();
-    let cost: f64 = trials[0][15].parse().unwrap();
+    let (input_tokens, cost) = (trials[0].input_tokens, trials[0].cost_usd);
     assert!(
         input_tokens > 0 && cost > 0.0,
         "{provider}: usage read: {:?}",
@@ -347,9 +348,9 @@ async fn self_correction_trial(provider: &str) {
         stderr(&output)
     );
     let again = rows(&replayed);
-    let verdicts = |rows: &[csv::StringRecord]| -> Vec<(String, String, String)> {
+    let verdicts = |rows: &[TrialRow]| -> Vec<(u32, bool, String)> {
         rows.iter()
-            .map(|r| (r[3].to_owned(), r[4].to_owned(), r[6].to_owned()))
+            .map(|r| (r.attempt, r.attempt_success, r.failures.to_string()))
             .collect()
     };
     assert_eq!(verdicts(&again), verdicts(&trials), "{provider}");
@@ -426,7 +427,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
     let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(limited.received_requests().await.unwrap().len(), 2);
-    assert_eq!(&rows(&out)[0][5], "true");
+    assert!(rows(&out)[0].trial_success);
 
     // 400 and 401: no retry; the trial is a transport error, the run goes on.
     for status in [400, 401] {
@@ -446,7 +447,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
             1,
             "HTTP {status} was retried"
         );
-        assert_eq!(&rows(&out)[0][6], "transport_error");
+        assert_eq!(rows(&out)[0].failures, "transport_error");
         assert!(
             stderr(&output).contains(&format!("HTTP {status} after 1 try")),
             "{}",
@@ -479,7 +480,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
     let out = dir.path().join("stalled");
     let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
     assert_unmeasured_run_fails(&out, &output);
-    assert_eq!(&rows(&out)[0][6], "transport_error");
+    assert_eq!(rows(&out)[0].failures, "transport_error");
     assert_eq!(
         stalled.received_requests().await.unwrap().len(),
         2,
@@ -505,7 +506,7 @@ async fn rate_limits_are_retried_and_client_errors_and_failures_end_only_their_t
     )
     .await;
     assert_unmeasured_run_fails(&out, &output);
-    assert_eq!(&rows(&out)[0][6], "transport_error");
+    assert_eq!(rows(&out)[0].failures, "transport_error");
     assert!(
         stderr(&output).contains("(after 3 tries)"),
         "{}",
@@ -639,17 +640,33 @@ async fn task_conversation(provider: &str) {
     );
 
     let turns = rows(&out);
-    let column = |i: usize| -> Vec<&str> { turns.iter().map(|r| &r[i]).collect() };
-    assert_eq!(column(3), ["1", "2", "3", "4"], "{provider}: turns");
+    let column = |f: fn(&TrialRow) -> String| -> Vec<String> { turns.iter().map(f).collect() };
     assert_eq!(
-        column(6),
+        column(|r| r.attempt.to_string()),
+        ["1", "2", "3", "4"],
+        "{provider}: turns"
+    );
+    assert_eq!(
+        column(|r| r.failures.to_string()),
         ["validation", "", "", ""],
         "{provider}: failures"
     );
-    assert_eq!(column(16), ["0", "1", "1", "0"], "{provider}: milestones");
-    assert_eq!(column(18), ["1", "0", "0", "0"], "{provider}: recovered");
-    assert_eq!(column(19), ["", "", "", "answer"], "{provider}: ending");
-    assert_eq!(turns[3][5], *"true", "{provider}: the task succeeded");
+    assert_eq!(
+        column(|r| r.milestones.to_string()),
+        ["0", "1", "1", "0"],
+        "{provider}: milestones"
+    );
+    assert_eq!(
+        column(|r| r.recovered.to_string()),
+        ["1", "0", "0", "0"],
+        "{provider}: recovered"
+    );
+    assert_eq!(
+        column(|r| r.ended.to_string()),
+        ["", "", "", "answer"],
+        "{provider}: ending"
+    );
+    assert!(turns[3].trial_success, "{provider}: the task succeeded");
 
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests.len(), 4, "{provider}");

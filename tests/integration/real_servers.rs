@@ -889,8 +889,8 @@ async fn a_call_written_as_text_that_the_server_did_not_read_is_said_apart() {
     assert_eq!(rows.len(), 3);
     for row in &rows {
         // Still no call, as the format says; the reason says what it was.
-        assert_eq!(&row[6], "missing_call", "{row:?}");
-        assert_eq!(&row[7], "call_as_text", "{row:?}");
+        assert_eq!(row.failures, "missing_call", "{row:?}");
+        assert_eq!(row.reason, "call_as_text", "{row:?}");
     }
     let verdict = String::from_utf8_lossy(&output.stdout);
     assert!(
