@@ -236,106 +236,7 @@ async fn self_correction_trial(provider: &str) {
 
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests.len(), 2, "{provider}");
-    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
-    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
-    let header = |name: &str| {
-        requests[0]
-            .headers
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-    };
-    match provider {
-        "openai" => {
-            assert_eq!(
-                header("authorization").as_deref(),
-                Some(format!("Bearer {KEY}").as_str())
-            );
-            assert_eq!(first["model"], "openai-test-model");
-            assert_eq!(
-                first["messages"][0],
-                json!({"role": "system", "content": "Answer with tools."})
-            );
-            assert_eq!(first["messages"][1]["role"], "user");
-            assert_eq!(first["tools"][0]["type"], "function");
-            assert_eq!(first["tools"][0]["function"]["name"], "get_weather");
-            assert_eq!(
-                first["tools"][0]["function"]["parameters"]["required"],
-                json!(["city"])
-            );
-            assert_eq!(
-                (&first["tool_choice"], &first["parallel_tool_calls"]),
-                (&json!("auto"), &json!(true))
-            );
-            assert_eq!(
-                (&first["temperature"], &first["max_tokens"], &first["seed"]),
-                (&json!(0.0), &json!(256), &json!(7))
-            );
-            // The reply and its error, fed back in OpenAI's shape.
-            assert_eq!(second["messages"][2]["role"], "assistant");
-            assert_eq!(second["messages"][2]["tool_calls"][0]["id"], "call_1");
-            let tool = &second["messages"][3];
-            assert_eq!(
-                (&tool["role"], &tool["tool_call_id"]),
-                (&json!("tool"), &json!("call_1"))
-            );
-            assert!(
-                tool["content"].as_str().unwrap().contains("/units"),
-                "{tool}"
-            );
-        }
-        "anthropic" => {
-            assert_eq!(header("x-api-key").as_deref(), Some(KEY));
-            assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
-            assert_eq!(first["model"], "anthropic-test-model");
-            assert_eq!(first["system"], "Answer with tools.");
-            assert_eq!(first["max_tokens"], 256);
-            assert_eq!(first["messages"][0]["role"], "user");
-            assert_eq!(first["tools"][0]["name"], "get_weather");
-            assert!(first["tools"][0]["input_schema"].is_object());
-            assert_eq!(first["tool_choice"], json!({"type": "auto"}));
-            assert_eq!(second["messages"][1]["role"], "assistant");
-            assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
-            let result = &second["messages"][2];
-            assert_eq!(result["role"], "user");
-            assert_eq!(result["content"][0]["type"], "tool_result");
-            assert_eq!(result["content"][0]["tool_use_id"], "toolu_1");
-            assert_eq!(result["content"][0]["is_error"], true);
-            assert!(
-                result["content"][0]["content"]
-                    .as_str()
-                    .unwrap()
-                    .contains("/units")
-            );
-        }
-        _ => {
-            assert_eq!(header("x-goog-api-key").as_deref(), Some(KEY));
-            assert_eq!(
-                first["systemInstruction"]["parts"][0]["text"],
-                "Answer with tools."
-            );
-            assert_eq!(first["contents"][0]["role"], "user");
-            assert_eq!(
-                first["tools"][0]["functionDeclarations"][0]["name"],
-                "get_weather"
-            );
-            assert_eq!(first["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
-            assert_eq!(
-                first["generationConfig"],
-                json!({"temperature": 0.0, "maxOutputTokens": 256, "seed": 7})
-            );
-            assert_eq!(second["contents"][1]["role"], "model");
-            assert!(second["contents"][1]["parts"][0]["functionCall"].is_object());
-            let response = &second["contents"][2]["parts"][0]["functionResponse"];
-            assert_eq!(response["name"], "get_weather");
-            assert!(
-                response["response"]["error"]
-                    .as_str()
-                    .unwrap()
-                    .contains("/units"),
-                "{response}"
-            );
-        }
-    }
+    sent_in_its_format(provider, &requests);
 
     // Replayed offline, without the key: the same trials.
     let replayed = dir.path().join("replayed");
@@ -388,6 +289,118 @@ async fn self_correction_trial(provider: &str) {
         assert!(!text.contains(KEY), "{provider}: the key leaked");
     }
     assert!(all_text(&recording).contains("[REDACTED]"));
+}
+
+/// The two requests of a self-correction trial, as `provider`'s format
+/// has them: the key in its header, the tools and settings, and the
+/// reply and its error fed back in its shape.
+fn sent_in_its_format(provider: &str, requests: &[wiremock::Request]) {
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let header = |name: &str| {
+        requests[0]
+            .headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    match provider {
+        "openai" => openai_sent(&first, &second, &header),
+        "anthropic" => anthropic_sent(&first, &second, &header),
+        _ => gemini_sent(&first, &second, &header),
+    }
+}
+
+fn openai_sent(first: &Value, second: &Value, header: &dyn Fn(&str) -> Option<String>) {
+    assert_eq!(
+        header("authorization").as_deref(),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(first["model"], "openai-test-model");
+    assert_eq!(
+        first["messages"][0],
+        json!({"role": "system", "content": "Answer with tools."})
+    );
+    assert_eq!(first["messages"][1]["role"], "user");
+    assert_eq!(first["tools"][0]["type"], "function");
+    assert_eq!(first["tools"][0]["function"]["name"], "get_weather");
+    assert_eq!(
+        first["tools"][0]["function"]["parameters"]["required"],
+        json!(["city"])
+    );
+    assert_eq!(
+        (&first["tool_choice"], &first["parallel_tool_calls"]),
+        (&json!("auto"), &json!(true))
+    );
+    assert_eq!(
+        (&first["temperature"], &first["max_tokens"], &first["seed"]),
+        (&json!(0.0), &json!(256), &json!(7))
+    );
+    // The reply and its error, fed back in OpenAI's shape.
+    assert_eq!(second["messages"][2]["role"], "assistant");
+    assert_eq!(second["messages"][2]["tool_calls"][0]["id"], "call_1");
+    let tool = &second["messages"][3];
+    assert_eq!(
+        (&tool["role"], &tool["tool_call_id"]),
+        (&json!("tool"), &json!("call_1"))
+    );
+    assert!(
+        tool["content"].as_str().unwrap().contains("/units"),
+        "{tool}"
+    );
+}
+
+fn anthropic_sent(first: &Value, second: &Value, header: &dyn Fn(&str) -> Option<String>) {
+    assert_eq!(header("x-api-key").as_deref(), Some(KEY));
+    assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(first["model"], "anthropic-test-model");
+    assert_eq!(first["system"], "Answer with tools.");
+    assert_eq!(first["max_tokens"], 256);
+    assert_eq!(first["messages"][0]["role"], "user");
+    assert_eq!(first["tools"][0]["name"], "get_weather");
+    assert!(first["tools"][0]["input_schema"].is_object());
+    assert_eq!(first["tool_choice"], json!({"type": "auto"}));
+    assert_eq!(second["messages"][1]["role"], "assistant");
+    assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
+    let result = &second["messages"][2];
+    assert_eq!(result["role"], "user");
+    assert_eq!(result["content"][0]["type"], "tool_result");
+    assert_eq!(result["content"][0]["tool_use_id"], "toolu_1");
+    assert_eq!(result["content"][0]["is_error"], true);
+    assert!(
+        result["content"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("/units")
+    );
+}
+
+fn gemini_sent(first: &Value, second: &Value, header: &dyn Fn(&str) -> Option<String>) {
+    assert_eq!(header("x-goog-api-key").as_deref(), Some(KEY));
+    assert_eq!(
+        first["systemInstruction"]["parts"][0]["text"],
+        "Answer with tools."
+    );
+    assert_eq!(first["contents"][0]["role"], "user");
+    assert_eq!(
+        first["tools"][0]["functionDeclarations"][0]["name"],
+        "get_weather"
+    );
+    assert_eq!(first["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+    assert_eq!(
+        first["generationConfig"],
+        json!({"temperature": 0.0, "maxOutputTokens": 256, "seed": 7})
+    );
+    assert_eq!(second["contents"][1]["role"], "model");
+    assert!(second["contents"][1]["parts"][0]["functionCall"].is_object());
+    let response = &second["contents"][2]["parts"][0]["functionResponse"];
+    assert_eq!(response["name"], "get_weather");
+    assert!(
+        response["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("/units"),
+        "{response}"
+    );
 }
 
 #[tokio::test]
