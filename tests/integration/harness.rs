@@ -422,3 +422,70 @@ fn a_lost_trial_is_a_notice_to_the_reporters_not_a_line_the_library_prints() {
         assert!(notice.to_string().contains("gone trial"), "{notice}");
     }
 }
+
+/// Hears every event, in order, as the command line's reporter would.
+#[derive(Default)]
+struct Heard {
+    started: Option<u64>,
+    trials: u64,
+    finished: bool,
+}
+
+impl Reporter for Heard {
+    fn run_started(&mut self, _info: &RunInfo, trials: u64) -> std::io::Result<()> {
+        self.started = Some(trials);
+        Ok(())
+    }
+
+    fn trial_finished(
+        &mut self,
+        _info: &RunInfo,
+        _trial: FinishedTrial<'_>,
+    ) -> std::io::Result<()> {
+        self.trials += 1;
+        Ok(())
+    }
+
+    fn run_finished(&mut self, _info: &RunInfo, _stats: &Aggregate) -> std::io::Result<()> {
+        self.finished = true;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_run_is_a_library_value_prepared_executed_and_heard_in_process() {
+    use toolgauge::harness::{PreparedRun, RunEnding, RunRequest};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let request = RunRequest {
+        suites: vec![root.join("starter")],
+        models: vec![root.join("models/scripted.json")],
+        trials: Some(2),
+        out: Some(out.clone()),
+        min_success: Some(1.0),
+        ..RunRequest::default()
+    };
+    let run = PreparedRun::prepare(&request).unwrap();
+    let mut heard = Heard::default();
+    let ending = run
+        .execute(&mut heard, false, std::future::pending())
+        .unwrap();
+    let RunEnding::Finished { violations, .. } = ending else {
+        panic!("not finished");
+    };
+    // The scripted mock plays every reference but the one scripted never
+    // to fix its call: the threshold names that one alone.
+    let broken: Vec<&str> = violations.iter().map(|v| v.scenario.as_str()).collect();
+    assert_eq!(broken, ["scripted_never_fixed"], "{violations:?}");
+    let scenarios = std::fs::read_dir(root.join("starter")).unwrap().count() as u64;
+    assert_eq!(heard.started, Some(2 * scenarios));
+    assert_eq!(heard.trials, 2 * scenarios);
+    assert!(heard.finished);
+    let rows = csv::Reader::from_path(out.join("trials.csv"))
+        .unwrap()
+        .deserialize::<toolgauge::report::TrialRow>()
+        .count() as u64;
+    assert!(rows >= 2 * scenarios, "{rows} rows");
+    assert!(out.join("run.json").is_file() && out.join("summary.csv").is_file());
+}
