@@ -520,10 +520,10 @@ async fn a_broken_stream_loses_the_trial_and_is_never_the_models_parse_failure()
 }
 
 #[test]
+#[ignore = "needs python3 (.ci/run runs this with --ignored)"]
 fn an_mcp_servers_malformed_or_oversized_result_is_the_servers_failure() {
     if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipped: no python3 to run tests/fixtures/mcp/fault_server.py");
-        return;
+        panic!("missing: no python3 to run tests/fixtures/mcp/fault_server.py")
     }
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fault_server.py");
     for (mode, said) in [
