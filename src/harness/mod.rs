@@ -528,12 +528,18 @@ impl<'p> TrialRun<'p> {
 
     /// `reply`, its exchange not recorded said.
     fn recorded(&self, reply: Reply) -> Reply {
-        if let Some(error) = &reply.unrecorded {
+        self.unrecorded(reply.unrecorded.clone());
+        reply
+    }
+
+    /// Say that `--record` could not keep an exchange (the model's or its
+    /// simulated user's).
+    fn unrecorded(&self, error: Option<Arc<crate::model::RecordingError>>) {
+        if let Some(error) = error {
             self.notify(Notice::NotRecorded {
                 error: error.to_string(),
             });
         }
-        reply
     }
 
     /// Say `notice` to the run's reporters (a run that has ended hears

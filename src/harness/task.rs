@@ -217,7 +217,9 @@ impl<'t> Play<'t> {
             // The agent greeted: the user speaks first.
             None => {
                 let greeting = last_agent_words(&run.scenario.prompt);
-                let (said, usage) = match sim.next(&greeting).await {
+                let said = sim.next(&greeting).await;
+                run.unrecorded(sim.take_unrecorded());
+                let (said, usage) = match said {
                     Ok(said) => said,
                     Err(failed) => return Ok(self.user_failed(run, &failed.0)),
                 };
@@ -256,6 +258,7 @@ impl<'t> Play<'t> {
                 break;
             }
             let said = sim.next(agent_said).await;
+            run.unrecorded(sim.take_unrecorded());
             let last = self.turns.last_mut().expect("the model has spoken");
             let (said, usage) = match said {
                 Ok(said) => said,

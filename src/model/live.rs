@@ -256,20 +256,23 @@ impl LiveModel {
         ))
     }
 
-    /// A reply with no tools to `conversation` (a simulated user's turn):
-    /// its text (`None`: the body is not a reply) and its tokens.
+    /// A reply with no tools to `conversation` (a simulated user's turn).
     pub async fn say(
         &self,
         conversation: &Conversation,
         position: Position,
-    ) -> Result<(Option<String>, crate::call::Usage), ReplyError> {
+    ) -> Result<Spoken, ReplyError> {
         let (reply, _) = self.ask(conversation, &[], position, None).await?;
         let text = self
             .provider
             .parse_response(&reply.body)
             .ok()
             .map(|parsed| parsed.text);
-        Ok((text, reply.usage))
+        Ok(Spoken {
+            text,
+            usage: reply.usage,
+            unrecorded: reply.unrecorded,
+        })
     }
 
     /// Keep an exchange as received: a stream keeps its events and when
@@ -303,6 +306,15 @@ impl LiveModel {
             )
             .err()
     }
+}
+
+/// What a model said with no tools: its text (`None`: the body is not a
+/// reply), its tokens, and an exchange `--record` could not keep.
+#[derive(Debug)]
+pub struct Spoken {
+    pub text: Option<String>,
+    pub usage: crate::call::Usage,
+    pub unrecorded: Option<Arc<RecordingError>>,
 }
 
 /// Where the calls a stream shows complete go, as they come.

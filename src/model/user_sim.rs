@@ -48,6 +48,8 @@ pub struct UserSim<'a> {
     user: &'a SimulatedUser,
     player: Player<'a>,
     spoken: usize,
+    /// Its last exchange `--record` could not keep, for the run to say.
+    unrecorded: Option<std::sync::Arc<super::RecordingError>>,
 }
 
 enum Player<'a> {
@@ -95,6 +97,7 @@ impl<'a> UserSim<'a> {
             user,
             player,
             spoken: 0,
+            unrecorded: None,
         }
     }
 
@@ -119,11 +122,13 @@ impl<'a> UserSim<'a> {
             } => {
                 conversation.push_user(agent_said);
                 position.attempt = self.spoken as u32;
-                let (text, usage) = model
+                let spoken = model
                     .say(conversation, position.clone())
                     .await
                     .map_err(|e| UserFailed(format!("could not be asked: {e}")))?;
-                let text = text.ok_or_else(|| {
+                self.unrecorded = spoken.unrecorded;
+                let usage = spoken.usage;
+                let text = spoken.text.ok_or_else(|| {
                     UserFailed("answered with a body that is not a reply".to_owned())
                 })?;
                 conversation.push_assistant(&text);
@@ -131,6 +136,11 @@ impl<'a> UserSim<'a> {
             }
         };
         Ok((self.judge(&text)?, usage))
+    }
+
+    /// The exchange `--record` could not keep since last asked, if any.
+    pub fn take_unrecorded(&mut self) -> Option<std::sync::Arc<super::RecordingError>> {
+        self.unrecorded.take()
     }
 
     /// The user's message, or its stop, or its failure.

@@ -538,20 +538,22 @@ impl Respond for AgentAndUser {
     }
 }
 
-#[tokio::test]
-async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
-    let server = MockServer::start().await;
+/// `server` set to play the agent and the user, and the arguments of a
+/// run of the simulated scenario whose user is a live model on it, into
+/// `out`, with `extra` flags.
+async fn live_user_run(server: &MockServer, dir: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    // A fresh responder: a run on the same server asks the same requests.
+    server.reset().await;
     Mock::given(method("POST"))
         .respond_with(AgentAndUser {
             agent: Mutex::new(0),
             user: Mutex::new(0),
         })
-        .mount(&server)
+        .mount(server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
     let base = format!("{}/v1", server.uri());
-    let agent = model_file(dir.path(), "openai", &base, json!({}));
-    let user_dir = dir.path().join("users");
+    let agent = model_file(dir, "openai", &base, json!({}));
+    let user_dir = dir.join("users");
     std::fs::create_dir_all(&user_dir).unwrap();
     let user = model_file(
         &user_dir,
@@ -570,10 +572,9 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
     let user_spec = &mut scenario["task"]["user"];
     user_spec.as_object_mut().unwrap().remove("script");
     user_spec["model"] = json!("ada-user");
-    let path = dir.path().join("simulated.json");
+    let path = dir.join("simulated.json");
     std::fs::write(&path, scenario.to_string()).unwrap();
-    let out = dir.path().join("out");
-    let args = [
+    [
         "run",
         path.to_str().unwrap(),
         "--models",
@@ -586,8 +587,18 @@ async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
         "--out",
         out.to_str().unwrap(),
     ]
-    .map(str::to_owned)
-    .to_vec();
+    .iter()
+    .chain(extra)
+    .map(|a| (*a).to_owned())
+    .collect()
+}
+
+#[tokio::test]
+async fn a_live_model_plays_the_user_to_its_stop_and_its_tokens_are_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let server = MockServer::start().await;
+    let args = live_user_run(&server, dir.path(), &out, &[]).await;
     let output = toolgauge(args, Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let mut reader = csv::Reader::from_path(out.join("trials.csv")).unwrap();
@@ -947,4 +958,27 @@ fn summary_of(out: &Path, scenario: &str) -> std::collections::BTreeMap<String, 
         .into_iter()
         .find(|row| row["scenario"] == scenario)
         .unwrap()
+}
+
+#[tokio::test]
+async fn an_exchange_of_the_simulated_user_that_cannot_be_recorded_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("recording");
+    let record = ["--record", recording.to_str().unwrap()];
+    let first = dir.path().join("first");
+    let server = MockServer::start().await;
+    let args = live_user_run(&server, dir.path(), &first, &record).await;
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Every recorded file spoiled: no exchange of the next run can be kept.
+    for entry in std::fs::read_dir(&recording).unwrap() {
+        std::fs::write(entry.unwrap().path(), "not json").unwrap();
+    }
+    let second = dir.path().join("second");
+    let args = live_user_run(&server, dir.path(), &second, &record).await;
+    let output = toolgauge(args, Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Five agent turns and the user's two: each loss said, none swallowed.
+    let said = stderr(&output).matches("--record: ").count();
+    assert_eq!(said, 7, "{}", stderr(&output));
 }
