@@ -10,10 +10,7 @@ pub struct Shard {
 
 impl Shard {
     pub fn parse(text: &str) -> Result<Shard, ShardError> {
-        let bad = |problem: String| ShardError {
-            given: text.to_owned(),
-            problem,
-        };
+        let bad = |problem: String| ShardError { problem };
         let (k, n) = text
             .split_once('/')
             .ok_or_else(|| bad("use K/N, e.g. 1/4".to_owned()))?;
@@ -64,11 +61,11 @@ impl<'de> serde::Deserialize<'de> for Shard {
     }
 }
 
-/// A shard that is not K/N with 1 <= K <= N.
+/// A shard that is not K/N with 1 <= K <= N: what is wrong with it (the
+/// flag's parser and run.json's reader each name the text).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{problem}")]
 pub struct ShardError {
-    pub given: String,
     pub problem: String,
 }
 
