@@ -52,7 +52,7 @@ struct Answer {
 /// the heading printed before any probe); `None` for a model that is not
 /// live.
 pub fn endpoint(file: &ModelFile) -> Option<String> {
-    let (provider, settings) = (file.kind.live_provider()?, file.api.as_ref()?);
+    let (provider, settings) = (file.provider(), file.api()?);
     let conversation = Conversation::new(provider, &[]);
     let ask = Ask {
         settings,
@@ -106,14 +106,14 @@ pub async fn diagnose(
     Ok(Diagnosis {
         model: file.name.clone(),
         endpoint: endpoint(file).unwrap_or_default(),
-        streams: file.api.as_ref().is_some_and(|api| api.stream),
+        streams: file.api().is_some_and(|api| api.stream),
         findings,
     })
 }
 
 impl Prober {
     fn new(file: &ModelFile) -> Result<Prober, DoctorError> {
-        let (Some(provider), Some(settings)) = (file.kind.live_provider(), &file.api) else {
+        let (provider, Some(settings)) = (file.provider(), file.api()) else {
             return Err(DoctorError::NotLive {
                 model: file.name.clone(),
             });

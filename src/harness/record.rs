@@ -177,8 +177,8 @@ impl RunRecord {
                 .iter()
                 .map(|file| ModelInfo {
                     name: file.name.clone(),
-                    prices: file.api.as_ref().and_then(|a| a.prices),
-                    max_attempts: file.kind.max_attempts(),
+                    prices: file.api().and_then(|a| a.prices),
+                    max_attempts: file.kind().max_attempts(),
                 })
                 .collect(),
             scenarios,

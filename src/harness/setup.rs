@@ -199,7 +199,7 @@ impl PreparedRun {
         if !models.replayed {
             for file in models.files.iter().filter(|f| f.is_live()) {
                 if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
-                    let streams = file.api.as_ref().is_some_and(|api| api.stream);
+                    let streams = file.api().is_some_and(|api| api.stream);
                     notes.warnings.extend(diagnosis.warnings(streams));
                 }
             }

@@ -18,9 +18,8 @@ pub fn judge_env(file: &ModelFile, repeats: u32) -> Result<JudgeEnv, ModelError>
         pointer: format!("{} (--judge-model) {pointer}", file.name),
         problem: problem.to_owned(),
     };
-    let api = match (&file.kind, &file.api) {
+    let api = match (file.kind(), file.api()) {
         (ModelKind::OpenAi, Some(api)) => api,
-        (ModelKind::OpenAi, None) => return Err(invalid("/api", "a judge needs its api block")),
         _ => {
             return Err(invalid(
                 "/kind",

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use super::operators;
 use super::task_play::{Player, TaskPlay};
 use super::{
-    Model, ModelError, ModelFile, ModelKind, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
+    MockKind, MockSpec, Model, ModelError, ModelTrial, Operator, Parameters, Reply, ReplyFuture,
     TrialStart,
 };
 use crate::call::{Arguments, MalformedCall, ParsedCall, ToolCall};
@@ -24,7 +24,7 @@ use crate::scenario::{Expectation, Scenario};
 pub struct MockModel {
     name: String,
     pub(super) provider: Provider,
-    pub(super) kind: ModelKind,
+    pub(super) kind: MockKind,
     pub(super) parameters: Parameters,
     pub(super) weights: Vec<(Operator, f64)>,
 }
@@ -66,7 +66,7 @@ impl MockModel {
         mut texts: impl Iterator<Item = &'t str>,
     ) -> f64 {
         let p = &self.parameters;
-        if self.kind == ModelKind::FeedbackAware
+        if self.kind == MockKind::FeedbackAware
             && let Some(clue) = last_clue
         {
             let named = clue
@@ -83,13 +83,13 @@ impl MockModel {
         p.p_fix.get(i).copied().unwrap_or(p.p_first)
     }
 
-    pub fn new(file: &ModelFile) -> Result<MockModel, ModelError> {
+    pub fn new(name: &str, kind: MockKind, spec: &MockSpec) -> Result<MockModel, ModelError> {
         Ok(MockModel {
-            name: file.name.clone(),
-            provider: file.provider,
-            kind: file.kind,
-            parameters: file.parameters.clone(),
-            weights: weights(&file.parameters)?,
+            name: name.to_owned(),
+            provider: spec.provider,
+            kind,
+            parameters: spec.parameters.clone(),
+            weights: weights(&spec.parameters)?,
         })
     }
 }
@@ -144,7 +144,7 @@ impl ModelTrial for MockTrial<'_> {
             0
         };
         let latency = Duration::from_millis(p.latency_ms + jitter);
-        let scripted = self.model.kind == ModelKind::Scripted
+        let scripted = self.model.kind == MockKind::Scripted
             && (self.scenario.script.is_some() || self.task.is_none());
         let (text, calls) = match &mut self.task {
             _ if scripted => scripted_turn(self.scenario, attempt),
@@ -171,7 +171,7 @@ impl ModelTrial for MockTrial<'_> {
 impl MockTrial<'_> {
     fn stochastic_turn(&mut self, attempt: u32, returned: &[u8]) -> (String, Vec<ParsedCall>) {
         let texts = match (self.model.kind, &self.last_clue) {
-            (ModelKind::FeedbackAware, Some(_)) => self.model.provider.result_texts(returned),
+            (MockKind::FeedbackAware, Some(_)) => self.model.provider.result_texts(returned),
             _ => Vec::new(),
         };
         let chance = self.model.chance(

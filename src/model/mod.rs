@@ -5,9 +5,10 @@
 //! of the conversation: it is asked for a reply, given what Return
 //! produced for its last calls. Replies come as the provider's response
 //! bytes, so Parse runs on every turn. The harness never knows which kind
-//! it drives.
+//! it drives; `file` reads what each kind is given.
 
 mod bfcl_replay;
+mod file;
 pub mod judge;
 pub mod live;
 mod mock;
@@ -17,160 +18,26 @@ mod task_play;
 mod tau2_replay;
 pub mod user_sim;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::call::{Prices, StreamTiming, Usage};
-use crate::provider::{ApiSettings, Provider};
+use crate::provider::Provider;
 use crate::scenario::Scenario;
-use crate::source::{self, FileError};
+use crate::source::FileError;
 use crate::transport::{Timing, TransportError};
 
 pub use crate::bfcl::results::{BfclResults, ResultsFormat};
+pub use file::{
+    BfclResultsSpec, LiveSpec, MockKind, MockSpec, ModelFile, ModelKind, ModelSpec, Parameters,
+    Tau2ResultsSpec, load_files,
+};
 pub use live::{LiveModel, LiveOptions};
 pub use operators::Operator;
 pub use recording::{NotRecorded, Position, RecordingError, Replayer};
-
-/// A model file (`scenarios/models/*.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelFile {
-    pub name: String,
-    pub kind: ModelKind,
-    /// The wire format its replies use.
-    #[serde(default = "default_provider")]
-    pub provider: Provider,
-    #[serde(default)]
-    pub parameters: Parameters,
-    /// `bfcl-results`: the BFCL result file (JSON Lines); `tau2-results`:
-    /// a tau2 Results JSON. Relative to the model file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub results: Option<PathBuf>,
-    /// `bfcl-results`: how the run's model answered: `fc` (function
-    /// calling, the default) or `prompt` (call syntax, decoded as BFCL
-    /// decodes prompting models' outputs).
-    #[serde(default, skip_serializing_if = "ResultsFormat::is_fc")]
-    pub results_format: ResultsFormat,
-    /// Live kinds (`openai`, `anthropic`, `gemini`): endpoint, key, options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api: Option<ApiSettings>,
-    /// How this model's errors are worded (`--feedback` otherwise): two
-    /// files on one model with different styles pair as two arms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feedback: Option<crate::pipeline::FeedbackStyle>,
-}
-
-impl ModelFile {
-    /// Its `api.images`: images tools return go to it as image parts.
-    pub fn takes_images(&self) -> bool {
-        self.api.as_ref().is_some_and(|api| api.images)
-    }
-}
-
-fn default_provider() -> Provider {
-    Provider::OpenAi
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModelKind {
-    Scripted,
-    Stochastic,
-    FeedbackAware,
-    /// Answers each BFCL entry with a published run's output, once.
-    BfclResults,
-    /// Replays a tau2 Results JSON's conversations, both sides.
-    Tau2Results,
-    /// A live model over HTTP, by wire format.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// OpenAI's Responses API.
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
-}
-
-impl ModelKind {
-    /// At most this many attempts per trial, whatever the scenario allows:
-    /// a published run has one answer per entry.
-    pub fn max_attempts(self) -> Option<u32> {
-        (self == ModelKind::BfclResults).then_some(1)
-    }
-
-    /// The wire format of a live kind.
-    pub fn live_provider(self) -> Option<Provider> {
-        match self {
-            ModelKind::OpenAi => Some(Provider::OpenAi),
-            ModelKind::OpenAiResponses => Some(Provider::OpenAiResponses),
-            ModelKind::Anthropic => Some(Provider::Anthropic),
-            ModelKind::Gemini => Some(Provider::Gemini),
-            _ => None,
-        }
-    }
-}
-
-/// How a mock behaves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Parameters {
-    /// Probability of a correct turn on the first attempt.
-    #[serde(default = "one")]
-    pub p_first: f64,
-    /// After a failed attempt k, the probability that attempt k+1 is
-    /// correct: `p_fix[0]` for the second attempt, `p_fix[1]` for the
-    /// third, the last value for any later one. Absent: `p_first`.
-    #[serde(
-        default,
-        deserialize_with = "non_empty_probabilities",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub p_fix: Vec<f64>,
-    /// Relative weights of the error operators; missing ones weigh 1.
-    #[serde(default)]
-    pub operators: BTreeMap<Operator, f64>,
-    /// Response latency.
-    #[serde(default)]
-    pub latency_ms: u64,
-    /// Extra latency drawn uniformly from 0..=jitter_ms.
-    #[serde(default)]
-    pub jitter_ms: u64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// `p_fix` given empty says nothing: refused, not read as "absent".
-fn non_empty_probabilities<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Vec<f64>, D::Error> {
-    let values = Vec::<f64>::deserialize(deserializer)?;
-    if values.is_empty() {
-        return Err(serde::de::Error::custom(
-            "an empty list gives no probability: give one per later attempt ([0.8, 0.5]), or leave p_fix out (later attempts then use p_first)",
-        ));
-    }
-    Ok(values)
-}
-
-impl Default for Parameters {
-    fn default() -> Self {
-        Parameters {
-            p_first: 1.0,
-            p_fix: Vec::new(),
-            operators: BTreeMap::new(),
-            latency_ms: 0,
-            jitter_ms: 0,
-        }
-    }
-}
 
 /// A model file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -210,60 +77,6 @@ pub enum ModelError {
     UserModel { named: String, problem: String },
 }
 
-/// The model files a run names: `paths` (files, or folders of them), or
-/// with none the nearest `models/` folder in `suite` or above it. Names
-/// must be unique.
-pub fn load_files(paths: &[PathBuf], suite: Option<&Path>) -> Result<Vec<ModelFile>, ModelError> {
-    let sources = if paths.is_empty() {
-        // The suite's own models/ folder, or a parent's (`run
-        // scenarios/bfcl` finds scenarios/models).
-        let default = suite
-            .unwrap_or(Path::new("."))
-            .ancestors()
-            .map(|dir| dir.join("models"))
-            .find(|models| models.is_dir())
-            .unwrap_or_else(|| PathBuf::from("scenarios/models"));
-        vec![default]
-    } else {
-        paths.to_vec()
-    };
-    let mut files = Vec::new();
-    for source in &sources {
-        if source.is_dir() {
-            let folder = |e: std::io::Error| ModelError::Folder {
-                path: source.clone(),
-                source: e,
-            };
-            let mut found: Vec<PathBuf> = std::fs::read_dir(source)
-                .map_err(folder)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
-                .collect();
-            found.sort();
-            files.extend(found);
-        } else if source.exists() {
-            files.push(source.clone());
-        } else {
-            return Err(ModelError::Missing(source.clone()));
-        }
-    }
-    if files.is_empty() {
-        return Err(ModelError::NoneFound);
-    }
-    let mut models: Vec<ModelFile> = Vec::new();
-    for file in files {
-        let model = ModelFile::load(&file)?;
-        if models.iter().any(|m| m.name == model.name) {
-            return Err(ModelError::NameTwice {
-                path: file,
-                name: model.name,
-            });
-        }
-        models.push(model);
-    }
-    Ok(models)
-}
-
 fn file_prefix(path: &Option<PathBuf>) -> String {
     path.as_ref()
         .map(|p| format!("{}: ", p.display()))
@@ -288,6 +101,22 @@ impl ModelError {
             } => ModelError::Invalid {
                 path: Some(file.to_owned()),
                 pointer,
+                problem,
+            },
+            other => other,
+        }
+    }
+
+    /// The same error, its pointer inside `prefix`.
+    fn under(self, prefix: &str) -> ModelError {
+        match self {
+            ModelError::Invalid {
+                path,
+                pointer,
+                problem,
+            } => ModelError::Invalid {
+                path,
+                pointer: format!("{prefix}{pointer}"),
                 problem,
             },
             other => other,
@@ -404,102 +233,6 @@ pub trait ModelTrial: Send {
     }
 }
 
-impl ModelFile {
-    /// Read a model file; a `results` path is relative to it.
-    pub fn load(path: &Path) -> Result<ModelFile, ModelError> {
-        let mut file: ModelFile = source::read_json(path)?;
-        if let (Some(results), Some(dir)) = (&file.results, path.parent()) {
-            // Whole, so that run.json names it from any folder.
-            let joined = dir.join(results);
-            file.results = Some(std::path::absolute(&joined).unwrap_or(joined));
-        }
-        file.check().map_err(|e| e.in_file(path))?;
-        Ok(file)
-    }
-
-    /// Problems a person must fix, by JSON pointer into the file.
-    pub fn check(&self) -> Result<(), ModelError> {
-        // The name names files (doctor-<name>.json) and report rows.
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 128
-            && !self.name.starts_with('.')
-            && self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '@'));
-        if !name_ok {
-            return Err(ModelError::invalid(
-                "/name",
-                format!(
-                    "{:?} is not a model name: use 1 to 128 letters, digits and - _ . : @, not starting with .",
-                    self.name
-                ),
-            ));
-        }
-        let p = &self.parameters;
-        let probabilities = std::iter::once(("/parameters/p_first".to_owned(), p.p_first)).chain(
-            p.p_fix
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (format!("/parameters/p_fix/{i}"), *x)),
-        );
-        for (pointer, probability) in probabilities {
-            if !(0.0..=1.0).contains(&probability) {
-                return Err(ModelError::invalid(
-                    pointer,
-                    format!("{probability} is outside 0..=1"),
-                ));
-            }
-        }
-        mock::weights(p)?;
-        match (self.kind, &self.results) {
-            (ModelKind::BfclResults, None) => {
-                return Err(ModelError::invalid(
-                    "/results",
-                    "a bfcl-results model needs \"results\": the BFCL result file",
-                ));
-            }
-            (ModelKind::Tau2Results, None) => {
-                return Err(ModelError::invalid(
-                    "/results",
-                    "a tau2-results model needs \"results\": the Results JSON tau2 saved",
-                ));
-            }
-            (ModelKind::BfclResults | ModelKind::Tau2Results, Some(_)) | (_, None) => {}
-            (_, Some(_)) => {
-                return Err(ModelError::invalid(
-                    "/results",
-                    "\"results\" is only for bfcl-results and tau2-results models",
-                ));
-            }
-        }
-        if self.kind != ModelKind::BfclResults && !self.results_format.is_fc() {
-            return Err(ModelError::invalid(
-                "/results_format",
-                "\"results_format\" is only for bfcl-results models",
-            ));
-        }
-        match (self.kind.live_provider(), &self.api) {
-            (Some(_), Some(api)) => api
-                .check()
-                .map_err(|e| ModelError::invalid(e.pointer, e.problem)),
-            (Some(_), None) => Err(ModelError::invalid(
-                "/api",
-                "a live model needs an \"api\" block (at least \"model\")",
-            )),
-            (None, Some(_)) => Err(ModelError::invalid(
-                "/api",
-                "\"api\" is only for live models (kind openai, openai-responses, anthropic or gemini)",
-            )),
-            (None, None) => Ok(()),
-        }
-    }
-
-    pub fn is_live(&self) -> bool {
-        self.kind.live_provider().is_some()
-    }
-}
-
 /// Make a model ready to answer: a mock at once, a BFCL replay with its
 /// result file read, a live model with its key, client and recording.
 pub fn build(
@@ -508,58 +241,30 @@ pub fn build(
     replayer: Option<Arc<Replayer>>,
 ) -> Result<Arc<dyn Model>, ModelError> {
     file.check()?;
-    if let (Some(provider), Some(api)) = (file.kind.live_provider(), &file.api) {
-        let live = LiveModel::connect(&file.name, provider, api, options, replayer)?;
-        return Ok(Arc::new(live));
-    }
-    if file.kind == ModelKind::BfclResults {
-        let path = file.results.as_deref().expect("checked: results is set");
-        let results = BfclResults::load(path, file.results_format)?;
-        return Ok(Arc::new(bfcl_replay::BfclReplay::new(
+    Ok(match &file.spec {
+        ModelSpec::Live(live) => Arc::new(LiveModel::connect(
             &file.name,
-            file.provider,
-            results,
-        )));
-    }
-    if file.kind == ModelKind::Tau2Results {
-        let path = file.results.as_deref().expect("checked: results is set");
-        let results = crate::tau2::results::Tau2Results::load(path)?;
-        return Ok(Arc::new(tau2_replay::Tau2Replay::new(
-            &file.name,
-            file.provider,
-            results,
-        )));
-    }
-    Ok(Arc::new(mock::MockModel::new(file)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(parameters: serde_json::Value) -> Result<(), String> {
-        let file: ModelFile = serde_json::from_value(serde_json::json!({
-            "name": "m", "kind": "stochastic", "parameters": parameters
-        }))
-        .unwrap();
-        file.check().map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn range_errors_in_model_files_name_the_field() {
-        let error = |p| check(p).err().unwrap();
-        assert_eq!(
-            error(serde_json::json!({"p_fix": [0.5, 1.5]})),
-            "/parameters/p_fix/1: 1.5 is outside 0..=1"
-        );
-        assert_eq!(
-            error(serde_json::json!({"p_first": -0.1})),
-            "/parameters/p_first: -0.1 is outside 0..=1"
-        );
-        assert_eq!(
-            error(serde_json::json!({"operators": {"wrong_type": -1.0}})),
-            "/parameters/operators/wrong_type: weight -1 must be finite and >= 0"
-        );
-        assert!(check(serde_json::json!({"p_fix": [0.0, 1.0]})).is_ok());
-    }
+            live.provider,
+            &live.api,
+            options,
+            replayer,
+        )?),
+        ModelSpec::BfclResults(spec) => {
+            let results = BfclResults::load(&spec.results, spec.results_format)?;
+            Arc::new(bfcl_replay::BfclReplay::new(
+                &file.name,
+                spec.provider,
+                results,
+            ))
+        }
+        ModelSpec::Tau2Results(spec) => {
+            let results = crate::tau2::results::Tau2Results::load(&spec.results)?;
+            Arc::new(tau2_replay::Tau2Replay::new(
+                &file.name,
+                spec.provider,
+                results,
+            ))
+        }
+        ModelSpec::Mock(kind, spec) => Arc::new(mock::MockModel::new(&file.name, *kind, spec)?),
+    })
 }

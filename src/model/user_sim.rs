@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::live::{LiveModel, LiveOptions};
 use super::recording::{Position, Replayer};
-use super::{Model, ModelError, ModelFile};
+use super::{Model, ModelError, ModelFile, ModelSpec};
 use crate::call::Usage;
 use crate::provider::Conversation;
 use crate::scenario::user::{SimulatedUser, USER_ENDINGS, UserPlayer};
@@ -224,7 +224,7 @@ pub fn user_model_file(
         )));
     }
     let file = ModelFile::load(&path)?;
-    if let Some(variable) = file.api.as_ref().and_then(|api| api.api_key_env.as_ref()) {
+    if let Some(variable) = file.api().and_then(|api| api.api_key_env.as_ref()) {
         return Err(refused(format!(
             "{}: names a key of your environment (api.api_key_env {variable:?}) for an endpoint the suite chose; \
              give the model with --user-model FILE and name it here by its name",
@@ -241,7 +241,7 @@ pub fn connect(
     options: &LiveOptions,
     replayer: Option<Arc<Replayer>>,
 ) -> Result<Arc<LiveModel>, ModelError> {
-    let (Some(provider), Some(api)) = (file.kind.live_provider(), &file.api) else {
+    let ModelSpec::Live(live) = &file.spec else {
         return Err(ModelError::Connect {
             name: file.name.clone(),
             problem: "a simulated user is played by a live model (kind openai, \
@@ -249,7 +249,7 @@ pub fn connect(
                 .to_owned(),
         });
     };
-    LiveModel::connect(&file.name, provider, api, options, replayer).map(Arc::new)
+    LiveModel::connect(&file.name, live.provider, &live.api, options, replayer).map(Arc::new)
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::compile;
-use super::locate::locate;
 use super::{DEFAULT_MAX_RETRIES, Scenario, ScenarioFile, ToolEntry};
 use crate::pointer::{Located, Pointer};
+use crate::source::locate;
 use crate::source::{self, FileError};
 use crate::tool::mcp::ToolServers;
 use crate::tool::{Sandbox, Store, ToolDef, ToolEnv};

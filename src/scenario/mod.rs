@@ -6,7 +6,6 @@ mod compile;
 mod expect;
 pub mod judge;
 mod load;
-mod locate;
 pub mod matcher;
 pub mod probe;
 pub mod task;

@@ -208,6 +208,22 @@ fn bad_input_messages_name_the_field_and_what_it_accepts() {
         "p_fix_empty",
         &["run", "ok.json", "--models", "p_fix.json", "--out", "o"],
     );
+    std::fs::write(
+        dir.path().join("api_on_a_mock.json"),
+        "{\"name\": \"m\", \"kind\": \"scripted\",\n \"api\": {\"model\": \"gpt\"}}",
+    )
+    .unwrap();
+    run(
+        "a_field_of_another_kind",
+        &[
+            "run",
+            "ok.json",
+            "--models",
+            "api_on_a_mock.json",
+            "--out",
+            "o",
+        ],
+    );
     run(
         "replay_without_live_models",
         &[

@@ -10,6 +10,10 @@ use serde_json::Value;
 
 use crate::pointer::{Located, Pointer};
 
+pub use locate::locate;
+
+mod locate;
+
 /// Something wrong with an input file.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
@@ -43,6 +47,18 @@ fn location(line: usize, column: usize) -> String {
 }
 
 impl FileError {
+    /// A value of the wrong shape at `pointer` in `text`, the file's JSON.
+    pub fn shape_in(path: &Path, text: &[u8], pointer: &str, message: impl Into<String>) -> Self {
+        let (line, column) = locate(&String::from_utf8_lossy(text), pointer);
+        FileError::Shape {
+            path: path.to_owned(),
+            pointer: pointer.to_owned(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
     /// A value of the wrong shape where no line is known.
     pub fn shape(path: &Path, pointer: &str, message: impl Into<String>) -> Self {
         FileError::Shape {
