@@ -7,7 +7,7 @@
 //!
 //! One house where data flows one way:
 //! `cli -> harness -> {model, pipeline, scenario} -> {provider, tool, schema} -> call`,
-//! with [`report`] and [`metrics`] fed plain records and events. Every
+//! with [`report`] and [`metrics`] fed plain outcomes and events. Every
 //! module, what it owns and its dependencies are in ARCHITECTURE.md.
 
 pub mod bfcl;

@@ -102,7 +102,7 @@ impl Reporter for Progress {
     }
 
     fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
-        let success = trial.record.success();
+        let success = trial.outcome.success();
         self.done += 1;
         self.successes += u64::from(success);
         let (done, total, elapsed) = (self.done, self.total, self.started.elapsed());
@@ -114,7 +114,7 @@ impl Reporter for Progress {
                 if done % 256 == 1 || done == total {
                     overall.set_message(eta_text(elapsed, done, total));
                 }
-                if let Some((bar, successes)) = bars.get_mut(trial.record.model) {
+                if let Some((bar, successes)) = bars.get_mut(trial.outcome.model) {
                     bar.inc(1);
                     *successes += u64::from(success);
                     let done = bar.position().max(1);

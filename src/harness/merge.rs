@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::record::{RunRecord, SuiteChanged};
+use super::run_file::{RunFile, SuiteChanged};
 use crate::report::{self, FinishedTrial, Reporters, RunEvent, RunFiles, TrialReader, Violation};
 use crate::scenario::{LoadError, load_suites};
 use crate::source::FileError;
@@ -84,23 +84,23 @@ pub struct Merged {
 /// Merge shard folders into `out`.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let first = dirs.first().ok_or(MergeError::NoShards)?;
-    let mut record = RunRecord::read(first)?;
+    let mut run_file = RunFile::read(first)?;
     check_shards(dirs)?;
     check_out_apart(dirs, out)?;
     for dir in &dirs[1..] {
-        let other = RunRecord::read(dir)?;
-        let same = RunRecord {
-            shard: record.shard,
+        let other = RunFile::read(dir)?;
+        let same = RunFile {
+            shard: run_file.shard,
             ..other.clone()
         };
-        if same != record {
+        if same != run_file {
             return Err(MergeError::OtherConfiguration {
                 first: first.clone(),
                 other: dir.clone(),
             });
         }
     }
-    let info = run_info(&record)?;
+    let info = run_info(&run_file)?;
     let open = |dir: &PathBuf| {
         let path = dir.join("trials.csv");
         TrialReader::open(&info, &path).map_err(at(&path))
@@ -120,8 +120,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     }
 
     crate::whole_file::make_folder(out).map_err(at(out))?;
-    record.shard = None;
-    record.write(out).map_err(at(out))?;
+    run_file.shard = None;
+    run_file.write(out).map_err(at(out))?;
     let mut files = RunFiles::create(out, None).map_err(at(out))?;
     let mut shards = dirs
         .iter()
@@ -159,7 +159,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             last_key = Some(key);
             reporters
                 .send(RunEvent::TrialFinished(FinishedTrial {
-                    record: &trial,
+                    outcome: &trial,
                     session: &[],
                 }))
                 .map_err(at(out))?;
@@ -233,7 +233,7 @@ fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
     let mut seen: Vec<(PathBuf, PathBuf, Option<super::Shard>)> = Vec::new();
     for dir in dirs {
         let canonical = dir.canonicalize().map_err(at(dir))?;
-        let shard = RunRecord::read(dir)?.shard;
+        let shard = RunFile::read(dir)?.shard;
         for (earlier, earlier_canonical, earlier_shard) in &seen {
             if *earlier_canonical == canonical {
                 return Err(MergeError::GivenTwice { dir: dir.clone() });
@@ -265,8 +265,8 @@ fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
 /// What the reports need of the run: from run.json, which keeps it, so
 /// that no suite is loaded and no MCP server started; from the suite for
 /// a run folder written before run.json kept it.
-fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
-    if let Some(info) = record.recorded_info() {
+fn run_info(run_file: &RunFile) -> Result<report::RunInfo, MergeError> {
+    if let Some(info) = run_file.run_info() {
         return Ok(info);
     }
     let sandbox = tempfile::tempdir().map_err(|source| MergeError::Io {
@@ -275,11 +275,11 @@ fn run_info(record: &RunRecord) -> Result<report::RunInfo, MergeError> {
     })?;
     // Servers the suite starts stop when `servers` goes.
     let servers = crate::tool::mcp::ToolServers::new();
-    let scenarios = load_suites(&record.suite.0, sandbox.path(), &servers)
+    let scenarios = load_suites(&run_file.suite.0, sandbox.path(), &servers)
         .map_err(MergeError::Suite)?
         .scenarios;
-    record.check_suite(&scenarios)?;
-    Ok(record.info(&scenarios))
+    run_file.check_suite(&scenarios)?;
+    Ok(run_file.info(&scenarios))
 }
 
 fn at(path: &Path) -> impl FnOnce(io::Error) -> MergeError + use<> {
@@ -292,8 +292,8 @@ fn at(path: &Path) -> impl FnOnce(io::Error) -> MergeError + use<> {
 /// through the HTML reporter, its session.jsonl read for the failed
 /// trials' conversations. Gives the report's path.
 pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
-    let record = RunRecord::read(dir)?;
-    let info = run_info(&record)?;
+    let run_file = RunFile::read(dir)?;
+    let info = run_info(&run_file)?;
     let trials = dir.join("trials.csv");
     let reader = TrialReader::open(&info, &trials).map_err(at(&trials))?;
     let mut html = report::HtmlReport::new(dir);
@@ -305,7 +305,7 @@ pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
         let trial = trial.map_err(at(&trials))?;
         reporters
             .send(RunEvent::TrialFinished(FinishedTrial {
-                record: &trial,
+                outcome: &trial,
                 session: &[],
             }))
             .map_err(at(dir))?;

@@ -4,10 +4,10 @@
 //! trials go to the reporters as events in a fixed order (model, scenario,
 //! trial) whatever order they finish in, so seeded runs write identical
 //! files. `merge` replays shards' trials through the same reporters;
-//! `record` is run.json.
+//! `run_file` is run.json.
 
 pub mod merge;
-pub mod record;
+pub mod run_file;
 mod settings;
 mod setup;
 mod shard;
@@ -20,7 +20,7 @@ use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
 use crate::call::Failure;
-use crate::metrics::{AttemptRecord, StreamRecord, TrialRecord};
+use crate::metrics::{AttemptOutcome, StreamTimes, TrialOutcome};
 use crate::model::{Model, ModelTrial, Reply, ReplyError, TrialStart};
 use crate::pipeline::{
     Coordinates, EarlyRun, ExecOptions, FeedbackStyle, Pipeline, SessionLog, Streamed, Turn,
@@ -258,7 +258,7 @@ fn splitmix(mut x: u64) -> u64 {
 
 /// Where already-finished trials come from when resuming: records in job
 /// order, as an earlier run wrote them.
-pub type Replay<'a> = Box<dyn Iterator<Item = TrialRecord> + 'a>;
+pub type Replay<'a> = Box<dyn Iterator<Item = TrialOutcome> + 'a>;
 
 /// Why a run stopped before its end.
 #[derive(Debug, thiserror::Error)]
@@ -314,19 +314,19 @@ pub fn run_until(
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
             let replayed = match &pending_replay {
-                Some(record)
-                    if (record.model, record.scenario, record.trial)
+                Some(outcome)
+                    if (outcome.model, outcome.scenario, outcome.trial)
                         == (job.model, job.scenario, job.trial) =>
                 {
-                    let record = pending_replay.take();
+                    let outcome = pending_replay.take();
                     pending_replay = replay.as_mut().and_then(|r| r.next());
-                    record
+                    outcome
                 }
                 _ => None,
             };
             async move {
                 match replayed {
-                    Some(record) => Ok((record, Vec::new())),
+                    Some(outcome) => Ok((outcome, Vec::new())),
                     None => {
                         let _under_way = match &admission[job.model] {
                             Some(slots) => Some(slots.acquire().await.expect("never closed")),
@@ -340,7 +340,7 @@ pub fn run_until(
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
         loop {
-            let (record, session) = tokio::select! {
+            let (outcome, session) = tokio::select! {
                 // A stop wins over a trial that is ready too: deterministic.
                 biased;
                 () = &mut stop => {
@@ -362,7 +362,7 @@ pub fn run_until(
                 },
             };
             reporters.send(RunEvent::TrialFinished(FinishedTrial {
-                record: &record,
+                outcome: &outcome,
                 session: &session,
             }))?;
             done += 1;
@@ -399,13 +399,13 @@ fn runtime_for(plan: &RunPlan) -> std::io::Result<tokio::runtime::Runtime> {
 
 /// One trial: the model replies, the pipeline runs the turn, the model
 /// gets what Return produced, until success or out of attempts (a task:
-/// until the model answers, see [`task`]). Gives the record and what
+/// until the model answers, see [`task`]). Gives the outcome and what
 /// Record logged. `Err` is a fault that stops the run.
 pub async fn run_trial(
     plan: &RunPlan,
     job: Job,
     notices: &Notices,
-) -> Result<(TrialRecord, Vec<u8>), RunError> {
+) -> Result<(TrialOutcome, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
     if let Some(task) = &scenario.task {
         return task::run_task(plan, job, task, notices).await;
@@ -417,37 +417,37 @@ pub async fn run_trial(
     let mut returned: Option<Vec<u8>> = None;
 
     for attempt in 1..=max_attempts {
-        let (turn, mut record) = match run.step(attempt, returned.as_deref()).await? {
-            Step::Turn(turn, record) => (turn, record),
-            Step::Lost(record) => {
-                attempts.push(record);
+        let (turn, mut outcome) = match run.step(attempt, returned.as_deref()).await? {
+            Step::Turn(turn, outcome) => (turn, outcome),
+            Step::Lost(outcome) => {
+                attempts.push(outcome);
                 break;
             }
         };
         if let Ok(parsed) = &turn.parsed
             && let Some(mismatch) = scenario
                 .expectation
-                .judge(&parsed.calls, &mut record.failures)
+                .judge(&parsed.calls, &mut outcome.failures)
         {
-            record.reason = Some(mismatch.reason);
-            record.reason_parameter = mismatch.parameter;
+            outcome.reason = Some(mismatch.reason);
+            outcome.reason_parameter = mismatch.parameter;
         }
-        record.success = record.failures.is_empty();
-        let success = record.success;
-        attempts.push(record);
+        outcome.success = outcome.failures.is_empty();
+        let success = outcome.success;
+        attempts.push(outcome);
         returned = Some(turn.returned);
         if success {
             break;
         }
     }
-    let record = TrialRecord {
+    let outcome = TrialOutcome {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
         attempts,
         task: None,
     };
-    Ok((record, run.into_log()))
+    Ok((outcome, run.into_log()))
 }
 
 /// Ask for a reply; when the model streams and runs calls early, they
@@ -486,13 +486,13 @@ pub type Notices = tokio::sync::mpsc::UnboundedSender<Notice>;
 
 /// One reply, through the pipeline.
 enum Step {
-    /// The turn, and its record: the calls' failures, counts and times.
-    Turn(Box<Turn>, AttemptRecord),
+    /// The turn, and its outcome: the calls' failures, counts and times.
+    Turn(Box<Turn>, AttemptOutcome),
     /// Lost to infrastructure (the request failed after its retries, the
     /// reply is not the format's, a tool could not run): not the model's
     /// failure; the trial ends here and is counted apart, and the run
     /// goes on.
-    Lost(AttemptRecord),
+    Lost(AttemptOutcome),
 }
 
 impl<'p> TrialRun<'p> {
@@ -569,11 +569,11 @@ impl<'p> TrialRun<'p> {
                     scenario: self.scenario.name.clone(),
                     error: error.to_string(),
                 });
-                return Ok(Step::Lost(AttemptRecord {
+                return Ok(Step::Lost(AttemptOutcome {
                     attempt,
                     failures: vec![Failure::TransportError],
                     model_time: asked.elapsed(),
-                    ..AttemptRecord::default()
+                    ..AttemptOutcome::default()
                 }));
             }
         };
@@ -608,7 +608,7 @@ impl<'p> TrialRun<'p> {
         let measured = reply
             .timing
             .map(|t| asked.elapsed().saturating_sub(t.queued + t.retrying));
-        let stream = reply.stream.map(|timing| StreamRecord {
+        let stream = reply.stream.map(|timing| StreamTimes {
             early_ideal: self.pipeline.ideal_early(
                 turn.calls(),
                 &turn.batch.results,
@@ -623,7 +623,7 @@ impl<'p> TrialRun<'p> {
             .iter()
             .filter(|f| **f == Failure::Validation)
             .count() as u32;
-        let record = AttemptRecord {
+        let outcome = AttemptOutcome {
             attempt,
             success: failures.is_empty(),
             schema_errors,
@@ -641,19 +641,19 @@ impl<'p> TrialRun<'p> {
             ideal_time: turn.batch.ideal_makespan,
             usage: reply.usage,
             stream,
-            ..AttemptRecord::default()
+            ..AttemptOutcome::default()
         };
-        if record.failures.iter().any(|f| f.is_infrastructure()) {
-            return Ok(Step::Lost(self.lost(&turn, record)));
+        if outcome.failures.iter().any(|f| f.is_infrastructure()) {
+            return Ok(Step::Lost(self.lost(&turn, outcome)));
         }
-        Ok(Step::Turn(Box::new(turn), record))
+        Ok(Step::Turn(Box::new(turn), outcome))
     }
 
     /// An attempt lost to infrastructure (the reply was not the format's,
     /// a tool could not run): a notice, and only that failure kept,
     /// since the rest measured nothing.
-    fn lost(&self, turn: &Turn, mut record: AttemptRecord) -> AttemptRecord {
-        let lost = record
+    fn lost(&self, turn: &Turn, mut outcome: AttemptOutcome) -> AttemptOutcome {
+        let lost = outcome
             .failures
             .iter()
             .copied()
@@ -684,9 +684,9 @@ impl<'p> TrialRun<'p> {
             why,
         });
         // Only the infrastructure failure: the rest measured nothing.
-        record.failures = vec![lost];
-        record.success = false;
-        record
+        outcome.failures = vec![lost];
+        outcome.success = false;
+        outcome
     }
 
     /// What Record logged over the trial.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::record::{RunRecord, SuitePaths};
+use super::run_file::{RunFile, SuitePaths};
 use super::{Clock, Shard};
 use crate::pipeline::FeedbackStyle;
 use crate::report::Thresholds;
@@ -99,7 +99,7 @@ impl Settings {
     /// clock whatever was asked.
     pub fn resolve(
         request: &RunRequest,
-        recorded: Option<&RunRecord>,
+        recorded: Option<&RunFile>,
         live_network: bool,
     ) -> Result<Settings, SettingsError> {
         for (flag, rate) in [
@@ -161,7 +161,7 @@ impl Settings {
     fn recorded(
         request: &RunRequest,
         clock: Option<Clock>,
-        run: &RunRecord,
+        run: &RunFile,
     ) -> Result<Settings, SettingsError> {
         let same = request.suites.len() == run.suite.0.len()
             && request
@@ -173,29 +173,33 @@ impl Settings {
             let given = SuitePaths(request.suites.clone());
             return Err(contradiction("SUITE", given, &run.suite));
         }
-        let shard = recorded_option("--shard", request.shard, run.shard)?;
+        let shard = option_as_in_run_file("--shard", request.shard, run.shard)?;
         Ok(Settings {
             suite: run.suite.clone(),
-            trials: recorded_value("--trials", request.trials, run.trials)?,
-            seed: recorded_value("--seed", request.seed, run.seed)?,
+            trials: as_in_run_file("--trials", request.trials, run.trials)?,
+            seed: as_in_run_file("--seed", request.seed, run.seed)?,
             concurrency: request.concurrency.unwrap_or(run.concurrency),
-            clock: recorded_value("--clock", clock, run.clock)?,
-            feedback: recorded_value("--feedback", request.feedback, run.feedback)?,
-            serial: recorded_value("--serial", request.serial.then_some(true), run.serial)?,
-            no_session: recorded_value(
+            clock: as_in_run_file("--clock", clock, run.clock)?,
+            feedback: as_in_run_file("--feedback", request.feedback, run.feedback)?,
+            serial: as_in_run_file("--serial", request.serial.then_some(true), run.serial)?,
+            no_session: as_in_run_file(
                 "--no-session",
                 request.no_session.then_some(true),
                 run.no_session,
             )?,
             shard,
             thresholds: Thresholds {
-                min_success: recorded_option(
+                min_success: option_as_in_run_file(
                     "--min-success",
                     request.min_success,
                     run.min_success,
                 )?,
-                min_pass_k: recorded_option("--min-pass-k", request.min_pass_k, run.min_pass_k)?,
-                max_lost: recorded_value("--max-lost", request.max_lost, run.max_lost)?,
+                min_pass_k: option_as_in_run_file(
+                    "--min-pass-k",
+                    request.min_pass_k,
+                    run.min_pass_k,
+                )?,
+                max_lost: as_in_run_file("--max-lost", request.max_lost, run.max_lost)?,
             },
         })
     }
@@ -230,7 +234,7 @@ impl Settings {
 }
 
 /// A setting given with `--resume` must agree with the run's.
-fn recorded_value<T: PartialEq + Serialize>(
+fn as_in_run_file<T: PartialEq + Serialize>(
     flag: &str,
     given: Option<T>,
     recorded: T,
@@ -243,14 +247,14 @@ fn recorded_value<T: PartialEq + Serialize>(
     }
 }
 
-fn recorded_option<T: PartialEq + Serialize>(
+fn option_as_in_run_file<T: PartialEq + Serialize>(
     flag: &str,
     given: Option<T>,
     recorded: Option<T>,
 ) -> Result<Option<T>, SettingsError> {
     match (given, recorded) {
         (Some(value), None) => Err(contradiction(flag, shown(&value), "none")),
-        (Some(value), Some(recorded)) => recorded_value(flag, Some(value), recorded).map(Some),
+        (Some(value), Some(recorded)) => as_in_run_file(flag, Some(value), recorded).map(Some),
         (None, recorded) => Ok(recorded),
     }
 }
@@ -288,7 +292,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn recorded(trials: u32, clock: &str) -> RunRecord {
+    fn recorded(trials: u32, clock: &str) -> RunFile {
         serde_json::from_value(serde_json::json!({
             "toolgauge": "0", "suite": ["scenarios/starter"], "trials": trials, "seed": 7,
             "concurrency": 4, "clock": clock, "feedback": "pointer-list", "serial": false,

@@ -30,7 +30,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::record::{RunRecord, SuiteChanged};
+use super::run_file::{RunFile, SuiteChanged};
 use super::settings::{RunRequest, Settings, SettingsError, contradiction};
 use super::{Clock, Job, RunError, RunPlan};
 use crate::doctor::DoctorError;
@@ -176,11 +176,7 @@ pub enum RunEnding {
 impl PreparedRun {
     pub fn prepare(request: &RunRequest) -> Result<PreparedRun, SetupError> {
         let mut notes = Notes::default();
-        let recorded = request
-            .resume
-            .as_deref()
-            .map(read_recorded_run)
-            .transpose()?;
+        let recorded = request.resume.as_deref().map(read_run_file).transpose()?;
         let out = match (&request.resume, &request.out) {
             (Some(dir), _) | (None, Some(dir)) => dir.clone(),
             (None, None) => PathBuf::from("reports").join(run_id()),
@@ -327,7 +323,7 @@ impl PreparedRun {
 
     fn write_run_json(&self) -> Result<(), SetupError> {
         let (plan, settings) = (&self.plan, &self.settings);
-        let record = RunRecord {
+        let run_file = RunFile {
             toolgauge: env!("CARGO_PKG_VERSION").to_owned(),
             suite: settings.suite.clone(),
             trials: plan.trials,
@@ -352,7 +348,7 @@ impl PreparedRun {
                 .then(|| crate::tool::shell::isolation().as_str().to_owned()),
             tool_sources: self.servers.stats(),
         };
-        record.write(&self.out).map_err(at(&self.out))
+        run_file.write(&self.out).map_err(at(&self.out))
     }
 }
 
@@ -409,9 +405,9 @@ struct Models {
 }
 
 impl Models {
-    fn make(request: &RunRequest, recorded: Option<&RunRecord>) -> Result<Models, SetupError> {
+    fn make(request: &RunRequest, recorded: Option<&RunFile>) -> Result<Models, SetupError> {
         let files = match recorded {
-            Some(run) => recorded_models(request, run)?,
+            Some(run) => models_of_run_file(request, run)?,
             None => model::load_files(
                 &request.models,
                 request.suites.first().map(PathBuf::as_path),
@@ -576,20 +572,20 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
 }
 
 /// The run being resumed, as its run.json describes it.
-fn read_recorded_run(dir: &Path) -> Result<RunRecord, SetupError> {
+fn read_run_file(dir: &Path) -> Result<RunFile, SetupError> {
     if !dir.join("trials.csv").is_file() && !dir.join("trials.csv.resumed").is_file() {
         return Err(SetupError::NotARun {
             dir: dir.to_owned(),
         });
     }
-    RunRecord::read(dir).map_err(|source| SetupError::Record {
+    RunFile::read(dir).map_err(|source| SetupError::Record {
         dir: dir.to_owned(),
         source,
     })
 }
 
 /// The models of the run being resumed: its own, or the same ones again.
-fn recorded_models(request: &RunRequest, run: &RunRecord) -> Result<Vec<ModelFile>, SetupError> {
+fn models_of_run_file(request: &RunRequest, run: &RunFile) -> Result<Vec<ModelFile>, SetupError> {
     if !request.models.is_empty() {
         let given = model::load_files(&request.models, None)?;
         if given != run.models {

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::transcript::{EndedBy, Transcript};
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
-use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, TaskEnd, TrialOutcome};
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
@@ -25,7 +25,7 @@ pub(super) async fn run_task(
     job: Job,
     task: &Task,
     notices: &super::Notices,
-) -> Result<(TrialRecord, Vec<u8>), RunError> {
+) -> Result<(TrialOutcome, Vec<u8>), RunError> {
     let scenario = &plan.scenarios[job.scenario];
     // Removed when the trial ends (the guard drops). Tools that only read
     // share the scenario's sandbox.
@@ -91,7 +91,7 @@ pub(super) async fn run_task(
         }
     };
     mark_recovered(&mut play.turns);
-    let record = TrialRecord {
+    let record = TrialOutcome {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
@@ -155,7 +155,7 @@ fn last_agent_words(prompt: &[serde_json::Value]) -> String {
 /// ended.
 struct Play<'t> {
     judge: TaskJudge<'t>,
-    turns: Vec<AttemptRecord>,
+    turns: Vec<AttemptOutcome>,
     returned: Option<Vec<u8>>,
     ending: Ending,
     /// Who ended the conversation, where a stop word did.
@@ -491,8 +491,8 @@ async fn call_probe(
 
 /// A call error is recovered when a later turn makes calls and all of them
 /// succeed: the model got back on track.
-fn mark_recovered(turns: &mut [AttemptRecord]) {
-    let clean = |t: &AttemptRecord| t.calls > 0 && !t.failures.iter().any(|f| f.is_call_error());
+fn mark_recovered(turns: &mut [AttemptOutcome]) {
+    let clean = |t: &AttemptOutcome| t.calls > 0 && !t.failures.iter().any(|f| f.is_call_error());
     let mut clean_later = false;
     for turn in turns.iter_mut().rev() {
         if clean_later {
@@ -594,11 +594,11 @@ fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
 mod tests {
     use super::*;
 
-    fn turn(calls: u32, failures: &[Failure]) -> AttemptRecord {
-        AttemptRecord {
+    fn turn(calls: u32, failures: &[Failure]) -> AttemptOutcome {
+        AttemptOutcome {
             calls,
             failures: failures.to_vec(),
-            ..AttemptRecord::default()
+            ..AttemptOutcome::default()
         }
     }
 

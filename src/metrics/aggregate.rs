@@ -2,7 +2,7 @@
 //! constant memory per model x scenario, plus one byte per job for the
 //! paired comparisons of models.
 
-use super::{CellStats, TrialRecord, mcnemar_p_value};
+use super::{CellStats, TrialOutcome, mcnemar_p_value};
 
 /// Every cell's measures, and each job's outcome for pairing.
 #[derive(Debug, Clone)]
@@ -52,14 +52,14 @@ impl Aggregate {
         }
     }
 
-    pub fn add(&mut self, record: &TrialRecord) {
-        let cell = &mut self.cells[record.model][record.scenario];
+    pub fn add(&mut self, outcome: &TrialOutcome) {
+        let cell = &mut self.cells[outcome.model][outcome.scenario];
         let measured_before = cell.trials;
-        cell.add(record);
+        cell.add(outcome);
         // A transport error measured nothing: it is not paired either.
         if cell.trials > measured_before {
-            let slot = record.scenario * self.trials as usize + record.trial as usize;
-            self.outcomes[record.model][slot] = 1 + u8::from(record.success());
+            let slot = outcome.scenario * self.trials as usize + outcome.trial as usize;
+            self.outcomes[outcome.model][slot] = 1 + u8::from(outcome.success());
         }
     }
 
@@ -96,15 +96,15 @@ impl Aggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::AttemptRecord;
+    use crate::metrics::AttemptOutcome;
     use std::time::Duration;
 
-    fn trial(model: usize, trial: u32, success: bool) -> TrialRecord {
-        TrialRecord {
+    fn trial(model: usize, trial: u32, success: bool) -> TrialOutcome {
+        TrialOutcome {
             model,
             scenario: 0,
             trial,
-            attempts: vec![AttemptRecord {
+            attempts: vec![AttemptOutcome {
                 attempt: 1,
                 success,
                 failures: Vec::new(),

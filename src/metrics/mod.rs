@@ -1,4 +1,4 @@
-//! Measures computed from plain trial records: success after each attempt,
+//! Measures computed from plain trial outcomes: success after each attempt,
 //! conditional success, Wilson intervals, pass^k, self-correction (overall
 //! and per failure kind), parallel speedup and efficiency, latency
 //! percentiles, probes' rewards, and paired model comparisons with McNemar's test. Nothing
@@ -20,12 +20,12 @@ pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
 pub use score::{JudgeUse, PASSED, Score, ScoreStats};
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
-pub use streaming::{StreamRecord, StreamStats};
+pub use streaming::{StreamStats, StreamTimes};
 pub use task::{Ending, TaskEnd, TaskStats, histogram_mean, histogram_percentile};
 
 /// The outcome of one attempt (one model turn; in a task, one turn of it).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AttemptRecord {
+pub struct AttemptOutcome {
     pub attempt: u32,
     pub success: bool,
     /// Every failure of the attempt, one per failed call.
@@ -64,7 +64,7 @@ pub struct AttemptRecord {
     /// whatever the verdict: under BFCL rules they do not fail it.
     pub schema_errors: u32,
     /// A streamed reply: when its parts came, and its calls run early.
-    pub stream: Option<StreamRecord>,
+    pub stream: Option<StreamTimes>,
     /// Tasks: the user turn this model turn answers (1: the opening one).
     pub user_turn: u32,
     /// Tasks, on a user turn's last model turn: whether that user turn
@@ -81,17 +81,17 @@ pub struct AttemptRecord {
 
 /// One trial: a scenario run against a model until success or out of attempts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TrialRecord {
+pub struct TrialOutcome {
     pub model: usize,
     pub scenario: usize,
     pub trial: u32,
     /// In a task, one per turn.
-    pub attempts: Vec<AttemptRecord>,
+    pub attempts: Vec<AttemptOutcome>,
     /// Set for a task: how it ended and was judged.
     pub task: Option<TaskEnd>,
 }
 
-impl TrialRecord {
+impl TrialOutcome {
     /// The infrastructure failure that lost the trial, if one did: then
     /// it measured nothing of the model.
     pub fn lost(&self) -> Option<Failure> {
@@ -198,7 +198,7 @@ impl CellStats {
         }
     }
 
-    pub fn add(&mut self, trial: &TrialRecord) {
+    pub fn add(&mut self, trial: &TrialOutcome) {
         for attempt in &trial.attempts {
             self.input_tokens += attempt.usage.input_tokens;
             self.output_tokens += attempt.usage.output_tokens;
@@ -422,8 +422,8 @@ fn ratio(part: u64, whole: u64) -> f64 {
 mod tests {
     use super::*;
 
-    fn attempt(n: u32, success: bool, failures: &[Failure]) -> AttemptRecord {
-        AttemptRecord {
+    fn attempt(n: u32, success: bool, failures: &[Failure]) -> AttemptOutcome {
+        AttemptOutcome {
             attempt: n,
             success,
             failures: failures.to_vec(),
@@ -438,8 +438,8 @@ mod tests {
         }
     }
 
-    fn trial(attempts: Vec<AttemptRecord>) -> TrialRecord {
-        TrialRecord {
+    fn trial(attempts: Vec<AttemptOutcome>) -> TrialOutcome {
+        TrialOutcome {
             model: 0,
             scenario: 0,
             trial: 0,

@@ -10,7 +10,7 @@ use crate::call::StreamTiming;
 
 /// One streamed attempt's times, each from the request's send.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct StreamRecord {
+pub struct StreamTimes {
     pub timing: StreamTiming,
     /// To the last call's result: the reply and its tools, as run.
     pub turn: Duration,
@@ -21,7 +21,7 @@ pub struct StreamRecord {
     pub ran_early: u32,
 }
 
-impl StreamRecord {
+impl StreamTimes {
     /// Waiting for the whole reply, then the ideal schedule: the base
     /// both speedups are over.
     pub fn waiting(&self, ideal_tools: Duration) -> Duration {
@@ -44,7 +44,7 @@ pub struct StreamStats {
 }
 
 impl StreamStats {
-    pub fn add(&mut self, stream: &StreamRecord, calls: u32, ideal_tools: Duration) {
+    pub fn add(&mut self, stream: &StreamTimes, calls: u32, ideal_tools: Duration) {
         self.attempts += 1;
         if let Some(at) = stream.timing.first_token {
             self.first_token.record(at);
@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn early_speedup_is_over_waiting_for_the_whole_reply() {
-        let stream = StreamRecord {
+        let stream = StreamTimes {
             timing: StreamTiming {
                 first_byte: ms(10),
                 first_token: Some(ms(20)),
@@ -120,7 +120,7 @@ mod tests {
         // Not run early: the ideal still says what it would buy.
         let mut waited = StreamStats::default();
         waited.add(
-            &StreamRecord {
+            &StreamTimes {
                 ran_early: 0,
                 ..stream
             },

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{ScoreStats, TrialRecord};
+use super::{ScoreStats, TrialOutcome};
 
 /// Why a task's loop stopped.
 #[derive(
@@ -54,7 +54,7 @@ pub struct TaskEnd {
     pub user_turns: u32,
 }
 
-impl TrialRecord {
+impl TrialOutcome {
     /// A task's user turns passed before the first that failed (or was
     /// never reached).
     pub fn user_turns_survived(&self) -> u32 {
@@ -94,7 +94,7 @@ pub struct TaskStats {
 }
 
 impl TaskStats {
-    pub fn add(&mut self, trial: &TrialRecord, end: TaskEnd) {
+    pub fn add(&mut self, trial: &TrialOutcome, end: TaskEnd) {
         self.tasks += 1;
         self.milestones_possible += u64::from(end.milestones);
         let mut calls = 0;

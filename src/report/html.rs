@@ -124,20 +124,20 @@ impl HtmlReport {
 
 impl Reporter for HtmlReport {
     fn trial_finished(&mut self, _info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
-        let record = trial.record;
-        if record.success() {
+        let outcome = trial.outcome;
+        if outcome.success() {
             return Ok(());
         }
         *self
             .failures
-            .entry((record.model, record.scenario))
+            .entry((outcome.model, outcome.scenario))
             .or_default() += 1;
         if self.kept >= FAILED_IN_ALL {
             return Ok(());
         }
         let cell = self
             .failed
-            .entry((record.model, record.scenario))
+            .entry((outcome.model, outcome.scenario))
             .or_default();
         if cell.len() < FAILED_PER_CELL {
             let entries = trial
@@ -145,7 +145,7 @@ impl Reporter for HtmlReport {
                 .split(|b| *b == b'\n')
                 .filter_map(|line| serde_json::from_slice(line).ok())
                 .collect();
-            cell.push((record.trial, entries));
+            cell.push((outcome.trial, entries));
             self.kept += 1;
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! Reports, fed plain records and events: a [`RunEvent`] goes to every
+//! Reports, fed plain trial outcomes and events: a [`RunEvent`] goes to every
 //! [`Reporter`] through one fan-out ([`Reporters`]), which also keeps the
 //! run's measures ([`Aggregate`]). Each file has its reporter: trials.csv
 //! (`trials`), session.jsonl (`session`), the summary CSVs (`summary`;
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::call::{Failure, Prices};
-use crate::metrics::{Aggregate, CellStats, TrialRecord, pass_hat_k};
+use crate::metrics::{Aggregate, CellStats, TrialOutcome, pass_hat_k};
 
 pub use compare::{Change, CompareError, Comparison, ModelChange, compare};
 pub use html::HtmlReport;
@@ -211,11 +211,11 @@ pub fn violations(info: &RunInfo, stats: &Aggregate) -> Vec<Violation> {
     found
 }
 
-/// A finished trial: its record, and what Record logged for it (empty when
+/// A finished trial: its outcome, and what Record logged for it (empty when
 /// replayed from an earlier run, or when the log is off).
 #[derive(Debug, Clone, Copy)]
 pub struct FinishedTrial<'a> {
-    pub record: &'a TrialRecord,
+    pub outcome: &'a TrialOutcome,
     pub session: &'a [u8],
 }
 
@@ -352,7 +352,7 @@ impl<'a> Reporters<'a> {
                 Ok(())
             }
             RunEvent::TrialFinished(trial) => {
-                self.stats.add(trial.record);
+                self.stats.add(trial.outcome);
                 for reporter in &mut self.reporters {
                     reporter.trial_finished(self.info, trial)?;
                 }
@@ -478,7 +478,7 @@ impl RunFiles {
 #[cfg(test)]
 pub(crate) mod test_runs {
     use super::{ModelInfo, RunInfo, ScenarioInfo};
-    use crate::metrics::{Aggregate, AttemptRecord, TrialRecord};
+    use crate::metrics::{Aggregate, AttemptOutcome, TrialOutcome};
 
     /// `models` models on one scenario: model m gets trials `0..10 * m`
     /// right, so every pair differs significantly and the best is last.
@@ -506,11 +506,11 @@ pub(crate) mod test_runs {
         let mut stats = info.aggregate();
         for model in 0..models {
             for trial in 0..trials {
-                stats.add(&TrialRecord {
+                stats.add(&TrialOutcome {
                     model,
                     scenario: 0,
                     trial,
-                    attempts: vec![AttemptRecord {
+                    attempts: vec![AttemptOutcome {
                         attempt: 1,
                         success: trial < 10 * model as u32,
                         calls: 1,

@@ -634,11 +634,11 @@ mod tests {
         );
         let mut two = CellStats::new(1);
         for success in [true, true] {
-            two.add(&crate::metrics::TrialRecord {
+            two.add(&crate::metrics::TrialOutcome {
                 model: 0,
                 scenario: 0,
                 trial: 0,
-                attempts: vec![crate::metrics::AttemptRecord {
+                attempts: vec![crate::metrics::AttemptOutcome {
                     attempt: 1,
                     success,
                     ..Default::default()

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FinishedTrial, Reporter, RunInfo};
 use crate::call::{Failure, Reason, StreamTiming, Usage};
-use crate::metrics::{AttemptRecord, Ending, JudgeUse, Score, StreamRecord, TaskEnd, TrialRecord};
+use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, StreamTimes, TaskEnd, TrialOutcome};
 
 /// The column contract of trials.csv. Written, a row borrows its texts
 /// from the trial and the run (no copy per row); read, it owns them.
@@ -145,16 +145,16 @@ fn duration(ms: f64) -> std::time::Duration {
 
 pub fn rows<'r>(
     info: &'r RunInfo,
-    record: &'r TrialRecord,
+    outcome: &'r TrialOutcome,
 ) -> impl Iterator<Item = TrialRow<'r>> + 'r {
-    let model = info.models[record.model].name.as_str();
-    let prices = info.models[record.model].prices;
-    let scenario = info.scenarios[record.scenario].name.as_str();
-    let trial_success = record.success();
-    let trial = record.trial;
-    let last = record.attempts.len();
-    let ending = record.task.map(|t| t.ending.as_str()).unwrap_or_default();
-    record
+    let model = info.models[outcome.model].name.as_str();
+    let prices = info.models[outcome.model].prices;
+    let scenario = info.scenarios[outcome.scenario].name.as_str();
+    let trial_success = outcome.success();
+    let trial = outcome.trial;
+    let last = outcome.attempts.len();
+    let ending = outcome.task.map(|t| t.ending.as_str()).unwrap_or_default();
+    outcome
         .attempts
         .iter()
         .enumerate()
@@ -225,7 +225,7 @@ fn judge_columns(judge: Option<&JudgeUse>, streamed: TrialRow<'static>) -> Trial
 }
 
 /// The streamed-reply columns of a row (empty when not streamed).
-fn stream_columns(stream: Option<&StreamRecord>) -> TrialRow<'static> {
+fn stream_columns(stream: Option<&StreamTimes>) -> TrialRow<'static> {
     let Some(stream) = stream else {
         return TrialRow::default();
     };
@@ -301,9 +301,9 @@ fn score_of(row: &TrialRow<'_>, path: &Path) -> io::Result<Option<Score>> {
 }
 
 /// A row's streamed-reply columns read back; `None`: not streamed.
-fn stream_record(row: &TrialRow<'_>) -> Option<StreamRecord> {
+fn stream_times(row: &TrialRow<'_>) -> Option<StreamTimes> {
     let end = row.stream_end_ms?;
-    Some(StreamRecord {
+    Some(StreamTimes {
         timing: StreamTiming {
             first_byte: duration(row.first_byte_ms.unwrap_or_default()),
             first_token: row.first_token_ms.map(duration),
@@ -365,7 +365,7 @@ impl TrialsCsv {
 
 impl Reporter for TrialsCsv {
     fn trial_finished(&mut self, info: &RunInfo, trial: FinishedTrial<'_>) -> io::Result<()> {
-        for row in rows(info, trial.record) {
+        for row in rows(info, trial.outcome) {
             self.pending.serialize(row).map_err(io::Error::other)?;
         }
         Ok(())
@@ -398,7 +398,7 @@ pub struct TrialReader<'p> {
     info: &'p RunInfo,
     path: PathBuf,
     rows: csv::DeserializeRecordsIntoIter<io::Take<File>, TrialRow<'static>>,
-    pending: Option<TrialRecord>,
+    pending: Option<TrialOutcome>,
 }
 
 impl<'p> TrialReader<'p> {
@@ -416,15 +416,16 @@ impl<'p> TrialReader<'p> {
 
     /// A trial is complete when it succeeded or used every attempt; a task
     /// when its last turn says how it ended.
-    fn complete(&self, record: &TrialRecord) -> bool {
-        if self.info.scenarios[record.scenario]
+    fn complete(&self, outcome: &TrialOutcome) -> bool {
+        if self.info.scenarios[outcome.scenario]
             .task_milestones
             .is_some()
         {
-            return record.task.is_some();
+            return outcome.task.is_some();
         }
-        record.success()
-            || record.attempts.len() as u32 >= self.info.max_attempts(record.model, record.scenario)
+        outcome.success()
+            || outcome.attempts.len() as u32
+                >= self.info.max_attempts(outcome.model, outcome.scenario)
     }
 
     fn convert(&self, row: TrialRow<'static>) -> io::Result<Converted> {
@@ -448,7 +449,7 @@ impl<'p> TrialReader<'p> {
             .filter(|f| !f.is_empty())
             .map(|f| Failure::parse(f).ok_or_else(|| unknown("failure kind", f)))
             .collect::<io::Result<Vec<_>>>()?;
-        let stream = stream_record(&row);
+        let stream = stream_times(&row);
         let user_turn_passed = match row.user_turn_passed.as_ref() {
             "" => None,
             "yes" => Some(true),
@@ -472,7 +473,7 @@ impl<'p> TrialReader<'p> {
             }),
             (None, ended) => return Err(unknown("ending of a non-task scenario", ended)),
         };
-        let attempt = AttemptRecord {
+        let attempt = AttemptOutcome {
             attempt: row.attempt,
             success: row.attempt_success,
             failures,
@@ -522,12 +523,12 @@ struct Converted {
     model: usize,
     scenario: usize,
     trial: u32,
-    attempt: AttemptRecord,
+    attempt: AttemptOutcome,
     task: Option<TaskEnd>,
 }
 
 impl Iterator for TrialReader<'_> {
-    type Item = io::Result<TrialRecord>;
+    type Item = io::Result<TrialOutcome>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -554,7 +555,7 @@ impl Iterator for TrialReader<'_> {
                 pending.task = task;
                 continue;
             }
-            let started = TrialRecord {
+            let started = TrialOutcome {
                 model,
                 scenario,
                 trial,
@@ -594,7 +595,7 @@ mod tests {
 
     #[test]
     fn a_whole_millisecond_call_time_is_written_as_first_call_ms_is() {
-        let stream = StreamRecord {
+        let stream = StreamTimes {
             timing: StreamTiming {
                 first_byte: Duration::from_millis(1),
                 first_token: None,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use toolgauge::harness::{self, Clock, RunPlan};
-use toolgauge::metrics::{Aggregate, TrialRecord};
+use toolgauge::metrics::{Aggregate, TrialOutcome};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
 use toolgauge::report::{FinishedTrial, Reporter, Reporters, RunInfo, Thresholds};
@@ -138,11 +138,11 @@ fn the_same_seed_gives_the_same_trials_whatever_the_concurrency() {
     assert_eq!(one, records(64));
 }
 
-struct Collect(Vec<TrialRecord>);
+struct Collect(Vec<TrialOutcome>);
 
 impl Reporter for Collect {
     fn trial_finished(&mut self, _: &RunInfo, trial: FinishedTrial<'_>) -> std::io::Result<()> {
-        self.0.push(trial.record.clone());
+        self.0.push(trial.outcome.clone());
         Ok(())
     }
 }
@@ -353,7 +353,7 @@ fn a_stopped_run_leaves_its_finished_trials_in_the_files_with_their_logs() {
     drop(reporters);
     // Fewer trials than a checkpoint holds: they are on disk all the same.
     let read = toolgauge::report::TrialReader::open(&info, &out.path().join("trials.csv")).unwrap();
-    let trials: Vec<TrialRecord> = read.map(Result::unwrap).collect();
+    let trials: Vec<TrialOutcome> = read.map(Result::unwrap).collect();
     assert_eq!(trials, stopper.collect.0);
     let logged: std::collections::BTreeSet<(String, u32)> =
         std::fs::read_to_string(out.path().join("session.jsonl"))

@@ -70,7 +70,7 @@ pub enum SuiteChanged {
 
 /// run.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
+pub struct RunFile {
     pub toolgauge: String,
     pub suite: SuitePaths,
     pub trials: u32,
@@ -113,13 +113,13 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-impl RunRecord {
+impl RunFile {
     pub fn write(&self, out: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         crate::whole_file::write(&out.join("run.json"), text + "\n")
     }
 
-    pub fn read(dir: &Path) -> Result<RunRecord, FileError> {
+    pub fn read(dir: &Path) -> Result<RunFile, FileError> {
         source::read_json(&dir.join("run.json"))
     }
 
@@ -159,7 +159,7 @@ impl RunRecord {
 
     /// What reporters know of the run from this record alone, when it
     /// keeps its scenarios' infos (runs since they were kept).
-    pub fn recorded_info(&self) -> Option<RunInfo> {
+    pub fn run_info(&self) -> Option<RunInfo> {
         (self.scenario_infos.len() == self.scenarios.len() && !self.scenarios.is_empty())
             .then(|| self.info_with(self.scenario_infos.clone()))
     }
