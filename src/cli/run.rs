@@ -207,23 +207,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             violations,
             sources,
         } => {
-            for s in &sources {
-                eprintln!(
-                    "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s){}",
-                    s.source,
-                    s.startups,
-                    s.startup_ms_mean,
-                    s.calls,
-                    s.call_ms_p50,
-                    s.call_ms_p95,
-                    s.call_errors,
-                    if s.bad_outputs > 0 {
-                        format!(", {} breaking the tool's outputSchema", s.bad_outputs)
-                    } else {
-                        String::new()
-                    }
-                );
-            }
+            sources.iter().for_each(say_server_stats);
             (table, violations)
         }
     };
@@ -242,6 +226,25 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         eprintln!("  {} / {}: {}", v.model, v.scenario, v.message);
     }
     Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// One MCP server's start-ups and calls over the run.
+fn say_server_stats(s: &crate::tool::mcp::SourceStats) {
+    eprintln!(
+        "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s){}",
+        s.source,
+        s.startups,
+        s.startup_ms_mean,
+        s.calls,
+        s.call_ms_p50,
+        s.call_ms_p95,
+        s.call_errors,
+        if s.bad_outputs > 0 {
+            format!(", {} breaking the tool's outputSchema", s.bad_outputs)
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// A `--min-pass-k` that is not K:RATE.

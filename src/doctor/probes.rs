@@ -337,6 +337,13 @@ impl Prober {
                 format!("the model repeated {NONCE} from the result"),
             );
         }
+        self.repeats_from_a_user_message(probe).await
+    }
+
+    /// With no token counts and no word repeated from the result: does
+    /// the model repeat a word from a user message? If so, the result was
+    /// not shown to it.
+    async fn repeats_from_a_user_message(&self, probe: Probe) -> Finding {
         let control = self
             .send(
                 &self.opening(&format!("The word is {NONCE}. Answer with the word only.")),

@@ -252,23 +252,13 @@ pub fn fuzz_tools(
         let mut tool_cases = 0;
         let mut tool_fault = None;
         for block in blocks {
-            let mut verdicts = Vec::with_capacity(validators.len());
-            for validator in validators {
-                let (judged, fault) = validator.judge(&def.name, reference, &block.instances);
-                verdicts.push(judged);
-                match fault {
-                    Some(Fault::Tool(why)) => tool_fault = Some(why),
-                    Some(validator) => failure = Some(validator),
-                    None => continue,
-                }
-                break;
+            let (verdicts, fault) = judge_block(validators, &def.name, reference, &block.instances);
+            match fault {
+                Some(Fault::Tool(why)) => tool_fault = Some(why),
+                Some(validator) => failure = Some(validator),
+                None => {}
             }
-            if reports.len() < verdicts.len() {
-                reports.resize_with(verdicts.len(), ToolFuzz::default);
-            }
-            for (report, verdicts) in reports.iter_mut().zip(&verdicts) {
-                report.absorb(block.tally(verdicts));
-            }
+            tally(&mut reports, &block, &verdicts);
             let short = failure.is_some() || tool_fault.is_some();
             if validators.len() > 1 && !short {
                 differential::collect(&mut found, &block, &verdicts);
@@ -287,19 +277,7 @@ pub fn fuzz_tools(
                 break;
             }
         }
-        let mut found: Vec<Disagreement> = found.into_values().collect();
-        for disagreement in &mut found {
-            disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
-                let one = std::slice::from_ref(candidate);
-                validators
-                    .iter()
-                    .map(|v| match v.judge(&def.name, reference, one) {
-                        (verdicts, None) => verdicts.first().copied(),
-                        (_, Some(_)) => None,
-                    })
-                    .collect()
-            });
-        }
+        let found = minimised(found, validators, &def.name, reference);
         results.push(ToolResult {
             tool: def.name.clone(),
             reports,
@@ -318,6 +296,60 @@ pub fn fuzz_tools(
         tool_faults,
         stopped,
     }
+}
+
+/// A block's verdicts added to each validator's report, one report per
+/// validator that judged.
+fn tally(reports: &mut Vec<ToolFuzz>, block: &super::Cases, verdicts: &[Vec<bool>]) {
+    if reports.len() < verdicts.len() {
+        reports.resize_with(verdicts.len(), ToolFuzz::default);
+    }
+    for (report, verdicts) in reports.iter_mut().zip(verdicts) {
+        report.absorb(block.tally(verdicts));
+    }
+}
+
+/// Each validator's verdicts on one block, in order, up to the first that
+/// gives none (its fault).
+fn judge_block(
+    validators: &[Named],
+    tool: &str,
+    reference: &crate::schema::Compiled,
+    instances: &[Value],
+) -> (Vec<Vec<bool>>, Option<Fault>) {
+    let mut verdicts = Vec::with_capacity(validators.len());
+    for validator in validators {
+        let (judged, fault) = validator.judge(tool, reference, instances);
+        verdicts.push(judged);
+        if fault.is_some() {
+            return (verdicts, fault);
+        }
+    }
+    (verdicts, None)
+}
+
+/// The disagreements found on `tool`, each shrunk to a small instance on
+/// which the validators still disagree the same way.
+fn minimised(
+    found: Found,
+    validators: &[Named],
+    tool: &str,
+    reference: &crate::schema::Compiled,
+) -> Vec<Disagreement> {
+    let mut found: Vec<Disagreement> = found.into_values().collect();
+    for disagreement in &mut found {
+        disagreement.minimise(reference, MINIMISE_BUDGET, &mut |candidate| {
+            let one = std::slice::from_ref(candidate);
+            validators
+                .iter()
+                .map(|v| match v.judge(tool, reference, one) {
+                    (verdicts, None) => verdicts.first().copied(),
+                    (_, Some(_)) => None,
+                })
+                .collect()
+        });
+    }
+    found
 }
 
 /// Case `index` of the run with `seed` (and `cases` per tool), counted

@@ -84,62 +84,69 @@ fn local_steps(value: &Value) -> Vec<Value> {
             }));
             out
         }
-        Value::String(text) => {
-            let chars: Vec<char> = text.chars().collect();
-            let mut out = Vec::new();
-            if chars.is_empty() {
-                return out;
-            }
-            out.push(Value::String(String::new()));
-            if chars.len() > 1 {
-                let half = chars.len() / 2;
-                out.push(Value::String(chars[..half].iter().collect()));
-                out.push(Value::String(chars[half..].iter().collect()));
-            }
-            if chars.len() <= CHAR_BY_CHAR {
-                out.extend((0..chars.len()).map(|skip| {
-                    Value::String(
-                        chars
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, _)| *i != skip)
-                            .map(|(_, c)| c)
-                            .collect(),
-                    )
-                }));
-            }
-            out
-        }
+        Value::String(text) => shorter_strings(text),
         // Integers stay integers, floats floats: the spelling may be
         // what the validators disagree on.
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                let mut out = Vec::new();
-                if i != 0 {
-                    out.push(Value::from(0));
-                }
-                if i.abs() > 1 {
-                    out.push(Value::from(i / 2));
-                }
-                out
-            } else if let Some(u) = n.as_u64() {
-                vec![Value::from(0), Value::from(u / 2)]
-            } else {
-                let x = n.as_f64().unwrap_or_default();
-                let mut out = Vec::new();
-                if x != 0.0 {
-                    out.push(Value::from(0.0));
-                }
-                if x.fract() != 0.0 && x.trunc() != 0.0 {
-                    out.push(Value::from(x.trunc()));
-                    out.push(Value::from(x.fract()));
-                } else if x.abs() > 1.0 {
-                    out.push(Value::from((x / 2.0).trunc()));
-                }
-                out
-            }
-        }
+        Value::Number(n) => nearer_zero(n),
         Value::Bool(_) | Value::Null => Vec::new(),
+    }
+}
+
+/// `text` emptied, halved, or (when short) less one character.
+fn shorter_strings(text: &str) -> Vec<Value> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    if chars.is_empty() {
+        return out;
+    }
+    out.push(Value::String(String::new()));
+    if chars.len() > 1 {
+        let half = chars.len() / 2;
+        out.push(Value::String(chars[..half].iter().collect()));
+        out.push(Value::String(chars[half..].iter().collect()));
+    }
+    if chars.len() <= CHAR_BY_CHAR {
+        out.extend((0..chars.len()).map(|skip| {
+            Value::String(
+                chars
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != skip)
+                    .map(|(_, c)| c)
+                    .collect(),
+            )
+        }));
+    }
+    out
+}
+
+/// `n` as zero, halved, or split into its whole and fractional parts,
+/// of the same kind (integer or float).
+fn nearer_zero(n: &serde_json::Number) -> Vec<Value> {
+    if let Some(i) = n.as_i64() {
+        let mut out = Vec::new();
+        if i != 0 {
+            out.push(Value::from(0));
+        }
+        if i.abs() > 1 {
+            out.push(Value::from(i / 2));
+        }
+        out
+    } else if let Some(u) = n.as_u64() {
+        vec![Value::from(0), Value::from(u / 2)]
+    } else {
+        let x = n.as_f64().unwrap_or_default();
+        let mut out = Vec::new();
+        if x != 0.0 {
+            out.push(Value::from(0.0));
+        }
+        if x.fract() != 0.0 && x.trunc() != 0.0 {
+            out.push(Value::from(x.trunc()));
+            out.push(Value::from(x.fract()));
+        } else if x.abs() > 1.0 {
+            out.push(Value::from((x / 2.0).trunc()));
+        }
+        out
     }
 }
 

@@ -87,19 +87,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let mut run_file = RunFile::read(first)?;
     check_shards(dirs)?;
     check_out_apart(dirs, out)?;
-    for dir in &dirs[1..] {
-        let other = RunFile::read(dir)?;
-        let same = RunFile {
-            shard: run_file.shard,
-            ..other.clone()
-        };
-        if same != run_file {
-            return Err(MergeError::OtherConfiguration {
-                first: first.clone(),
-                other: dir.clone(),
-            });
-        }
-    }
+    check_same_configuration(first, &run_file, &dirs[1..])?;
     let info = run_info(&run_file)?;
     let open = |dir: &PathBuf| {
         let path = dir.join("trials.csv");
@@ -110,10 +98,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     let expected = info.models.len() as u64 * info.scenarios.len() as u64 * u64::from(info.trials);
     let mut held = 0;
     for dir in dirs {
-        for trial in open(dir)? {
-            trial.map_err(at(&dir.join("trials.csv")))?;
-            held += 1;
-        }
+        let trials = open(dir)?
+            .map(|trial| trial.map(|_| 1))
+            .sum::<Result<u64, _>>();
+        held += trials.map_err(at(&dir.join("trials.csv")))?;
     }
     if held != expected {
         return Err(MergeError::Incomplete { held, expected });
@@ -132,38 +120,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         reporters
             .send(RunEvent::Started { trials: 0 })
             .map_err(at(out))?;
-        // Each shard's file is in job order: merge them one trial at a time.
-        let mut last_key = None;
-        loop {
-            let mut next: Option<(usize, (usize, usize, u32))> = None;
-            for (i, shard) in shards.iter_mut().enumerate() {
-                if let Some(Ok(r)) = shard.peek() {
-                    let key = (r.model, r.scenario, r.trial);
-                    if next.is_none_or(|(_, best)| key < best) {
-                        next = Some((i, key));
-                    }
-                }
-            }
-            let Some((i, key)) = next else { break };
-            let trial = shards[i]
-                .next()
-                .and_then(Result::ok)
-                .expect("peeked a record");
-            if last_key == Some(key) {
-                return Err(MergeError::Duplicate {
-                    model: info.models[key.0].name.clone(),
-                    scenario: info.scenarios[key.1].name.clone(),
-                    trial: key.2,
-                });
-            }
-            last_key = Some(key);
-            reporters
-                .send(RunEvent::TrialFinished(FinishedTrial {
-                    outcome: &trial,
-                    session: &[],
-                }))
-                .map_err(at(out))?;
-        }
+        send_in_job_order(&mut shards, &info, &mut reporters, out)?;
         // The log is whole before the reports that read it are written.
         merge_session_logs(dirs, out)?;
         reporters.send(RunEvent::Finished).map_err(at(out))?;
@@ -178,6 +135,72 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         violations: std::mem::take(&mut files.gate.violations),
         table,
     })
+}
+
+/// Each shard's trials, read in job order, sent to `reporters` one trial
+/// at a time in the run's job order; a trial held twice is refused.
+fn send_in_job_order(
+    shards: &mut [std::iter::Peekable<TrialReader<'_>>],
+    info: &report::RunInfo,
+    reporters: &mut Reporters<'_>,
+    out: &Path,
+) -> Result<(), MergeError> {
+    // Each shard's file is in job order: merge them one trial at a time.
+    let mut last_key = None;
+    loop {
+        let mut next: Option<(usize, (usize, usize, u32))> = None;
+        for (i, shard) in shards.iter_mut().enumerate() {
+            if let Some(Ok(r)) = shard.peek() {
+                let key = (r.model, r.scenario, r.trial);
+                if next.is_none_or(|(_, best)| key < best) {
+                    next = Some((i, key));
+                }
+            }
+        }
+        let Some((i, key)) = next else { break };
+        let trial = shards[i]
+            .next()
+            .and_then(Result::ok)
+            .expect("peeked a record");
+        if last_key == Some(key) {
+            return Err(MergeError::Duplicate {
+                model: info.models[key.0].name.clone(),
+                scenario: info.scenarios[key.1].name.clone(),
+                trial: key.2,
+            });
+        }
+        last_key = Some(key);
+        reporters
+            .send(RunEvent::TrialFinished(FinishedTrial {
+                outcome: &trial,
+                session: &[],
+            }))
+            .map_err(at(out))?;
+    }
+    Ok(())
+}
+
+/// Every shard after `first` was run with `first`'s configuration, its
+/// shard aside.
+fn check_same_configuration(
+    first: &Path,
+    run_file: &RunFile,
+    others: &[PathBuf],
+) -> Result<(), MergeError> {
+    for dir in others {
+        let other = RunFile::read(dir)?;
+        let same = RunFile {
+            shard: run_file.shard,
+            ..other.clone()
+        };
+        if same != *run_file {
+            return Err(MergeError::OtherConfiguration {
+                first: first.to_owned(),
+                other: dir.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `out` neither is, nor holds, nor lies inside a shard folder: writing a

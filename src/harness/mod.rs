@@ -7,9 +7,11 @@
 //! `run_file` is run.json.
 
 pub mod merge;
+mod models;
 pub mod run_file;
 mod settings;
 mod setup;
+mod setup_error;
 mod shard;
 mod task;
 mod transcript;
@@ -32,7 +34,8 @@ use crate::scenario::{Scenario, Task};
 use crate::tool::{Sandbox, ToolState};
 
 pub use settings::{RunRequest, Settings};
-pub use setup::{Notes, PreparedRun, RunEnding, SetupError};
+pub use setup::{Notes, PreparedRun, RunEnding};
+pub use setup_error::{ForeignTrial, SetupError};
 pub use shard::{Shard, ShardError};
 
 /// Which clock latencies run on.
@@ -313,17 +316,7 @@ pub fn run_until(
     runtime.block_on(async {
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
-            let replayed = match &pending_replay {
-                Some(outcome)
-                    if (outcome.model, outcome.scenario, outcome.trial)
-                        == (job.model, job.scenario, job.trial) =>
-                {
-                    let outcome = pending_replay.take();
-                    pending_replay = replay.as_mut().and_then(|r| r.next());
-                    outcome
-                }
-                _ => None,
-            };
+            let replayed = replayed_trial(&mut pending_replay, &mut replay, job);
             async move {
                 match replayed {
                     Some(outcome) => Ok((outcome, Vec::new())),
@@ -374,6 +367,22 @@ pub fn run_until(
     })?;
     reporters.send(RunEvent::Finished)?;
     Ok(())
+}
+
+/// The earlier run's outcome of `job`, if that run finished it: the
+/// replay is read in job order, one outcome ahead.
+fn replayed_trial(
+    pending: &mut Option<TrialOutcome>,
+    replay: &mut Option<Replay<'_>>,
+    job: Job,
+) -> Option<TrialOutcome> {
+    let outcome = pending.as_ref()?;
+    if (outcome.model, outcome.scenario, outcome.trial) != (job.model, job.scenario, job.trial) {
+        return None;
+    }
+    let outcome = pending.take();
+    *pending = replay.as_mut().and_then(|r| r.next());
+    outcome
 }
 
 /// The runtime a run's trials run on: its clock's.
@@ -618,31 +627,7 @@ impl<'p> TrialRun<'p> {
             ran_early,
             timing,
         });
-        let failures = turn.failures();
-        let schema_errors = failures
-            .iter()
-            .filter(|f| **f == Failure::Validation)
-            .count() as u32;
-        let outcome = AttemptOutcome {
-            attempt,
-            success: failures.is_empty(),
-            schema_errors,
-            failures,
-            reason: turn
-                .call_written_as_text()
-                .then_some(crate::call::Reason::CallAsText),
-            calls: turn.calls().len() as u32,
-            model_time: timing.request,
-            queue_time: timing.queued,
-            retries: timing.retries,
-            retry_time: timing.retrying,
-            tool_time: turn.batch.makespan,
-            serial_time: turn.batch.serial_makespan(),
-            ideal_time: turn.batch.ideal_makespan,
-            usage: reply.usage,
-            stream,
-            ..AttemptOutcome::default()
-        };
+        let outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
         if outcome.failures.iter().any(|f| f.is_infrastructure()) {
             return Ok(Step::Lost(self.lost(&turn, outcome)));
         }
@@ -692,5 +677,40 @@ impl<'p> TrialRun<'p> {
     /// What Record logged over the trial.
     fn into_log(self) -> Vec<u8> {
         self.log.map(SessionLog::into_inner).unwrap_or_default()
+    }
+}
+
+/// What one turn measured: its failures, counts and times.
+fn attempt_outcome(
+    attempt: u32,
+    turn: &Turn,
+    timing: crate::transport::Timing,
+    usage: crate::call::Usage,
+    stream: Option<StreamTimes>,
+) -> AttemptOutcome {
+    let failures = turn.failures();
+    let schema_errors = failures
+        .iter()
+        .filter(|f| **f == Failure::Validation)
+        .count() as u32;
+    AttemptOutcome {
+        attempt,
+        success: failures.is_empty(),
+        schema_errors,
+        failures,
+        reason: turn
+            .call_written_as_text()
+            .then_some(crate::call::Reason::CallAsText),
+        calls: turn.calls().len() as u32,
+        model_time: timing.request,
+        queue_time: timing.queued,
+        retries: timing.retries,
+        retry_time: timing.retrying,
+        tool_time: turn.batch.makespan,
+        serial_time: turn.batch.serial_makespan(),
+        ideal_time: turn.batch.ideal_makespan,
+        usage,
+        stream,
+        ..AttemptOutcome::default()
     }
 }

@@ -30,103 +30,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::run_file::{RunFile, SuiteChanged};
-use super::settings::{RunRequest, Settings, SettingsError, contradiction};
+use super::models::Models;
+use super::run_file::RunFile;
+use super::settings::{RunRequest, Settings};
+use super::setup_error::{ForeignTrial, SetupError};
 use super::{Clock, Job, RunError, RunPlan};
-use crate::doctor::DoctorError;
 use crate::metrics::Aggregate;
-use crate::model::{
-    self, LiveOptions, Model, ModelError, ModelFile, RecordingError, Replayer, user_sim,
-};
+use crate::model::{self, Model, ModelFile};
 use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{
     self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
 };
-use crate::scenario::user::UserPlayer;
-use crate::scenario::{LoadError, Scenario, load_suites};
+use crate::scenario::{Scenario, load_suites};
 use crate::tool::mcp::{SourceStats, ToolServers};
-
-/// Why a run could not start. Every kind is bad input.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error(transparent)]
-    Settings(#[from] SettingsError),
-    #[error("--resume {}: no trials.csv there: is it a run's report folder?", dir.display())]
-    NotARun { dir: PathBuf },
-    #[error("--resume {}: cannot read the run's configuration: {source}", dir.display())]
-    Record {
-        dir: PathBuf,
-        source: crate::source::FileError,
-    },
-    #[error("run.json: model {model:?}: {source}")]
-    RecordedModel { model: String, source: ModelError },
-    #[error(
-        "--out {}: already holds a run ({file}); use --resume {0} to continue it, \
-         --force to replace it, or another --out", out.display()
-    )]
-    OutHeld { out: PathBuf, file: String },
-    #[error(transparent)]
-    Models(#[from] ModelError),
-    #[error(
-        "{flag} {does}, and no model of this run is live (kind openai, openai-responses, \
-         anthropic or gemini); leave {flag} out, or name live models with --models"
-    )]
-    NoLiveModel {
-        flag: &'static str,
-        does: &'static str,
-    },
-    #[error("--replay: {0}")]
-    Replay(RecordingError),
-    #[error(transparent)]
-    Doctor(#[from] DoctorError),
-    #[error("{} bad scenario file(s); no trial was run:\n{}", .0.len(), lines(.0))]
-    Suite(Vec<LoadError>),
-    #[error("--resume: {0}; resuming would mix two runs")]
-    SuiteChanged(SuiteChanged),
-    #[error(
-        "model {model:?} has no recorded result for {count} scenario(s), e.g. {first:?}; \
-         run only the scenarios its result file covers"
-    )]
-    Unanswerable {
-        model: String,
-        count: usize,
-        first: String,
-    },
-    #[error(transparent)]
-    ForeignTrial(Box<ForeignTrial>),
-    #[error("{}: {source}", scenario.display())]
-    UserModel {
-        scenario: PathBuf,
-        source: ModelError,
-    },
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-/// A finished trial of a resumed run that the run does not hold.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "--resume {}: {}: trial {trial} of {model:?} / {scenario:?} is not part of this run ({trials} trials{shard})",
-    dir.display(), file.display()
-)]
-pub struct ForeignTrial {
-    dir: PathBuf,
-    file: PathBuf,
-    trial: u32,
-    model: String,
-    scenario: String,
-    trials: u32,
-    /// `, shard K/N` when the run is a shard.
-    shard: String,
-}
-
-fn lines(errors: &[LoadError]) -> String {
-    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    lines.join("\n")
-}
 
 fn at(path: &Path) -> impl FnOnce(std::io::Error) -> SetupError + use<> {
     let path = path.to_owned();
@@ -173,6 +89,51 @@ pub enum RunEnding {
     Interrupted { finished: u64, total: u64 },
 }
 
+impl Notes {
+    /// Put a run on the real clock for `what`, which takes real time (on
+    /// the paused clock every timeout would fire at once), and say so.
+    fn real_clock(&mut self, settings: &mut Settings, what: &str) {
+        if settings.clock == Clock::Virtual {
+            self.info.push(format!("{what}: running on the real clock"));
+            settings.clock = Clock::Real;
+        }
+    }
+}
+
+/// Doctor's checks of each live model before the run, as `--doctor`
+/// asks: what they found becomes the run's warnings.
+fn diagnose_live_models(
+    files: &[ModelFile],
+    out: &Path,
+    request: &RunRequest,
+    notes: &mut Notes,
+) -> Result<(), SetupError> {
+    for file in files.iter().filter(|f| f.is_live()) {
+        if let Some(diagnosis) = crate::doctor::before_run(file, out, request.doctor)? {
+            let streams = file.api().is_some_and(|api| api.stream);
+            notes.warnings.extend(diagnosis.warnings(streams));
+        }
+    }
+    Ok(())
+}
+
+/// session.jsonl, new, or resumed after the last trial kept (`None`:
+/// the session log is off).
+fn session_file(
+    settings: &Settings,
+    request: &RunRequest,
+    out: &Path,
+    info: &RunInfo,
+    last_kept: Option<(usize, usize, u32)>,
+) -> Result<Option<SessionFile>, SetupError> {
+    let path = out.join("session.jsonl");
+    Ok(match (settings.no_session, &request.resume) {
+        (true, _) => None,
+        (false, None) => Some(SessionFile::create(&path).map_err(at(out))?),
+        (false, Some(_)) => Some(SessionFile::resume(&path, info, last_kept).map_err(at(out))?),
+    })
+}
+
 impl PreparedRun {
     pub fn prepare(request: &RunRequest) -> Result<PreparedRun, SetupError> {
         let mut notes = Notes::default();
@@ -193,25 +154,18 @@ impl PreparedRun {
         let mut settings = Settings::resolve(request, recorded.as_ref(), models.live_network)?;
         crate::whole_file::make_folder(&out).map_err(at(&out))?;
         if !models.replayed {
-            for file in models.files.iter().filter(|f| f.is_live()) {
-                if let Some(diagnosis) = crate::doctor::before_run(file, &out, request.doctor)? {
-                    let streams = file.api().is_some_and(|api| api.stream);
-                    notes.warnings.extend(diagnosis.warnings(streams));
-                }
-            }
+            diagnose_live_models(&models.files, &out, request, &mut notes)?;
         }
         let sandboxes = tempfile::tempdir().map_err(at(&std::env::temp_dir()))?;
         let servers = Arc::new(tool_servers(request)?);
         let scenarios = load_checked(&settings, &sandboxes, &servers, &mut notes)?;
         // Real tools (MCP servers, endpoints, commands) take real time: on
         // the paused clock every call's timeout would fire at once.
-        if settings.clock == Clock::Virtual && scenarios.iter().any(|s| s.registry.has_real_tools())
-        {
-            notes.info.push(
-                "real tools (MCP servers, HTTP endpoints, commands): running on the real clock"
-                    .to_owned(),
+        if scenarios.iter().any(|s| s.registry.has_real_tools()) {
+            notes.real_clock(
+                &mut settings,
+                "real tools (MCP servers, HTTP endpoints, commands)",
             );
-            settings.clock = Clock::Real;
         }
         if let Some(run) = &recorded {
             run.check_suite(&scenarios)
@@ -220,14 +174,8 @@ impl PreparedRun {
         models.check_answerable(&scenarios)?;
         let users = models.users(&scenarios, &settings.suite.0)?;
         // A simulated user played over the network needs the real clock.
-        if settings.clock == Clock::Virtual
-            && models.replayer.is_none()
-            && users.iter().any(Option::is_some)
-        {
-            notes.info.push(
-                "simulated users played by live models: running on the real clock".to_owned(),
-            );
-            settings.clock = Clock::Real;
+        if models.replayer.is_none() && users.iter().any(Option::is_some) {
+            notes.real_clock(&mut settings, "simulated users played by live models");
         }
         let mut plan = plan_of(&settings, scenarios, models.models);
         plan.users = users;
@@ -241,14 +189,7 @@ impl PreparedRun {
             }
             None => (None, None),
         };
-        let session_path = out.join("session.jsonl");
-        let session = match (settings.no_session, &request.resume) {
-            (true, _) => None,
-            (false, None) => Some(SessionFile::create(&session_path).map_err(at(&out))?),
-            (false, Some(_)) => {
-                Some(SessionFile::resume(&session_path, &info, last_kept).map_err(at(&out))?)
-            }
-        };
+        let session = session_file(&settings, request, &out, &info, last_kept)?;
         let prepared = PreparedRun {
             files: RunFiles::create(&out, session).map_err(at(&out))?,
             tool_sources: ToolSourcesCsv {
@@ -375,152 +316,6 @@ impl Reporter for ToolSourcesCsv {
     }
 }
 
-/// The folder of the suite that holds `scenario`: the suite given as a
-/// folder that holds it, or a scenario file's own folder.
-fn suite_folder_of(scenario: &Path, suites: &[PathBuf]) -> PathBuf {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    let path = canonical(scenario);
-    suites
-        .iter()
-        .map(|suite| canonical(suite))
-        .find(|suite| suite.is_dir() && path.starts_with(suite))
-        .unwrap_or_else(|| path.parent().map_or_else(PathBuf::new, Path::to_owned))
-}
-
-/// The run's models: their files, made ready (answered from a recording
-/// with `--replay`).
-struct Models {
-    files: Vec<ModelFile>,
-    /// The models the user gave on the command line (`--models`,
-    /// `--user-model`): the only ones a suite may name to play its users.
-    given: Vec<ModelFile>,
-    models: Vec<Arc<dyn Model>>,
-    /// How live models (simulated users' too) reach their answers.
-    live_options: LiveOptions,
-    replayer: Option<Arc<Replayer>>,
-    /// Answered from a recording: no network.
-    replayed: bool,
-    /// Some model talks to a live endpoint over the network.
-    live_network: bool,
-}
-
-impl Models {
-    fn make(request: &RunRequest, recorded: Option<&RunFile>) -> Result<Models, SetupError> {
-        let files = match recorded {
-            Some(run) => models_of_run_file(request, run)?,
-            None => model::load_files(
-                &request.models,
-                request.suites.first().map(PathBuf::as_path),
-            )?,
-        };
-        // A flag about live models, on a run of mocks only, would do
-        // nothing while seeming to.
-        let flags = [
-            (
-                "--replay",
-                request.replay.is_some(),
-                "answers live models from a recording",
-            ),
-            (
-                "--record",
-                request.record.is_some(),
-                "keeps live models' exchanges",
-            ),
-            ("--doctor", request.doctor, "probes live models' endpoints"),
-        ];
-        if !files.iter().any(ModelFile::is_live)
-            && let Some((flag, _, does)) = flags.into_iter().find(|(_, given, _)| *given)
-        {
-            return Err(SetupError::NoLiveModel { flag, does });
-        }
-        let replayer = request
-            .replay
-            .as_deref()
-            .map(Replayer::load)
-            .transpose()
-            .map_err(SetupError::Replay)?
-            .map(Arc::new);
-        let live_options = LiveOptions {
-            record: request.record.clone(),
-            replay: request.replay.clone(),
-        };
-        let models = files
-            .iter()
-            .map(|file| model::build(file, &live_options, replayer.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut given = if request.models.is_empty() && recorded.is_none() {
-            Vec::new()
-        } else {
-            files.clone()
-        };
-        for path in &request.user_models {
-            given.push(ModelFile::load(path)?);
-        }
-        Ok(Models {
-            given,
-            // Network I/O needs the real clock: on the paused one, every
-            // request timeout would fire at once.
-            live_network: replayer.is_none() && files.iter().any(ModelFile::is_live),
-            replayed: replayer.is_some(),
-            files,
-            models,
-            live_options,
-            replayer,
-        })
-    }
-
-    /// By scenario, the live model that plays its simulated user: one the
-    /// user gave on the command line, or a keyless file inside the suite
-    /// (`user_sim::user_model_file`).
-    fn users(
-        &self,
-        scenarios: &[Scenario],
-        suites: &[PathBuf],
-    ) -> Result<Vec<Option<Arc<crate::model::live::LiveModel>>>, SetupError> {
-        scenarios
-            .iter()
-            .map(|s| {
-                let Some(user) = s.task.as_ref().and_then(|t| t.user.as_ref()) else {
-                    return Ok(None);
-                };
-                let UserPlayer::Model(named) = &user.player else {
-                    return Ok(None);
-                };
-                let dir = s.path.parent().unwrap_or(Path::new("."));
-                let in_scenario = |source: ModelError| SetupError::UserModel {
-                    scenario: s.path.clone(),
-                    source,
-                };
-                let file = user_sim::user_model_file(
-                    named,
-                    &self.given,
-                    dir,
-                    &suite_folder_of(&s.path, suites),
-                )
-                .map_err(in_scenario)?;
-                user_sim::connect(&file, &self.live_options, self.replayer.clone())
-                    .map(Some)
-                    .map_err(in_scenario)
-            })
-            .collect()
-    }
-
-    /// Every model can answer every scenario (a result file covers it).
-    fn check_answerable(&self, scenarios: &[Scenario]) -> Result<(), SetupError> {
-        for model in &self.models {
-            let missing = model.unanswerable(scenarios);
-            if let Some(first) = missing.first() {
-                return Err(SetupError::Unanswerable {
-                    model: model.name().to_owned(),
-                    count: missing.len(),
-                    first: first.to_string(),
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The run's tool servers: judging ones get `--judge-model`, if given.
 fn tool_servers(request: &RunRequest) -> Result<ToolServers, SetupError> {
     let Some(path) = &request.judge_model else {
@@ -582,35 +377,6 @@ fn read_run_file(dir: &Path) -> Result<RunFile, SetupError> {
         dir: dir.to_owned(),
         source,
     })
-}
-
-/// The models of the run being resumed: its own, or the same ones again.
-fn models_of_run_file(request: &RunRequest, run: &RunFile) -> Result<Vec<ModelFile>, SetupError> {
-    if !request.models.is_empty() {
-        let given = model::load_files(&request.models, None)?;
-        if given != run.models {
-            let names = |files: &[ModelFile]| {
-                let names: Vec<&str> = files.iter().map(|m| m.name.as_str()).collect();
-                names.join(", ")
-            };
-            return Err(SetupError::Settings(contradiction(
-                "--models",
-                names(&given),
-                format!(
-                    "{} (or the same names with other contents)",
-                    names(&run.models)
-                ),
-            )));
-        }
-        return Ok(given);
-    }
-    for file in &run.models {
-        file.check().map_err(|source| SetupError::RecordedModel {
-            model: file.name.clone(),
-            source,
-        })?;
-    }
-    Ok(run.models.clone())
 }
 
 /// A folder that already holds a run is not overwritten by accident.

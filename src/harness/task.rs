@@ -1,17 +1,19 @@
 //! The agent loop of a task: ask the model, run its calls, return every
 //! result, ask again, until it answers without a call, makes a forbidden
 //! call, or has used every turn; then judge the task. Each turn is one
-//! attempt of the trial's record. File tools of a task that writes files
+//! attempt of the trial's outcome. File tools of a task that writes files
 //! work in the trial's own copy of the sandbox, so trials never see each
 //! other's writes, whatever the concurrency.
 
 use std::io;
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use super::transcript::{EndedBy, Transcript};
 use super::{Job, RunError, RunPlan, Step, TrialRun};
 use crate::call::Failure;
 use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, TaskEnd, TrialOutcome};
+
 use crate::model::Model;
 use crate::model::recording::Position;
 use crate::model::user_sim::{Said, UserSim};
@@ -61,37 +63,10 @@ pub(super) async fn run_task(
     };
     let success = match &task.user {
         None => play.written_turns(&mut run, task).await?,
-        Some(user) => {
-            let model = plan.users.get(job.scenario).cloned().flatten();
-            let position = Position {
-                model: run.model.name().to_owned(),
-                scenario: scenario.name.clone(),
-                trial: job.trial,
-                attempt: 0,
-                order: plan.order_of(job),
-                trial_seed: plan.shared_seed(job),
-            };
-            let opening = opening_words(&scenario.prompt);
-            // A replay's recorded user speaks in place of the scenario's.
-            let recorded = run
-                .model
-                .recorded_user(&scenario.name, job.trial)
-                .map(|words| SimulatedUser {
-                    player: UserPlayer::Script(words),
-                    ..user.clone()
-                });
-            let (user, model) = match &recorded {
-                Some(recorded) => (recorded, None),
-                None => (user, model),
-            };
-            let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
-            let prices = model.as_ref().and_then(|m| m.prices());
-            play.simulated(&mut run, task, user, &mut sim, prices)
-                .await?
-        }
+        Some(user) => play.with_user(plan, job, &mut run, task, user).await?,
     };
     mark_recovered(&mut play.turns);
-    let record = TrialOutcome {
+    let outcome = TrialOutcome {
         model: job.model,
         scenario: job.scenario,
         trial: job.trial,
@@ -103,7 +78,7 @@ pub(super) async fn run_task(
             user_turns: task.user_turns() as u32,
         }),
     };
-    Ok((record, run.into_log()))
+    Ok((outcome, run.into_log()))
 }
 
 /// The tools a call to is refused until the model is given them (as a
@@ -167,6 +142,44 @@ struct Play<'t> {
 }
 
 impl<'t> Play<'t> {
+    /// A conversation with a simulated user: the scenario's, a live model
+    /// given for it, or the words a replay recorded. Whether it passed.
+    async fn with_user(
+        &mut self,
+        plan: &RunPlan,
+        job: Job,
+        run: &mut TrialRun<'_>,
+        task: &'t Task,
+        user: &SimulatedUser,
+    ) -> Result<bool, RunError> {
+        let scenario = &plan.scenarios[job.scenario];
+        let model = plan.users.get(job.scenario).cloned().flatten();
+        let position = Position {
+            model: run.model.name().to_owned(),
+            scenario: scenario.name.clone(),
+            trial: job.trial,
+            attempt: 0,
+            order: plan.order_of(job),
+            trial_seed: plan.shared_seed(job),
+        };
+        let opening = opening_words(&scenario.prompt);
+        // A replay's recorded user speaks in place of the scenario's.
+        let recorded = run
+            .model
+            .recorded_user(&scenario.name, job.trial)
+            .map(|words| SimulatedUser {
+                player: UserPlayer::Script(words),
+                ..user.clone()
+            });
+        let (user, model) = match &recorded {
+            Some(recorded) => (recorded, None),
+            None => (user, model),
+        };
+        let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
+        let prices = model.as_ref().and_then(|m| m.prices());
+        self.simulated(run, task, user, &mut sim, prices).await
+    }
+
     /// The user turns as written (the opening one, then `task.then`),
     /// each judged on its own checks when the model answers it. Whether
     /// every one passed.
@@ -215,32 +228,13 @@ impl<'t> Play<'t> {
         let mut answer = match opening_words(&run.scenario.prompt) {
             Some(_) => self.user_turn(run, task, 1).await?,
             // The agent greeted: the user speaks first.
-            None => {
-                let greeting = last_agent_words(&run.scenario.prompt);
-                let said = sim.next(&greeting).await;
-                run.unrecorded(sim.take_unrecorded());
-                let (said, usage) = match said {
-                    Ok(said) => said,
-                    Err(failed) => return Ok(self.user_failed(run, &failed.0)),
-                };
-                let text = match said {
-                    Said::Message(text) => text,
-                    Said::Stop(text) => {
-                        let why = format!("ended the conversation before it began ({text:?})");
-                        return Ok(self.user_failed(run, &why));
-                    }
-                    Said::ScriptEnded => return Ok(self.user_failed(run, "said nothing")),
-                };
-                spoken += 1;
-                self.user_said(run, &text, Some(usage));
-                let answer = self.user_turn(run, task, 1).await?;
-                // Its tokens go on the turn that answered it.
-                if let Some(first) = self.turns.first_mut() {
-                    first.user_usage += usage;
-                    first.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+            None => match self.user_opens(run, task, sim, prices).await? {
+                ControlFlow::Continue(answer) => {
+                    spoken += 1;
+                    answer
                 }
-                answer
-            }
+                ControlFlow::Break(passed) => return Ok(passed),
+            },
         };
         loop {
             if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
@@ -298,6 +292,43 @@ impl<'t> Play<'t> {
         }
         let passed = self.judge_user_turn(run, task, answer.as_deref()).await;
         Ok(passed)
+    }
+
+    /// The user's first words, after the agent's greeting, and the
+    /// model's answer to them; `Break` with the verdict when the user
+    /// cannot open.
+    async fn user_opens(
+        &mut self,
+        run: &mut TrialRun<'_>,
+        task: &'t Task,
+        sim: &mut UserSim<'_>,
+        prices: Option<crate::call::Prices>,
+    ) -> Result<ControlFlow<bool, Option<String>>, RunError> {
+        let greeting = last_agent_words(&run.scenario.prompt);
+        let said = sim.next(&greeting).await;
+        run.unrecorded(sim.take_unrecorded());
+        let (said, usage) = match said {
+            Ok(said) => said,
+            Err(failed) => return Ok(ControlFlow::Break(self.user_failed(run, &failed.0))),
+        };
+        let text = match said {
+            Said::Message(text) => text,
+            Said::Stop(text) => {
+                let why = format!("ended the conversation before it began ({text:?})");
+                return Ok(ControlFlow::Break(self.user_failed(run, &why)));
+            }
+            Said::ScriptEnded => {
+                return Ok(ControlFlow::Break(self.user_failed(run, "said nothing")));
+            }
+        };
+        self.user_said(run, &text, Some(usage));
+        let answer = self.user_turn(run, task, 1).await?;
+        // Its tokens go on the turn that answered it.
+        if let Some(first) = self.turns.first_mut() {
+            first.user_usage += usage;
+            first.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+        }
+        Ok(ControlFlow::Continue(answer))
     }
 
     /// The simulated user said `text`: the model hears it, the log and the

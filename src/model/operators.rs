@@ -173,8 +173,7 @@ fn break_call(
     registry: &Registry,
     rng: &mut StdRng,
 ) -> Option<(ParsedCall, String)> {
-    let tool = registry.lookup(&call.name)?;
-    let schema = &registry.definition(tool).parameters;
+    registry.lookup(&call.name)?;
     let args = call.arguments.as_map();
     let with_args = |arguments: Map<String, Value>| {
         ParsedCall::Ok(ToolCall {
@@ -191,34 +190,7 @@ fn break_call(
         Operator::WrongType
         | Operator::MissingRequired
         | Operator::EnumViolation
-        | Operator::OutOfRange => {
-            let candidates: Vec<mutate::Mutant> =
-                mutate::mutants(schema, call.arguments.as_value())
-                    .into_iter()
-                    .filter(|m| operator.schema_mutations().contains(&m.mutation))
-                    // A model breaks an argument; whole-object breakage is BrokenJson's.
-                    .filter(|m| !m.pointer.is_empty())
-                    .filter(|m| !registry.schema(tool).full_is_valid(&m.instance))
-                    .collect();
-            if candidates.is_empty() {
-                return None;
-            }
-            let mutant = candidates[rng.random_range(0..candidates.len())].clone();
-            // Feedback names a missing property by name, anything else by pointer.
-            let clue = match mutant.mutation {
-                SchemaMutation::Required => {
-                    let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
-                    format!("'{}'", crate::pointer::key_of(key))
-                }
-                _ => mutant.pointer.clone(),
-            };
-            let broken = ParsedCall::Ok(ToolCall {
-                // Broken inside (the pointer is not the root): an object still.
-                arguments: Arguments::try_from(mutant.instance).ok()?,
-                ..call.clone()
-            });
-            Some((broken, clue))
-        }
+        | Operator::OutOfRange => break_by_schema(operator, call, registry, rng),
         Operator::ExtraArgument => {
             let mut mutated = args.clone();
             mutated.insert(EXTRA_ARGUMENT.to_owned(), Value::Bool(true));
@@ -265,6 +237,43 @@ fn break_call(
         }
         _ => None,
     }
+}
+
+/// A schema operator's break: one argument mutated so that the schema
+/// refuses it, with the clue feedback must name for a fix.
+fn break_by_schema(
+    operator: Operator,
+    call: &ToolCall,
+    registry: &Registry,
+    rng: &mut StdRng,
+) -> Option<(ParsedCall, String)> {
+    let tool = registry.lookup(&call.name)?;
+    let schema = &registry.definition(tool).parameters;
+    let candidates: Vec<mutate::Mutant> = mutate::mutants(schema, call.arguments.as_value())
+        .into_iter()
+        .filter(|m| operator.schema_mutations().contains(&m.mutation))
+        // A model breaks an argument; whole-object breakage is BrokenJson's.
+        .filter(|m| !m.pointer.is_empty())
+        .filter(|m| !registry.schema(tool).full_is_valid(&m.instance))
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let mutant = candidates[rng.random_range(0..candidates.len())].clone();
+    // Feedback names a missing property by name, anything else by pointer.
+    let clue = match mutant.mutation {
+        SchemaMutation::Required => {
+            let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
+            format!("'{}'", crate::pointer::key_of(key))
+        }
+        _ => mutant.pointer.clone(),
+    };
+    let broken = ParsedCall::Ok(ToolCall {
+        // Broken inside (the pointer is not the root): an object still.
+        arguments: Arguments::try_from(mutant.instance).ok()?,
+        ..call.clone()
+    });
+    Some((broken, clue))
 }
 
 /// Swap two neighbouring letters (or drop one) so the name is close but wrong.

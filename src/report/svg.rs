@@ -131,30 +131,53 @@ impl Bars {
         let legend_bottom = TOP + legend_height(self.series.len());
         let bottom = legend_bottom + row_height * self.rows.len() as f64;
         let height = bottom + 40.0;
-        let max = if self.percent {
-            1.0
-        } else {
-            let widest = self.rows.iter().map(|(_, values)| {
-                let present = values.iter().flatten();
-                if self.stacked {
-                    present.sum::<f64>()
-                } else {
-                    present.fold(0.0, |a: f64, b| a.max(*b))
-                }
-            });
-            nice(widest.fold(0.0, f64::max))
-        };
+        let max = self.axis_max();
         let plot = WIDTH - LEFT - RIGHT;
-        let scale = |v: f64| plot * (v / max).clamp(0.0, 1.0);
-        // Where each bar goes, and the number written beside it.
-        struct Mark {
-            x: f64,
-            y: f64,
-            width: f64,
-            series: usize,
-            value: f64,
-            hover: String,
+        let (marks, notes) = self.marks(legend_bottom, row_height, |v: f64| {
+            plot * (v / max).clamp(0.0, 1.0)
+        });
+        let body = html! {
+            (legend(&self.series, TOP))
+            (axis(max, self.percent, &self.unit, (legend_bottom - 6.0, bottom), plot))
+            @for (r, (label, _)) in self.rows.iter().enumerate() {
+                text x=(LEFT - 8.0) y=(legend_bottom + row_height * r as f64 + row_height / 2.0 + 4.0)
+                    text-anchor="end" { (label) }
+            }
+            @for m in &marks {
+                rect class="mark" x=(m.x) y=(m.y) width=(m.width) height=(ROW - 3.0)
+                    fill=(colour(m.series)) data-value=(m.value) { title { (m.hover) } }
+            }
+            @for (x, y, text) in &notes {
+                text x=(x) y=(y) { (text) }
+            }
+        };
+        frame(&self.title, height, body)
+    }
+
+    /// The axis' end: 100% for shares, else a round number past the
+    /// widest bar (or stack).
+    fn axis_max(&self) -> f64 {
+        if self.percent {
+            return 1.0;
         }
+        let widest = self.rows.iter().map(|(_, values)| {
+            let present = values.iter().flatten();
+            if self.stacked {
+                present.sum::<f64>()
+            } else {
+                present.fold(0.0, |a: f64, b| a.max(*b))
+            }
+        });
+        nice(widest.fold(0.0, f64::max))
+    }
+
+    /// Where each bar goes, and the numbers written beside them.
+    fn marks(
+        &self,
+        legend_bottom: f64,
+        row_height: f64,
+        scale: impl Fn(f64) -> f64,
+    ) -> (Vec<Mark>, Vec<(f64, f64, String)>) {
         let mut marks = Vec::new();
         let mut notes: Vec<(f64, f64, String)> = Vec::new();
         for (r, (label, values)) in self.rows.iter().enumerate() {
@@ -199,23 +222,18 @@ impl Bars {
                 ));
             }
         }
-        let body = html! {
-            (legend(&self.series, TOP))
-            (axis(max, self.percent, &self.unit, (legend_bottom - 6.0, bottom), plot))
-            @for (r, (label, _)) in self.rows.iter().enumerate() {
-                text x=(LEFT - 8.0) y=(legend_bottom + row_height * r as f64 + row_height / 2.0 + 4.0)
-                    text-anchor="end" { (label) }
-            }
-            @for m in &marks {
-                rect class="mark" x=(m.x) y=(m.y) width=(m.width) height=(ROW - 3.0)
-                    fill=(colour(m.series)) data-value=(m.value) { title { (m.hover) } }
-            }
-            @for (x, y, text) in &notes {
-                text x=(x) y=(y) { (text) }
-            }
-        };
-        frame(&self.title, height, body)
+        (marks, notes)
     }
+}
+
+/// A bar: where it goes, its series and value, and its hover text.
+struct Mark {
+    x: f64,
+    y: f64,
+    width: f64,
+    series: usize,
+    value: f64,
+    hover: String,
 }
 
 impl Intervals {

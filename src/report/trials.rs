@@ -428,11 +428,14 @@ impl<'p> TrialReader<'p> {
                 >= self.info.max_attempts(outcome.model, outcome.scenario)
     }
 
+    /// A value the run does not know, named with the file.
+    fn unknown(&self, what: &str, name: &str) -> io::Error {
+        io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
+    }
+
     fn convert(&self, row: TrialRow<'static>) -> io::Result<Converted> {
         let info = self.info;
-        let unknown = |what: &str, name: &str| {
-            io::Error::other(format!("{}: unknown {what} {name:?}", self.path.display()))
-        };
+        let unknown = |what: &str, name: &str| self.unknown(what, name);
         let model = info
             .models
             .iter()
@@ -457,22 +460,13 @@ impl<'p> TrialReader<'p> {
             other => return Err(unknown("user_turn_passed", other)),
         };
         let score = score_of(&row, &self.path)?;
+        let task = self.task_end(&row, scenario)?;
         let reason = match row.reason.as_ref() {
             "" => None,
             text => Some(Reason::parse(text).ok_or_else(|| unknown("reason", text))?),
         };
         let reason_parameter =
             (!row.reason_parameter.is_empty()).then(|| row.reason_parameter.into_owned());
-        let task = match (info.scenarios[scenario].task_milestones, row.ended.as_ref()) {
-            (_, "") => None,
-            (Some(milestones), ended) => Some(TaskEnd {
-                success: row.trial_success,
-                ending: Ending::parse(ended).ok_or_else(|| unknown("ending", ended))?,
-                milestones,
-                user_turns: info.scenarios[scenario].task_user_turns.unwrap_or(1),
-            }),
-            (None, ended) => return Err(unknown("ending of a non-task scenario", ended)),
-        };
         let attempt = AttemptOutcome {
             attempt: row.attempt,
             success: row.attempt_success,
@@ -514,6 +508,22 @@ impl<'p> TrialReader<'p> {
             trial: row.trial,
             attempt,
             task,
+        })
+    }
+
+    /// How a task's trial ended, from its last row; `None` for a row
+    /// that is not a task's last.
+    fn task_end(&self, row: &TrialRow<'_>, scenario: usize) -> io::Result<Option<TaskEnd>> {
+        let scenario = &self.info.scenarios[scenario];
+        Ok(match (scenario.task_milestones, row.ended.as_ref()) {
+            (_, "") => None,
+            (Some(milestones), ended) => Some(TaskEnd {
+                success: row.trial_success,
+                ending: Ending::parse(ended).ok_or_else(|| self.unknown("ending", ended))?,
+                milestones,
+                user_turns: scenario.task_user_turns.unwrap_or(1),
+            }),
+            (None, ended) => return Err(self.unknown("ending of a non-task scenario", ended)),
         })
     }
 }

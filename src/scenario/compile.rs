@@ -107,36 +107,7 @@ fn mcp_tools(
     let mut spec = entry.mcp.clone();
     let cwd = match &spec.cwd {
         None => folder.to_owned(),
-        // Inside the scenario's folder, like every path it names.
-        Some(cwd) => {
-            let at = || tool_at(i).key("mcp").key("cwd");
-            let joined = folder.join(
-                crate::tool::sandbox_path(&cwd.to_string_lossy())
-                    .map_err(|e| Located::new(at(), e.to_string()))?,
-            );
-            // Its links resolved before the check: a link inside the
-            // folder may point anywhere.
-            let real = std::fs::canonicalize(&joined).map_err(|e| {
-                Located::new(
-                    at(),
-                    format!(
-                        "{}: {e}; give a folder inside the scenario's",
-                        joined.display()
-                    ),
-                )
-            })?;
-            let inside = std::fs::canonicalize(folder).is_ok_and(|f| real.starts_with(f));
-            if !inside {
-                return Err(Located::new(
-                    at(),
-                    format!(
-                        "{:?} leads outside the scenario's folder through a link; give a folder inside it",
-                        cwd.display()
-                    ),
-                ));
-            }
-            real
-        }
+        Some(cwd) => cwd_inside(cwd, folder, tool_at(i).key("mcp").key("cwd"))?,
     };
     spec.cwd = Some(cwd);
     if let Some(program) = spec.command.first_mut() {
@@ -183,6 +154,36 @@ fn mcp_tools(
         tools,
         opening,
     })
+}
+
+/// An MCP server's `cwd`: inside the scenario's folder, like every path
+/// it names, its links resolved before the check (a link inside the
+/// folder may point anywhere).
+fn cwd_inside(cwd: &Path, folder: &Path, at: Pointer) -> Result<PathBuf, Located> {
+    let joined = folder.join(
+        crate::tool::sandbox_path(&cwd.to_string_lossy())
+            .map_err(|e| Located::new(at.clone(), e.to_string()))?,
+    );
+    let real = std::fs::canonicalize(&joined).map_err(|e| {
+        Located::new(
+            at.clone(),
+            format!(
+                "{}: {e}; give a folder inside the scenario's",
+                joined.display()
+            ),
+        )
+    })?;
+    let inside = std::fs::canonicalize(folder).is_ok_and(|f| real.starts_with(f));
+    if !inside {
+        return Err(Located::new(
+            at,
+            format!(
+                "{:?} leads outside the scenario's folder through a link; give a folder inside it",
+                cwd.display()
+            ),
+        ));
+    }
+    Ok(real)
 }
 
 /// Where a definition problem is in the file: at the MCP entry that

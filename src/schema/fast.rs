@@ -218,49 +218,57 @@ fn compile_object(schema: &Map<String, Value>, root: bool) -> Option<Node> {
             _ => return None,
         }
     }
-    node.number_bounds = node.minimum.is_some()
-        || node.maximum.is_some()
-        || node.exclusive_minimum.is_some()
-        || node.exclusive_maximum.is_some();
-    node.length_bounds = node.min_length.is_some() || node.max_length.is_some();
-    node.value_checks = node.enumeration.is_some() || node.constant.is_some();
-    if node.properties.len() > LINEAR_PROPERTIES {
-        node.by_name = Some(
-            node.properties
+    node.derive();
+    Some(node)
+}
+
+impl Node {
+    /// What the checks read ready-made, derived from the keywords once:
+    /// which groups of checks apply, the lookup by name, the messages.
+    fn derive(&mut self) {
+        self.number_bounds = self.minimum.is_some()
+            || self.maximum.is_some()
+            || self.exclusive_minimum.is_some()
+            || self.exclusive_maximum.is_some();
+        self.length_bounds = self.min_length.is_some() || self.max_length.is_some();
+        self.value_checks = self.enumeration.is_some() || self.constant.is_some();
+        if self.properties.len() > LINEAR_PROPERTIES {
+            self.by_name = Some(
+                self.properties
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (p.name.clone(), i))
+                    .collect(),
+            );
+        }
+        if let Some(allowed) = self.types {
+            let mut message = String::new();
+            word(Violation::Type(allowed), &mut message);
+            self.type_message = message.into_boxed_str();
+        }
+        self.enum_message = self.enumeration.as_ref().map(|options| {
+            let mut message = String::new();
+            word(Violation::Enum(options), &mut message);
+            message.into_boxed_str()
+        });
+        self.string_options = self.enumeration.as_ref().and_then(|options| {
+            options
+                .as_array()?
                 .iter()
-                .enumerate()
-                .map(|(i, p)| (p.name.clone(), i))
-                .collect(),
-        );
-    }
-    if let Some(allowed) = node.types {
-        let mut message = String::new();
-        word(Violation::Type(allowed), &mut message);
-        node.type_message = message.into_boxed_str();
-    }
-    node.enum_message = node.enumeration.as_ref().map(|options| {
-        let mut message = String::new();
-        word(Violation::Enum(options), &mut message);
-        message.into_boxed_str()
-    });
-    node.string_options = node.enumeration.as_ref().and_then(|options| {
-        options
-            .as_array()?
-            .iter()
-            .map(|option| option.as_str().map(str::to_owned))
-            .collect()
-    });
-    for name in node.required.iter().filter_map(Value::as_str) {
-        match node.properties.iter_mut().find(|p| p.name == name) {
-            Some(property) if !property.required => {
-                property.required = true;
-                node.required_properties += 1;
+                .map(|option| option.as_str().map(str::to_owned))
+                .collect()
+        });
+        for name in self.required.iter().filter_map(Value::as_str) {
+            match self.properties.iter_mut().find(|p| p.name == name) {
+                Some(property) if !property.required => {
+                    property.required = true;
+                    self.required_properties += 1;
+                }
+                Some(_) => {}
+                None => self.required_elsewhere = true,
             }
-            Some(_) => {}
-            None => node.required_elsewhere = true,
         }
     }
-    Some(node)
 }
 
 fn type_set(value: &Value) -> Option<u8> {

@@ -66,99 +66,112 @@ pub fn strategy(schema: &Value) -> BoxedStrategy<Value> {
 }
 
 fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
-    let count = |key: &str| s.get(key).and_then(Value::as_u64);
     match ty {
         "null" => Just(Value::Null).boxed(),
         "boolean" => any::<bool>().prop_map(Value::Bool).boxed(),
         "integer" | "number" => numbers(s, ty == "integer"),
-        "string" => {
-            if let Some(format) = s.get("format").and_then(Value::as_str)
-                && let Some(values) = format_values(format)
-            {
-                return prop::sample::select(values)
-                    .prop_map(|v| Value::String(v.to_owned()))
-                    .boxed();
-            }
-            if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
-                && let Ok(strategy) = proptest::string::string_regex(&ecma_classes(
-                    pattern.trim_start_matches('^').trim_end_matches('$'),
-                ))
-            {
-                return strategy.prop_map(Value::String).boxed();
-            }
-            let min = count("minLength").unwrap_or(0) as usize;
-            let stated_max = count("maxLength").map(|m| (m as usize).max(min));
-            let max = stated_max.unwrap_or(min + SPREAD as usize * 2);
-            // Lengths count code points, as JSON Schema does; the bounds
-            // themselves are drawn often, in Unicode too.
-            let mut lengths = vec![(6, text(ASCII, min, max.min(min + SPREAD as usize * 4)))];
-            lengths.push((3, text(UNICODE, min, max.min(min + SPREAD as usize * 4))));
-            lengths.push((1, text(UNICODE, min, min)));
-            if let Some(max) = stated_max {
-                lengths.push((1, text(UNICODE, max, max)));
-            }
-            Union::new_weighted(lengths).boxed()
-        }
-        "array" => {
-            let items = s.get("items").map_or_else(any_json, strategy);
-            let min = count("minItems").unwrap_or(0) as usize;
-            let stated_max = count("maxItems").map(|m| (m as usize).max(min));
-            let max = stated_max.unwrap_or(min + 3).min(min + SPREAD as usize);
-            let sized = |low: usize, high: usize| {
-                prop::collection::vec(items.clone(), low..=high)
-                    .prop_map(Value::Array)
-                    .boxed()
-            };
-            let mut sizes = vec![(6, sized(min, max)), (1, sized(min, min))];
-            if let Some(stated) = stated_max.filter(|m| *m <= min + 4 * SPREAD as usize) {
-                sizes.push((1, sized(stated, stated)));
-            }
-            Union::new_weighted(sizes).boxed()
-        }
-        _ => {
-            let required: Vec<String> = required_names(s).map(str::to_owned).collect();
-            let fields: Vec<BoxedStrategy<Option<(String, Value)>>> = s
-                .get("properties")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .map(|(name, property)| {
-                    let name = name.clone();
-                    let value = strategy(property);
-                    if required.contains(&name) {
-                        value.prop_map(move |v| Some((name.clone(), v))).boxed()
-                    } else {
-                        prop::option::of(value.prop_map(move |v| (name.clone(), v))).boxed()
-                    }
-                })
-                .collect();
-            let object =
-                fields.prop_map(|fields| fields.into_iter().flatten().collect::<Map<_, _>>());
-            // Where the schema allows more properties, a valid instance
-            // sometimes has one: any JSON, nested deep.
-            let open = !matches!(
-                s.get("additionalProperties"),
-                Some(Value::Bool(false) | Value::Object(_))
-            ) && !s.contains_key("unevaluatedProperties")
-                && !s.contains_key("propertyNames")
-                && !s.contains_key("patternProperties");
-            if !open {
-                return object.prop_map(Value::Object).boxed();
-            }
-            (object, prop::option::weighted(0.15, any_json()))
-                .prop_map(|(mut object, extra)| {
-                    if let Some(extra) = extra {
-                        let mut name = "extra".to_owned();
-                        while object.contains_key(&name) {
-                            name.push('_');
-                        }
-                        object.insert(name, extra);
-                    }
-                    Value::Object(object)
-                })
-                .boxed()
-        }
+        "string" => strings(s),
+        "array" => arrays(s),
+        _ => objects(s),
     }
+}
+
+/// A stated count keyword (`minLength`, `maxItems`, ...).
+fn count(s: &Map<String, Value>, key: &str) -> Option<u64> {
+    s.get(key).and_then(Value::as_u64)
+}
+
+/// Strings of the schema's format or pattern, else of its lengths.
+fn strings(s: &Map<String, Value>) -> BoxedStrategy<Value> {
+    if let Some(format) = s.get("format").and_then(Value::as_str)
+        && let Some(values) = format_values(format)
+    {
+        return prop::sample::select(values)
+            .prop_map(|v| Value::String(v.to_owned()))
+            .boxed();
+    }
+    if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
+        && let Ok(strategy) = proptest::string::string_regex(&ecma_classes(
+            pattern.trim_start_matches('^').trim_end_matches('$'),
+        ))
+    {
+        return strategy.prop_map(Value::String).boxed();
+    }
+    let min = count(s, "minLength").unwrap_or(0) as usize;
+    let stated_max = count(s, "maxLength").map(|m| (m as usize).max(min));
+    let max = stated_max.unwrap_or(min + SPREAD as usize * 2);
+    // Lengths count code points, as JSON Schema does; the bounds
+    // themselves are drawn often, in Unicode too.
+    let mut lengths = vec![(6, text(ASCII, min, max.min(min + SPREAD as usize * 4)))];
+    lengths.push((3, text(UNICODE, min, max.min(min + SPREAD as usize * 4))));
+    lengths.push((1, text(UNICODE, min, min)));
+    if let Some(max) = stated_max {
+        lengths.push((1, text(UNICODE, max, max)));
+    }
+    Union::new_weighted(lengths).boxed()
+}
+
+/// Arrays of the schema's items, of its sizes and at its bounds.
+fn arrays(s: &Map<String, Value>) -> BoxedStrategy<Value> {
+    let items = s.get("items").map_or_else(any_json, strategy);
+    let min = count(s, "minItems").unwrap_or(0) as usize;
+    let stated_max = count(s, "maxItems").map(|m| (m as usize).max(min));
+    let max = stated_max.unwrap_or(min + 3).min(min + SPREAD as usize);
+    let sized = |low: usize, high: usize| {
+        prop::collection::vec(items.clone(), low..=high)
+            .prop_map(Value::Array)
+            .boxed()
+    };
+    let mut sizes = vec![(6, sized(min, max)), (1, sized(min, min))];
+    if let Some(stated) = stated_max.filter(|m| *m <= min + 4 * SPREAD as usize) {
+        sizes.push((1, sized(stated, stated)));
+    }
+    Union::new_weighted(sizes).boxed()
+}
+
+/// Objects with every required property and some optional ones (and,
+/// where the schema allows, one more).
+fn objects(s: &Map<String, Value>) -> BoxedStrategy<Value> {
+    let required: Vec<String> = required_names(s).map(str::to_owned).collect();
+    let fields: Vec<BoxedStrategy<Option<(String, Value)>>> = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, property)| {
+            let name = name.clone();
+            let value = strategy(property);
+            if required.contains(&name) {
+                value.prop_map(move |v| Some((name.clone(), v))).boxed()
+            } else {
+                prop::option::of(value.prop_map(move |v| (name.clone(), v))).boxed()
+            }
+        })
+        .collect();
+    let object = fields.prop_map(|fields| fields.into_iter().flatten().collect::<Map<_, _>>());
+    // Where the schema allows more properties, a valid instance
+    // sometimes has one: any JSON, nested deep.
+    let open = !matches!(
+        s.get("additionalProperties"),
+        Some(Value::Bool(false) | Value::Object(_))
+    ) && !s.contains_key("unevaluatedProperties")
+        && !s.contains_key("propertyNames")
+        && !s.contains_key("patternProperties");
+    if !open {
+        return object.prop_map(Value::Object).boxed();
+    }
+    (object, prop::option::weighted(0.15, any_json()))
+        .prop_map(|(mut object, extra)| {
+            if let Some(extra) = extra {
+                let mut name = "extra".to_owned();
+                while object.contains_key(&name) {
+                    name.push('_');
+                }
+                object.insert(name, extra);
+            }
+            Value::Object(object)
+        })
+        .boxed()
 }
 
 /// Numbers within the schema's bounds: its bounds themselves, integers

@@ -172,22 +172,7 @@ pub fn scenario(
     bridge: &[String],
     user: &UserPlay,
 ) -> Result<Value, Tau2Error> {
-    let refuse = |message: String| Tau2Error::Task {
-        id: task.id.clone(),
-        message,
-    };
-    if !task.user_tools.is_empty() {
-        return Err(refuse(format!(
-            "its user acts with tools of its own ({}), which toolgauge's simulated user has not",
-            task.user_tools.join(", ")
-        )));
-    }
-    if let Some(action) = task.actions.iter().find(|a| a.requestor != "assistant") {
-        return Err(refuse(format!(
-            "its gold action {:?} is the {}'s, not the agent's",
-            action.name, action.requestor
-        )));
-    }
+    check_importable(task)?;
     let reference = reference_steps(&task.actions);
     let played = user_block(task, user);
     let mut command = bridge.to_vec();
@@ -198,16 +183,7 @@ pub fn scenario(
     if needs_judge(task) {
         tags.push(json!("nl_assertions"));
     }
-    let mut description = format!(
-        "tau2-bench {} task {} (sierra-research/tau2-bench 1.0.1, MIT), run on tau2's own environment and judged by its evaluator (reward basis: {})",
-        task.domain,
-        task.id,
-        task.reward_basis.join(", ")
-    );
-    if let Some(purpose) = &task.purpose {
-        description.push_str(". Purpose: ");
-        description.push_str(purpose);
-    }
+    let description = description(task);
     Ok(json!({
         "name": scenario_name(&task.domain, &task.id),
         "description": description,
@@ -255,6 +231,44 @@ pub fn scenario(
             }},
         },
     }))
+}
+
+/// A task toolgauge can play as tau2 does: its user has no tools, and
+/// every gold action is the agent's.
+fn check_importable(task: &ExportedTask) -> Result<(), Tau2Error> {
+    let refuse = |message: String| Tau2Error::Task {
+        id: task.id.clone(),
+        message,
+    };
+    if !task.user_tools.is_empty() {
+        return Err(refuse(format!(
+            "its user acts with tools of its own ({}), which toolgauge's simulated user has not",
+            task.user_tools.join(", ")
+        )));
+    }
+    if let Some(action) = task.actions.iter().find(|a| a.requestor != "assistant") {
+        return Err(refuse(format!(
+            "its gold action {:?} is the {}'s, not the agent's",
+            action.name, action.requestor
+        )));
+    }
+    Ok(())
+}
+
+/// The scenario's description: where the task comes from, how it is
+/// judged, and its purpose.
+fn description(task: &ExportedTask) -> String {
+    let mut text = format!(
+        "tau2-bench {} task {} (sierra-research/tau2-bench 1.0.1, MIT), run on tau2's own environment and judged by its evaluator (reward basis: {})",
+        task.domain,
+        task.id,
+        task.reward_basis.join(", ")
+    );
+    if let Some(purpose) = &task.purpose {
+        text.push_str(". Purpose: ");
+        text.push_str(purpose);
+    }
+    text
 }
 
 /// The gold actions as reference steps, each after the one before (in

@@ -1,13 +1,15 @@
 //! The house rules, checked on the source: ARCHITECTURE.md's module table
 //! says what each module uses, and the code's `crate::` paths agree; the
 //! table's graph has no cycle, nor do the files of one folder; no
-//! function is over 100 lines and no file over 600 lines of code; no
+//! function is over 80 lines and no file over 600 lines of code; no
 //! library function answers with a bare `String` error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const MAX_FUNCTION_LINES: usize = 100;
+// Lowered from 100 when nine functions sat at 90-99: a limit kept with
+// room under it is a limit, not a target.
+const MAX_FUNCTION_LINES: usize = 80;
 const MAX_FILE_LINES: usize = 600;
 
 fn root() -> PathBuf {
@@ -318,7 +320,7 @@ fn the_files_of_a_folder_use_each_other_without_a_cycle() {
 }
 
 #[test]
-fn no_function_is_over_100_lines_and_no_file_over_600() {
+fn no_function_is_over_80_lines_and_no_file_over_600() {
     let mut long = Vec::new();
     for (path, text) in sources() {
         let code = code_only(&text);

@@ -139,25 +139,7 @@ impl Connection {
                 .await
                 .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
         } else {
-            let mut command = tokio::process::Command::new(&spec.command[0]);
-            // A suite's server gets no key of ours it was not given.
-            if !spec.users_own {
-                crate::child::suite_env(command.as_std_mut());
-            }
-            command
-                .args(&spec.command[1..])
-                .envs(&spec.env)
-                .envs(given.0.iter().map(|(k, v)| (k, v)));
-            // Killed with toolgauge, however it dies; this runs on the
-            // servers' runtime, whose thread lives as long as its owner.
-            crate::child::die_with_us(&mut command);
-            if let Some(cwd) = &spec.cwd {
-                command.current_dir(cwd);
-            }
-            command
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
+            let command = server_command(spec, given);
             let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
             // Its whole process group goes when it is stopped.
             wrapped
@@ -175,14 +157,7 @@ impl Connection {
                 ));
             };
             if let Some(child_stderr) = spawned.stderr().take() {
-                let tail = stderr.clone();
-                tokio::spawn(async move {
-                    use tokio::io::AsyncBufReadExt;
-                    let mut lines = tokio::io::BufReader::new(child_stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        tail.push(line);
-                    }
-                });
+                keep_tail(child_stderr, stderr.clone());
             }
             child = Some(spawned);
             let stdout = LineLimit {
@@ -323,4 +298,41 @@ fn answered_protocol(
         super::client::spoken(),
         super::client::OFFERED
     )))
+}
+
+/// The command that starts `spec`'s server, its pipes set: a suite's
+/// server gets the run's judge (`given`) and no key of ours it was not
+/// given.
+fn server_command(spec: &McpServerSpec, given: &JudgeEnv) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&spec.command[0]);
+    // A suite's server gets no key of ours it was not given.
+    if !spec.users_own {
+        crate::child::suite_env(command.as_std_mut());
+    }
+    command
+        .args(&spec.command[1..])
+        .envs(&spec.env)
+        .envs(given.0.iter().map(|(k, v)| (k, v)));
+    // Killed with toolgauge, however it dies; this runs on the
+    // servers' runtime, whose thread lives as long as its owner.
+    crate::child::die_with_us(&mut command);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+/// The server's stderr read line by line into `tail`, until it closes.
+fn keep_tail(child_stderr: tokio::process::ChildStderr, tail: StderrTail) {
+    tokio::spawn(async move {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(child_stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tail.push(line);
+        }
+    });
 }
