@@ -23,6 +23,7 @@ mod mcp_asks;
 mod mcp_conformance;
 mod mcp_output;
 mod mcp_resources;
+mod mock_executor;
 mod processes;
 mod real_model;
 mod real_servers;
