@@ -69,6 +69,8 @@ pub struct FuzzRun {
     registry: Arc<Registry>,
     served: bool,
     validators: Vec<Named>,
+    /// Some validator is the server itself: its tools are called.
+    calls_server: bool,
     request: FuzzRequest,
 }
 
@@ -106,10 +108,14 @@ impl FuzzRun {
                 tools: registry.names().collect::<Vec<_>>().join(", "),
             });
         }
+        let calls_server = validators
+            .iter()
+            .any(|v| matches!(v.validator, Validator::Server(_)));
         Ok(FuzzRun {
             registry,
             served,
             validators,
+            calls_server,
             request,
         })
     }
@@ -117,11 +123,7 @@ impl FuzzRun {
     /// Whether a tool's cases are judged: a server's tools are called only
     /// where allowed (named, or read-only).
     fn allowed(&self, def: &ToolDef) -> bool {
-        let calls_server = self
-            .validators
-            .iter()
-            .any(|v| matches!(v.validator, Validator::Server(_)));
-        !calls_server
+        !self.calls_server
             || self.request.allow.contains(&def.name)
             || (self.request.allow.is_empty() && def.effect == Effect::Read)
     }
