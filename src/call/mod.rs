@@ -413,6 +413,17 @@ pub struct Usage {
     /// (OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`,
     /// Gemini's `cachedContentTokenCount`): billed at the cached price.
     pub cached_tokens: u64,
+    /// Of the input, the tokens written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`): billed at the cache-write price.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// The share of input tokens read from the prompt cache; `None`
+    /// without input.
+    pub fn cached_share(&self) -> Option<f64> {
+        (self.input_tokens > 0).then(|| self.cached_tokens as f64 / self.input_tokens as f64)
+    }
 }
 
 impl std::ops::AddAssign for Usage {
@@ -421,6 +432,7 @@ impl std::ops::AddAssign for Usage {
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -440,8 +452,9 @@ pub struct StreamTiming {
     pub end: Duration,
 }
 
-/// US dollars per million input and output tokens, and per million
-/// input tokens read from the prompt cache (the input price when unset).
+/// US dollars per million input and output tokens, per million input
+/// tokens read from the prompt cache (the input price when unset), and
+/// per million written to it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
@@ -449,14 +462,26 @@ pub struct Prices {
     pub output_per_mtok: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_per_mtok: Option<f64>,
+    /// Unset: 1.25 times the input price, what Anthropic (the one format
+    /// that reports writes) charges for its five-minute cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
 }
+
+/// Anthropic's price of a five-minute cache write, per input price.
+pub const CACHE_WRITE_FACTOR: f64 = 1.25;
 
 impl Prices {
     pub fn cost(&self, usage: Usage) -> f64 {
         let cached = usage.cached_tokens.min(usage.input_tokens);
+        let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
         let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
-        ((usage.input_tokens - cached) as f64 * self.input_per_mtok
+        let write_price = self
+            .cache_write_per_mtok
+            .unwrap_or(self.input_per_mtok * CACHE_WRITE_FACTOR);
+        ((usage.input_tokens - cached - written) as f64 * self.input_per_mtok
             + cached as f64 * cached_price
+            + written as f64 * write_price
             + usage.output_tokens as f64 * self.output_per_mtok)
             / 1e6
     }

@@ -160,8 +160,7 @@ pub struct CellStats {
     pub queue: Duration,
     pub retries: u64,
     /// Tokens over every attempt, lost trials included.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+    pub usage: Usage,
     /// Model and tool time over every attempt (what a CI report shows as
     /// the time a test took).
     pub busy: Duration,
@@ -191,8 +190,7 @@ impl CellStats {
             calls_as_text: 0,
             queue: Duration::ZERO,
             retries: 0,
-            input_tokens: 0,
-            output_tokens: 0,
+            usage: Usage::default(),
             busy: Duration::ZERO,
             task: None,
         }
@@ -200,8 +198,7 @@ impl CellStats {
 
     pub fn add(&mut self, trial: &TrialOutcome) {
         for attempt in &trial.attempts {
-            self.input_tokens += attempt.usage.input_tokens;
-            self.output_tokens += attempt.usage.output_tokens;
+            self.usage += attempt.usage;
             self.busy += attempt.model_time + attempt.tool_time;
             self.queue += attempt.queue_time;
             self.retries += u64::from(attempt.retries);
@@ -377,8 +374,7 @@ impl CellStats {
         self.calls_as_text += other.calls_as_text;
         self.queue += other.queue;
         self.retries += other.retries;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.usage += other.usage;
         self.busy += other.busy;
         if other.first_success.len() > self.first_success.len() {
             self.first_success.resize(other.first_success.len(), 0);

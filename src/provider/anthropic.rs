@@ -11,7 +11,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde_json::{Map, Value, json};
 
 use super::loose::{Loose, LooseCount, LooseStr, LooseText};
-use super::settings::ToolChoice;
+use super::settings::{CacheMode, ToolChoice};
 use super::{
     Ask, FunctionSpec, IdMaker, ParsedResponse, Provider, ResponseError, api_error_message,
     make_call, non_empty, usage_of, write_arguments,
@@ -55,6 +55,7 @@ impl From<UsageBlock> for Usage {
             // Thinking is in the output; the format does not count it apart.
             reasoning_tokens: 0,
             cached_tokens: block.cache_read_input_tokens.0,
+            cache_write_tokens: block.cache_creation_input_tokens.0,
         }
     }
 }
@@ -439,11 +440,52 @@ pub(super) fn request(ask: &Ask<'_>) -> ApiRequest {
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
     }
+    if settings.cache == CacheMode::Auto {
+        mark_for_cache(&mut body);
+    }
     ApiRequest {
         url: format!("{}/messages", ask.base_url(DEFAULT_BASE_URL)),
         headers,
         body: Value::Object(body),
     }
+}
+
+/// Anthropic caches a prompt's prefix up to each block marked with
+/// `cache_control`, at most four marks a request.
+const MAX_CACHE_MARKS: usize = 4;
+
+/// Mark what repeats from request to request for Anthropic's prompt
+/// cache, in the order the prompt is read: the last tool, the system
+/// prompt, and the last block of the conversation so far (the next turn
+/// reads this one's whole prefix from the cache). Three marks of the four
+/// allowed.
+fn mark_for_cache(body: &mut Map<String, Value>) {
+    let mark = || json!({"type": "ephemeral"});
+    let mut marks = 0;
+    if let Some(Value::Array(tools)) = body.get_mut("tools")
+        && let Some(Value::Object(last)) = tools.last_mut()
+    {
+        last.insert("cache_control".into(), mark());
+        marks += 1;
+    }
+    if let Some(Value::String(system)) = body.get("system") {
+        let block = json!([{"type": "text", "text": system, "cache_control": mark()}]);
+        body.insert("system".into(), block);
+        marks += 1;
+    }
+    if let Some(Value::Array(messages)) = body.get_mut("messages")
+        && let Some(Value::Object(last)) = messages.last_mut()
+        && let Some(content) = last.get_mut("content")
+    {
+        if let Value::String(text) = content {
+            *content = json!([{"type": "text", "text": text}]);
+        }
+        if let Some(Value::Object(block)) = content.as_array_mut().and_then(|b| b.last_mut()) {
+            block.insert("cache_control".into(), mark());
+            marks += 1;
+        }
+    }
+    debug_assert!(marks <= MAX_CACHE_MARKS);
 }
 
 /// The inverse of Return: the content of each `tool_result` block.

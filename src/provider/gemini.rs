@@ -50,6 +50,8 @@ impl From<UsageBlock> for Usage {
             output_tokens: block.candidates_token_count.0 + block.thoughts_token_count.0,
             reasoning_tokens: block.thoughts_token_count.0,
             cached_tokens: block.cached_content_token_count.0,
+            // The format reports no cache writes (they cost nothing extra).
+            cache_write_tokens: 0,
         }
     }
 }

@@ -58,6 +58,8 @@ impl From<UsageBlock> for Usage {
             output_tokens: block.output_tokens.0,
             reasoning_tokens: block.output_tokens_details.0.reasoning_tokens.0,
             cached_tokens: block.input_tokens_details.0.cached_tokens.0,
+            // The format reports no cache writes (they cost nothing extra).
+            cache_write_tokens: 0,
         }
     }
 }

@@ -69,6 +69,28 @@ pub struct ApiSettings {
     /// US dollars per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
+    /// Prompt caching: `"auto"` marks what repeats from request to
+    /// request (the tools, the system prompt, the conversation so far)
+    /// for the provider's cache where the format asks for marks
+    /// (Anthropic's `cache_control`); OpenAI and Gemini cache without
+    /// them. `"off"` (the default) marks nothing.
+    #[serde(default, skip_serializing_if = "CacheMode::is_off")]
+    pub cache: CacheMode,
+}
+
+/// A live model's `cache`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    #[default]
+    Off,
+    Auto,
+}
+
+impl CacheMode {
+    pub fn is_off(&self) -> bool {
+        *self == CacheMode::Off
+    }
 }
 
 /// The `seed` a live model sends.
@@ -159,6 +181,10 @@ impl ApiSettings {
                 (
                     "/api/prices/cached_input_per_mtok",
                     prices.cached_input_per_mtok,
+                ),
+                (
+                    "/api/prices/cache_write_per_mtok",
+                    prices.cache_write_per_mtok,
                 ),
             ];
             for (pointer, price) in given {

@@ -385,6 +385,7 @@ fn cached_input_tokens_are_read_from_each_formats_usage_block() {
         input_per_mtok: 2.0,
         output_per_mtok: 8.0,
         cached_input_per_mtok: Some(0.5),
+        cache_write_per_mtok: None,
     };
     // (6 x 2 + 24 x 0.5 + 2 x 8) / 1e6
     assert!((prices.cost(chat) - 40e-6).abs() < 1e-12);
@@ -393,6 +394,15 @@ fn cached_input_tokens_are_read_from_each_formats_usage_block() {
         ..prices
     };
     assert!((no_cached_price.cost(chat) - 76e-6).abs() < 1e-12);
+    // Anthropic's 4 written tokens at 1.25 x 2, unless a price is given:
+    // (2 x 2 + 24 x 0.5 + 4 x 2.5 + 2 x 8) / 1e6
+    assert_eq!(anthropic.cache_write_tokens, 4);
+    assert!((prices.cost(anthropic) - 42e-6).abs() < 1e-12);
+    let write_price = crate::call::Prices {
+        cache_write_per_mtok: Some(4.0),
+        ..prices
+    };
+    assert!((write_price.cost(anthropic) - 48e-6).abs() < 1e-12);
 }
 
 #[test]

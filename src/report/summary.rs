@@ -126,6 +126,8 @@ pub(super) struct SummaryTail {
     pub retries: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of the input tokens, the share read from the prompt cache.
+    pub cached_input_share: Option<f64>,
     pub cost_usd: f64,
     pub cost_per_success: Option<f64>,
     pub parallel_turns: u64,
@@ -203,7 +205,7 @@ impl TaskColumns {
             wrong_final_state: count(Failure::WrongFinalState),
             wrong_answer: count(Failure::WrongAnswer),
             turn_limit: count(Failure::TurnLimit),
-            tokens_per_task: per_task((cell.input_tokens + cell.output_tokens) as f64),
+            tokens_per_task: per_task((cell.usage.input_tokens + cell.usage.output_tokens) as f64),
             cost_per_task: per_task(cost(info, m, cell)),
             user_turn_success: opt(task.user_turn_measures().map(|m| m.0)),
             turns_survived_mean: opt(task.user_turn_measures().map(|m| m.1)),
@@ -266,6 +268,8 @@ pub(super) struct ModelRow {
     pub fixed_after_results: Option<f64>,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of the input tokens, the share read from the prompt cache.
+    pub cached_input_share: Option<f64>,
     pub cost_usd: f64,
     pub cost_per_success: Option<f64>,
     /// Over the model's tasks only.
@@ -315,11 +319,8 @@ struct PassKRow {
 /// What a cell's tokens cost at the model's prices (0 without prices).
 fn cost(info: &RunInfo, m: usize, cell: &CellStats) -> f64 {
     info.models[m].prices.map_or(0.0, |p| {
-        round(p.cost(crate::call::Usage {
-            input_tokens: cell.input_tokens,
-            output_tokens: cell.output_tokens,
-            ..crate::call::Usage::default()
-        }))
+        // Cache reads and writes at their own prices.
+        round(p.cost(cell.usage))
     })
 }
 
@@ -372,8 +373,9 @@ pub(super) fn summary_row(info: &RunInfo, m: usize, s: usize, cell: &CellStats) 
             fixed_after_results: retries(opt(cell.fixed_after_results())),
             queue_ms: round(cell.queue.as_secs_f64() * 1e3),
             retries: cell.retries,
-            input_tokens: cell.input_tokens,
-            output_tokens: cell.output_tokens,
+            input_tokens: cell.usage.input_tokens,
+            output_tokens: cell.usage.output_tokens,
+            cached_input_share: opt(cell.usage.cached_share()),
             cost_usd: cost(info, m, cell),
             cost_per_success: cost_per_success(info, m, cell),
             parallel_turns: cell.parallel_turns,
@@ -483,8 +485,9 @@ pub(super) fn model_rows(info: &RunInfo, stats: &Aggregate) -> Vec<ModelRow> {
                 fixed_after_feedback: opt(turns.fixed_after_feedback()),
                 fixed_after_nudge: opt(turns.fixed_after_nudge()),
                 fixed_after_results: opt(turns.fixed_after_results()),
-                input_tokens: sum.input_tokens,
-                output_tokens: sum.output_tokens,
+                input_tokens: sum.usage.input_tokens,
+                output_tokens: sum.usage.output_tokens,
+                cached_input_share: opt(sum.usage.cached_share()),
                 cost_usd: cost(info, m, &sum),
                 cost_per_success: cost_per_success(info, m, &sum),
             }
@@ -648,6 +651,41 @@ mod tests {
         }
         // pass^3 of 2 trials is undefined, not 0.
         assert_eq!(summary_row(&info, 0, 0, &two).head.pass_k_3, None);
+    }
+
+    #[test]
+    fn a_cells_cost_prices_cache_reads_and_writes_at_their_own_rates() {
+        let (mut info, _) = ranked_run(2);
+        info.models[0].prices = Some(crate::call::Prices {
+            input_per_mtok: 2.0,
+            output_per_mtok: 8.0,
+            cached_input_per_mtok: Some(0.5),
+            cache_write_per_mtok: None,
+        });
+        let mut cell = CellStats::new(1);
+        cell.add(&crate::metrics::TrialOutcome {
+            model: 0,
+            scenario: 0,
+            trial: 0,
+            attempts: vec![crate::metrics::AttemptOutcome {
+                attempt: 1,
+                success: true,
+                usage: crate::call::Usage {
+                    input_tokens: 1_000_000,
+                    output_tokens: 0,
+                    reasoning_tokens: 0,
+                    cached_tokens: 600_000,
+                    cache_write_tokens: 300_000,
+                },
+                ..Default::default()
+            }],
+            task: None,
+        });
+        // 100k plain at 2, 600k read at 0.5, 300k written at 2.5: the
+        // cell once priced all 1M at the input price (2.0).
+        assert_eq!(cost(&info, 0, &cell), 0.2 + 0.3 + 0.75);
+        let row = summary_row(&info, 0, 0, &cell);
+        assert_eq!(row.tail.cached_input_share, Some(0.6));
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub struct TrialRow<'a> {
     /// Live models: of the input tokens, those read from the prompt cache.
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Live models: of the input tokens, those written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Streamed replies (empty otherwise), from the request's send: the
     /// first byte, the first token, the first call complete, each call
     /// complete (`;`-separated), the last event.
@@ -186,6 +189,7 @@ pub fn rows<'r>(
             retry_ms: millis(a.retry_time),
             reasoning_tokens: a.usage.reasoning_tokens,
             cached_tokens: a.usage.cached_tokens,
+            cache_write_tokens: a.usage.cache_write_tokens,
             user_turn: (a.user_turn > 0).then_some(a.user_turn),
             user_turn_passed: Cow::Borrowed(match a.user_turn_passed {
                 Some(true) => "yes",
@@ -486,6 +490,7 @@ impl<'p> TrialReader<'p> {
                 output_tokens: row.output_tokens,
                 reasoning_tokens: row.reasoning_tokens,
                 cached_tokens: row.cached_tokens,
+                cache_write_tokens: row.cache_write_tokens,
             },
             stream,
             user_turn: row.user_turn.unwrap_or(0),

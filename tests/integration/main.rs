@@ -25,6 +25,7 @@ mod mcp_output;
 mod mcp_resources;
 mod mock_executor;
 mod processes;
+mod prompt_cache;
 mod real_model;
 mod real_servers;
 mod responses;
