@@ -43,6 +43,7 @@ fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> R
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 

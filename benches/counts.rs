@@ -261,6 +261,7 @@ fn trials_plan() -> RunPlan {
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn bench(c: &mut Criterion) {
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     };
     let info = plan.info(Thresholds::default());
     let dir = tempfile::tempdir().unwrap();

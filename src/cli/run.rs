@@ -1,14 +1,16 @@
 //! `toolgauge run SUITE`: models x scenarios x trials with self-correction,
 //! reports written as trials finish.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
 use super::progress::{Progress, ProgressMode};
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
-use crate::harness::{Clock, PreparedRun, RunEnding, RunError, RunRequest, Shard};
+use crate::harness::{
+    BudgetLimits, Clock, PreparedRun, RunEnding, RunError, RunRequest, Shard, Spent,
+};
 use crate::pipeline::FeedbackStyle;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -114,6 +116,15 @@ pub struct RunArgs {
     /// reach the model.
     #[arg(long)]
     pub doctor: bool,
+    /// Stop before a request would take the models' spending past USD
+    /// dollars, at their prices (every live model needs api.prices):
+    /// finished trials are kept, and `--resume` continues the run.
+    #[arg(long, value_name = "USD", value_parser = parse_dollars, allow_negative_numbers = true)]
+    pub max_cost: Option<f64>,
+    /// Stop before a request would take the models' input and output
+    /// tokens past N; finished trials are kept, and `--resume` continues.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
     /// No progress output (the verdict is still printed).
     #[arg(long)]
     pub quiet: bool,
@@ -156,6 +167,10 @@ impl RunArgs {
             replay: self.replay.clone(),
             resume: self.resume.clone(),
             doctor: self.doctor,
+            budget: BudgetLimits {
+                max_cost: self.max_cost,
+                max_tokens: self.max_tokens,
+            },
         })
     }
 }
@@ -202,6 +217,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             );
             return Ok(ExitCode::from(code));
         }
+        RunEnding::BudgetSpent {
+            finished,
+            total,
+            spent,
+            limits,
+        } => {
+            say_budget_spent(&out, finished, total, spent, limits);
+            return Ok(ExitCode::from(EXIT_FAILED));
+        }
         RunEnding::Finished {
             verdict: table,
             violations,
@@ -226,6 +250,40 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         eprintln!("  {} / {}: {}", v.model, v.scenario, v.message);
     }
     Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// The budget ended the run: what was spent, what is kept, how to go on.
+/// Not a model's failure; the run is not complete, so it does not pass.
+fn say_budget_spent(out: &Path, finished: u64, total: u64, spent: Spent, limits: BudgetLimits) {
+    let mut limit = Vec::new();
+    if let Some(usd) = limits.max_cost {
+        limit.push(format!("${:.4} of --max-cost ${usd}", spent.cost));
+    }
+    if let Some(tokens) = limits.max_tokens {
+        limit.push(format!("{} of --max-tokens {tokens} tokens", spent.tokens));
+    }
+    let resume = std::path::absolute(out).unwrap_or_else(|_| out.to_owned());
+    eprintln!(
+        "budget spent ({}, over {} request(s)): the next request could pass it, so none was sent; \
+         {finished} of {total} trial(s) are in {}; continue with: toolgauge run --resume {}",
+        limit.join(", "),
+        spent.requests,
+        out.join("trials.csv").display(),
+        resume.display()
+    );
+}
+
+/// A `--max-cost` that is not a positive number of dollars.
+#[derive(Debug, thiserror::Error)]
+#[error("give US dollars above 0, e.g. 2.50")]
+struct BadDollars;
+
+/// `--max-cost USD`, as clap parses the flag.
+fn parse_dollars(text: &str) -> Result<f64, BadDollars> {
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(BadDollars),
+    }
 }
 
 /// One MCP server's start-ups and calls over the run.

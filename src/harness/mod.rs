@@ -6,6 +6,7 @@
 //! files. `merge` replays shards' trials through the same reporters;
 //! `run_file` is run.json.
 
+mod budget;
 pub mod merge;
 mod models;
 pub mod run_file;
@@ -15,28 +16,26 @@ mod setup_error;
 mod shard;
 mod task;
 mod transcript;
+mod trial;
 
 use std::sync::Arc;
 
-use futures_util::{StreamExt, stream};
-use tokio::time::Instant;
+use futures_util::{FutureExt, StreamExt, stream};
 
-use crate::call::Failure;
-use crate::metrics::{AttemptOutcome, StreamTimes, TrialOutcome};
-use crate::model::{Model, ModelTrial, Reply, ReplyError, TrialStart};
-use crate::pipeline::{
-    Coordinates, EarlyRun, ExecOptions, FeedbackStyle, Pipeline, SessionLog, Streamed, Turn,
-};
+use crate::metrics::TrialOutcome;
+use crate::model::Model;
+use crate::pipeline::{ExecOptions, FeedbackStyle};
 use crate::report::{
     FinishedTrial, ModelInfo, Notice, Reporters, RunEvent, RunInfo, ScenarioInfo, Thresholds,
 };
 use crate::scenario::{Scenario, Task};
-use crate::tool::{Sandbox, ToolState};
 
+pub use budget::{Admission, Budget, BudgetLimits, Spent};
 pub use settings::{RunRequest, Settings};
 pub use setup::{Notes, PreparedRun, RunEnding};
 pub use setup_error::{ForeignTrial, SetupError};
 pub use shard::{Shard, ShardError};
+pub use trial::Notices;
 
 /// Which clock latencies run on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -71,6 +70,8 @@ pub struct RunPlan {
     /// By scenario: the live model that plays its simulated user, when a
     /// model does (none given: none does).
     pub users: Vec<Option<Arc<crate::model::live::LiveModel>>>,
+    /// `--max-cost`, `--max-tokens`: what the models' requests may spend.
+    pub budget: Option<Arc<Budget>>,
 }
 
 /// A job: one trial of one model on one scenario.
@@ -276,6 +277,14 @@ pub enum RunError {
     /// reporters first.
     #[error("interrupted after {finished} of {total} trial(s)")]
     Interrupted { finished: u64, total: u64 },
+    /// The next request would have passed the budget: every finished
+    /// trial was handed to the reporters first.
+    #[error("the budget was spent after {finished} of {total} trial(s)")]
+    BudgetSpent {
+        finished: u64,
+        total: u64,
+        spent: Spent,
+    },
 }
 
 /// Run every job, sending each finished trial to the reporters in job
@@ -305,14 +314,7 @@ pub fn run_until(
     // What trials say as they go, heard between finished trials.
     let (notices, mut heard) = tokio::sync::mpsc::unbounded_channel::<Notice>();
     let notices = &notices;
-    // Per model, the trials it may have under way (in job order: the
-    // semaphore is fair and the jobs are polled in order).
-    let admission: Vec<Option<tokio::sync::Semaphore>> = plan
-        .models
-        .iter()
-        .map(|m| m.trials_at_once().map(tokio::sync::Semaphore::new))
-        .collect();
-    let admission = &admission;
+    let admission = &trials_at_once(plan);
     runtime.block_on(async {
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
@@ -332,6 +334,7 @@ pub fn run_until(
         });
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
+        let mut budget_ended = std::pin::pin!(budget_ended(plan));
         loop {
             let (outcome, session) = tokio::select! {
                 // A stop wins over a trial that is ready too: deterministic.
@@ -339,6 +342,16 @@ pub fn run_until(
                 () = &mut stop => {
                     reporters.checkpoint()?;
                     return Err(RunError::Interrupted { finished: done, total });
+                }
+                () = &mut budget_ended => {
+                    // The turns it let go have run: their trials are kept.
+                    while let Some(Some(trial)) = finished.next().now_or_never() {
+                        let (outcome, session) = trial?;
+                        hand_over(reporters, &outcome, &session, &mut done)?;
+                    }
+                    reporters.checkpoint()?;
+                    let spent = plan.budget.as_ref().map(|b| b.spent()).unwrap_or_default();
+                    return Err(RunError::BudgetSpent { finished: done, total, spent });
                 }
                 Some(notice) = heard.recv() => {
                     reporters.send(RunEvent::Notice(&notice))?;
@@ -354,11 +367,7 @@ pub fn run_until(
                     None => break,
                 },
             };
-            reporters.send(RunEvent::TrialFinished(FinishedTrial {
-                outcome: &outcome,
-                session: &session,
-            }))?;
-            done += 1;
+            hand_over(reporters, &outcome, &session, &mut done)?;
         }
         while let Ok(notice) = heard.try_recv() {
             reporters.send(RunEvent::Notice(&notice))?;
@@ -367,6 +376,49 @@ pub fn run_until(
     })?;
     reporters.send(RunEvent::Finished)?;
     Ok(())
+}
+
+/// One trial: a task's agent loop, or attempts until success (see
+/// [`trial`]). Gives the outcome and what Record logged. `Err` is a fault
+/// that stops the run.
+pub async fn run_trial(
+    plan: &RunPlan,
+    job: Job,
+    notices: &Notices,
+) -> Result<(TrialOutcome, Vec<u8>), RunError> {
+    match &plan.scenarios[job.scenario].task {
+        Some(task) => task::run_task(plan, job, task, notices).await,
+        None => trial::run_attempts(plan, job, notices).await,
+    }
+}
+
+/// Per model, the trials it may have under way (in job order: the
+/// semaphore is fair and the jobs are polled in order).
+fn trials_at_once(plan: &RunPlan) -> Vec<Option<tokio::sync::Semaphore>> {
+    plan.models
+        .iter()
+        .map(|m| m.trials_at_once().map(tokio::sync::Semaphore::new))
+        .collect()
+}
+
+/// A finished trial to the reporters, counted.
+fn hand_over(
+    reporters: &mut Reporters<'_>,
+    outcome: &TrialOutcome,
+    session: &[u8],
+    done: &mut u64,
+) -> Result<(), RunError> {
+    reporters.send(RunEvent::TrialFinished(FinishedTrial { outcome, session }))?;
+    *done += 1;
+    Ok(())
+}
+
+/// Completes when the run's budget has ended it (never without one).
+async fn budget_ended(plan: &RunPlan) {
+    match &plan.budget {
+        Some(budget) => budget.ended().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The earlier run's outcome of `job`, if that run finished it: the
@@ -403,314 +455,5 @@ fn runtime_for(plan: &RunPlan) -> std::io::Result<tokio::runtime::Runtime> {
         Clock::Real => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build(),
-    }
-}
-
-/// One trial: the model replies, the pipeline runs the turn, the model
-/// gets what Return produced, until success or out of attempts (a task:
-/// until the model answers, see [`task`]). Gives the outcome and what
-/// Record logged. `Err` is a fault that stops the run.
-pub async fn run_trial(
-    plan: &RunPlan,
-    job: Job,
-    notices: &Notices,
-) -> Result<(TrialOutcome, Vec<u8>), RunError> {
-    let scenario = &plan.scenarios[job.scenario];
-    if let Some(task) = &scenario.task {
-        return task::run_task(plan, job, task, notices).await;
-    }
-    let mut run = TrialRun::start(plan, job, None, notices);
-    run.scenario.registry.ready(&run.tools).await;
-    let max_attempts = plan.max_attempts(job.model, job.scenario);
-    let mut attempts = Vec::with_capacity(max_attempts as usize);
-    let mut returned: Option<Vec<u8>> = None;
-
-    for attempt in 1..=max_attempts {
-        let (turn, mut outcome) = match run.step(attempt, returned.as_deref()).await? {
-            Step::Turn(turn, outcome) => (turn, outcome),
-            Step::Lost(outcome) => {
-                attempts.push(outcome);
-                break;
-            }
-        };
-        if let Ok(parsed) = &turn.parsed
-            && let Some(mismatch) = scenario
-                .expectation
-                .judge(&parsed.calls, &mut outcome.failures)
-        {
-            outcome.reason = Some(mismatch.reason);
-            outcome.reason_parameter = mismatch.parameter;
-        }
-        outcome.success = outcome.failures.is_empty();
-        let success = outcome.success;
-        attempts.push(outcome);
-        returned = Some(turn.returned);
-        if success {
-            break;
-        }
-    }
-    let outcome = TrialOutcome {
-        model: job.model,
-        scenario: job.scenario,
-        trial: job.trial,
-        attempts,
-        task: None,
-    };
-    Ok((outcome, run.into_log()))
-}
-
-/// Ask for a reply; when the model streams and runs calls early, they
-/// run (against `tools`) while the rest of the reply still comes.
-async fn ask<'p>(
-    model_trial: &mut (dyn ModelTrial + '_),
-    pipeline: &'p Pipeline,
-    tools: &'p ToolState,
-    attempt: u32,
-    returned: Option<&[u8]>,
-) -> (Result<Reply, ReplyError>, Option<EarlyRun<'p>>) {
-    let Some(calls) = model_trial.early_calls() else {
-        return (model_trial.reply(attempt, returned).await, None);
-    };
-    let mut run = pipeline.early(tools);
-    let reply = model_trial.reply(attempt, returned);
-    let (reply, ()) = futures_util::join!(reply, run.take(calls));
-    (reply, Some(run))
-}
-
-/// What one trial runs with: the model's side of it, the tools' state, the
-/// pipeline and the session log.
-struct TrialRun<'p> {
-    model: &'p dyn Model,
-    scenario: &'p Scenario,
-    trial: u32,
-    model_trial: Box<dyn ModelTrial + 'p>,
-    tools: ToolState,
-    pipeline: Pipeline,
-    log: Option<SessionLog<Vec<u8>>>,
-    notices: &'p Notices,
-}
-
-/// Where a trial's notices go: to the run's reporters, between trials.
-pub type Notices = tokio::sync::mpsc::UnboundedSender<Notice>;
-
-/// One reply, through the pipeline.
-enum Step {
-    /// The turn, and its outcome: the calls' failures, counts and times.
-    Turn(Box<Turn>, AttemptOutcome),
-    /// Lost to infrastructure (the request failed after its retries, the
-    /// reply is not the format's, a tool could not run): not the model's
-    /// failure; the trial ends here and is counted apart, and the run
-    /// goes on.
-    Lost(AttemptOutcome),
-}
-
-impl<'p> TrialRun<'p> {
-    /// Start `job`'s trial; file tools work in `sandbox` when given.
-    fn start(plan: &'p RunPlan, job: Job, sandbox: Option<Sandbox>, notices: &'p Notices) -> Self {
-        let scenario = &plan.scenarios[job.scenario];
-        let model = &*plan.models[job.model];
-        let seed = plan.trial_seed(job);
-        let model_trial = model.start_trial(TrialStart {
-            scenario,
-            trial: job.trial,
-            seed,
-            shared_seed: plan.shared_seed(job),
-            order: plan.order_of(job),
-        });
-        let mut tools = scenario
-            .registry
-            .new_state_seeded(splitmix(seed ^ 0x746f_6f6c));
-        if let Some(sandbox) = sandbox {
-            tools = tools.with_sandbox(sandbox);
-        }
-        TrialRun {
-            model,
-            scenario,
-            trial: job.trial,
-            model_trial,
-            tools,
-            pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
-            log: plan.session_log.then(|| SessionLog::new(Vec::new())),
-            notices,
-        }
-    }
-
-    /// `reply`, its exchange not recorded said.
-    fn recorded(&self, reply: Reply) -> Reply {
-        self.unrecorded(reply.unrecorded.clone());
-        reply
-    }
-
-    /// Say that `--record` could not keep an exchange (the model's or its
-    /// simulated user's).
-    fn unrecorded(&self, error: Option<Arc<crate::model::RecordingError>>) {
-        if let Some(error) = error {
-            self.notify(Notice::NotRecorded {
-                error: error.to_string(),
-            });
-        }
-    }
-
-    /// Say `notice` to the run's reporters (a run that has ended hears
-    /// nothing more).
-    fn notify(&self, notice: Notice) {
-        let _ = self.notices.send(notice);
-    }
-
-    /// Ask for the reply of `attempt` (a task's turn), given what Return
-    /// produced last, and run it through every stage.
-    async fn step(&mut self, attempt: u32, returned: Option<&[u8]>) -> Result<Step, RunError> {
-        let asked = Instant::now();
-        let (answered, early) = ask(
-            &mut *self.model_trial,
-            &self.pipeline,
-            &self.tools,
-            attempt,
-            returned,
-        )
-        .await;
-        let reply = match answered {
-            Ok(reply) => self.recorded(reply),
-            Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
-            Err(ReplyError::Transport(error)) => {
-                self.notify(Notice::RequestFailed {
-                    model: self.model.name().to_owned(),
-                    scenario: self.scenario.name.clone(),
-                    error: error.to_string(),
-                });
-                return Ok(Step::Lost(AttemptOutcome {
-                    attempt,
-                    failures: vec![Failure::TransportError],
-                    model_time: asked.elapsed(),
-                    ..AttemptOutcome::default()
-                }));
-            }
-        };
-        let timing = reply.timing.unwrap_or(crate::transport::Timing {
-            request: asked.elapsed(),
-            ..Default::default()
-        });
-        if let Some(log) = &mut self.log {
-            log.set_coordinates(Coordinates {
-                model: self.model.name(),
-                scenario: &self.scenario.name,
-                trial: self.trial,
-                attempt,
-            });
-        }
-        let ran_early = early.as_ref().map_or(0, |run| run.ran() as u32);
-        let turn = self
-            .pipeline
-            .turn_streamed(
-                self.model.provider(),
-                &reply.body,
-                &self.tools,
-                self.log.as_mut(),
-                Streamed {
-                    timing: reply.stream.as_ref(),
-                    early,
-                },
-            )
-            .await?;
-        // Measured only where the request was: a replay's times are the
-        // recording's.
-        let measured = reply
-            .timing
-            .map(|t| asked.elapsed().saturating_sub(t.queued + t.retrying));
-        let stream = reply.stream.map(|timing| StreamTimes {
-            early_ideal: self.pipeline.ideal_early(
-                turn.calls(),
-                &turn.batch.results,
-                &timing.calls,
-            ),
-            turn: measured.unwrap_or_default(),
-            ran_early,
-            timing,
-        });
-        let outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
-        if outcome.failures.iter().any(|f| f.is_infrastructure()) {
-            return Ok(Step::Lost(self.lost(&turn, outcome)));
-        }
-        Ok(Step::Turn(Box::new(turn), outcome))
-    }
-
-    /// An attempt lost to infrastructure (the reply was not the format's,
-    /// a tool could not run): a notice, and only that failure kept,
-    /// since the rest measured nothing.
-    fn lost(&self, turn: &Turn, mut outcome: AttemptOutcome) -> AttemptOutcome {
-        let lost = outcome
-            .failures
-            .iter()
-            .copied()
-            .find(|f| f.is_infrastructure())
-            .expect("a lost attempt");
-        let why = match &turn.parsed {
-            Err(error) => error.to_string(),
-            Ok(_) => turn
-                .batch
-                .results
-                .iter()
-                .find(|r| {
-                    r.error_kind
-                        .is_some_and(|kind| crate::call::Failure::from(kind).is_infrastructure())
-                })
-                .map_or_else(String::new, |r| match r.error_kind {
-                    Some(crate::call::ErrorKind::BadOutput) => {
-                        format!("tool {} broke its output schema: {}", r.name, r.content)
-                    }
-                    _ => format!("tool {} could not run: {}", r.name, r.content),
-                }),
-        };
-        self.notify(Notice::TrialLost {
-            model: self.model.name().to_owned(),
-            scenario: self.scenario.name.clone(),
-            trial: self.trial,
-            failure: lost,
-            why,
-        });
-        // Only the infrastructure failure: the rest measured nothing.
-        outcome.failures = vec![lost];
-        outcome.success = false;
-        outcome
-    }
-
-    /// What Record logged over the trial.
-    fn into_log(self) -> Vec<u8> {
-        self.log.map(SessionLog::into_inner).unwrap_or_default()
-    }
-}
-
-/// What one turn measured: its failures, counts and times.
-fn attempt_outcome(
-    attempt: u32,
-    turn: &Turn,
-    timing: crate::transport::Timing,
-    usage: crate::call::Usage,
-    stream: Option<StreamTimes>,
-) -> AttemptOutcome {
-    let failures = turn.failures();
-    let schema_errors = failures
-        .iter()
-        .filter(|f| **f == Failure::Validation)
-        .count() as u32;
-    AttemptOutcome {
-        attempt,
-        success: failures.is_empty(),
-        schema_errors,
-        failures,
-        reason: turn
-            .call_written_as_text()
-            .then_some(crate::call::Reason::CallAsText),
-        calls: turn.calls().len() as u32,
-        model_time: timing.request,
-        queue_time: timing.queued,
-        retries: timing.retries,
-        retry_time: timing.retrying,
-        tool_time: turn.batch.makespan,
-        serial_time: turn.batch.serial_makespan(),
-        ideal_time: turn.batch.ideal_makespan,
-        usage,
-        stream,
-        ..AttemptOutcome::default()
     }
 }

@@ -72,6 +72,9 @@ pub struct RunRequest {
     pub resume: Option<PathBuf>,
     /// Probe live endpoints before the run.
     pub doctor: bool,
+    /// `--max-cost`, `--max-tokens`: this invocation's spending limits
+    /// (a resumed run is given its own).
+    pub budget: super::BudgetLimits,
 }
 
 pub const DEFAULT_TRIALS: u32 = 20;

@@ -34,7 +34,7 @@ use super::models::Models;
 use super::run_file::RunFile;
 use super::settings::{RunRequest, Settings};
 use super::setup_error::{ForeignTrial, SetupError};
-use super::{Clock, Job, RunError, RunPlan};
+use super::{Budget, BudgetLimits, Clock, Job, RunError, RunPlan, Spent};
 use crate::metrics::Aggregate;
 use crate::model::{self, Model, ModelFile};
 use crate::pipeline::{ExecMode, ExecOptions};
@@ -87,6 +87,14 @@ pub enum RunEnding {
     },
     /// Stopped on request; `--resume` continues it.
     Interrupted { finished: u64, total: u64 },
+    /// Stopped before a request would have passed the budget; `--resume`
+    /// continues it.
+    BudgetSpent {
+        finished: u64,
+        total: u64,
+        spent: Spent,
+        limits: BudgetLimits,
+    },
 }
 
 impl Notes {
@@ -115,6 +123,37 @@ fn diagnose_live_models(
         }
     }
     Ok(())
+}
+
+/// The run's budget, when it has limits and a model that spends: a
+/// dollar limit needs every live model's prices, or it could not count
+/// what that model spends. Mocks and replays spend nothing.
+fn budget_of(
+    limits: BudgetLimits,
+    models: &Models,
+    notes: &mut Notes,
+) -> Result<Option<Arc<Budget>>, SetupError> {
+    if !limits.is_set() {
+        return Ok(None);
+    }
+    let live: Vec<&ModelFile> = models.files.iter().filter(|f| f.is_live()).collect();
+    if live.is_empty() || models.replayed {
+        notes.info.push(
+            "--max-cost/--max-tokens: no model of this run sends a request that costs (mocks and replays); no budget applies"
+                .to_owned(),
+        );
+        return Ok(None);
+    }
+    if limits.max_cost.is_some()
+        && let Some(file) = live
+            .iter()
+            .find(|f| f.api().is_some_and(|api| api.prices.is_none()))
+    {
+        return Err(SetupError::BudgetWithoutPrices {
+            model: file.name.clone(),
+        });
+    }
+    Ok(Some(Arc::new(Budget::new(limits))))
 }
 
 /// session.jsonl, new, or resumed after the last trial kept (`None`:
@@ -177,7 +216,9 @@ impl PreparedRun {
         if models.replayer.is_none() && users.iter().any(Option::is_some) {
             notes.real_clock(&mut settings, "simulated users played by live models");
         }
+        let budget = budget_of(request.budget, &models, &mut notes)?;
         let mut plan = plan_of(&settings, scenarios, models.models);
+        plan.budget = budget;
         plan.users = users;
         plan.model_feedback = models.files.iter().map(|file| file.feedback).collect();
         plan.model_images = models.files.iter().map(ModelFile::takes_images).collect();
@@ -245,6 +286,24 @@ impl PreparedRun {
             Ok(()) => {}
             Err(RunError::Interrupted { finished, total }) => {
                 return Ok(RunEnding::Interrupted { finished, total });
+            }
+            Err(RunError::BudgetSpent {
+                finished,
+                total,
+                spent,
+            }) => {
+                let limits = self
+                    .plan
+                    .budget
+                    .as_ref()
+                    .map(|b| b.limits())
+                    .unwrap_or_default();
+                return Ok(RunEnding::BudgetSpent {
+                    finished,
+                    total,
+                    spent,
+                    limits,
+                });
             }
             Err(error) => return Err(error),
         }
@@ -363,6 +422,7 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 

@@ -57,6 +57,11 @@ pub enum SetupError {
     },
     #[error(transparent)]
     ForeignTrial(Box<ForeignTrial>),
+    #[error(
+        "--max-cost: model {model:?} has no api.prices, so what it spends cannot be counted; \
+         give its prices, or use --max-tokens"
+    )]
+    BudgetWithoutPrices { model: String },
     #[error("{}: {source}", scenario.display())]
     UserModel {
         scenario: PathBuf,

@@ -10,7 +10,8 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use super::transcript::{EndedBy, Transcript};
-use super::{Job, RunError, RunPlan, Step, TrialRun};
+use super::trial::{Step, TrialRun};
+use super::{Job, RunError, RunPlan};
 use crate::call::Failure;
 use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, TaskEnd, TrialOutcome};
 

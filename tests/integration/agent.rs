@@ -55,6 +55,7 @@ fn agent_plan(
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 

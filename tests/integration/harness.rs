@@ -51,6 +51,7 @@ fn plan(
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 

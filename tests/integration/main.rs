@@ -10,6 +10,7 @@ mod bfcl_import;
 mod bfcl_multi_turn;
 mod bfcl_oracle;
 mod browser;
+mod budget;
 mod cli;
 mod conformance;
 mod conversation;

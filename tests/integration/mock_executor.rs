@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use toolgauge::call::{Failure, Party};
+use toolgauge::call::{Failure, Party, Usage};
 use toolgauge::harness::{self, Clock, RunPlan};
 use toolgauge::metrics::{Aggregate, TrialOutcome};
 use toolgauge::model::{Model, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
@@ -96,6 +96,11 @@ impl ModelTrial for MockTrial<'_> {
                     let body = r#"{"choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{\"message\": \"hi\"}"}}]}, "finish_reason": "tool_calls"}]}"#;
                     Ok(Reply {
                         body: body.as_bytes().to_vec(),
+                        usage: Usage {
+                            input_tokens: 900,
+                            output_tokens: 100,
+                            ..Usage::default()
+                        },
                         ..Reply::default()
                     })
                 }
@@ -134,6 +139,7 @@ fn plan(executor: std::sync::Arc<MockExecutor>, trials: u32, sandbox: &Path) -> 
         model_feedback: Vec::new(),
         model_images: Vec::new(),
         users: Vec::new(),
+        budget: None,
     }
 }
 
@@ -157,14 +163,19 @@ impl Reporter for Heard {
 }
 
 fn run(plan: &RunPlan) -> (Heard, Aggregate) {
+    let (heard, ended) = run_to_end(plan);
+    (heard, ended.unwrap())
+}
+
+/// The run's measures, or why it ended before its end.
+fn run_to_end(plan: &RunPlan) -> (Heard, Result<Aggregate, harness::RunError>) {
     let info = plan.info(Thresholds::default());
     let mut heard = Heard::default();
-    let stats = {
+    let ended = {
         let mut reporters = Reporters::new(&info, vec![&mut heard]);
-        harness::run(plan, &mut reporters, None).unwrap();
-        reporters.stats().clone()
+        harness::run(plan, &mut reporters, None).map(|()| reporters.stats().clone())
     };
-    (heard, stats)
+    (heard, ended)
 }
 
 #[test]
@@ -224,4 +235,40 @@ fn a_request_that_fails_loses_its_trial_to_the_server_not_the_model() {
         error.contains("HTTP 503") && error.contains("overloaded"),
         "{error}"
     );
+}
+
+#[test]
+fn a_budget_stops_the_run_before_a_request_would_pass_it_keeping_what_finished() {
+    let sandbox = tempfile::tempdir().unwrap();
+    // Every reply 1,000 tokens; trials overlap, each one request.
+    let executor = std::sync::Arc::new(MockExecutor::new(
+        (0..8).map(|k| (k, Act::Answer(Duration::from_millis(10)))),
+    ));
+    let mut plan = plan(executor.clone(), 8, sandbox.path());
+    let budget = std::sync::Arc::new(harness::Budget::new(harness::BudgetLimits {
+        max_tokens: Some(4_500),
+        ..Default::default()
+    }));
+    plan.budget = Some(budget.clone());
+    let (heard, ended) = run_to_end(&plan);
+    let Err(harness::RunError::BudgetSpent {
+        finished,
+        total,
+        spent,
+    }) = ended
+    else {
+        panic!("the budget ends the run: {ended:?}");
+    };
+    // Never past the budget: 4 x 1,000 spent, a fifth would reach 5,000.
+    assert_eq!((spent.tokens, spent.requests), (4_000, 4));
+    assert_eq!(total, 8);
+    // Every request let go ran its turn, and those trials were handed
+    // over in job order; nothing was charged to the model: no trial heard
+    // is a failure, and the trials the budget stopped are not heard.
+    assert_eq!(finished as usize, heard.trials.len());
+    assert_eq!(finished, 4);
+    let order: Vec<u32> = heard.trials.iter().map(|t| t.trial).collect();
+    assert_eq!(order, (0..finished as u32).collect::<Vec<_>>());
+    assert!(heard.trials.iter().all(TrialOutcome::success));
+    assert!(budget.has_ended());
 }
