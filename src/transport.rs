@@ -3,9 +3,11 @@
 //! in flight, an optional requests-per-minute pace, a per-request timeout,
 //! and retries with exponential backoff and jitter on 429, 500, 502, 503,
 //! 529 and connection failures, honouring Retry-After. Other 4xx answers
-//! are not retried.
+//! are not retried. The server's rate-limit headers (`rate_limit`) set
+//! the pace of every request the transport sends.
 
 mod permits;
+mod rate_limit;
 
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +15,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 pub use permits::OrderedPermits;
+use rate_limit::RateLimits;
 
 /// A request ready to send: a POST of a JSON body (the transport sets
 /// `content-type`).
@@ -53,6 +56,11 @@ pub const RETRY_STATUSES: [u16; 5] = [429, 500, 502, 503, 529];
 
 /// The longest wait between tries, whatever Retry-After says.
 const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// How long one request may wait out a server's rate limit (429s that
+/// say how long to wait): such refusals take no try of `max_attempts`,
+/// so a storm of them slows the run rather than losing trials.
+const MAX_RATE_LIMITED: Duration = Duration::from_secs(600);
 
 /// A response with a 2xx status.
 #[derive(Debug, Clone)]
@@ -117,6 +125,8 @@ pub struct Transport {
     in_flight: OrderedPermits,
     /// Earliest start of the next request, under a requests-per-minute limit.
     pace: Option<(Duration, Mutex<Instant>)>,
+    /// What the server's answers said of its rate limits.
+    limits: RateLimits,
 }
 
 impl Transport {
@@ -137,6 +147,7 @@ impl Transport {
                     Mutex::new(Instant::now()),
                 )
             }),
+            limits: RateLimits::default(),
         })
     }
 
@@ -214,12 +225,15 @@ impl Transport {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
         let mut timing = Timing::default();
+        // Rate-limited tries waited out: not counted against max_attempts.
+        let (mut rate_limited, mut free_tries) = (Duration::ZERO, 0);
         loop {
             tries += 1;
             let queued = Instant::now();
             let (outcome, sent) = {
                 let _permit = self.in_flight.acquire(order).await;
                 self.wait_for_pace().await;
+                tokio::time::sleep(self.limits.wait_before_try()).await;
                 timing.queued += queued.elapsed();
                 let sent = Instant::now();
                 (self.try_once(&method, target, headers, body).await, sent)
@@ -240,7 +254,13 @@ impl Transport {
                     retry_after,
                 }) => {
                     let retry = RETRY_STATUSES.contains(&status);
-                    if !retry || tries >= self.max_attempts {
+                    // A rate limit that says how long: waited out, no try spent.
+                    if let Some(wait) = retry_after.filter(|_| status == 429)
+                        && rate_limited + wait <= MAX_RATE_LIMITED
+                    {
+                        rate_limited += wait;
+                        free_tries += 1;
+                    } else if !retry || tries - free_tries >= self.max_attempts {
                         return Err(TransportError::Status {
                             url,
                             status,
@@ -252,7 +272,7 @@ impl Transport {
                 }
                 Err(error) => {
                     if !(error.is_timeout() || error.is_connect() || error.is_request())
-                        || tries >= self.max_attempts
+                        || tries - free_tries >= self.max_attempts
                     {
                         return Err(TransportError::Network {
                             message: redact_url(&error_chain(&error)),
@@ -304,14 +324,14 @@ impl Transport {
         }
         let response = builder.send().await?;
         let status = response.status().as_u16();
+        let now = SystemTime::now();
+        let said = rate_limit::read(response.headers(), now);
         if (200..300).contains(&status) {
+            self.limits.heard(said, None);
             return Ok(Tried::Open(response));
         }
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let retry_after = retry_after(response.headers(), now);
+        self.limits.heard(said, retry_after);
         let body = response.bytes().await?.to_vec();
         Ok(Tried::Refused {
             status,
@@ -340,6 +360,19 @@ pub struct Opened {
     pub sent: Instant,
     /// The queue and the retries; `request` is the reader's to set.
     pub timing: Timing,
+}
+
+/// How long a refusal asks to wait: OpenAI's `retry-after-ms`, else
+/// `Retry-After`.
+fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1e3));
+    }
+    text("retry-after").and_then(|v| parse_retry_after(v, now))
 }
 
 /// Retry-After as seconds or an HTTP date.

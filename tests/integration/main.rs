@@ -27,6 +27,7 @@ mod mcp_resources;
 mod mock_executor;
 mod processes;
 mod prompt_cache;
+mod rate_limits;
 mod real_model;
 mod real_servers;
 mod responses;
