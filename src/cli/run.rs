@@ -91,8 +91,9 @@ pub struct RunArgs {
     /// any lost trial fails the run].
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub max_lost: Option<f64>,
-    /// Run the K-th of N deterministic parts (1-based).
-    #[arg(long, value_name = "K/N")]
+    /// Run the K-th of N deterministic parts (1-based); `auto/N` takes K
+    /// from a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (0-based) + 1.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
     /// Save every live exchange (request and response, keys redacted) in DIR.
     #[arg(long, value_name = "DIR", conflicts_with = "replay")]
@@ -271,6 +272,35 @@ fn say_budget_spent(out: &Path, finished: u64, total: u64, spent: Spent, limits:
         out.join("trials.csv").display(),
         resume.display()
     );
+}
+
+/// Where `--shard auto/N` reads its index.
+const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// A `--shard` that is neither K/N nor auto/N with its index set.
+#[derive(Debug, thiserror::Error)]
+enum BadShard {
+    #[error(transparent)]
+    Shard(#[from] crate::harness::ShardError),
+    #[error(
+        "auto/N takes K from {JOB_INDEX} (a Kubernetes Indexed Job's, 0-based), which is {0}; \
+         give K/N elsewhere"
+    )]
+    NoIndex(&'static str),
+}
+
+/// `--shard K/N` or `auto/N`, as clap parses the flag.
+fn parse_shard(text: &str) -> Result<Shard, BadShard> {
+    let Some(count) = text.strip_prefix("auto/") else {
+        return Ok(Shard::parse(text)?);
+    };
+    let index = std::env::var(JOB_INDEX).map_err(|_| BadShard::NoIndex("not set"))?;
+    let index: u32 = index
+        .trim()
+        .parse()
+        .map_err(|_| BadShard::NoIndex("not a whole number"))?;
+    let one_based = index.checked_add(1).ok_or(BadShard::NoIndex("too large"))?;
+    Ok(Shard::parse(&format!("{one_based}/{count}"))?)
 }
 
 /// A `--max-cost` that is not a positive number of dollars.

@@ -35,6 +35,7 @@ mod robustness;
 mod run;
 mod sandbox;
 mod scores;
+mod shard_examples;
 mod snapshots;
 mod store;
 mod stream_timing;
@@ -55,8 +56,6 @@ pub fn toolgauge(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Fail, showing the command's stderr, unless it exited with 0.
-#[track_caller]
 /// A CSV report's rows, each by column name.
 pub fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
     let mut reader = csv::Reader::from_path(path).unwrap();
@@ -74,6 +73,8 @@ pub fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String
         .collect()
 }
 
+/// Fail, showing the command's stderr, unless it exited with 0.
+#[track_caller]
 pub fn assert_success(output: &Output) {
     assert_eq!(
         output.status.code(),
