@@ -13,9 +13,8 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
 use serde_json::json;
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, RunPlan};
 use toolgauge::model::{LiveOptions, Model, ModelFile};
-use toolgauge::pipeline::ExecOptions;
 use toolgauge::report::{Reporters, Thresholds};
 use toolgauge::scenario::{Scenario, load_scenario, load_suite};
 
@@ -30,21 +29,7 @@ fn model(name: &str) -> Arc<dyn Model> {
 }
 
 fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> RunPlan {
-    RunPlan {
-        scenarios,
-        models,
-        trials,
-        seed: 1,
-        concurrency: 64,
-        clock: Clock::Virtual,
-        exec: ExecOptions::default(),
-        shard: None,
-        session_log: false,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
-    }
+    RunPlan::new(scenarios, models, trials)
 }
 
 /// Run the plan; the turns (attempts) it took.

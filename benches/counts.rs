@@ -23,7 +23,7 @@ use mimalloc::MiMalloc;
 use serde_json::{Value, json};
 use toolgauge::bfcl::Language;
 use toolgauge::call::{ParsedCall, ToolCall};
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
 use toolgauge::provider::Provider;
@@ -244,24 +244,19 @@ fn trials_plan() -> RunPlan {
     };
     let file = ModelFile::load(&scenarios.join("models/careless.json")).expect("the model loads");
     RunPlan {
-        scenarios: vec![
-            load("starter/currency_convert.json"),
-            load("agent/convert_order_total.json"),
-        ],
-        models: vec![
-            toolgauge::model::build(&file, &LiveOptions::default(), None).expect("the mock builds"),
-        ],
-        trials: 10,
-        seed: 1,
         concurrency: 1,
-        clock: Clock::Virtual,
-        exec: ExecOptions::default(),
-        shard: None,
         session_log: true,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(
+            vec![
+                load("starter/currency_convert.json"),
+                load("agent/convert_order_total.json"),
+            ],
+            vec![
+                toolgauge::model::build(&file, &LiveOptions::default(), None)
+                    .expect("the mock builds"),
+            ],
+            10,
+        )
     }
 }
 

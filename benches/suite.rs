@@ -6,9 +6,8 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
-use toolgauge::pipeline::ExecOptions;
 use toolgauge::report::{Reporter, Reporters, SessionFile, Thresholds};
 use toolgauge::scenario::load_suite;
 
@@ -36,19 +35,8 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let plan = RunPlan {
-        scenarios,
-        models,
-        trials: TRIALS,
-        seed: 1,
-        concurrency: 64,
-        clock: Clock::Virtual,
-        exec: ExecOptions::default(),
-        shard: None,
         session_log: true,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(scenarios, models, TRIALS)
     };
     let info = plan.info(Thresholds::default());
     let dir = tempfile::tempdir().unwrap();

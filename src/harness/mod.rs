@@ -83,6 +83,28 @@ pub struct Job {
 }
 
 impl RunPlan {
+    /// `trials` trials of each of `models` on each of `scenarios`: seed 1,
+    /// 64 at once, the virtual clock, calls in parallel worded
+    /// pointer-list, no session log, no shard, no budget; each field set
+    /// apart with `RunPlan { field, ..RunPlan::new(..) }`.
+    pub fn new(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> RunPlan {
+        RunPlan {
+            scenarios,
+            models,
+            trials,
+            seed: 1,
+            concurrency: 64,
+            clock: Clock::Virtual,
+            exec: ExecOptions::default(),
+            model_feedback: Vec::new(),
+            model_images: Vec::new(),
+            shard: None,
+            session_log: false,
+            users: Vec::new(),
+            budget: None,
+        }
+    }
+
     /// How `model`'s calls run and how its errors are worded.
     pub fn exec_of(&self, model: usize) -> ExecOptions {
         ExecOptions {

@@ -402,9 +402,6 @@ fn load_checked(
 
 fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>) -> RunPlan {
     RunPlan {
-        scenarios,
-        models,
-        trials: settings.trials,
         seed: settings.seed,
         concurrency: settings.concurrency,
         clock: settings.clock,
@@ -419,10 +416,7 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
         },
         shard: settings.shard,
         session_log: !settings.no_session,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(scenarios, models, settings.trials)
     }
 }
 

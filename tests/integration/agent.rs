@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, RunPlan};
 use toolgauge::metrics::{Aggregate, CellStats, Ending, TaskStats};
 use toolgauge::model::{LiveOptions, Model, ModelFile, ModelTrial, ReplyFuture, TrialStart};
 use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
@@ -34,28 +34,22 @@ fn agent_plan(
     sandbox: &Path,
 ) -> RunPlan {
     RunPlan {
-        scenarios: load_suite(
-            &root().join("agent"),
-            sandbox,
-            &toolgauge::tool::mcp::ToolServers::new(),
-        )
-        .unwrap()
-        .scenarios,
-        models: vec![model],
-        trials,
         seed: 3,
-        concurrency: 64,
-        clock: Clock::Virtual,
         exec: ExecOptions {
             feedback,
             ..ExecOptions::default()
         },
-        shard: None,
-        session_log: false,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(
+            load_suite(
+                &root().join("agent"),
+                sandbox,
+                &toolgauge::tool::mcp::ToolServers::new(),
+            )
+            .unwrap()
+            .scenarios,
+            vec![model],
+            trials,
+        )
     }
 }
 

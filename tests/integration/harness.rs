@@ -19,39 +19,34 @@ fn plan(
 ) -> RunPlan {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     RunPlan {
-        scenarios: scenarios
-            .iter()
-            .map(|s| {
-                load_scenario(
-                    &root.join(format!("starter/{s}.json")),
-                    sandbox,
-                    &toolgauge::tool::mcp::ToolServers::new(),
-                )
-                .unwrap()
-            })
-            .collect(),
-        models: vec![
-            toolgauge::model::build(
-                &ModelFile::load(&root.join(format!("models/{model}.json"))).unwrap(),
-                &LiveOptions::default(),
-                None,
-            )
-            .unwrap(),
-        ],
-        trials,
         seed: 7,
         concurrency: 256,
-        clock: Clock::Virtual,
         exec: ExecOptions {
             feedback,
             ..ExecOptions::default()
         },
-        shard: None,
-        session_log: false,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(
+            scenarios
+                .iter()
+                .map(|s| {
+                    load_scenario(
+                        &root.join(format!("starter/{s}.json")),
+                        sandbox,
+                        &toolgauge::tool::mcp::ToolServers::new(),
+                    )
+                    .unwrap()
+                })
+                .collect(),
+            vec![
+                toolgauge::model::build(
+                    &ModelFile::load(&root.join(format!("models/{model}.json"))).unwrap(),
+                    &LiveOptions::default(),
+                    None,
+                )
+                .unwrap(),
+            ],
+            trials,
+        )
     }
 }
 

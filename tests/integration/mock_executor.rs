@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use toolgauge::call::{Failure, Party, Usage};
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, RunPlan};
 use toolgauge::metrics::{Aggregate, TrialOutcome};
 use toolgauge::model::{Model, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
-use toolgauge::pipeline::ExecOptions;
 use toolgauge::provider::Provider;
 use toolgauge::report::{FinishedTrial, Notice, Reporter, Reporters, RunInfo, Thresholds};
 use toolgauge::transport::TransportError;
@@ -127,19 +126,12 @@ fn plan(executor: std::sync::Arc<MockExecutor>, trials: u32, sandbox: &Path) -> 
     std::fs::write(&file, scenario.to_string()).unwrap();
     let servers = toolgauge::tool::mcp::ToolServers::new();
     RunPlan {
-        scenarios: vec![toolgauge::scenario::load_scenario(&file, sandbox, &servers).unwrap()],
-        models: vec![executor],
-        trials,
-        seed: 1,
         concurrency: 8,
-        clock: Clock::Virtual,
-        exec: ExecOptions::default(),
-        shard: None,
-        session_log: false,
-        model_feedback: Vec::new(),
-        model_images: Vec::new(),
-        users: Vec::new(),
-        budget: None,
+        ..RunPlan::new(
+            vec![toolgauge::scenario::load_scenario(&file, sandbox, &servers).unwrap()],
+            vec![executor],
+            trials,
+        )
     }
 }
 
