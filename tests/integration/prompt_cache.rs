@@ -146,8 +146,8 @@ fn marks(body: &Value) -> Vec<String> {
     at
 }
 
-#[tokio::test]
-async fn a_multi_turn_anthropic_run_with_cache_auto_reads_its_prefix_and_prices_both_ways() {
+/// A server that caches as Anthropic does, and what it was sent.
+async fn caching_server() -> (MockServer, std::sync::Arc<CachingServer>) {
     let server = MockServer::start().await;
     let caching = std::sync::Arc::new(CachingServer {
         cached: Mutex::new(HashSet::new()),
@@ -159,6 +159,12 @@ async fn a_multi_turn_anthropic_run_with_cache_auto_reads_its_prefix_and_prices_
         .respond_with(SharedResponder(caching.clone()))
         .mount(&server)
         .await;
+    (server, caching)
+}
+
+#[tokio::test]
+async fn a_multi_turn_anthropic_run_with_cache_auto_reads_its_prefix_and_prices_both_ways() {
+    let (server, caching) = caching_server().await;
     let dir = tempfile::tempdir().unwrap();
     let prices =
         json!({"input_per_mtok": 3.0, "output_per_mtok": 15.0, "cached_input_per_mtok": 0.3});
@@ -237,17 +243,7 @@ async fn a_multi_turn_anthropic_run_with_cache_auto_reads_its_prefix_and_prices_
 
 #[tokio::test]
 async fn a_model_without_cache_sends_no_marks() {
-    let server = MockServer::start().await;
-    let caching = std::sync::Arc::new(CachingServer {
-        cached: Mutex::new(HashSet::new()),
-        requests: AtomicUsize::new(0),
-        sent: Mutex::new(Vec::new()),
-    });
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(SharedResponder(caching.clone()))
-        .mount(&server)
-        .await;
+    let (server, caching) = caching_server().await;
     let dir = tempfile::tempdir().unwrap();
     let model = model_file(
         dir.path(),
