@@ -22,7 +22,7 @@
 //!         println!("{verdict}");
 //!         assert!(violations.is_empty());
 //!     }
-//!     RunEnding::Interrupted { .. } => {}
+//!     RunEnding::Interrupted { .. } | RunEnding::BudgetSpent { .. } => {}
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
