@@ -10,6 +10,7 @@
 //! with [`report`] and [`metrics`] fed plain outcomes and events. Every
 //! module, what it owns and its dependencies are in ARCHITECTURE.md.
 
+pub mod batch;
 pub mod bfcl;
 pub mod call;
 pub mod child;

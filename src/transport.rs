@@ -185,8 +185,29 @@ impl Transport {
         headers: &[(&'static str, String)],
         body: Option<&[u8]>,
     ) -> Result<ApiResponse, TransportError> {
+        let payload = body.map_or(Payload::Empty, Payload::Json);
         let opened = self
-            .open_with(method, url, headers, body, UNORDERED)
+            .open_with(method, url, headers, payload, UNORDERED)
+            .await?;
+        read_whole(opened, url).await
+    }
+
+    /// A `multipart/form-data` POST (a file upload); `form` makes the form
+    /// afresh for each try, since a form is spent by sending it.
+    pub async fn send_form(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        form: &(dyn Fn() -> reqwest::multipart::Form + Sync),
+    ) -> Result<ApiResponse, TransportError> {
+        let opened = self
+            .open_with(
+                reqwest::Method::POST,
+                url,
+                headers,
+                Payload::Form(form),
+                UNORDERED,
+            )
             .await?;
         read_whole(opened, url).await
     }
@@ -208,7 +229,7 @@ impl Transport {
             reqwest::Method::POST,
             &request.url,
             &request.headers,
-            Some(&body),
+            Payload::Json(&body),
             order,
         )
         .await
@@ -219,7 +240,7 @@ impl Transport {
         method: reqwest::Method,
         url: &str,
         headers: &[(&'static str, String)],
-        body: Option<&[u8]>,
+        body: Payload<'_>,
         order: u64,
     ) -> Result<Opened, TransportError> {
         let (target, url) = (url, redact_url(url));
@@ -265,7 +286,7 @@ impl Transport {
                             url,
                             status,
                             tries,
-                            excerpt: excerpt(&body),
+                            excerpt: body_excerpt(&body),
                         });
                     }
                     retry_after
@@ -311,13 +332,17 @@ impl Transport {
         method: &reqwest::Method,
         url: &str,
         headers: &[(&'static str, String)],
-        body: Option<&[u8]>,
+        body: Payload<'_>,
     ) -> Result<Tried, reqwest::Error> {
         let mut builder = self.client.request(method.clone(), url);
-        if let Some(body) = body {
-            builder = builder
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_vec());
+        match body {
+            Payload::Empty => {}
+            Payload::Json(body) => {
+                builder = builder
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.to_vec());
+            }
+            Payload::Form(form) => builder = builder.multipart(form()),
         }
         for (name, value) in headers {
             builder = builder.header(*name, value);
@@ -339,6 +364,14 @@ impl Transport {
             retry_after,
         })
     }
+}
+
+/// What a request carries.
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Empty,
+    Json(&'a [u8]),
+    Form(&'a (dyn Fn() -> reqwest::multipart::Form + Sync)),
 }
 
 /// What one try got.
@@ -391,7 +424,8 @@ pub fn backoff(base: Duration, tries: u32, unit: f64) -> Duration {
     exponential.mul_f64(0.5 + unit.clamp(0.0, 1.0))
 }
 
-fn excerpt(body: &[u8]) -> String {
+/// A refusal's body as an error shows it: its first 300 characters.
+pub fn body_excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     match text.char_indices().nth(300) {

@@ -472,6 +472,17 @@ pub struct Prices {
 pub const CACHE_WRITE_FACTOR: f64 = 1.25;
 
 impl Prices {
+    /// Every rate times `factor` (a batch API's discount); a cache write
+    /// left unset keeps its 1.25 times the input.
+    pub fn scaled(self, factor: f64) -> Prices {
+        Prices {
+            input_per_mtok: self.input_per_mtok * factor,
+            output_per_mtok: self.output_per_mtok * factor,
+            cached_input_per_mtok: self.cached_input_per_mtok.map(|p| p * factor),
+            cache_write_per_mtok: self.cache_write_per_mtok.map(|p| p * factor),
+        }
+    }
+
     pub fn cost(&self, usage: Usage) -> f64 {
         let cached = usage.cached_tokens.min(usage.input_tokens);
         let written = usage.cache_write_tokens.min(usage.input_tokens - cached);

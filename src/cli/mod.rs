@@ -140,6 +140,8 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Run(crate::harness::RunError::Interrupted { .. }) => EXIT_INTERRUPTED,
+            // Not bad input: the run is not complete, and --resume goes on.
+            CliError::Run(crate::harness::RunError::BatchUnfinished(_)) => EXIT_FAILED,
             CliError::Usage(_)
             | CliError::File(_)
             | CliError::Model(_)

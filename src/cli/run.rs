@@ -126,6 +126,15 @@ pub struct RunArgs {
     /// tokens past N; finished trials are kept, and `--resume` continues.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: Option<u64>,
+    /// Send live models' requests through their providers' batch APIs
+    /// (OpenAI Batch, Anthropic Message Batches, Gemini batch mode), at
+    /// half price: trials under way form a round, sent as one batch,
+    /// polled until it ends; a multi-turn trial asks once per round.
+    /// Costs are at the batch rate, batch ids in DIR/batches.jsonl, and
+    /// `--resume` follows a batch already submitted. Replies come whole
+    /// (no streaming); --concurrency (default 1000 here) bounds a round.
+    #[arg(long)]
+    pub batch: bool,
     /// No progress output (the verdict is still printed).
     #[arg(long)]
     pub quiet: bool,
@@ -172,20 +181,14 @@ impl RunArgs {
                 max_cost: self.max_cost,
                 max_tokens: self.max_tokens,
             },
+            batch: self.batch,
         })
     }
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     let prepared = PreparedRun::prepare(&args.request()?)?;
-    for warning in &prepared.notes.warnings {
-        eprintln!("warning: {warning}");
-    }
-    if !args.quiet {
-        for line in &prepared.notes.info {
-            eprintln!("{line}");
-        }
-    }
+    say_notes(&prepared, args.quiet);
     let out = prepared.out.clone();
     let mut progress = Progress::new(if args.quiet {
         ProgressMode::Quiet
@@ -204,10 +207,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     let ending = match ending {
         Ok(ending) => ending,
         Err(RunError::Io(e)) => return Err(CliError::Usage(format!("{}: {e}", out.display()))),
+        Err(RunError::BatchUnfinished(batch)) => {
+            say_batches(&out);
+            say_how_to_follow(&out);
+            return Err(RunError::BatchUnfinished(batch).into());
+        }
         Err(error) => return Err(error.into()),
     };
     let (table, violations) = match ending {
         RunEnding::Interrupted { finished, total } => {
+            // A batch sent runs on at its provider: say which.
+            say_batches(&out);
             let (signal, code) = super::signals::received().unwrap_or(("SIGINT", EXIT_INTERRUPTED));
             let resume = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
             eprintln!(
@@ -251,6 +261,37 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         eprintln!("  {} / {}: {}", v.model, v.scenario, v.message);
     }
     Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// What setting the run up found: warnings always, the rest unless quiet.
+fn say_notes(prepared: &PreparedRun, quiet: bool) {
+    for warning in &prepared.notes.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !quiet {
+        for line in &prepared.notes.info {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// A batch could not be followed: what is kept, how to go on.
+fn say_how_to_follow(out: &Path) {
+    let resume = std::path::absolute(out).unwrap_or_else(|_| out.to_owned());
+    eprintln!(
+        "the run stopped: every finished trial is in {}; continue with: toolgauge run \
+         --resume {} (it follows the batch, not sending it again)",
+        out.join("trials.csv").display(),
+        resume.display()
+    );
+}
+
+/// The run's batches, each with how it ended, from its ledger.
+fn say_batches(out: &Path) {
+    let entries = crate::batch::ledger::entries(out).unwrap_or_default();
+    for batch in crate::harness::batch_records(entries) {
+        eprintln!("{batch}");
+    }
 }
 
 /// The budget ended the run: what was spent, what is kept, how to go on.

@@ -72,6 +72,8 @@ pub struct RunPlan {
     pub users: Vec<Option<Arc<crate::model::live::LiveModel>>>,
     /// `--max-cost`, `--max-tokens`: what the models' requests may spend.
     pub budget: Option<Arc<Budget>>,
+    /// `--batch`: the ledger of the batches sent, told when the run ends.
+    pub batches: Option<Arc<crate::batch::Ledger>>,
 }
 
 /// A job: one trial of one model on one scenario.
@@ -102,6 +104,7 @@ impl RunPlan {
             session_log: false,
             users: Vec::new(),
             budget: None,
+            batches: None,
         }
     }
 
@@ -244,6 +247,7 @@ impl RunPlan {
             feedback: self.feedback_text(),
             clock: file_name(&self.clock),
             thresholds,
+            batch: self.models.iter().any(|m| m.batched()),
         }
     }
 }
@@ -295,6 +299,10 @@ pub enum RunError {
     /// A replayed request the recording does not hold: the run stops.
     #[error(transparent)]
     NotRecorded(#[from] crate::model::NotRecorded),
+    /// A batch could not be followed to its end: every finished trial was
+    /// handed to the reporters first, and `--resume` follows the batch.
+    #[error(transparent)]
+    BatchUnfinished(crate::batch::Unfinished),
     /// Stopped on request (Ctrl-C): every finished trial was handed to the
     /// reporters first.
     #[error("interrupted after {finished} of {total} trial(s)")]
@@ -341,18 +349,7 @@ pub fn run_until(
         let jobs = plan.jobs().map(|job| {
             // A trial already recorded is replayed, not run again.
             let replayed = replayed_trial(&mut pending_replay, &mut replay, job);
-            async move {
-                match replayed {
-                    Some(outcome) => Ok((outcome, Vec::new())),
-                    None => {
-                        let _under_way = match &admission[job.model] {
-                            Some(slots) => Some(slots.acquire().await.expect("never closed")),
-                            None => None,
-                        };
-                        run_trial(plan, job, notices).await
-                    }
-                }
-            }
+            job_run(plan, job, replayed, admission, notices)
         });
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
@@ -394,10 +391,67 @@ pub fn run_until(
         while let Ok(notice) = heard.try_recv() {
             reporters.send(RunEvent::Notice(&notice))?;
         }
+        for batch in batches_sent(plan) {
+            reporters.send(RunEvent::Notice(&Notice::Batch(batch)))?;
+        }
         Ok::<(), RunError>(())
     })?;
     reporters.send(RunEvent::Finished)?;
     Ok(())
+}
+
+/// The batches the run's ledger holds (this run's and those of the runs
+/// it resumes), as reports tell them.
+fn batches_sent(plan: &RunPlan) -> Vec<crate::report::BatchRecord> {
+    let Some(ledger) = &plan.batches else {
+        return Vec::new();
+    };
+    batch_records(ledger.entries().unwrap_or_default())
+}
+
+/// A ledger's batches as reports tell them.
+pub fn batch_records(entries: Vec<crate::batch::BatchEntry>) -> Vec<crate::report::BatchRecord> {
+    entries
+        .into_iter()
+        .map(|b| crate::report::BatchRecord {
+            model: b.model,
+            id: b.id,
+            requests: b.requests,
+            ended: b.state,
+            answered: b.answered,
+            failed: b.failed,
+        })
+        .collect()
+}
+
+/// A job as the run's window takes it: a replayed trial handed back, or
+/// its trial run once its model has a slot. What the model holds for a
+/// coming trial is taken now, before any trial of the window asks: a
+/// batched model's round waits for it.
+fn job_run<'p>(
+    plan: &'p RunPlan,
+    job: Job,
+    replayed: Option<TrialOutcome>,
+    admission: &'p [Option<tokio::sync::Semaphore>],
+    notices: &'p Notices,
+) -> impl Future<Output = Result<(TrialOutcome, Vec<u8>), RunError>> + 'p {
+    let coming = match replayed {
+        None => plan.models[job.model].trial_coming(),
+        Some(_) => None,
+    };
+    async move {
+        let _coming = coming;
+        match replayed {
+            Some(outcome) => Ok((outcome, Vec::new())),
+            None => {
+                let _under_way = match &admission[job.model] {
+                    Some(slots) => Some(slots.acquire().await.expect("never closed")),
+                    None => None,
+                };
+                run_trial(plan, job, notices).await
+            }
+        }
+    }
 }
 
 /// One trial: a task's agent loop, or attempts until success (see

@@ -25,6 +25,39 @@ fn suite_folder_of(scenario: &Path, suites: &[PathBuf]) -> PathBuf {
         .unwrap_or_else(|| path.parent().map_or_else(PathBuf::new, Path::to_owned))
 }
 
+/// `--batch`'s ledger in the run folder, once the flags that cannot go
+/// with batches are ruled out.
+fn batch_ledger(
+    request: &RunRequest,
+    batch: bool,
+    out: &Path,
+) -> Result<Option<Arc<crate::batch::Ledger>>, SetupError> {
+    if !batch {
+        return Ok(None);
+    }
+    let refusals = [
+        (
+            "--replay",
+            request.replay.is_some(),
+            "a recording answers without any provider; leave one out",
+        ),
+        (
+            "--max-cost or --max-tokens",
+            request.budget.is_set(),
+            "a batch's cost is known only once it has ended, so no request \
+             could be held back; run without a budget, or without --batch",
+        ),
+    ];
+    if let Some((flag, _, why)) = refusals.into_iter().find(|(_, given, _)| *given) {
+        return Err(SetupError::BatchWith { flag, why });
+    }
+    let ledger = crate::batch::Ledger::open(out).map_err(|source| SetupError::Io {
+        path: out.join(crate::batch::ledger::FILE_NAME),
+        source,
+    })?;
+    Ok(Some(Arc::new(ledger)))
+}
+
 /// The run's models: their files, made ready (answered from a recording
 /// with `--replay`).
 pub(super) struct Models {
@@ -43,10 +76,13 @@ pub(super) struct Models {
 }
 
 impl Models {
+    /// `out`: the run folder, where `--batch` keeps its ledger.
     pub(super) fn make(
         request: &RunRequest,
         recorded: Option<&RunFile>,
+        out: &Path,
     ) -> Result<Models, SetupError> {
+        let batch = request.batch || recorded.is_some_and(|run| run.batch);
         let files = match recorded {
             Some(run) => models_of_run_file(request, run)?,
             None => model::load_files(
@@ -68,12 +104,14 @@ impl Models {
                 "keeps live models' exchanges",
             ),
             ("--doctor", request.doctor, "probes live models' endpoints"),
+            ("--batch", batch, "sends live models' requests as batches"),
         ];
         if !files.iter().any(ModelFile::is_live)
             && let Some((flag, _, does)) = flags.into_iter().find(|(_, given, _)| *given)
         {
             return Err(SetupError::NoLiveModel { flag, does });
         }
+        let batch = batch_ledger(request, batch, out)?;
         let replayer = request
             .replay
             .as_deref()
@@ -84,6 +122,7 @@ impl Models {
         let live_options = LiveOptions {
             record: request.record.clone(),
             replay: request.replay.clone(),
+            batch,
         };
         let models = files
             .iter()
@@ -108,6 +147,11 @@ impl Models {
             live_options,
             replayer,
         })
+    }
+
+    /// `--batch`'s ledger, when the run sends batches.
+    pub(super) fn batch_ledger(&self) -> Option<Arc<crate::batch::Ledger>> {
+        self.live_options.batch.clone()
     }
 
     /// By scenario, the live model that plays its simulated user: one the

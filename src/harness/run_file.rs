@@ -83,6 +83,9 @@ pub struct RunFile {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_session: bool,
     pub shard: Option<super::Shard>,
+    /// Run with `--batch`: a resume follows its batches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,
     /// The share of a cell's trials it may lose to infrastructure
@@ -177,7 +180,11 @@ impl RunFile {
                 .iter()
                 .map(|file| ModelInfo {
                     name: file.name.clone(),
-                    prices: file.api().and_then(|a| a.prices),
+                    // As the run charged them: a batch's at the batch rate.
+                    prices: file.api().and_then(|a| a.prices).map(|p| match self.batch {
+                        true => crate::batch::at_batch_rate(p),
+                        false => p,
+                    }),
                     max_attempts: file.kind().max_attempts(),
                 })
                 .collect(),
@@ -187,6 +194,7 @@ impl RunFile {
             feedback: super::file_name(&self.feedback),
             clock: super::file_name(&self.clock),
             thresholds: self.thresholds(),
+            batch: self.batch,
         }
     }
 }

@@ -75,11 +75,16 @@ pub struct RunRequest {
     /// `--max-cost`, `--max-tokens`: this invocation's spending limits
     /// (a resumed run is given its own).
     pub budget: super::BudgetLimits,
+    /// Live models answer through their providers' batch APIs.
+    pub batch: bool,
 }
 
 pub const DEFAULT_TRIALS: u32 = 20;
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_CONCURRENCY: usize = 64;
+/// Under `--batch`, trials under way at once: each round's batch holds
+/// as many requests.
+pub const DEFAULT_BATCH_CONCURRENCY: usize = 1_000;
 
 /// The settings of a run, from the request or, when resuming, from the
 /// run's own run.json.
@@ -95,6 +100,8 @@ pub struct Settings {
     pub no_session: bool,
     pub shard: Option<Shard>,
     pub thresholds: Thresholds,
+    /// Live models answer through their providers' batch APIs.
+    pub batch: bool,
 }
 
 impl Settings {
@@ -143,7 +150,11 @@ impl Settings {
             ),
             trials: request.trials.unwrap_or(DEFAULT_TRIALS),
             seed: request.seed.unwrap_or(DEFAULT_SEED),
-            concurrency: request.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+            concurrency: request.concurrency.unwrap_or(if request.batch {
+                DEFAULT_BATCH_CONCURRENCY
+            } else {
+                DEFAULT_CONCURRENCY
+            }),
             clock: clock.unwrap_or(if live_network {
                 Clock::Real
             } else {
@@ -158,6 +169,7 @@ impl Settings {
                 min_pass_k: request.min_pass_k,
                 max_lost: request.max_lost.unwrap_or(0.0),
             },
+            batch: request.batch,
         }
     }
 
@@ -204,6 +216,7 @@ impl Settings {
                 )?,
                 max_lost: as_in_run_file("--max-lost", request.max_lost, run.max_lost)?,
             },
+            batch: as_in_run_file("--batch", request.batch.then_some(true), run.batch)?,
         })
     }
 

@@ -184,7 +184,7 @@ impl PreparedRun {
         if request.resume.is_none() && !request.force {
             refuse_to_overwrite(&out)?;
         }
-        let models = Models::make(request, recorded.as_ref())?;
+        let models = Models::make(request, recorded.as_ref(), &out)?;
         if models.live_network && request.clock.is_none_or(|c| c == Clock::Virtual) {
             notes
                 .info
@@ -217,8 +217,10 @@ impl PreparedRun {
             notes.real_clock(&mut settings, "simulated users played by live models");
         }
         let budget = budget_of(request.budget, &models, &mut notes)?;
+        let batches = models.batch_ledger();
         let mut plan = plan_of(&settings, scenarios, models.models);
         plan.budget = budget;
+        plan.batches = batches;
         plan.users = users;
         plan.model_feedback = models.files.iter().map(|file| file.feedback).collect();
         plan.model_images = models.files.iter().map(ModelFile::takes_images).collect();
@@ -334,6 +336,7 @@ impl PreparedRun {
             serial: settings.serial,
             no_session: settings.no_session,
             shard: settings.shard,
+            batch: settings.batch,
             min_success: settings.thresholds.min_success,
             min_pass_k: settings.thresholds.min_pass_k,
             max_lost: settings.thresholds.max_lost,

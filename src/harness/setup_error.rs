@@ -62,6 +62,11 @@ pub enum SetupError {
          give its prices, or use --max-tokens"
     )]
     BudgetWithoutPrices { model: String },
+    #[error("--batch cannot go with {flag}: {why}")]
+    BatchWith {
+        flag: &'static str,
+        why: &'static str,
+    },
     #[error("{}: {source}", scenario.display())]
     UserModel {
         scenario: PathBuf,

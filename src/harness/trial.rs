@@ -207,6 +207,9 @@ impl<'p> TrialRun<'p> {
                 self.recorded(reply)
             }
             Err(ReplyError::NotRecorded(missing)) => return Err(RunError::NotRecorded(missing)),
+            Err(ReplyError::BatchUnfinished(batch)) => {
+                return Err(RunError::BatchUnfinished(batch));
+            }
             Err(ReplyError::Transport(error)) => {
                 return Ok(self.request_failed(attempt, &error, asked));
             }

@@ -16,15 +16,19 @@ use super::recording::{Exchange, Position, Recorder, RecordingError, Replayer};
 use super::{
     EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
 };
+use crate::batch::{BatchClient, BatchItem, ItemAnswer, RoundError, Rounds};
 use crate::call::{EarlyCall, FunctionSpec, Prices};
 use crate::provider::{ApiSettings, Ask, Conversation, Provider, stream};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportError};
 
 /// How live models reach their answers in this run.
 #[derive(Debug, Clone, Default)]
 pub struct LiveOptions {
     pub record: Option<PathBuf>,
     pub replay: Option<PathBuf>,
+    /// `--batch`: requests go through the provider's batch API, each
+    /// batch kept in this ledger (the run folder's).
+    pub batch: Option<Arc<crate::batch::Ledger>>,
 }
 
 /// The variable a model file names for its key is not set.
@@ -78,6 +82,8 @@ pub struct LiveModel {
 enum Source {
     Network(Transport),
     Replay(Arc<Replayer>),
+    /// `--batch`: each request waits for its round.
+    Batch(Arc<Rounds>),
 }
 
 impl std::fmt::Debug for LiveModel {
@@ -106,15 +112,32 @@ impl LiveModel {
             problem,
         };
         settings.check().map_err(|e| fail(e.to_string()))?;
-        let source = match replayer {
-            Some(replayer) => Source::Replay(replayer),
-            None => Source::Network(
+        let mut settings = settings.clone();
+        let source = match (replayer, &options.batch) {
+            (Some(replayer), _) => Source::Replay(replayer),
+            (None, Some(ledger)) => {
+                // A batch's answers come whole: nothing streams.
+                settings.stream = false;
+                settings.execute_early = false;
+                let first_poll = settings
+                    .batch_poll_ms
+                    .map_or(crate::batch::DEFAULT_FIRST_POLL, Duration::from_millis);
+                let client = BatchClient::new(provider, &settings.transport(), first_poll)
+                    .map_err(|e| fail(e.to_string()))?;
+                Source::Batch(Arc::new(Rounds::new(
+                    name,
+                    provider,
+                    client,
+                    Arc::clone(ledger),
+                )))
+            }
+            (None, None) => Source::Network(
                 Transport::new(&settings.transport()).map_err(|e| fail(e.to_string()))?,
             ),
         };
         let key = match &source {
-            Source::Network(_) => {
-                api_key(settings).map_err(|e| fail(format!("{e}, or --replay a recording")))?
+            Source::Network(_) | Source::Batch(_) => {
+                api_key(&settings).map_err(|e| fail(format!("{e}, or --replay a recording")))?
             }
             Source::Replay(_) => None,
         };
@@ -127,7 +150,7 @@ impl LiveModel {
         Ok(LiveModel {
             name: name.to_owned(),
             provider,
-            settings: settings.clone(),
+            settings,
             key,
             source,
             recorder,
@@ -180,6 +203,10 @@ impl LiveModel {
             Source::Network(transport) => {
                 let response = transport.send_in_order(&request, position.order).await?;
                 (response.status, whole(response.body), Some(response.timing))
+            }
+            Source::Batch(rounds) => {
+                let (status, body) = batched(rounds, &request, &position).await?;
+                (status, whole(body), None)
             }
             Source::Replay(replayer) => {
                 let exchange = replayer.answer(&request, &position)?;
@@ -317,6 +344,43 @@ pub struct Spoken {
     pub unrecorded: Option<Arc<RecordingError>>,
 }
 
+/// A request's answer through its round's batch: a 2xx answer as a live
+/// one; a request the batch answered otherwise, or not at all, fails as a
+/// live request would (the trial lost to the server); a batch that could
+/// not be followed stops the run.
+async fn batched(
+    rounds: &Arc<Rounds>,
+    request: &crate::transport::ApiRequest,
+    position: &Position,
+) -> Result<(u16, Vec<u8>), ReplyError> {
+    let item = BatchItem {
+        custom_id: format!("t{}-a{}", position.order, position.attempt),
+        request: request.clone(),
+    };
+    let url = || crate::transport::redact_url(&request.url);
+    match rounds.ask(item).await {
+        Ok(ItemAnswer::Answered { status, body }) if (200..300).contains(&status) => {
+            Ok((status, body))
+        }
+        Ok(ItemAnswer::Answered { status, body }) => Err(TransportError::Status {
+            url: format!("{} (in a batch)", url()),
+            status,
+            tries: 1,
+            excerpt: crate::transport::body_excerpt(&body),
+        }
+        .into()),
+        Ok(ItemAnswer::Failed { message }) => Err(TransportError::Network {
+            url: format!("{} (in a batch)", url()),
+            message,
+            tries: 1,
+            timed_out: false,
+        }
+        .into()),
+        Err(RoundError::Refused(error)) => Err(error.into()),
+        Err(RoundError::Unfinished(unfinished)) => Err(ReplyError::BatchUnfinished(unfinished)),
+    }
+}
+
 /// Where the calls a stream shows complete go, as they come.
 type EarlySender = mpsc::UnboundedSender<EarlyCall>;
 
@@ -342,14 +406,33 @@ impl Model for LiveModel {
         self.provider
     }
 
+    fn batched(&self) -> bool {
+        matches!(self.source, Source::Batch(_))
+    }
+
+    fn trial_coming(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        match &self.source {
+            Source::Batch(rounds) => Some(Box::new(rounds.open_trial())),
+            _ => None,
+        }
+    }
+
+    /// A batched request is charged at the batch rate.
     fn prices(&self) -> Option<Prices> {
-        self.settings.prices
+        self.settings.prices.map(|p| match self.batched() {
+            true => crate::batch::at_batch_rate(p),
+            false => p,
+        })
     }
 
     /// Twice the requests it serves at once: one trial's tools run while
-    /// another's request is answered.
+    /// another's request is answered. Batched, as many as the run has
+    /// under way: a round holds them all.
     fn trials_at_once(&self) -> Option<usize> {
-        Some(2 * self.settings.concurrency.max(1))
+        match self.batched() {
+            true => None,
+            false => Some(2 * self.settings.concurrency.max(1)),
+        }
     }
 
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {

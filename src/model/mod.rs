@@ -134,6 +134,10 @@ pub enum ReplyError {
     /// Replay asked for a request the recording does not hold: the run stops.
     #[error(transparent)]
     NotRecorded(#[from] recording::NotRecorded),
+    /// A batch could not be followed to its end: the run stops, and
+    /// `--resume` follows it.
+    #[error(transparent)]
+    BatchUnfinished(crate::batch::Unfinished),
 }
 
 /// One model turn: the body as the provider sent it, and the tokens it used.
@@ -186,6 +190,19 @@ pub trait Model: Send + Sync + fmt::Debug {
 
     /// US dollars per million input and output tokens, if known.
     fn prices(&self) -> Option<Prices> {
+        None
+    }
+
+    /// Its requests go through a batch API (`run --batch`).
+    fn batched(&self) -> bool {
+        false
+    }
+
+    /// A trial of this model is taken into the run's window: what this
+    /// gives is held until the trial ends. A batched model's round waits
+    /// for every trial held (`batch::OpenTrial`), so the harness takes it
+    /// before any trial of the window asks.
+    fn trial_coming(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
         None
     }
 

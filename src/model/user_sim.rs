@@ -249,7 +249,12 @@ pub fn connect(
                 .to_owned(),
         });
     };
-    LiveModel::connect(&file.name, live.provider, &live.api, options, replayer).map(Arc::new)
+    // A user answers within its trial's turn: never batched.
+    let options = LiveOptions {
+        batch: None,
+        ..options.clone()
+    };
+    LiveModel::connect(&file.name, live.provider, &live.api, &options, replayer).map(Arc::new)
 }
 
 #[cfg(test)]

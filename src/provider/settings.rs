@@ -76,6 +76,11 @@ pub struct ApiSettings {
     /// them. `"off"` (the default) marks nothing.
     #[serde(default, skip_serializing_if = "CacheMode::is_off")]
     pub cache: CacheMode,
+    /// Under `run --batch`: how long after submitting a batch it is first
+    /// polled (milliseconds; default 5 s); the wait doubles up to a
+    /// minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_poll_ms: Option<u64>,
 }
 
 /// A live model's `cache`.
@@ -200,6 +205,9 @@ impl ApiSettings {
         }
         if self.concurrency == 0 {
             return fail("/api/concurrency", "must be at least 1");
+        }
+        if self.batch_poll_ms == Some(0) {
+            return fail("/api/batch_poll_ms", "must be at least 1");
         }
         if self.requests_per_minute == Some(0) {
             return fail("/api/requests_per_minute", "must be at least 1");

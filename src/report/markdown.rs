@@ -18,17 +18,27 @@ use crate::metrics::{Aggregate, CellStats};
 /// Writes summary.md when the run finishes.
 pub struct Markdown {
     path: PathBuf,
+    /// A `--batch` run's batches, told as the run ends.
+    batches: Vec<super::BatchRecord>,
 }
 
 impl Markdown {
     pub fn new(path: &Path) -> Self {
         Markdown {
             path: path.to_owned(),
+            batches: Vec::new(),
         }
     }
 }
 
 impl Reporter for Markdown {
+    fn notice(&mut self, _info: &RunInfo, notice: &super::Notice) -> io::Result<()> {
+        if let super::Notice::Batch(batch) = notice {
+            self.batches.push(batch.clone());
+        }
+        Ok(())
+    }
+
     fn run_finished(&mut self, info: &RunInfo, stats: &Aggregate) -> io::Result<()> {
         let rows = summary_rows(info, stats);
         // The charts as SVG files beside summary.md, which links them.
@@ -48,6 +58,7 @@ impl Reporter for Markdown {
             &rows,
         )));
         text.push_str(&super::scores::markdown(info, stats));
+        text.push_str(&super::batches::markdown(info.batch, &self.batches));
         if !charts.is_empty() {
             text.push_str("\n## Charts\n\n");
             for chart in &charts {

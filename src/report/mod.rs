@@ -8,6 +8,7 @@
 //! serde structs: the struct is the column contract, documented in
 //! reports/README.md. Nothing here knows how trials are run.
 
+mod batches;
 pub mod bench;
 pub mod charts;
 mod compare;
@@ -21,6 +22,7 @@ mod summary;
 pub mod svg;
 pub mod trials;
 
+pub use batches::BatchRecord;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -58,6 +60,8 @@ pub struct RunInfo {
     pub feedback: String,
     pub clock: String,
     pub thresholds: Thresholds,
+    /// Live models answered through batch APIs: costs at the batch rate.
+    pub batch: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +255,8 @@ pub enum Notice {
     },
     /// An exchange `--record` could not write: a replay will lack it.
     NotRecorded { error: String },
+    /// A batch of a `--batch` run, as it ended (told when the run ends).
+    Batch(BatchRecord),
 }
 
 impl std::fmt::Display for Notice {
@@ -274,6 +280,7 @@ impl std::fmt::Display for Notice {
                 crate::excerpt::cut(why, 300)
             ),
             Notice::NotRecorded { error } => write!(f, "--record: {error}"),
+            Notice::Batch(batch) => batch.fmt(f),
         }
     }
 }
@@ -492,6 +499,7 @@ pub(crate) mod test_runs {
                     max_attempts: None,
                 })
                 .collect(),
+            batch: false,
             scenarios: vec![ScenarioInfo {
                 name: "s".to_owned(),
                 max_attempts: 1,

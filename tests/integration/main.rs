@@ -5,6 +5,7 @@
 
 mod agent;
 mod architecture;
+mod batch;
 mod bfcl;
 mod bfcl_import;
 mod bfcl_multi_turn;

@@ -1,0 +1,222 @@
+//! The providers' batch APIs (`run --batch`): a round of requests written
+//! as the provider's batch (OpenAI's JSONL file of `custom_id` lines,
+//! Anthropic's Message Batches, Gemini's batch mode), submitted, polled
+//! with backoff until it ends, and each request's answer read back as the
+//! body a live request would have had. `rounds` gathers a model's trials
+//! into rounds; `ledger` keeps every batch submitted in the run folder, so
+//! that `--resume` follows a batch already paid for instead of sending it
+//! again. Credentials go only where the model file's endpoint is: a
+//! results address elsewhere is refused.
+
+mod anthropic;
+mod gemini;
+pub mod ledger;
+mod openai;
+pub mod rounds;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::provider::Provider;
+use crate::transport::{ApiRequest, Transport, TransportError, TransportSettings};
+
+pub use ledger::{BatchEntry, Ledger};
+pub use rounds::{OpenTrial, RoundError, Rounds};
+
+/// The batch rate: what the providers charge for a batched request, per
+/// live price (OpenAI, Anthropic and Gemini all halve it).
+pub const BATCH_PRICE_FACTOR: f64 = 0.5;
+
+/// `prices` at the batch rate.
+pub fn at_batch_rate(prices: crate::call::Prices) -> crate::call::Prices {
+    prices.scaled(BATCH_PRICE_FACTOR)
+}
+
+/// Polling backs off from the model file's `batch_poll_ms` up to this.
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The first poll's wait when the model file names none.
+pub const DEFAULT_FIRST_POLL: Duration = Duration::from_secs(5);
+
+/// The most requests and bytes one batch may hold, as each provider
+/// documents it (OpenAI: 50,000 and a 200 MB file; Anthropic: 100,000 and
+/// 256 MB; Gemini's inlined requests: 20 MB), with a margin for framing.
+pub fn limits(provider: Provider) -> (usize, usize) {
+    const MB: usize = 1 << 20;
+    match provider {
+        Provider::OpenAi | Provider::OpenAiResponses => (50_000, 190 * MB),
+        Provider::Anthropic => (100_000, 240 * MB),
+        Provider::Gemini => (100_000, 19 * MB),
+    }
+}
+
+/// One request of a batch, named by an id unique in its run.
+#[derive(Debug, Clone)]
+pub struct BatchItem {
+    pub custom_id: String,
+    pub request: ApiRequest,
+}
+
+/// What a batch said of one of its requests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemAnswer {
+    /// The provider's answer: a live request's status and body.
+    Answered { status: u16, body: Vec<u8> },
+    /// No answer: the request errored, expired or was cancelled.
+    Failed { message: String },
+}
+
+/// A batch submitted that could not be followed to its end: it runs on at
+/// the provider, and `--resume` picks it up by its id.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("batch {id} could not be followed to its end: {problem}")]
+pub struct Unfinished {
+    pub id: String,
+    pub problem: FollowError,
+}
+
+/// Why a batch could not be followed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FollowError {
+    /// Polling or reading its results failed after the retries.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("{url}: the answer is not JSON ({message})")]
+    NotJson { url: String, message: String },
+    #[error("the batch ended with no results_url")]
+    NoResults,
+    /// The server named another host for the results: the key would go
+    /// where the user did not send it.
+    #[error("its results_url {url} is not on the model's endpoint: the key is not sent there")]
+    ForeignResults { url: String },
+    /// The ledger could not keep the batch: a `--resume` would not know it.
+    #[error("{path} could not be written ({message}): the batch runs on unrecorded")]
+    Ledger { path: String, message: String },
+    /// The run ended while the request waited for its round.
+    #[error("the run ended before its round")]
+    RunEnded,
+}
+
+/// How a provider's batch ended, and what it said of each request.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub state: String,
+    pub answers: Vec<(String, ItemAnswer)>,
+}
+
+/// A model's way to its provider's batch API.
+pub struct BatchClient {
+    provider: Provider,
+    transport: Transport,
+    first_poll: Duration,
+}
+
+impl BatchClient {
+    pub fn new(
+        provider: Provider,
+        transport: &TransportSettings,
+        first_poll: Duration,
+    ) -> Result<BatchClient, crate::transport::ClientError> {
+        Ok(BatchClient {
+            provider,
+            transport: Transport::new(transport)?,
+            first_poll,
+        })
+    }
+
+    /// Submit `items` (requests to one endpoint, with one key) as one
+    /// batch; its id.
+    pub async fn submit(&self, items: &[&BatchItem]) -> Result<String, TransportError> {
+        match self.provider {
+            Provider::OpenAi | Provider::OpenAiResponses => openai::submit(self, items).await,
+            Provider::Anthropic => anthropic::submit(self, items).await,
+            Provider::Gemini => gemini::submit(self, items).await,
+        }
+    }
+
+    /// Poll batch `id` until it ends, then read its answers. `like` is a
+    /// request of the round (its endpoint and key); `order` the batch's
+    /// custom ids as submitted (Gemini answers by place).
+    pub async fn wait(
+        &self,
+        id: &str,
+        like: &ApiRequest,
+        order: &[String],
+    ) -> Result<Ended, Unfinished> {
+        let unfinished = |problem: FollowError| Unfinished {
+            id: id.to_owned(),
+            problem,
+        };
+        let mut wait = self.first_poll;
+        loop {
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(MAX_POLL_INTERVAL.max(self.first_poll));
+            let polled = match self.provider {
+                Provider::OpenAi | Provider::OpenAiResponses => openai::poll(self, id, like).await,
+                Provider::Anthropic => anthropic::poll(self, id, like).await,
+                Provider::Gemini => gemini::poll(self, id, like, order).await,
+            };
+            match polled {
+                Ok(Some(ended)) => return Ok(ended),
+                Ok(None) => continue,
+                Err(problem) => return Err(unfinished(problem)),
+            }
+        }
+    }
+
+    async fn get(&self, url: &str, like: &ApiRequest) -> Result<Vec<u8>, FollowError> {
+        let response = self
+            .transport
+            .send_with(reqwest::Method::GET, url, &like.headers, None)
+            .await?;
+        Ok(response.body)
+    }
+
+    async fn get_json(&self, url: &str, like: &ApiRequest) -> Result<Value, FollowError> {
+        let body = self.get(url, like).await?;
+        serde_json::from_slice(&body).map_err(|e| FollowError::NotJson {
+            url: crate::transport::redact_url(url),
+            message: e.to_string(),
+        })
+    }
+
+    async fn post_json(
+        &self,
+        url: &str,
+        like: &ApiRequest,
+        body: &Value,
+    ) -> Result<Value, TransportError> {
+        let bytes = serde_json::to_vec(body).expect("a batch body serializes");
+        let response = self.transport.send_body(url, &like.headers, &bytes).await?;
+        Ok(serde_json::from_slice(&response.body).unwrap_or(Value::Null))
+    }
+}
+
+/// An id the server gave, or the refusal it amounts to.
+fn id_in(answer: &Value, field: &str, url: &str) -> Result<String, TransportError> {
+    answer[field]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| TransportError::Network {
+            url: crate::transport::redact_url(url),
+            message: format!("the answer names no batch (no \"{field}\")"),
+            tries: 1,
+            timed_out: false,
+        })
+}
+
+/// Lines of JSON, a torn or blank one skipped.
+fn json_lines(body: &[u8]) -> impl Iterator<Item = Value> + '_ {
+    body.split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+}
+
+/// Whether `url` is on the same origin (scheme, host, port) as `base`:
+/// only there may a request carry the model's key.
+fn same_origin(url: &str, base: &str) -> bool {
+    match (reqwest::Url::parse(url), reqwest::Url::parse(base)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}

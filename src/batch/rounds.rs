@@ -1,0 +1,288 @@
+//! A model's trials gathered into rounds: each trial the run takes into
+//! its window holds an [`OpenTrial`] (taken before any trial of the
+//! window asks, so a round never goes with a part of them); a request
+//! waits until every open trial has asked (or ended), and the round goes as one batch (split where the
+//! provider's limits say). A single-turn suite is one round per window
+//! of trials; a multi-turn trial asks once per round. A request an
+//! earlier run of the folder submitted, unchanged, is not sent again: its
+//! batch is followed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::{BatchClient, BatchItem, FollowError, ItemAnswer, Ledger, Unfinished, ledger};
+use crate::provider::Provider;
+use crate::transport::TransportError;
+
+/// Why a request of a round has no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RoundError {
+    /// The provider refused the batch: nothing of it runs.
+    #[error(transparent)]
+    Refused(TransportError),
+    /// The batch runs on at the provider, unfollowed: the run stops, and
+    /// `--resume` follows it.
+    #[error(transparent)]
+    Unfinished(Unfinished),
+}
+
+/// One model's rounds.
+pub struct Rounds {
+    model: String,
+    provider: Provider,
+    client: BatchClient,
+    ledger: Arc<Ledger>,
+    gathering: Mutex<Gathering>,
+}
+
+#[derive(Default)]
+struct Gathering {
+    open: usize,
+    waiting: Vec<Waiting>,
+}
+
+struct Waiting {
+    item: BatchItem,
+    digest: String,
+    answer: oneshot::Sender<Result<ItemAnswer, RoundError>>,
+}
+
+/// A trial under way: while it is held, a round waits for its request.
+pub struct OpenTrial(Arc<Rounds>);
+
+impl Drop for OpenTrial {
+    fn drop(&mut self) {
+        let mut gathering = self.0.lock();
+        gathering.open -= 1;
+        self.0.go_if_all_asked(&mut gathering);
+    }
+}
+
+impl Rounds {
+    pub fn new(
+        model: &str,
+        provider: Provider,
+        client: BatchClient,
+        ledger: Arc<Ledger>,
+    ) -> Rounds {
+        Rounds {
+            model: model.to_owned(),
+            provider,
+            client,
+            ledger,
+            gathering: Mutex::new(Gathering::default()),
+        }
+    }
+
+    /// A trial is coming: rounds wait for it until this is dropped.
+    pub fn open_trial(self: &Arc<Self>) -> OpenTrial {
+        self.lock().open += 1;
+        OpenTrial(Arc::clone(self))
+    }
+
+    /// `item`'s answer, once its round has gone and its batch ended.
+    pub async fn ask(self: &Arc<Self>, item: BatchItem) -> Result<ItemAnswer, RoundError> {
+        let (answer, answered) = oneshot::channel();
+        {
+            let mut gathering = self.lock();
+            gathering.waiting.push(Waiting {
+                digest: ledger::digest(&item.request.body),
+                item,
+                answer,
+            });
+            self.go_if_all_asked(&mut gathering);
+        }
+        answered.await.unwrap_or_else(|_| {
+            Err(RoundError::Unfinished(Unfinished {
+                id: String::new(),
+                problem: FollowError::RunEnded,
+            }))
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Gathering> {
+        self.gathering.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Send the round when every open trial waits on it.
+    fn go_if_all_asked(self: &Arc<Self>, gathering: &mut Gathering) {
+        if gathering.waiting.is_empty() || gathering.waiting.len() < gathering.open {
+            return;
+        }
+        let round = std::mem::take(&mut gathering.waiting);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(Arc::clone(self).go(round));
+        }
+    }
+
+    /// A round: requests an earlier run sent go to their batch, the rest
+    /// in new batches within the provider's limits; all followed at once.
+    async fn go(self: Arc<Self>, round: Vec<Waiting>) {
+        let mut earlier: Vec<(String, Vec<Waiting>)> = Vec::new();
+        let mut new = Vec::new();
+        for waiting in round {
+            let known = self
+                .ledger
+                .earlier(&self.model, &waiting.item.custom_id, &waiting.digest);
+            match known {
+                Some(id) => match earlier.iter_mut().find(|(known, _)| known == id) {
+                    Some((_, group)) => group.push(waiting),
+                    None => earlier.push((id.to_owned(), vec![waiting])),
+                },
+                None => new.push(waiting),
+            }
+        }
+        let mut follows: Vec<_> = earlier
+            .into_iter()
+            .map(|(id, group)| self.follow(Some(id), group))
+            .collect();
+        follows.extend(
+            chunks(new, super::limits(self.provider))
+                .into_iter()
+                .map(|group| self.follow(None, group)),
+        );
+        futures_util::future::join_all(follows).await;
+    }
+
+    /// Submit `group` (unless `earlier` names its batch), wait for its end
+    /// and answer each request.
+    async fn follow(&self, earlier: Option<String>, group: Vec<Waiting>) {
+        let id = match earlier {
+            Some(id) => id,
+            None => match self.submit(&group).await {
+                Ok(id) => id,
+                Err(error) => return answer_all(group, &Err(error)),
+            },
+        };
+        let own_order: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
+        let order = self.ledger.order_of(&id).unwrap_or(&own_order);
+        let like = &group[0].item.request;
+        match self.client.wait(&id, like, order).await {
+            Ok(ended) => {
+                let mut answers: HashMap<String, ItemAnswer> = ended.answers.into_iter().collect();
+                let answered = answers
+                    .values()
+                    .filter(|a| matches!(a, ItemAnswer::Answered { .. }))
+                    .count();
+                let failed = answers.len() - answered;
+                // Lost, the line only makes a --resume follow the batch again.
+                let _ = self
+                    .ledger
+                    .ended(&self.model, &id, &ended.state, (answered, failed));
+                for waiting in group {
+                    let answer = answers.remove(&waiting.item.custom_id).unwrap_or_else(|| {
+                        ItemAnswer::Failed {
+                            message: format!(
+                                "batch {id} ended ({}) with no answer to it",
+                                ended.state
+                            ),
+                        }
+                    });
+                    let _ = waiting.answer.send(Ok(answer));
+                }
+            }
+            Err(unfinished) => answer_all(group, &Err(RoundError::Unfinished(unfinished))),
+        }
+    }
+
+    async fn submit(&self, group: &[Waiting]) -> Result<String, RoundError> {
+        let items: Vec<&BatchItem> = group.iter().map(|w| &w.item).collect();
+        let id = self
+            .client
+            .submit(&items)
+            .await
+            .map_err(RoundError::Refused)?;
+        let sent: Vec<(String, String)> = group
+            .iter()
+            .map(|w| (w.item.custom_id.clone(), w.digest.clone()))
+            .collect();
+        self.ledger
+            .submitted(&self.model, &id, &sent)
+            .map_err(|e| {
+                RoundError::Unfinished(Unfinished {
+                    id: id.clone(),
+                    problem: FollowError::Ledger {
+                        path: self.ledger.path().display().to_string(),
+                        message: e.to_string(),
+                    },
+                })
+            })?;
+        Ok(id)
+    }
+}
+
+fn answer_all(group: Vec<Waiting>, answer: &Result<ItemAnswer, RoundError>) {
+    for waiting in group {
+        // The trial gone (the run stopped): no one to tell.
+        let _ = waiting.answer.send(answer.clone());
+    }
+}
+
+/// New requests split into batches the provider takes: at most its
+/// count of requests and its bytes each.
+fn chunks(waiting: Vec<Waiting>, (max_requests, max_bytes): (usize, usize)) -> Vec<Vec<Waiting>> {
+    let mut chunks: Vec<Vec<Waiting>> = Vec::new();
+    let mut bytes = 0;
+    for w in waiting {
+        let size = serde_json::to_vec(&w.item.request.body).map_or(0, |b| b.len()) + 256;
+        let full = chunks
+            .last()
+            .is_none_or(|last| last.len() >= max_requests || bytes + size > max_bytes);
+        if full {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        chunks.last_mut().expect("pushed").push(w);
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(custom_id: &str, text: &str) -> Waiting {
+        let (answer, _) = oneshot::channel();
+        Waiting {
+            item: BatchItem {
+                custom_id: custom_id.to_owned(),
+                request: crate::transport::ApiRequest {
+                    url: String::new(),
+                    headers: Vec::new(),
+                    body: serde_json::json!({ "text": text }),
+                },
+            },
+            digest: String::new(),
+            answer,
+        }
+    }
+
+    #[test]
+    fn a_round_past_the_providers_limits_goes_as_several_batches_in_order() {
+        let round: Vec<Waiting> = (0..5).map(|k| waiting(&format!("t{k}"), "x")).collect();
+        let sizes = |chunks: Vec<Vec<Waiting>>| -> Vec<Vec<String>> {
+            chunks
+                .iter()
+                .map(|c| c.iter().map(|w| w.item.custom_id.clone()).collect())
+                .collect()
+        };
+        // At most two requests a batch.
+        assert_eq!(
+            sizes(chunks(round, (2, usize::MAX))),
+            [vec!["t0", "t1"], vec!["t2", "t3"], vec!["t4"]]
+        );
+        // A byte limit that holds one request and a half.
+        let round: Vec<Waiting> = (0..3).map(|k| waiting(&format!("t{k}"), "x")).collect();
+        let one = serde_json::to_vec(&round[0].item.request.body)
+            .unwrap()
+            .len()
+            + 256;
+        assert_eq!(
+            sizes(chunks(round, (100, one + one / 2))),
+            [vec!["t0"], vec!["t1"], vec!["t2"]]
+        );
+    }
+}
