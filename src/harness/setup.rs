@@ -126,11 +126,13 @@ fn diagnose_live_models(
 }
 
 /// The run's budget, when it has limits and a model that spends: a
-/// dollar limit needs every live model's prices, or it could not count
-/// what that model spends. Mocks and replays spend nothing.
+/// dollar limit needs every live model's prices (those that play users
+/// too), or it could not count what that model spends. Mocks and
+/// replays spend nothing.
 fn budget_of(
     limits: BudgetLimits,
     models: &Models,
+    users: &[Option<Arc<crate::model::live::LiveModel>>],
     notes: &mut Notes,
 ) -> Result<Option<Arc<Budget>>, SetupError> {
     if !limits.is_set() {
@@ -151,6 +153,13 @@ fn budget_of(
     {
         return Err(SetupError::BudgetWithoutPrices {
             model: file.name.clone(),
+        });
+    }
+    if limits.max_cost.is_some()
+        && let Some(user) = users.iter().flatten().find(|u| u.prices().is_none())
+    {
+        return Err(SetupError::BudgetWithoutPrices {
+            model: user.name().to_owned(),
         });
     }
     Ok(Some(Arc::new(Budget::new(limits))))
@@ -216,7 +225,7 @@ impl PreparedRun {
         if models.replayer.is_none() && users.iter().any(Option::is_some) {
             notes.real_clock(&mut settings, "simulated users played by live models");
         }
-        let budget = budget_of(request.budget, &models, &mut notes)?;
+        let budget = budget_of(request.budget, &models, &users, &mut notes)?;
         let batches = models.batch_ledger();
         let mut plan = plan_of(&settings, scenarios, models.models);
         plan.budget = budget;

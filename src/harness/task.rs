@@ -252,7 +252,7 @@ impl<'t> Play<'t> {
                 self.ended_by = Some(EndedBy::AgentStop);
                 break;
             }
-            let said = sim.next(agent_said).await;
+            let said = user_next(run, sim, agent_said, prices).await;
             run.unrecorded(sim.take_unrecorded());
             let last = self.turns.last_mut().expect("the model has spoken");
             let (said, usage) = match said {
@@ -306,7 +306,7 @@ impl<'t> Play<'t> {
         prices: Option<crate::call::Prices>,
     ) -> Result<ControlFlow<bool, Option<String>>, RunError> {
         let greeting = last_agent_words(&run.scenario.prompt);
-        let said = sim.next(&greeting).await;
+        let said = user_next(run, sim, &greeting, prices).await;
         run.unrecorded(sim.take_unrecorded());
         let (said, usage) = match said {
             Ok(said) => said,
@@ -559,6 +559,25 @@ fn trial_sandbox(template: &Path) -> io::Result<(tempfile::TempDir, Sandbox)> {
 
 /// A user message into the trial's session log (kept in memory until the
 /// trial ends, so writing cannot fail).
+/// The simulated user's next words. A live user's request is admitted by
+/// the run's budget as the model's are, and what it spends is counted.
+async fn user_next(
+    run: &TrialRun<'_>,
+    sim: &mut UserSim<'_>,
+    agent_said: &str,
+    prices: Option<crate::call::Prices>,
+) -> Result<(Said, crate::call::Usage), crate::model::user_sim::UserFailed> {
+    let admission = match sim.is_live() {
+        true => run.admitted().await,
+        false => None,
+    };
+    let said = sim.next(agent_said).await;
+    if let (Some(admission), Ok((_, usage))) = (&admission, &said) {
+        admission.spend(*usage, prices);
+    }
+    said
+}
+
 fn log_user(run: &mut TrialRun<'_>, who: &str, text: &str, usage: Option<crate::call::Usage>) {
     if let Some(log) = &mut run.log {
         let _ = log.record_user(who, text, usage);

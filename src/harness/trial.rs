@@ -174,7 +174,7 @@ impl<'p> TrialRun<'p> {
     /// The budget's leave to send the next request (`None`: the run has
     /// no budget). Refused, the trial waits for the run to end: it is
     /// left unfinished and unwritten, charged to no one.
-    async fn admitted(&self) -> Option<Admission<'p>> {
+    pub(super) async fn admitted(&self) -> Option<Admission<'p>> {
         let budget = self.budget?;
         match budget.admit().await {
             Some(admission) => Some(admission),

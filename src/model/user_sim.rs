@@ -139,6 +139,11 @@ impl<'a> UserSim<'a> {
     }
 
     /// The exchange `--record` could not keep since last asked, if any.
+    /// Played by a live model: its requests cost.
+    pub fn is_live(&self) -> bool {
+        matches!(self.player, Player::Live { .. })
+    }
+
     pub fn take_unrecorded(&mut self) -> Option<std::sync::Arc<super::RecordingError>> {
         self.unrecorded.take()
     }

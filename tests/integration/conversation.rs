@@ -982,3 +982,23 @@ async fn an_exchange_of_the_simulated_user_that_cannot_be_recorded_is_said() {
     let said = stderr(&output).matches("--record: ").count();
     assert_eq!(said, 7, "{}", stderr(&output));
 }
+
+/// A live simulated user's requests spend the run's budget as the
+/// agent's do: 35 tokens a request, four agent turns and the user's first
+/// words fit in 200 (175), the agent's fifth turn would not; without the
+/// user's two requests counted, the whole trial (five agent requests,
+/// 175) would have fit.
+#[tokio::test]
+async fn a_simulated_users_requests_count_against_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let server = MockServer::start().await;
+    let args = live_user_run(&server, dir.path(), &out, &["--max-tokens", "200"]).await;
+    let output = toolgauge(args, Some(KEY)).await;
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("budget spent (175 of --max-tokens 200 tokens, over 5 request(s))"),
+        "{said}"
+    );
+}
