@@ -459,6 +459,19 @@ fn models_table(models: &[ModelRow]) -> String {
         ]);
     }
     let mut md = t.into_string();
+    // Said only where a provider's cache served input (models.csv has it).
+    let cached: Vec<String> = models
+        .iter()
+        .filter_map(|m| m.cached_input_share.filter(|s| *s > 0.0).map(|s| (m, s)))
+        .map(|(m, share)| format!("{} {}", m.model, percent_opt(Some(share))))
+        .collect();
+    if !cached.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nInput read from the prompt cache: {}.",
+            cached.join(", ")
+        );
+    }
     let lost: u64 = models.iter().map(|m| m.lost_trials).sum();
     if lost > 0 {
         let _ = writeln!(

@@ -238,7 +238,14 @@ async fn a_multi_turn_anthropic_run_with_cache_auto_reads_its_prefix_and_prices_
     assert!(
         (cost - (first.cost_usd + second.cost_usd)).abs() < 1e-5,
         "{cost}"
+    ); // summary.md says the share too, as a person reads it.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let said = format!(
+        "Input read from the prompt cache: {} {:.1}%.",
+        models[0]["model"].as_str().unwrap(),
+        share * 100.0
     );
+    assert!(summary.contains(&said), "{said} not in {summary}");
 }
 
 #[tokio::test]
