@@ -254,7 +254,7 @@ impl Transport {
             let (outcome, sent) = {
                 let _permit = self.in_flight.acquire(order).await;
                 self.wait_for_pace().await;
-                tokio::time::sleep(self.limits.wait_before_try()).await;
+                hold(self.limits.wait_before_try()).await;
                 timing.queued += queued.elapsed();
                 let sent = Instant::now();
                 (self.try_once(&method, target, headers, body).await, sent)
@@ -418,6 +418,15 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or_default())
 }
 
+/// Wait `wait`, if any: a zero sleep still waits for the timer's next
+/// tick (up to a millisecond a request, the most of toolgauge's own time
+/// in a live run).
+async fn hold(wait: Duration) {
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+}
+
 /// `base * 2^(try-1)`, scaled by a jitter factor in 0.5..1.5.
 pub fn backoff(base: Duration, tries: u32, unit: f64) -> Duration {
     let exponential = base.saturating_mul(1u32 << (tries - 1).min(16));
@@ -501,6 +510,18 @@ async fn read_whole(opened: Opened, url: &str) -> Result<ApiResponse, TransportE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_with_nothing_to_wait_for_waits_for_no_timer_tick() {
+        // Between two ticks, as a request almost always is.
+        tokio::time::advance(Duration::from_micros(500)).await;
+        let before = tokio::time::Instant::now();
+        hold(Duration::ZERO).await;
+        assert_eq!(before.elapsed(), Duration::ZERO);
+        // What it guards: tokio's zero sleep waits for the next tick.
+        tokio::time::sleep(Duration::ZERO).await;
+        assert!(before.elapsed() > Duration::ZERO);
+    }
 
     #[test]
     fn https_clients_build_on_the_one_tls_provider() {
