@@ -805,3 +805,36 @@ async fn batch_refuses_a_budget_a_replay_and_a_run_without_live_models() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--batch sends live models' requests as batches"));
 }
+
+/// A batched run's exchanges can be recorded like live ones, and the
+/// recording replayed (no provider, no key) gives the same trials.
+#[tokio::test]
+async fn a_batched_run_recorded_replays_to_the_same_trials() {
+    let provider = "gemini";
+    let dir = tempfile::tempdir().unwrap();
+    let suite = bfcl_suite(dir.path(), 6);
+    let (server, _emulation) = emulate(provider, bfcl_recording(provider, &suite)).await;
+    let model = model_file(
+        dir.path(),
+        provider,
+        &base_url(provider, &server),
+        json!({"batch_poll_ms": 1}),
+    );
+    let (batched, replayed) = (dir.path().join("batched"), dir.path().join("replayed"));
+    let recording = dir.path().join("recording");
+    let record = ["--batch", "--record", recording.to_str().unwrap()];
+    let output = toolgauge(run_args(&suite, &model, &batched, &record), Some(KEY)).await;
+    assert!(
+        output.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(&output)
+    );
+    let replay = ["--replay", recording.to_str().unwrap()];
+    let output = toolgauge(run_args(&suite, &model, &replayed, &replay), None).await;
+    assert!(
+        output.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(measured(&replayed), measured(&batched));
+}
