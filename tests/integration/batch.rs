@@ -551,32 +551,51 @@ fn total_cost(out: &Path) -> f64 {
     rows(out).iter().map(|r| r.cost_usd).sum()
 }
 
+/// The first `entries` of simple_python, `provider` emulated answering
+/// from their recording, and a model file on it with `api` added.
+struct Setup {
+    dir: tempfile::TempDir,
+    suite: PathBuf,
+    _server: MockServer,
+    emulation: Arc<Emulation>,
+    model: PathBuf,
+}
+
+async fn bfcl_setup(provider: &'static str, entries: usize, api: Value) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = bfcl_suite(dir.path(), entries);
+    let (server, emulation) = emulate(provider, bfcl_recording(provider, &suite)).await;
+    let model = model_file(dir.path(), provider, &base_url(provider, &server), api);
+    Setup {
+        dir,
+        suite,
+        _server: server,
+        emulation,
+        model,
+    }
+}
+
+/// A run that measured: exit 0, or 1 for cells below threshold.
+fn assert_ran(output: &std::process::Output) {
+    assert!(
+        output.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr(output)
+    );
+}
+
 /// BFCL simple_python (24 entries) through `provider`'s batch API gives
 /// the trials the same suite gives live, at half the cost.
 async fn bfcl_batched_as_live(provider: &'static str) {
-    let dir = tempfile::tempdir().unwrap();
-    let suite = bfcl_suite(dir.path(), 24);
-    let (server, emulation) = emulate(provider, bfcl_recording(provider, &suite)).await;
-    let model = model_file(
-        dir.path(),
-        provider,
-        &base_url(provider, &server),
-        json!({"batch_poll_ms": 1}),
-    );
+    let setup = bfcl_setup(provider, 24, json!({"batch_poll_ms": 1})).await;
+    let (suite, model, emulation) = (&setup.suite, &setup.model, &setup.emulation);
+    let dir = &setup.dir;
     let (live, batched) = (dir.path().join("live"), dir.path().join("batched"));
-    let output = toolgauge(run_args(&suite, &model, &live, &[]), Some(KEY)).await;
-    assert!(
-        output.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr(&output)
-    );
+    let output = toolgauge(run_args(suite, model, &live, &[]), Some(KEY)).await;
+    assert_ran(&output);
     let asked_live = emulation.live_requests.load(Ordering::SeqCst);
-    let output = toolgauge(run_args(&suite, &model, &batched, &["--batch"]), Some(KEY)).await;
-    assert!(
-        output.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr(&output)
-    );
+    let output = toolgauge(run_args(suite, model, &batched, &["--batch"]), Some(KEY)).await;
+    assert_ran(&output);
     let (live_rows, batched_rows) = (measured(&live), measured(&batched));
     assert_eq!(batched_rows, live_rows);
     // Not one request went live; each attempt was one request of the
@@ -710,21 +729,15 @@ async fn each_attempt_of_a_multi_turn_trial_is_a_batch_round() {
 /// (never submitting it again) and finishes the run as the live one.
 #[tokio::test]
 async fn resume_follows_a_submitted_batch_instead_of_paying_twice() {
-    let provider = "openai";
-    let dir = tempfile::tempdir().unwrap();
-    let suite = bfcl_suite(dir.path(), 6);
-    let (server, emulation) = emulate(provider, bfcl_recording(provider, &suite)).await;
-    let model = model_file(
-        dir.path(),
-        provider,
-        &base_url(provider, &server),
-        json!({"batch_poll_ms": 1, "max_attempts": 2}),
-    );
+    let api = json!({"batch_poll_ms": 1, "max_attempts": 2});
+    let setup = bfcl_setup("openai", 6, api).await;
+    let (suite, model, emulation) = (&setup.suite, &setup.model, &setup.emulation);
+    let dir = &setup.dir;
     let (live, batched) = (dir.path().join("live"), dir.path().join("batched"));
-    let output = toolgauge(run_args(&suite, &model, &live, &[]), Some(KEY)).await;
-    assert!(output.status.code().is_some_and(|c| c <= 1));
+    let output = toolgauge(run_args(suite, model, &live, &[]), Some(KEY)).await;
+    assert_ran(&output);
     emulation.polls_fail.store(true, Ordering::SeqCst);
-    let output = toolgauge(run_args(&suite, &model, &batched, &["--batch"]), Some(KEY)).await;
+    let output = toolgauge(run_args(suite, model, &batched, &["--batch"]), Some(KEY)).await;
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(
@@ -738,11 +751,7 @@ async fn resume_follows_a_submitted_batch_instead_of_paying_twice() {
         .map(str::to_owned)
         .to_vec();
     let output = toolgauge(resume, Some(KEY)).await;
-    assert!(
-        output.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr(&output)
-    );
+    assert_ran(&output);
     // The first round's batch followed, not sent again: each attempt is
     // in one batch only.
     assert_eq!(emulation.batched_requests(), rows(&live).len());
@@ -810,31 +819,15 @@ async fn batch_refuses_a_budget_a_replay_and_a_run_without_live_models() {
 /// recording replayed (no provider, no key) gives the same trials.
 #[tokio::test]
 async fn a_batched_run_recorded_replays_to_the_same_trials() {
-    let provider = "gemini";
-    let dir = tempfile::tempdir().unwrap();
-    let suite = bfcl_suite(dir.path(), 6);
-    let (server, _emulation) = emulate(provider, bfcl_recording(provider, &suite)).await;
-    let model = model_file(
-        dir.path(),
-        provider,
-        &base_url(provider, &server),
-        json!({"batch_poll_ms": 1}),
-    );
+    let setup = bfcl_setup("gemini", 6, json!({"batch_poll_ms": 1})).await;
+    let (suite, model, dir) = (&setup.suite, &setup.model, &setup.dir);
     let (batched, replayed) = (dir.path().join("batched"), dir.path().join("replayed"));
     let recording = dir.path().join("recording");
     let record = ["--batch", "--record", recording.to_str().unwrap()];
-    let output = toolgauge(run_args(&suite, &model, &batched, &record), Some(KEY)).await;
-    assert!(
-        output.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr(&output)
-    );
+    let output = toolgauge(run_args(suite, model, &batched, &record), Some(KEY)).await;
+    assert_ran(&output);
     let replay = ["--replay", recording.to_str().unwrap()];
-    let output = toolgauge(run_args(&suite, &model, &replayed, &replay), None).await;
-    assert!(
-        output.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr(&output)
-    );
+    let output = toolgauge(run_args(suite, model, &replayed, &replay), None).await;
+    assert_ran(&output);
     assert_eq!(measured(&replayed), measured(&batched));
 }
