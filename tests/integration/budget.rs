@@ -6,7 +6,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::live::{KEY, base_url, make_suite, model_file, reply, rows, stderr, toolgauge};
+use crate::live::{KEY, openai_weather_run, reply, rows, stderr, toolgauge};
 
 /// A server whose every reply is the right call, 900 tokens in and 100 out.
 async fn server() -> MockServer {
@@ -28,14 +28,8 @@ fn args(items: &[&str]) -> Vec<String> {
 #[tokio::test]
 async fn a_token_budget_stops_the_run_and_resume_finishes_it() {
     let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let run = openai_weather_run(&server, "What's the weather in Paris?", json!({}));
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
     let (suite, model, out_text) = (
         suite.to_str().unwrap(),
@@ -92,14 +86,12 @@ async fn a_token_budget_stops_the_run_and_resume_finishes_it() {
 #[tokio::test]
 async fn a_dollar_budget_needs_every_live_models_prices() {
     let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
+    let run = openai_weather_run(
+        &server,
+        "What's the weather in Paris?",
         json!({"prices": null}),
     );
-    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
     let output = toolgauge(
         args(&[

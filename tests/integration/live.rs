@@ -109,6 +109,21 @@ pub(crate) fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Valu
     path
 }
 
+/// A fresh folder with the weather suite (asked `prompt`) and an OpenAI
+/// model file on `server`, `api` added to its settings.
+pub(crate) struct WeatherRun {
+    pub dir: tempfile::TempDir,
+    pub suite: PathBuf,
+    pub model: PathBuf,
+}
+
+pub(crate) fn openai_weather_run(server: &MockServer, prompt: &str, api: Value) -> WeatherRun {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = make_suite(dir.path(), prompt);
+    let model = model_file(dir.path(), "openai", &base_url("openai", server), api);
+    WeatherRun { dir, suite, model }
+}
+
 pub(crate) async fn toolgauge(args: Vec<String>, key: Option<&str>) -> Output {
     let key = key.map(str::to_owned);
     tokio::task::spawn_blocking(move || {
@@ -849,25 +864,19 @@ async fn an_exchange_that_cannot_be_recorded_is_said_not_swallowed() {
         )
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let run = openai_weather_run(&server, "What's the weather in Paris?", json!({}));
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let recording = dir.path().join("recording");
     let record = ["--record", recording.to_str().unwrap()];
     let first = dir.path().join("first");
-    let output = toolgauge(run_args(&suite, &model, &first, &record), Some(KEY)).await;
+    let output = toolgauge(run_args(suite, model, &first, &record), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // Every recorded file spoiled: the next run cannot add to any.
     for entry in std::fs::read_dir(&recording).unwrap() {
         std::fs::write(entry.unwrap().path(), "not json").unwrap();
     }
     let second = dir.path().join("second");
-    let output = toolgauge(run_args(&suite, &model, &second, &record), Some(KEY)).await;
+    let output = toolgauge(run_args(suite, model, &second, &record), Some(KEY)).await;
     // The trial itself is measured; the loss is said on stderr.
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(

@@ -9,7 +9,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::live::{KEY, base_url, make_suite, model_file, reply, rows, stderr, toolgauge};
+use crate::live::{KEY, openai_weather_run, reply, rows, stderr, toolgauge};
 
 /// Refuses the first `storm` requests with 429 and `retry-after-ms`, then
 /// answers each with the right call and `headers`.
@@ -48,15 +48,13 @@ async fn run(
         .respond_with(limited)
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
     // Two tries a request, one request at a time.
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
+    let run = openai_weather_run(
+        &server,
+        "What's the weather in Paris?",
         json!({"max_attempts": 2, "concurrency": 1}),
     );
-    let suite = make_suite(dir.path(), "What's the weather in Paris?");
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
     let args: Vec<String> = [
         "run",

@@ -13,7 +13,8 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::live::{
-    KEY, base_url, make_suite, model_file, reply, run_args, stderr, text_reply, toolgauge,
+    KEY, base_url, make_suite, model_file, openai_weather_run, reply, run_args, stderr, text_reply,
+    toolgauge,
 };
 
 /// Answers with `replies` in order (the last one again when they run
@@ -311,16 +312,10 @@ async fn lost_trials_fail_the_run_unless_max_lost_allows_them() {
         )
     };
     let server = flaky().await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let run = openai_weather_run(&server, "Weather in Paris?", json!({}));
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let run = |out: &str, extra: &[&str]| {
-        let mut args = with_trials(run_args(&suite, &model, &dir.path().join(out), extra), 2);
+        let mut args = with_trials(run_args(suite, model, &dir.path().join(out), extra), 2);
         args.extend(["--concurrency", "1"].map(str::to_owned));
         toolgauge(args, Some(KEY))
     };
@@ -470,17 +465,15 @@ async fn model_time_is_the_servers_and_the_queue_is_reported_apart() {
         )
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
     // 60 requests a minute: each request starts 1 s after the last.
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
+    let run = openai_weather_run(
+        &server,
+        "Weather in Paris?",
         json!({"requests_per_minute": 60}),
     );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
-    let args = with_trials(run_args(&suite, &model, &out, &[]), 3);
+    let args = with_trials(run_args(suite, model, &out, &[]), 3);
     let output = toolgauge(args, Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let ms = |name| -> Vec<f64> {
@@ -848,16 +841,10 @@ async fn a_model_that_serves_one_request_at_a_time_has_two_trials_under_way_not_
         })
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({"concurrency": 1}),
-    );
+    let run = openai_weather_run(&server, "Weather in Paris?", json!({"concurrency": 1}));
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
-    let mut args = run_args(&suite, &model, &out, &[]);
+    let mut args = run_args(suite, model, &out, &[]);
     let at = args.iter().position(|a| a == "--trials").unwrap();
     args[at + 1] = "6".to_owned();
     let output = toolgauge(args, Some(KEY)).await;
@@ -874,16 +861,10 @@ async fn a_call_written_as_text_that_the_server_did_not_read_is_said_apart() {
     // tool_calls, finish reason stop.
     let written = r#"{"name": "get_weather", "arguments": "{\"city\":\"Paris\"}\""}"#;
     let server = serve(vec![text_reply("openai", written)], |_| None).await;
-    let dir = tempfile::tempdir().unwrap();
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
+    let run = openai_weather_run(&server, "Weather in Paris?", json!({}));
+    let (dir, suite, model) = (&run.dir, &run.suite, &run.model);
     let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let output = toolgauge(run_args(suite, model, &out, &[]), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let rows = crate::live::rows(&out);
     assert_eq!(rows.len(), 3);
