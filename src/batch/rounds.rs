@@ -46,6 +46,8 @@ struct Gathering {
 struct Waiting {
     item: BatchItem,
     digest: String,
+    /// Its body's size as JSON text: what it adds to a batch.
+    bytes: usize,
     answer: oneshot::Sender<Result<ItemAnswer, RoundError>>,
 }
 
@@ -85,10 +87,13 @@ impl Rounds {
     /// `item`'s answer, once its round has gone and its batch ended.
     pub async fn ask(self: &Arc<Self>, item: BatchItem) -> Result<ItemAnswer, RoundError> {
         let (answer, answered) = oneshot::channel();
+        // Written once: for its digest and its size.
+        let body = serde_json::to_vec(&item.request.body).expect("a request body serializes");
         {
             let mut gathering = self.lock();
             gathering.waiting.push(Waiting {
-                digest: ledger::digest(&item.request.body),
+                digest: ledger::digest(&body),
+                bytes: body.len(),
                 item,
                 answer,
             });
@@ -226,7 +231,7 @@ fn chunks(waiting: Vec<Waiting>, (max_requests, max_bytes): (usize, usize)) -> V
     let mut chunks: Vec<Vec<Waiting>> = Vec::new();
     let mut bytes = 0;
     for w in waiting {
-        let size = serde_json::to_vec(&w.item.request.body).map_or(0, |b| b.len()) + 256;
+        let size = w.bytes + 256;
         let full = chunks
             .last()
             .is_none_or(|last| last.len() >= max_requests || bytes + size > max_bytes);
@@ -256,6 +261,7 @@ mod tests {
                 },
             },
             digest: String::new(),
+            bytes: serde_json::json!({ "text": text }).to_string().len(),
             answer,
         }
     }
