@@ -1,69 +1,30 @@
 //! A streamed reply against the same reply whole: three calls, their
-//! arguments in eight deltas each, assembled and parsed, beside the
-//! whole body parsed. The target: assembling costs within 1.5x of
-//! parsing whole (reports/bench.md). Beside them, where the streamed
+//! arguments in eight deltas each, read as they would come and parsed,
+//! beside the whole body parsed (the instruction counts of the same are
+//! `stream/*` in benches/counts.rs). Beside them, where the streamed
 //! time goes: the server-sent events framed (`sse-stream`) alone, each
 //! event read as a JSON value, and each event read into the few typed
-//! fields a Chat assembler needs (the floor of any event-by-event read
-//! with serde_json).
+//! fields a Chat reader needs (the floor of any event-by-event read with
+//! serde_json).
+
+#[path = "common/inputs.rs"]
+mod inputs;
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
-use serde_json::{Value, json};
-use toolgauge::call::{ParsedCall, ToolCall};
+use serde_json::Value;
 use toolgauge::provider::Provider;
 
 // As in the binary.
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
-fn calls() -> Vec<ParsedCall> {
-    (0..3)
-        .map(|i| {
-            ParsedCall::Ok(ToolCall {
-                id: format!("call_{i}"),
-                name: "create_calendar_event".to_owned(),
-                arguments: json!({"title": format!("Sync {i}"), "start": "2026-11-23T10:00:00",
-                                  "duration_minutes": 30, "attendees": ["Ada", "Lin"]})
-                .try_into()
-                .expect("an object"),
-            })
-        })
-        .collect()
-}
-
-/// The Chat stream of `calls`: each call's arguments in eight pieces.
-fn chat_stream(calls: &[ParsedCall]) -> String {
-    let mut text = String::new();
-    for (i, call) in calls.iter().enumerate() {
-        let ParsedCall::Ok(call) = call else { continue };
-        let arguments = call.arguments.to_string();
-        let pieces: Vec<String> = arguments
-            .as_bytes()
-            .chunks(arguments.len().div_ceil(8))
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect();
-        for (k, piece) in pieces.iter().enumerate() {
-            let mut delta = json!({"index": i, "function": {"arguments": piece}});
-            if k == 0 {
-                delta["id"] = json!(call.id);
-                delta["type"] = json!("function");
-                delta["function"]["name"] = json!(call.name);
-            }
-            let chunk = json!({"object": "chat.completion.chunk",
-                               "choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": Value::Null}]});
-            text.push_str(&format!("data: {chunk}\n\n"));
-        }
-    }
-    text + "data: [DONE]\n\n"
-}
-
 fn bench(c: &mut Criterion) {
-    let calls = calls();
+    let calls = inputs::calendar_calls(3);
     let whole = serde_json::to_vec(&Provider::OpenAi.format_response("", &calls)).unwrap();
-    let streamed = chat_stream(&calls);
+    let streamed = inputs::chat_stream(&calls);
     assert_eq!(
         Provider::OpenAi
             .parse_stream(streamed.as_bytes())

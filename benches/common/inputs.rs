@@ -48,6 +48,50 @@ pub fn calls(n: usize) -> Vec<ParsedCall> {
         .collect()
 }
 
+/// `n` calls to create calendar events: the calls a streamed reply
+/// carries in the stream benches.
+pub fn calendar_calls(n: usize) -> Vec<ParsedCall> {
+    (0..n)
+        .map(|i| {
+            ParsedCall::Ok(ToolCall {
+                id: format!("call_{i}"),
+                name: "create_calendar_event".to_owned(),
+                arguments: json!({"title": format!("Sync {i}"), "start": "2026-11-23T10:00:00",
+                                  "duration_minutes": 30, "attendees": ["Ada", "Lin"]})
+                .try_into()
+                .expect("an object"),
+            })
+        })
+        .collect()
+}
+
+/// The OpenAI Chat stream of `calls`: each call's arguments in eight
+/// deltas, the first naming the call, then `[DONE]`.
+pub fn chat_stream(calls: &[ParsedCall]) -> String {
+    let mut text = String::new();
+    for (i, call) in calls.iter().enumerate() {
+        let ParsedCall::Ok(call) = call else { continue };
+        let arguments = call.arguments.to_string();
+        let pieces: Vec<String> = arguments
+            .as_bytes()
+            .chunks(arguments.len().div_ceil(8))
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        for (k, piece) in pieces.iter().enumerate() {
+            let mut delta = json!({"index": i, "function": {"arguments": piece}});
+            if k == 0 {
+                delta["id"] = json!(call.id);
+                delta["type"] = json!("function");
+                delta["function"]["name"] = json!(call.name);
+            }
+            let chunk = json!({"object": "chat.completion.chunk",
+                               "choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": Value::Null}]});
+            text.push_str(&format!("data: {chunk}\n\n"));
+        }
+    }
+    text + "data: [DONE]\n\n"
+}
+
 /// The shape of schema tools have (typed properties, bounds, an enum,
 /// patterns, a nested object with an array), a valid call's arguments and
 /// an invalid one's that breaks most of it.

@@ -470,10 +470,7 @@ impl Prober {
         };
         let events = assembled.arrivals.len();
         let ms = |d: Duration| d.as_millis();
-        match self
-            .provider
-            .parse_response(assembled.body.to_string().as_bytes())
-        {
+        match assembled.parsed {
             Ok(parsed) if parsed.calls.iter().any(|c| c.name() == TOOL) => finding(
                 Probe::Streaming,
                 Verdict::Yes,

@@ -199,7 +199,7 @@ impl<'p> TrialRun<'p> {
             returned,
         )
         .await;
-        let reply = match answered {
+        let mut reply = match answered {
             Ok(reply) => {
                 if let Some(admission) = &admission {
                     admission.spend(reply.usage, self.model.prices());
@@ -227,10 +227,12 @@ impl<'p> TrialRun<'p> {
             });
         }
         let ran_early = early.as_ref().map_or(0, |run| run.ran() as u32);
+        let provider = self.model.provider();
         let turn = self
             .pipeline
-            .turn_streamed(
-                self.model.provider(),
+            .turn_parsed(
+                provider,
+                reply.parse(provider),
                 &reply.body,
                 &self.tools,
                 self.log.as_mut(),

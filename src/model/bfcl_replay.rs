@@ -118,6 +118,7 @@ impl ModelTrial for ReplayTrial<'_> {
                 usage,
                 timing: None,
                 stream: None,
+                parsed: None,
                 unrecorded: None,
             })
         })

@@ -17,7 +17,7 @@ use super::{
     EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
 };
 use crate::batch::{BatchClient, BatchItem, ItemAnswer, RoundError, Rounds};
-use crate::call::{EarlyCall, FunctionSpec, Prices};
+use crate::call::{EarlyCall, FunctionSpec, Prices, Usage};
 use crate::provider::{ApiSettings, Ask, Conversation, Provider, stream};
 use crate::transport::{Transport, TransportError};
 
@@ -252,31 +252,36 @@ impl LiveModel {
                 },
             ));
         }
-        let (body, json, stream) = match received.assembled {
+        let (body, json, stream, parsed) = match received.assembled {
             // Parse reads an empty body as the empty reply it is.
-            Some(assembled) if assembled.said_nothing(self.provider) => {
-                (Vec::new(), None, Some(assembled.timing))
+            Some(assembled) if assembled.said_nothing() => {
+                (Vec::new(), None, Some(assembled.timing), None)
             }
-            Some(assembled) => (
-                assembled.body.to_string().into_bytes(),
-                Some(assembled.body),
-                Some(assembled.timing),
-            ),
+            Some(assembled) => {
+                // The conversation keeps the reply as JSON.
+                let json = assembled
+                    .json
+                    .or_else(|| serde_json::from_slice(&assembled.body).ok());
+                let parsed = assembled.parsed.ok();
+                (assembled.body, json, Some(assembled.timing), parsed)
+            }
             None => {
                 let json: Option<Value> = serde_json::from_slice(&received.raw).ok();
-                (received.raw, json, None)
+                (received.raw, json, None, None)
             }
         };
-        let usage = json
-            .as_ref()
-            .map(|v| self.provider.usage(v))
-            .unwrap_or_default();
+        let usage = match (&parsed, &json) {
+            (Some(parsed), _) => parsed.usage,
+            (None, Some(json)) => self.provider.usage(json),
+            (None, None) => Usage::default(),
+        };
         Ok((
             Reply {
                 body,
                 usage,
                 timing,
                 stream,
+                parsed,
                 unrecorded: None,
             },
             json,

@@ -162,6 +162,7 @@ impl ModelTrial for MockTrial<'_> {
                 usage: Default::default(),
                 timing: None,
                 stream: None,
+                parsed: None,
                 unrecorded: None,
             })
         })

@@ -151,8 +151,25 @@ pub struct Reply {
     pub timing: Option<Timing>,
     /// A streamed reply: when its parts came.
     pub stream: Option<StreamTiming>,
+    /// A streamed reply, read as it came: what Parse reads of `body`,
+    /// so that Parse need not read it again.
+    pub parsed: Option<crate::provider::ParsedResponse>,
     /// `--record` could not keep this exchange: a replay will lack it.
     pub unrecorded: Option<std::sync::Arc<RecordingError>>,
+}
+
+impl Reply {
+    /// Parse: what a streamed reply was read as while it came, or its
+    /// body read now.
+    pub fn parse(
+        &mut self,
+        provider: Provider,
+    ) -> Result<crate::provider::ParsedResponse, crate::provider::ResponseError> {
+        match self.parsed.take() {
+            Some(parsed) => Ok(parsed),
+            None => provider.parse_response(&self.body),
+        }
+    }
 }
 
 /// The calls of a streamed reply, each as the stream shows it complete,

@@ -99,6 +99,7 @@ impl ModelTrial for ReplayTrial<'_> {
                 usage: Usage::default(),
                 timing: None,
                 stream: None,
+                parsed: None,
                 unrecorded: None,
             })
         })

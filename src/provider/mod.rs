@@ -92,14 +92,13 @@ impl Provider {
         }
     }
 
-    /// Parse a streamed reply (server-sent events): its events assembled
-    /// into the body it stands for, read by the same Parse.
+    /// Parse a streamed reply (server-sent events), read as it would be
+    /// as it came: what Parse reads of the body it stands for.
     pub fn parse_stream(self, body: &[u8]) -> Result<ParsedResponse, ResponseError> {
-        let whole = stream::whole_body(self, body).map_err(|e| ResponseError::NotAResponse {
+        stream::parse_whole(self, body).map_err(|e| ResponseError::NotAResponse {
             provider: self,
             reason: e.to_string(),
-        })?;
-        self.parse_response(&whole)
+        })?
     }
 
     /// Return: append the JSON array of message(s) this provider expects

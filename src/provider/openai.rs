@@ -346,7 +346,12 @@ pub(super) fn assistant_message(parsed: &ParsedResponse) -> Value {
 }
 
 pub(super) fn usage(reply: &Value) -> Usage {
-    usage_of::<UsageBlock>(&reply["usage"])
+    usage_block(&reply["usage"])
+}
+
+/// The tokens of a `usage` block.
+pub(super) fn usage_block(block: &Value) -> Usage {
+    usage_of::<UsageBlock>(block)
 }
 
 /// `POST {base}/chat/completions`, the key as a bearer token.

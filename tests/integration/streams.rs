@@ -151,11 +151,8 @@ fn calls_in_chunks(provider: Provider, text: &[u8], cuts: &[usize]) -> Vec<Parse
         start = cut;
     }
     let frames = stream::frames(chunks).unwrap();
-    let whole = stream::assemble(provider, &frames);
-    provider
-        .parse_response(whole.to_string().as_bytes())
-        .unwrap()
-        .calls
+    let whole = stream::assemble(provider, &frames).unwrap();
+    whole.parsed.unwrap().calls
 }
 
 fn recorded(path: &str) -> Vec<u8> {

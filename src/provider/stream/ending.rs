@@ -132,7 +132,7 @@ fn finished_choice(event: &Value) -> bool {
 }
 
 /// An error object as one line: its type (or code or status) and message.
-fn worded(error: &Value) -> String {
+pub(super) fn worded(error: &Value) -> String {
     let field = |name: &str| match error.get(name) {
         Some(Value::String(text)) => Some(text.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),

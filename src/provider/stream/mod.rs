@@ -1,6 +1,9 @@
-//! Streamed replies: server-sent events, read with `sse-stream`, and
-//! assembled into the body the same reply has whole, so that one Parse
-//! reads both. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
+//! Streamed replies: server-sent events, read with `sse-stream`, each
+//! event read once. OpenAI Chat's are read into typed fields, each call
+//! straight from its deltas (`chat`): the reply comes with Parse's
+//! answer and its body written once. The other formats' events are kept
+//! as JSON and assembled into the body the same reply has whole, which
+//! Parse reads. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
 //! call deltas routed by `index` (by `id` when calls share an index, and
 //! an id that comes after the arguments joins them); the Responses API's
 //! events by `item_id` and `output_index` (its final `response.completed`
@@ -17,6 +20,7 @@
 //! failure, which loses the trial, never a reply of the model's.
 
 mod assemble;
+mod chat;
 mod ending;
 mod progress;
 
@@ -28,7 +32,7 @@ use futures_util::{FutureExt, Stream, StreamExt};
 use serde_json::{Value, json};
 
 pub use self::progress::Progress;
-use super::Provider;
+use super::{ParsedResponse, Provider, ResponseError};
 use crate::call::{ParsedCall, StreamTiming};
 
 /// One server-sent event: its `event:` name, if it had one, and its data.
@@ -82,27 +86,65 @@ pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiReq
     }
 }
 
-/// The body a streamed reply stands for, in `provider`'s format.
-pub fn whole(provider: Provider, streamed: &[u8]) -> Result<Value, NotAStream> {
+/// A streamed reply read at once: what Parse reads of it, and the body it
+/// stands for. Err: the bytes hold no event, or none of the format's.
+pub fn read_whole(provider: Provider, streamed: &[u8]) -> Result<Assembled, NotAStream> {
+    read_all(provider, streamed)?
+        .finish(Duration::ZERO, Duration::ZERO)
+        .ok_or_else(|| NotAStream("it holds no JSON event".to_owned()))
+}
+
+/// What Parse reads of a streamed reply read at once, no body written.
+pub fn parse_whole(
+    provider: Provider,
+    streamed: &[u8],
+) -> Result<Result<ParsedResponse, ResponseError>, NotAStream> {
+    let mut assembly = read_all(provider, streamed)?;
+    if assembly.is_empty() {
+        return Err(NotAStream("it holds no JSON event".to_owned()));
+    }
+    Ok(match assembly.reader {
+        Reader::Chat(ref mut reply) => {
+            reply.end();
+            Ok(reply.parsed())
+        }
+        Reader::Values { events, .. } => {
+            let body = assemble_events(provider, events.into_iter()).to_string();
+            provider.parse_response(body.as_bytes())
+        }
+    })
+}
+
+/// Every event of `streamed`, read; Err: none, or none of the format's.
+fn read_all(provider: Provider, streamed: &[u8]) -> Result<Assembly, NotAStream> {
     let frames = frames([Bytes::copy_from_slice(streamed)])?;
     if frames.is_empty() {
         return Err(NotAStream("it holds no event".to_owned()));
     }
-    let events: Vec<Value> = frames.iter().filter_map(Frame::event).collect();
-    if !events.is_empty() && !events.iter().any(|e| ending::of_the_format(provider, e)) {
-        return Err(NotAStream(ending::foreign(provider, events.len())));
+    let assembly = assembly_of(provider, &frames);
+    if assembly.events() > 0 && assembly.recognised == 0 {
+        return Err(NotAStream(ending::foreign(provider, assembly.events())));
     }
-    Ok(assemble_events(provider, events.into_iter()))
+    Ok(assembly)
 }
 
-/// [`whole`], as bytes: what Parse reads.
+/// The reply `frames` stand for, read as they would be as they came;
+/// `None`: no event is JSON.
+pub fn assemble(provider: Provider, frames: &[Frame]) -> Option<Assembled> {
+    assembly_of(provider, frames).finish(Duration::ZERO, Duration::ZERO)
+}
+
+fn assembly_of(provider: Provider, frames: &[Frame]) -> Assembly {
+    let mut assembly = Assembly::new(provider);
+    for frame in frames {
+        assembly.push(frame, Duration::ZERO);
+    }
+    assembly
+}
+
+/// The body a streamed reply stands for, as bytes in `provider`'s format.
 pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
-    whole(provider, streamed).map(|body| body.to_string().into_bytes())
-}
-
-/// The whole body the streamed reply stands for, in `provider`'s format.
-pub fn assemble(provider: Provider, frames: &[Frame]) -> Value {
-    assemble_events(provider, frames.iter().filter_map(Frame::event))
+    read_whole(provider, streamed).map(|assembled| assembled.body)
 }
 
 impl Frame {
@@ -131,9 +173,8 @@ fn assemble_events(provider: Provider, events: impl Iterator<Item = Value>) -> V
 #[derive(Debug)]
 pub struct Assembly {
     provider: Provider,
-    events: Vec<Value>,
+    reader: Reader,
     arrivals: Vec<Duration>,
-    progress: Progress,
     first_token: Option<Duration>,
     calls: Vec<Duration>,
     /// The event that says the reply is whole came.
@@ -142,6 +183,17 @@ pub struct Assembly {
     failed: Option<String>,
     /// Events read as JSON that are the format's own.
     recognised: usize,
+}
+
+/// How a format's events are read: Chat's typed, call by call as they
+/// come; the other formats' as JSON values, assembled at the end.
+#[derive(Debug)]
+enum Reader {
+    Chat(chat::ChatReply),
+    Values {
+        events: Vec<Value>,
+        progress: Progress,
+    },
 }
 
 /// A stream that did not end as its format ends: the server's failure.
@@ -155,8 +207,12 @@ pub struct StreamFailure {
 /// A stream read to its end (or as far as it went).
 #[derive(Debug, Clone)]
 pub struct Assembled {
-    /// The body the stream stands for, in its format.
-    pub body: Value,
+    /// The body the stream stands for, in its format, written once.
+    pub body: Vec<u8>,
+    /// The body as JSON, where the stream was assembled as JSON.
+    pub json: Option<Value>,
+    /// What Parse reads of it.
+    pub parsed: Result<ParsedResponse, ResponseError>,
     pub timing: StreamTiming,
     /// When each event came, from the request's send.
     pub arrivals: Vec<Duration>,
@@ -164,11 +220,17 @@ pub struct Assembled {
 
 impl Assembly {
     pub fn new(provider: Provider) -> Assembly {
+        let reader = match provider {
+            Provider::OpenAi => Reader::Chat(chat::ChatReply::default()),
+            _ => Reader::Values {
+                events: Vec::new(),
+                progress: Progress::new(provider),
+            },
+        };
         Assembly {
             provider,
-            events: Vec::new(),
+            reader,
             arrivals: Vec::new(),
-            progress: Progress::new(provider),
             first_token: None,
             calls: Vec::new(),
             ended: false,
@@ -181,52 +243,103 @@ impl Assembly {
     /// calls (in call order) it completed.
     pub fn push(&mut self, frame: &Frame, at: Duration) -> Range<usize> {
         self.arrivals.push(at);
-        let event = frame.event();
-        match ending::signal(self.provider, &frame.data, event.as_ref()) {
-            ending::Signal::Goes => {}
-            ending::Signal::Ends => self.ended = true,
-            ending::Signal::Failed(words) => {
-                self.failed.get_or_insert(words);
+        let (signal, recognised) = match &mut self.reader {
+            Reader::Chat(reply) => match reply.feed(frame.data.trim()) {
+                Some(read) => (read.signal, read.recognised),
+                None => (ending::signal(self.provider, &frame.data, None), false),
+            },
+            Reader::Values { events, progress } => {
+                let event = frame.event();
+                let signal = ending::signal(self.provider, &frame.data, event.as_ref());
+                let Some(event) = event else {
+                    self.take(signal);
+                    return 0..0;
+                };
+                let recognised = ending::of_the_format(self.provider, &event);
+                progress.feed(&event);
+                events.push(event);
+                (signal, recognised)
             }
-        }
-        let Some(event) = event else {
-            return 0..0;
         };
-        if ending::of_the_format(self.provider, &event) {
-            self.recognised += 1;
-        }
-        self.progress.feed(&event);
-        self.events.push(event);
-        if self.progress.has_token() && self.first_token.is_none() {
+        self.take(signal);
+        self.recognised += usize::from(recognised);
+        if self.has_token() && self.first_token.is_none() {
             self.first_token = Some(at);
         }
         self.mark_complete(at)
     }
 
+    fn take(&mut self, signal: ending::Signal) {
+        match signal {
+            ending::Signal::Goes => {}
+            // The reply is whole: every call begun is complete.
+            ending::Signal::Ends => {
+                self.ended = true;
+                self.end_reader();
+            }
+            ending::Signal::Failed(words) => {
+                self.failed.get_or_insert(words);
+            }
+        }
+    }
+
+    fn end_reader(&mut self) {
+        match &mut self.reader {
+            Reader::Chat(reply) => reply.end(),
+            Reader::Values { progress, .. } => progress.end(),
+        }
+    }
+
+    fn has_token(&self) -> bool {
+        match &self.reader {
+            Reader::Chat(reply) => reply.has_token(),
+            Reader::Values { progress, .. } => progress.has_token(),
+        }
+    }
+
+    /// The events read as JSON.
+    fn events(&self) -> usize {
+        match &self.reader {
+            Reader::Chat(reply) => reply.events,
+            Reader::Values { events, .. } => events.len(),
+        }
+    }
+
     fn mark_complete(&mut self, at: Duration) -> Range<usize> {
+        let complete = match &self.reader {
+            Reader::Chat(reply) => reply.complete(),
+            Reader::Values { progress, .. } => progress.complete(),
+        };
         let before = self.calls.len();
-        self.calls.resize(self.progress.complete().max(before), at);
+        self.calls.resize(complete.max(before), at);
         before..self.calls.len()
     }
 
-    /// Call `k` (in call order) as the stream shows it now.
+    /// Call `k` (in call order) as the stream shows it now. A Chat call
+    /// is read from its own deltas; the other formats' from their events
+    /// so far, assembled.
     pub fn call(&self, k: usize) -> Option<ParsedCall> {
-        let body = assemble_events(self.provider, self.events.iter().cloned());
-        let parsed = self.provider.parse_response(body.to_string().as_bytes());
-        parsed.ok()?.calls.into_iter().nth(k)
+        match &self.reader {
+            Reader::Chat(reply) => reply.call(k),
+            Reader::Values { events, .. } => {
+                let body = assemble_events(self.provider, events.iter().cloned());
+                let parsed = self.provider.parse_response(body.to_string().as_bytes());
+                parsed.ok()?.calls.into_iter().nth(k)
+            }
+        }
     }
 
     /// The events held no event of the stream's format.
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.events() == 0
     }
 
     /// How the stream failed, if it did, given that it stopped (`broke`:
     /// why the connection or the framing broke): an error event, a break,
     /// or an end before its last event.
     fn failure(&self, broke: Option<String>) -> Option<StreamFailure> {
-        let message = if !self.events.is_empty() && self.recognised == 0 {
-            ending::foreign(self.provider, self.events.len())
+        let message = if !self.is_empty() && self.recognised == 0 {
+            ending::foreign(self.provider, self.events())
         } else if let Some(words) = &self.failed {
             format!("the server sent an error in the stream: {words}")
         } else if let Some(why) = broke {
@@ -251,13 +364,24 @@ impl Assembly {
     /// its first byte having come at `first_byte`: every call begun is
     /// complete; the body and the timings. `None`: no event came.
     pub fn finish(mut self, first_byte: Duration, end: Duration) -> Option<Assembled> {
-        if self.events.is_empty() {
+        if self.is_empty() {
             return None;
         }
-        self.progress.end();
+        self.end_reader();
         self.mark_complete(end);
+        let (body, json, parsed) = match self.reader {
+            Reader::Chat(reply) => (reply.body(), None, Ok(reply.parsed())),
+            Reader::Values { events, .. } => {
+                let json = assemble_events(self.provider, events.into_iter());
+                let body = json.to_string().into_bytes();
+                let parsed = self.provider.parse_response(&body);
+                (body, Some(json), parsed)
+            }
+        };
         Some(Assembled {
-            body: assemble_events(self.provider, self.events.into_iter()),
+            body,
+            json,
+            parsed,
             timing: StreamTiming {
                 first_byte,
                 first_token: self.first_token,
@@ -275,8 +399,9 @@ impl Assembled {
     /// proxy turns a server's failure into an empty stream that says
     /// `stop` (the input tokens a proxy may count itself, so they say
     /// nothing of the model).
-    pub fn said_nothing(&self, provider: Provider) -> bool {
-        self.timing.first_token.is_none() && provider.usage(&self.body).output_tokens == 0
+    pub fn said_nothing(&self) -> bool {
+        let output_tokens = self.parsed.as_ref().map_or(0, |p| p.usage.output_tokens);
+        self.timing.first_token.is_none() && output_tokens == 0
     }
 }
 
