@@ -16,6 +16,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use clap::Parser;
 use gungraun::{
     Callgrind, EventKind, LibraryBenchmarkConfig, library_benchmark, library_benchmark_group, main,
 };
@@ -23,6 +24,7 @@ use mimalloc::MiMalloc;
 use serde_json::{Value, json};
 use toolgauge::bfcl::Language;
 use toolgauge::call::{ParsedCall, ToolCall};
+use toolgauge::cli::Cli;
 use toolgauge::harness::{self, RunPlan};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
@@ -91,6 +93,68 @@ fn parse((provider, body): (Provider, Vec<u8>)) -> (usize, Vec<u8>) {
         .calls
         .len();
     (calls, body)
+}
+
+/// A Chat stream of `n` calendar calls, and the same reply whole, each
+/// read once to warm up.
+fn streamed(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let calls = inputs::calendar_calls(n);
+    let whole = serde_json::to_vec(&Provider::OpenAi.format_response("", &calls))
+        .expect("a reply serializes");
+    let streamed = inputs::chat_stream(&calls).into_bytes();
+    assert_eq!(
+        Provider::OpenAi
+            .parse_stream(&streamed)
+            .expect("the stream parses")
+            .calls,
+        Provider::OpenAi
+            .parse_response(&whole)
+            .expect("the reply parses")
+            .calls
+    );
+    (streamed, whole)
+}
+
+// A streamed reply framed, its events read, assembled and parsed,
+// beside the same reply parsed whole: the cost of reading it as it came.
+#[library_benchmark]
+#[bench::whole_3(args = (3, false), setup = streamed_input, config = limit("stream/whole_3"))]
+#[bench::openai_3(args = (3, true), setup = streamed_input, config = limit("stream/openai_3"))]
+#[bench::openai_12(args = (12, true), setup = streamed_input, config = limit("stream/openai_12"))]
+fn stream_parse((stream, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
+    let parsed = if stream {
+        Provider::OpenAi.parse_stream(black_box(&body))
+    } else {
+        Provider::OpenAi.parse_response(black_box(&body))
+    };
+    (parsed.unwrap().calls.len(), body)
+}
+
+// The same stream read as it comes, each call handed over the moment it
+// is complete (execute_early): linear in calls x events when no call
+// makes the stream be assembled again.
+#[library_benchmark]
+#[bench::openai_12_early(args = (12, true), setup = streamed_input, config = limit("stream/openai_12_early"))]
+fn stream_early((_, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
+    let mut handed = 0;
+    let received = toolgauge::provider::stream::replay(
+        Provider::OpenAi,
+        black_box(&body),
+        std::time::Duration::ZERO,
+        &[],
+        |assembly, complete| {
+            for k in complete {
+                handed += usize::from(black_box(assembly.call(k)).is_some());
+            }
+        },
+    );
+    assert_eq!(handed, 12);
+    (received.raw.len(), body)
+}
+
+fn streamed_input(n: usize, stream: bool) -> (bool, Vec<u8>) {
+    let (streamed, whole) = streamed(n);
+    (stream, if stream { streamed } else { whole })
 }
 
 /// The search tool and one call to it, validated once to warm up.
@@ -314,7 +378,46 @@ fn bfcl_decode((language, text): (Language, &'static str)) -> usize {
     )
 }
 
+/// A command as a user types it, its report folder a fresh temporary
+/// one, from the repository's root.
+fn command(args: &[&str]) -> (Cli, tempfile::TempDir) {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    std::env::set_current_dir(root()).expect("the repository");
+    let in_out = |name: &str| out.path().join(name).to_str().expect("UTF-8").to_owned();
+    let line: Vec<String> = ["toolgauge"]
+        .iter()
+        .chain(args)
+        .map(|arg| match *arg {
+            "TOOLS" => in_out("tools.json"),
+            arg => arg.to_owned(),
+        })
+        .chain(["--out".to_owned(), in_out("run")])
+        .collect();
+    // The built-in tools' definitions, as `tools list builtin` prints them.
+    let builtin: Vec<_> = toolgauge::tool::BUILTIN_NAMES
+        .iter()
+        .filter_map(|name| toolgauge::tool::builtin_definition(name))
+        .collect();
+    let tools = serde_json::to_vec(&builtin).expect("definitions serialize");
+    std::fs::write(in_out("tools.json"), tools).expect("a temporary file");
+    (Cli::parse_from(line), out)
+}
+
+// Whole commands, in-process, as a user runs them (the main thread's
+// work: the session log's writer thread is not counted): a regression
+// anywhere on their path is caught as a function's is above.
+#[library_benchmark]
+#[bench::run_starter_multiple(args = (&["run", "scenarios/starter", "scenarios/bfcl/multiple", "--trials", "2"]), setup = command, config = limit("command/run_starter_multiple"))]
+#[bench::fuzz_2000(args = (&["fuzz", "--tools", "TOOLS", "--cases", "2000"]), setup = command, config = limit("command/fuzz_2000"))]
+fn whole_command((cli, out): (Cli, tempfile::TempDir)) -> tempfile::TempDir {
+    let code = toolgauge::cli::run(black_box(cli)).expect("the command runs");
+    black_box(code);
+    out
+}
+
 library_benchmark_group!(name = parse_group; benchmarks = parse);
+library_benchmark_group!(name = command_group; benchmarks = whole_command);
+library_benchmark_group!(name = stream_group; benchmarks = stream_parse, stream_early);
 library_benchmark_group!(name = validate_group; benchmarks = validate_call, validate_anchor_mix);
 library_benchmark_group!(name = pipeline_group; benchmarks = pipeline_turn);
 library_benchmark_group!(name = harness_group; benchmarks = harness_trials);
@@ -323,9 +426,11 @@ library_benchmark_group!(name = bfcl_group; benchmarks = bfcl_decode);
 
 main!(
     library_benchmark_groups = parse_group,
+    stream_group,
     validate_group,
     pipeline_group,
     harness_group,
     fuzz_group,
-    bfcl_group
+    bfcl_group,
+    command_group
 );
