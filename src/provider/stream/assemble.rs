@@ -1,105 +1,12 @@
-//! The whole body a stream stands for, per format: OpenAI Chat's
-//! `chat.completion.chunk`s, tool call deltas routed by `index` (by `id`
-//! when calls share an index, and an id that comes after the arguments
-//! joins them); the Responses API's events by `item_id` and
+//! The whole body a stream whose events are kept as JSON stands for, per
+//! format (Chat's is read by `chat`): the Responses API's events by `item_id` and
 //! `output_index` (its final `response.completed` holds the whole
 //! response, and wins); Anthropic's content blocks by `index` (`input`
 //! whole in `content_block_start`, or in `input_json_delta` parts);
 //! Gemini's chunks, each call whole, or Vertex's `partialArgs` pieces
 //! joined while `willContinue` says more is coming.
 
-use serde_json::{Map, Value, json};
-
-/// One call of a Chat stream as its deltas come.
-#[derive(Debug, Default)]
-struct ChatCall {
-    index: Option<u64>,
-    id: String,
-    name: String,
-    arguments: String,
-}
-
-pub(super) fn chat(chunks: impl Iterator<Item = Value>) -> Value {
-    let (mut text, mut reasoning) = (String::new(), String::new());
-    let mut calls: Vec<ChatCall> = Vec::new();
-    let (mut finish, mut usage, mut head) = (Value::Null, Value::Null, Map::new());
-    for chunk in chunks {
-        for key in ["id", "model", "created"] {
-            if let Some(value) = chunk.get(key) {
-                head.entry(key).or_insert_with(|| value.clone());
-            }
-        }
-        if !chunk["usage"].is_null() {
-            usage = chunk["usage"].clone();
-        }
-        let Some(choice) = chunk["choices"].get(0) else {
-            continue;
-        };
-        let delta = &choice["delta"];
-        text.push_str(delta["content"].as_str().unwrap_or_default());
-        for key in ["reasoning_content", "reasoning"] {
-            reasoning.push_str(delta[key].as_str().unwrap_or_default());
-        }
-        for part in delta["tool_calls"].as_array().into_iter().flatten() {
-            chat_call(&mut calls, part);
-        }
-        if !choice["finish_reason"].is_null() {
-            finish = choice["finish_reason"].clone();
-        }
-    }
-    let mut message = json!({"role": "assistant", "content": (!text.is_empty()).then_some(text)});
-    if !reasoning.is_empty() {
-        message["reasoning_content"] = json!(reasoning);
-    }
-    if !calls.is_empty() {
-        message["tool_calls"] = calls
-            .into_iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-    }
-    let mut body = Value::Object(head);
-    body["object"] = json!("chat.completion");
-    body["choices"] = json!([{"index": 0, "message": message, "finish_reason": finish}]);
-    body["usage"] = usage;
-    body
-}
-
-/// Route a tool call delta: by its `id` when it has one (several calls
-/// can share index 0, and an id can come after the arguments), else to
-/// the last call with its index.
-fn chat_call(calls: &mut Vec<ChatCall>, part: &Value) {
-    let index = part["index"].as_u64();
-    let id = part["id"].as_str().filter(|id| !id.is_empty());
-    let same_index = |c: &ChatCall| index.is_none() || c.index == index;
-    let at = match id {
-        Some(id) => calls.iter().position(|c| c.id == id).or_else(|| {
-            // Arguments came first, under this index, with no id yet.
-            calls.iter().rposition(|c| same_index(c) && c.id.is_empty())
-        }),
-        None => calls.iter().rposition(same_index),
-    };
-    let call = match at {
-        Some(at) => &mut calls[at],
-        None => {
-            calls.push(ChatCall {
-                index,
-                ..ChatCall::default()
-            });
-            calls.last_mut().expect("just pushed")
-        }
-    };
-    if let Some(id) = id {
-        call.id = id.to_owned();
-    }
-    let function = &part["function"];
-    if let Some(name) = function["name"].as_str().filter(|n| !n.is_empty())
-        && call.name.is_empty()
-    {
-        call.name = name.to_owned();
-    }
-    call.arguments
-        .push_str(function["arguments"].as_str().unwrap_or_default());
-}
+use serde_json::{Value, json};
 
 pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
     let mut items: Vec<Value> = Vec::new();

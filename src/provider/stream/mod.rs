@@ -31,7 +31,7 @@ use bytes::Bytes;
 use futures_util::{FutureExt, Stream, StreamExt};
 use serde_json::{Value, json};
 
-pub use self::progress::Progress;
+use self::progress::{Progress, ValueFormat};
 use super::{ParsedResponse, Provider, ResponseError};
 use crate::call::{ParsedCall, StreamTiming};
 
@@ -108,8 +108,8 @@ pub fn parse_whole(
             reply.end();
             Ok(reply.parsed())
         }
-        Reader::Values { events, .. } => {
-            let body = assemble_events(provider, events.into_iter()).to_string();
+        Reader::Values { format, events, .. } => {
+            let body = assemble_events(format, events.into_iter()).to_string();
             provider.parse_response(body.as_bytes())
         }
     })
@@ -159,12 +159,11 @@ impl Frame {
 }
 
 /// The whole body of a stream's events, already read as JSON.
-fn assemble_events(provider: Provider, events: impl Iterator<Item = Value>) -> Value {
-    match provider {
-        Provider::OpenAi => assemble::chat(events),
-        Provider::OpenAiResponses => assemble::responses(events),
-        Provider::Anthropic => assemble::anthropic(events),
-        Provider::Gemini => assemble::gemini(events),
+fn assemble_events(format: ValueFormat, events: impl Iterator<Item = Value>) -> Value {
+    match format {
+        ValueFormat::Responses => assemble::responses(events),
+        ValueFormat::Anthropic => assemble::anthropic(events),
+        ValueFormat::Gemini => assemble::gemini(events),
     }
 }
 
@@ -191,6 +190,7 @@ pub struct Assembly {
 enum Reader {
     Chat(chat::ChatReply),
     Values {
+        format: ValueFormat,
         events: Vec<Value>,
         progress: Progress,
     },
@@ -220,11 +220,12 @@ pub struct Assembled {
 
 impl Assembly {
     pub fn new(provider: Provider) -> Assembly {
-        let reader = match provider {
-            Provider::OpenAi => Reader::Chat(chat::ChatReply::default()),
-            _ => Reader::Values {
+        let reader = match ValueFormat::of(provider) {
+            None => Reader::Chat(chat::ChatReply::default()),
+            Some(format) => Reader::Values {
+                format,
                 events: Vec::new(),
-                progress: Progress::new(provider),
+                progress: Progress::new(format),
             },
         };
         Assembly {
@@ -248,7 +249,9 @@ impl Assembly {
                 Some(read) => (read.signal, read.recognised),
                 None => (ending::signal(self.provider, &frame.data, None), false),
             },
-            Reader::Values { events, progress } => {
+            Reader::Values {
+                events, progress, ..
+            } => {
                 let event = frame.event();
                 let signal = ending::signal(self.provider, &frame.data, event.as_ref());
                 let Some(event) = event else {
@@ -321,8 +324,8 @@ impl Assembly {
     pub fn call(&self, k: usize) -> Option<ParsedCall> {
         match &self.reader {
             Reader::Chat(reply) => reply.call(k),
-            Reader::Values { events, .. } => {
-                let body = assemble_events(self.provider, events.iter().cloned());
+            Reader::Values { format, events, .. } => {
+                let body = assemble_events(*format, events.iter().cloned());
                 let parsed = self.provider.parse_response(body.to_string().as_bytes());
                 parsed.ok()?.calls.into_iter().nth(k)
             }
@@ -371,8 +374,8 @@ impl Assembly {
         self.mark_complete(end);
         let (body, json, parsed) = match self.reader {
             Reader::Chat(reply) => (reply.body(), None, Ok(reply.parsed())),
-            Reader::Values { events, .. } => {
-                let json = assemble_events(self.provider, events.into_iter());
+            Reader::Values { format, events, .. } => {
+                let json = assemble_events(format, events.into_iter());
                 let body = json.to_string().into_bytes();
                 let parsed = self.provider.parse_response(&body);
                 (body, Some(json), parsed)

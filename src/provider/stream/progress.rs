@@ -1,8 +1,9 @@
 //! What a stream has shown so far, event by event, as a streaming client
 //! sees it: whether the first token has come (text, reasoning or part of
 //! a call), and how many calls are complete, in call order (the moment a
-//! client could run one). Each format says a call is complete its own
-//! way: Chat when the next call begins or the choice finishes; Responses
+//! client could run one), for the formats whose events are kept as JSON
+//! (Chat's are read by `chat`). Each format says a call is complete its
+//! own way: Responses
 //! at the call item's `output_item.done`; Anthropic at its block's
 //! `content_block_stop`; Gemini with each call part, unless Vertex says
 //! `willContinue`.
@@ -11,15 +12,35 @@ use serde_json::Value;
 
 use crate::provider::Provider;
 
+/// The formats whose streamed events are kept as JSON values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFormat {
+    Responses,
+    Anthropic,
+    Gemini,
+}
+
+impl ValueFormat {
+    /// `None`: OpenAI Chat, whose events are read typed.
+    pub fn of(provider: Provider) -> Option<ValueFormat> {
+        match provider {
+            Provider::OpenAi => None,
+            Provider::OpenAiResponses => Some(ValueFormat::Responses),
+            Provider::Anthropic => Some(ValueFormat::Anthropic),
+            Provider::Gemini => Some(ValueFormat::Gemini),
+        }
+    }
+}
+
 /// A stream's progress so far.
 #[derive(Debug)]
 pub struct Progress {
-    provider: Provider,
+    format: ValueFormat,
     token: bool,
     begun: usize,
     complete: usize,
-    /// Chat: the `(index, id)` of each call begun. Anthropic: the block
-    /// index of each tool block.
+    /// Responses: the output index of each call item. Anthropic: the
+    /// block index of each tool block.
     keys: Vec<(Option<u64>, String)>,
     /// Responses and Anthropic: calls whose end was seen, in any order.
     ended: Vec<bool>,
@@ -28,9 +49,9 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(provider: Provider) -> Progress {
+    pub fn new(format: ValueFormat) -> Progress {
         Progress {
-            provider,
+            format,
             token: false,
             begun: 0,
             complete: 0,
@@ -52,52 +73,16 @@ impl Progress {
 
     /// Read one event of the stream.
     pub fn feed(&mut self, event: &Value) {
-        match self.provider {
-            Provider::OpenAi => self.chat(event),
-            Provider::OpenAiResponses => self.responses(event),
-            Provider::Anthropic => self.anthropic(event),
-            Provider::Gemini => self.gemini(event),
+        match self.format {
+            ValueFormat::Responses => self.responses(event),
+            ValueFormat::Anthropic => self.anthropic(event),
+            ValueFormat::Gemini => self.gemini(event),
         }
     }
 
     /// The stream ended: every call begun is complete.
     pub fn end(&mut self) {
         self.complete = self.begun;
-    }
-
-    fn chat(&mut self, chunk: &Value) {
-        let Some(choice) = chunk["choices"].get(0) else {
-            return;
-        };
-        let delta = &choice["delta"];
-        let said = |key: &str| delta[key].as_str().is_some_and(|s| !s.is_empty());
-        if said("content") || said("reasoning_content") || said("reasoning") {
-            self.token = true;
-        }
-        for part in delta["tool_calls"].as_array().into_iter().flatten() {
-            self.token = true;
-            let index = part["index"].as_u64();
-            let id = part["id"].as_str().unwrap_or_default();
-            // The same call, unless it names another id or another index.
-            let same = self.keys.last().is_some_and(|(last_index, last_id)| {
-                (id.is_empty() || last_id.is_empty() || last_id == id) && *last_index == index
-            });
-            if same {
-                if let Some(last) = self.keys.last_mut()
-                    && last.1.is_empty()
-                {
-                    last.1 = id.to_owned();
-                }
-                continue;
-            }
-            // A call begins: every call before it is complete.
-            self.keys.push((index, id.to_owned()));
-            self.complete = self.begun;
-            self.begun += 1;
-        }
-        if !choice["finish_reason"].is_null() {
-            self.end();
-        }
     }
 
     fn responses(&mut self, event: &Value) {
