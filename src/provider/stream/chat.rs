@@ -11,6 +11,8 @@
 //! from the stream's first event, so that the call handed over early,
 //! the reply's and its body's are the same call.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -134,8 +136,13 @@ impl ChatReply {
             });
         }
         let head = &mut self.head;
-        head.id = head.id.take().or(chunk.id.0.map(Into::into));
-        head.model = head.model.take().or(chunk.model.0.map(Into::into));
+        // Each chunk repeats them: only the first is kept (and copied).
+        if head.id.is_none() {
+            head.id = chunk.id.0.map(Cow::into_owned);
+        }
+        if head.model.is_none() {
+            head.model = chunk.model.0.map(Cow::into_owned);
+        }
         head.created = head.created.or(chunk.created.map(|c| c.0));
         if let Some(usage) = chunk.usage.filter(|u| !u.is_null()) {
             self.usage = Some(usage);
