@@ -86,34 +86,19 @@ pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiReq
     }
 }
 
-/// A streamed reply read at once: what Parse reads of it, and the body it
-/// stands for. Err: the bytes hold no event, or none of the format's.
-pub fn read_whole(provider: Provider, streamed: &[u8]) -> Result<Assembled, NotAStream> {
-    read_all(provider, streamed)?
-        .finish(Duration::ZERO, Duration::ZERO)
-        .ok_or_else(|| NotAStream("it holds no JSON event".to_owned()))
-}
-
 /// What Parse reads of a streamed reply read at once, no body written.
 pub fn parse_whole(
     provider: Provider,
     streamed: &[u8],
 ) -> Result<Result<ParsedResponse, ResponseError>, NotAStream> {
-    let mut assembly = read_all(provider, streamed)?;
+    let assembly = read_all(provider, streamed)?;
     if assembly.is_empty() {
-        return Err(NotAStream("it holds no JSON event".to_owned()));
+        return Err(NotAStream(NO_JSON_EVENT.to_owned()));
     }
-    Ok(match assembly.reader {
-        Reader::Chat(ref mut reply) => {
-            reply.end();
-            Ok(reply.parsed())
-        }
-        Reader::Values { format, events, .. } => {
-            let body = assemble_events(format, events.into_iter()).to_string();
-            provider.parse_response(body.as_bytes())
-        }
-    })
+    Ok(assembly.reader.into_parsed(provider))
 }
+
+const NO_JSON_EVENT: &str = "it holds no JSON event";
 
 /// Every event of `streamed`, read; Err: none, or none of the format's.
 fn read_all(provider: Provider, streamed: &[u8]) -> Result<Assembly, NotAStream> {
@@ -144,7 +129,10 @@ fn assembly_of(provider: Provider, frames: &[Frame]) -> Assembly {
 
 /// The body a streamed reply stands for, as bytes in `provider`'s format.
 pub fn whole_body(provider: Provider, streamed: &[u8]) -> Result<Vec<u8>, NotAStream> {
-    read_whole(provider, streamed).map(|assembled| assembled.body)
+    read_all(provider, streamed)?
+        .finish(Duration::ZERO, Duration::ZERO)
+        .map(|assembled| assembled.body)
+        .ok_or_else(|| NotAStream(NO_JSON_EVENT.to_owned()))
 }
 
 impl Frame {
@@ -196,6 +184,106 @@ enum Reader {
     },
 }
 
+impl Reader {
+    fn new(provider: Provider) -> Reader {
+        match ValueFormat::of(provider) {
+            None => Reader::Chat(chat::ChatReply::default()),
+            Some(format) => Reader::Values {
+                format,
+                events: Vec::new(),
+                progress: Progress::new(format),
+            },
+        }
+    }
+
+    /// The stream ended: every call begun is complete.
+    fn end(&mut self) {
+        match self {
+            Reader::Chat(reply) => reply.end(),
+            Reader::Values { progress, .. } => progress.end(),
+        }
+    }
+
+    fn has_token(&self) -> bool {
+        match self {
+            Reader::Chat(reply) => reply.has_token(),
+            Reader::Values { progress, .. } => progress.has_token(),
+        }
+    }
+
+    /// How many calls are complete, in call order.
+    fn complete(&self) -> usize {
+        match self {
+            Reader::Chat(reply) => reply.complete(),
+            Reader::Values { progress, .. } => progress.complete(),
+        }
+    }
+
+    /// The events read as JSON.
+    fn events(&self) -> usize {
+        match self {
+            Reader::Chat(reply) => reply.events,
+            Reader::Values { events, .. } => events.len(),
+        }
+    }
+
+    /// Call `k` (in call order) as the stream shows it now. A Chat call
+    /// is read from its own deltas; the other formats' from their events
+    /// so far, assembled.
+    fn call(&self, provider: Provider, k: usize) -> Option<ParsedCall> {
+        match self {
+            Reader::Chat(reply) => reply.call(k),
+            Reader::Values { format, events, .. } => {
+                let body = assemble_events(*format, events.iter().cloned());
+                let parsed = provider.parse_response(body.to_string().as_bytes());
+                parsed.ok()?.calls.into_iter().nth(k)
+            }
+        }
+    }
+
+    /// What Parse reads of the whole reply (a Chat reply's body is not
+    /// written for it).
+    fn into_parsed(mut self, provider: Provider) -> Result<ParsedResponse, ResponseError> {
+        match &mut self {
+            Reader::Chat(reply) => {
+                reply.end();
+                Ok(reply.parsed())
+            }
+            Reader::Values { .. } => self.into_whole(provider).parsed,
+        }
+    }
+
+    /// The whole reply: its body, as JSON where it was assembled as JSON,
+    /// and what Parse reads of it.
+    fn into_whole(mut self, provider: Provider) -> Whole {
+        self.end();
+        match self {
+            Reader::Chat(reply) => Whole {
+                body: reply.body(),
+                json: None,
+                parsed: Ok(reply.parsed()),
+            },
+            Reader::Values { format, events, .. } => {
+                let json = assemble_events(format, events.into_iter());
+                let body = json.to_string().into_bytes();
+                let parsed = provider.parse_response(&body);
+                Whole {
+                    body,
+                    json: Some(json),
+                    parsed,
+                }
+            }
+        }
+    }
+}
+
+/// A stream's reply whole: the parts of [`Assembled`] its reader makes.
+struct Whole {
+    body: Vec<u8>,
+    json: Option<Value>,
+    parsed: Result<ParsedResponse, ResponseError>,
+}
+
 /// A stream that did not end as its format ends: the server's failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamFailure {
@@ -220,17 +308,9 @@ pub struct Assembled {
 
 impl Assembly {
     pub fn new(provider: Provider) -> Assembly {
-        let reader = match ValueFormat::of(provider) {
-            None => Reader::Chat(chat::ChatReply::default()),
-            Some(format) => Reader::Values {
-                format,
-                events: Vec::new(),
-                progress: Progress::new(format),
-            },
-        };
         Assembly {
             provider,
-            reader,
+            reader: Reader::new(provider),
             arrivals: Vec::new(),
             first_token: None,
             calls: Vec::new(),
@@ -266,7 +346,7 @@ impl Assembly {
         };
         self.take(signal);
         self.recognised += usize::from(recognised);
-        if self.has_token() && self.first_token.is_none() {
+        if self.reader.has_token() && self.first_token.is_none() {
             self.first_token = Some(at);
         }
         self.mark_complete(at)
@@ -278,7 +358,7 @@ impl Assembly {
             // The reply is whole: every call begun is complete.
             ending::Signal::Ends => {
                 self.ended = true;
-                self.end_reader();
+                self.reader.end();
             }
             ending::Signal::Failed(words) => {
                 self.failed.get_or_insert(words);
@@ -286,50 +366,21 @@ impl Assembly {
         }
     }
 
-    fn end_reader(&mut self) {
-        match &mut self.reader {
-            Reader::Chat(reply) => reply.end(),
-            Reader::Values { progress, .. } => progress.end(),
-        }
-    }
-
-    fn has_token(&self) -> bool {
-        match &self.reader {
-            Reader::Chat(reply) => reply.has_token(),
-            Reader::Values { progress, .. } => progress.has_token(),
-        }
-    }
-
     /// The events read as JSON.
     fn events(&self) -> usize {
-        match &self.reader {
-            Reader::Chat(reply) => reply.events,
-            Reader::Values { events, .. } => events.len(),
-        }
+        self.reader.events()
     }
 
     fn mark_complete(&mut self, at: Duration) -> Range<usize> {
-        let complete = match &self.reader {
-            Reader::Chat(reply) => reply.complete(),
-            Reader::Values { progress, .. } => progress.complete(),
-        };
+        let complete = self.reader.complete();
         let before = self.calls.len();
         self.calls.resize(complete.max(before), at);
         before..self.calls.len()
     }
 
-    /// Call `k` (in call order) as the stream shows it now. A Chat call
-    /// is read from its own deltas; the other formats' from their events
-    /// so far, assembled.
+    /// Call `k` (in call order) as the stream shows it now.
     pub fn call(&self, k: usize) -> Option<ParsedCall> {
-        match &self.reader {
-            Reader::Chat(reply) => reply.call(k),
-            Reader::Values { format, events, .. } => {
-                let body = assemble_events(*format, events.iter().cloned());
-                let parsed = self.provider.parse_response(body.to_string().as_bytes());
-                parsed.ok()?.calls.into_iter().nth(k)
-            }
-        }
+        self.reader.call(self.provider, k)
     }
 
     /// The events held no event of the stream's format.
@@ -370,17 +421,9 @@ impl Assembly {
         if self.is_empty() {
             return None;
         }
-        self.end_reader();
+        self.reader.end();
         self.mark_complete(end);
-        let (body, json, parsed) = match self.reader {
-            Reader::Chat(reply) => (reply.body(), None, Ok(reply.parsed())),
-            Reader::Values { format, events, .. } => {
-                let json = assemble_events(format, events.into_iter());
-                let body = json.to_string().into_bytes();
-                let parsed = self.provider.parse_response(&body);
-                (body, Some(json), parsed)
-            }
-        };
+        let Whole { body, json, parsed } = self.reader.into_whole(self.provider);
         Some(Assembled {
             body,
             json,
