@@ -132,13 +132,16 @@ fn stream_parse((stream, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
 
 // The same stream read as it comes, each call handed over the moment it
 // is complete (execute_early): linear in calls x events when no call
-// makes the stream be assembled again.
+// makes the stream be assembled again. An Anthropic stream's events are
+// kept as JSON, and each call handed over is read from its block alone.
 #[library_benchmark]
-#[bench::openai_12_early(args = (12, true), setup = streamed_input, config = limit("stream/openai_12_early"))]
-fn stream_early((_, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
+#[bench::openai_12_early(args = (Provider::OpenAi, 12), setup = stream_of, config = limit("stream/openai_12_early"))]
+#[bench::anthropic_3_early(args = (Provider::Anthropic, 3), setup = stream_of, config = limit("stream/anthropic_3_early"))]
+#[bench::anthropic_12_early(args = (Provider::Anthropic, 12), setup = stream_of, config = limit("stream/anthropic_12_early"))]
+fn stream_early((provider, n, body): (Provider, usize, Vec<u8>)) -> (usize, Vec<u8>) {
     let mut handed = 0;
     let received = toolgauge::provider::stream::replay(
-        Provider::OpenAi,
+        provider,
         black_box(&body),
         std::time::Duration::ZERO,
         &[],
@@ -148,8 +151,23 @@ fn stream_early((_, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
             }
         },
     );
-    assert_eq!(handed, 12);
+    assert_eq!(handed, n);
     (received.raw.len(), body)
+}
+
+/// `provider`'s stream of `n` calendar calls, checked to parse to the
+/// calls it was made of.
+fn stream_of(provider: Provider, n: usize) -> (Provider, usize, Vec<u8>) {
+    let calls = inputs::calendar_calls(n);
+    let streamed = match provider {
+        Provider::Anthropic => inputs::anthropic_stream(&calls),
+        _ => inputs::chat_stream(&calls),
+    };
+    let parsed = provider
+        .parse_stream(streamed.as_bytes())
+        .expect("the stream parses");
+    assert_eq!(parsed.calls, calls);
+    (provider, n, streamed.into_bytes())
 }
 
 fn streamed_input(n: usize, stream: bool) -> (bool, Vec<u8>) {

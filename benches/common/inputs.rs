@@ -92,6 +92,41 @@ pub fn chat_stream(calls: &[ParsedCall]) -> String {
     text + "data: [DONE]\n\n"
 }
 
+/// The Anthropic stream of `calls`: each tool block's input in eight
+/// `input_json_delta` parts, then the stop reason and `message_stop`.
+pub fn anthropic_stream(calls: &[ParsedCall]) -> String {
+    let mut text = String::new();
+    let mut event = |data: Value| {
+        let kind = data["type"].as_str().unwrap_or_default().to_owned();
+        text.push_str(&format!("event: {kind}\ndata: {data}\n\n"));
+    };
+    event(
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+        "role": "assistant", "model": "claude", "content": [], "stop_reason": Value::Null,
+        "usage": {"input_tokens": 412, "output_tokens": 1}}}),
+    );
+    for (i, call) in calls.iter().enumerate() {
+        let ParsedCall::Ok(call) = call else { continue };
+        event(
+            json!({"type": "content_block_start", "index": i, "content_block":
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}),
+        );
+        let arguments = call.arguments.to_string();
+        for piece in arguments.as_bytes().chunks(arguments.len().div_ceil(8)) {
+            let piece = String::from_utf8_lossy(piece);
+            event(json!({"type": "content_block_delta", "index": i,
+                "delta": {"type": "input_json_delta", "partial_json": piece}}));
+        }
+        event(json!({"type": "content_block_stop", "index": i}));
+    }
+    event(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+        "usage": {"output_tokens": 96}}),
+    );
+    event(json!({"type": "message_stop"}));
+    text
+}
+
 /// The shape of schema tools have (typed properties, bounds, an enum,
 /// patterns, a nested object with an array), a valid call's arguments and
 /// an invalid one's that breaks most of it.

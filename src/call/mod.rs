@@ -47,6 +47,13 @@ impl ParsedCall {
         }
     }
 
+    pub(crate) fn id_mut(&mut self) -> &mut String {
+        match self {
+            ParsedCall::Ok(call) => &mut call.id,
+            ParsedCall::Malformed(call) => &mut call.id,
+        }
+    }
+
     pub fn name(&self) -> &str {
         match self {
             ParsedCall::Ok(call) => &call.name,

@@ -459,18 +459,9 @@ async fn a_stream_that_stalls_fails_at_its_deadline_with_what_came() {
 #[tokio::test]
 async fn every_recorded_stream_ends_as_its_format_ends() {
     let root = crate::corpora().join("provider-responses");
-    let folders = [
-        (Provider::OpenAi, "openai/chat-sse"),
-        (Provider::OpenAi, "openai/chat-compatible-sse"),
-        (Provider::OpenAiResponses, "openai/responses-sse"),
-        (Provider::Anthropic, "anthropic/sse"),
-        (Provider::Anthropic, "anthropic/sse-sdk-snapshots"),
-        (Provider::Anthropic, "anthropic/sse-sdk-fixtures"),
-        (Provider::Gemini, "gemini/sse"),
-    ];
     let mut failed = Vec::new();
     let mut read = 0;
-    for (provider, folder) in folders {
+    for (provider, folder) in crate::streams::RECORDED_STREAMS {
         let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
             continue;
         };
@@ -485,4 +476,62 @@ async fn every_recorded_stream_ends_as_its_format_ends() {
     }
     assert!(read >= 54, "streams read: {read}");
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// The calls handed over early, in order, and the reply's own calls, of
+/// `text` replayed event by event.
+fn early_and_final(provider: Provider, text: &str) -> (Vec<ParsedCall>, Vec<ParsedCall>) {
+    let mut early = Vec::new();
+    let received = stream::replay(
+        provider,
+        text.as_bytes(),
+        Duration::ZERO,
+        &[],
+        |assembly: &Assembly, complete| {
+            for k in complete {
+                early.extend(assembly.call(k));
+            }
+        },
+    );
+    let parsed = received.assembled.expect("events").parsed.expect("a reply");
+    (early, parsed.calls)
+}
+
+#[test]
+fn a_call_run_early_is_the_same_call_in_the_reply_for_every_recorded_stream() {
+    let root = crate::corpora().join("provider-responses");
+    let mut differ = Vec::new();
+    let mut early_calls = 0;
+    for (provider, folder) in crate::streams::RECORDED_STREAMS {
+        for path in crate::streams::streams(&root.join(folder)) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (early, reply) = early_and_final(provider, &text);
+            early_calls += early.len();
+            // Every call of the reply was complete by the end; each handed
+            // over early is the reply's, id included, or it would run twice.
+            if early != reply {
+                differ.push(format!("{}: {early:?} != {reply:?}", path.display()));
+            }
+        }
+    }
+    assert!(early_calls >= 40, "calls handed over early: {early_calls}");
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
+#[test]
+fn a_gemini_call_with_no_id_is_the_same_call_early_and_in_the_reply() {
+    let chunks = [
+        gemini_call(json!({"name": "book", "args": {"room": 1}})),
+        gemini_call(json!({"name": "pay", "args": {"amount": 3}})),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "done"}]}, "finishReason": "STOP"}]}),
+    ];
+    let text: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    let (early, reply) = early_and_final(Provider::Gemini, &text);
+    assert_eq!(early.len(), 2);
+    assert_eq!(early, reply);
+    assert!(
+        reply[0]
+            .id()
+            .starts_with(toolgauge::provider::GENERATED_ID_PREFIX)
+    );
 }

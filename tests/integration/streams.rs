@@ -12,7 +12,19 @@ use serde_json::{Value, json};
 use toolgauge::call::ParsedCall;
 use toolgauge::provider::{Provider, stream};
 
-fn streams(dir: &Path) -> Vec<PathBuf> {
+/// The corpus's folders of recorded streams, under `provider-responses`.
+pub(crate) const RECORDED_STREAMS: [(Provider, &str); 7] = [
+    (Provider::OpenAi, "openai/chat-sse"),
+    (Provider::OpenAi, "openai/chat-compatible-sse"),
+    (Provider::OpenAiResponses, "openai/responses-sse"),
+    (Provider::Anthropic, "anthropic/sse"),
+    (Provider::Anthropic, "anthropic/sse-sdk-snapshots"),
+    (Provider::Anthropic, "anthropic/sse-sdk-fixtures"),
+    (Provider::Gemini, "gemini/sse"),
+];
+
+/// The recorded streams (`.txt`) in `dir`, in name order.
+pub(crate) fn streams(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| entries.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -82,17 +94,8 @@ fn names(provider: Provider, body: &[u8]) -> Vec<String> {
 #[test]
 fn every_recorded_stream_yields_the_calls_its_events_announce() {
     let root = crate::corpora().join("provider-responses");
-    let folders = [
-        (Provider::OpenAi, "openai/chat-sse"),
-        (Provider::OpenAi, "openai/chat-compatible-sse"),
-        (Provider::OpenAiResponses, "openai/responses-sse"),
-        (Provider::Anthropic, "anthropic/sse"),
-        (Provider::Anthropic, "anthropic/sse-sdk-snapshots"),
-        (Provider::Anthropic, "anthropic/sse-sdk-fixtures"),
-        (Provider::Gemini, "gemini/sse"),
-    ];
     let (mut files, mut calls) = (0, 0);
-    for (provider, folder) in folders {
+    for (provider, folder) in RECORDED_STREAMS {
         for path in streams(&root.join(folder)) {
             let text = std::fs::read_to_string(&path).unwrap();
             let expected = announced(provider, &text);
@@ -548,4 +551,55 @@ async fn a_recorded_stream_keeps_its_events_and_replays_to_the_same_trials() {
         2,
         "replay used the network"
     );
+}
+
+#[test]
+fn hostile_stream_events_are_read_without_a_panic() {
+    // Each stream once panicked the assembler or laid out memory up to a
+    // position the stream named.
+    let hostile = [
+        (
+            Provider::OpenAiResponses,
+            vec![
+                json!({"type": "response.output_item.added", "output_index": u64::MAX, "item": {"type": "function_call", "name": "a", "call_id": "c"}}),
+                json!({"type": "response.output_item.added", "output_index": 0, "item": "text"}),
+                json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{"}),
+                json!({"type": "response.output_text.delta", "output_index": 0, "delta": "x"}),
+                json!({"type": "response.created", "response": "not an object"}),
+            ],
+        ),
+        (
+            Provider::Anthropic,
+            vec![
+                json!({"type": "message_start", "message": {"usage": 5}}),
+                json!({"type": "content_block_start", "index": u64::MAX, "content_block": {"type": "tool_use", "id": "t", "name": "a", "input": {}}}),
+                json!({"type": "content_block_start", "index": 1, "content_block": 7}),
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "x"}}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+            ],
+        ),
+        (
+            Provider::Gemini,
+            vec![
+                json!({"candidates": [{"content": {"parts": [{"functionCall": 5}]}}]}),
+                json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "a", "args": 5, "willContinue": true}}]}}]}),
+                json!({"candidates": [{"content": {"parts": [{"functionCall": {"args": {"b": 1}}}]}, "finishReason": "STOP"}]}),
+            ],
+        ),
+    ];
+    for (provider, events) in hostile {
+        let frames = stream::frames([Bytes::from(sse(&events))]).unwrap();
+        let whole = stream::assemble(provider, &frames).expect("JSON events");
+        // Parse names what is wrong with the body they stand for; the
+        // call at the far position is still read.
+        match (provider, whole.parsed) {
+            (Provider::Anthropic, Ok(parsed)) => {
+                assert_eq!(parsed.calls.len(), 1);
+                assert_eq!(parsed.calls[0].id(), "t");
+                assert_eq!(parsed.usage.output_tokens, 3);
+            }
+            (Provider::Anthropic, Err(error)) => panic!("{error}"),
+            (_, parsed) => assert!(parsed.is_err(), "{provider:?}: {parsed:?}"),
+        }
+    }
 }

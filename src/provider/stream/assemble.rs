@@ -1,50 +1,173 @@
 //! The whole body a stream whose events are kept as JSON stands for, per
-//! format (Chat's is read by `chat`): the Responses API's events by `item_id` and
+//! format (Chat's is read by `chat`), built as the events come, each
+//! event taken once: the Responses API's items by `item_id` and
 //! `output_index` (its final `response.completed` holds the whole
 //! response, and wins); Anthropic's content blocks by `index` (`input`
 //! whole in `content_block_start`, or in `input_json_delta` parts);
 //! Gemini's chunks, each call whole, or Vertex's `partialArgs` pieces
-//! joined while `willContinue` says more is coming.
+//! joined while `willContinue` says more is coming. A call handed over
+//! early is read from its own item, block or part alone, so a stream's
+//! cost grows with its events, not with its events times its calls.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
-    let mut items: Vec<Value> = Vec::new();
-    let mut base = json!({"object": "response", "status": "incomplete",
-                          "incomplete_details": {"reason": "the stream ended early"}});
-    for event in chunks {
-        let kind = event["type"].as_str().unwrap_or_default();
-        match kind {
+use super::progress::ValueFormat;
+
+/// A stream's body so far, in its format.
+#[derive(Debug)]
+pub(super) enum Assembler {
+    Responses(ResponsesBody),
+    Anthropic(AnthropicBody),
+    Gemini(GeminiBody),
+}
+
+impl Assembler {
+    pub(super) fn new(format: ValueFormat) -> Assembler {
+        match format {
+            ValueFormat::Responses => Assembler::Responses(ResponsesBody::default()),
+            ValueFormat::Anthropic => Assembler::Anthropic(AnthropicBody::default()),
+            ValueFormat::Gemini => Assembler::Gemini(GeminiBody::default()),
+        }
+    }
+
+    /// Take one event, read as JSON.
+    pub(super) fn feed(&mut self, event: Value) {
+        match self {
+            Assembler::Responses(body) => body.feed(event),
+            Assembler::Anthropic(body) => body.feed(event),
+            Assembler::Gemini(body) => body.feed(&event),
+        }
+    }
+
+    /// A body in the format that holds call `k` (in call order) alone,
+    /// as the stream shows it now.
+    pub(super) fn call_body(&self, k: usize) -> Option<Value> {
+        match self {
+            Assembler::Responses(body) => body.call_body(k),
+            Assembler::Anthropic(body) => body.call_body(k),
+            Assembler::Gemini(body) => body.call_body(k),
+        }
+    }
+
+    /// The whole body the events stand for.
+    pub(super) fn body(self) -> Value {
+        match self {
+            Assembler::Responses(body) => body.body(),
+            Assembler::Anthropic(body) => body.body(),
+            Assembler::Gemini(body) => body.body(),
+        }
+    }
+}
+
+/// What `key` of an object event holds, taken out of it.
+fn take(event: &mut Value, key: &str) -> Value {
+    event.get_mut(key).map(Value::take).unwrap_or_default()
+}
+
+/// Items (or blocks) by the position the stream gave each, kept in that
+/// order. A hostile position costs nothing: nothing is laid out up to it.
+#[derive(Debug, Default)]
+struct Positioned<T> {
+    entries: Vec<(u64, T)>,
+}
+
+impl<T> Positioned<T> {
+    /// Put `entry` at `at`, in place of one there before.
+    fn put(&mut self, at: u64, entry: T) {
+        // Entries come in order: the search starts from the back.
+        let slot = self.entries.iter().rposition(|(i, _)| *i <= at);
+        match slot {
+            Some(s) if self.entries[s].0 == at => self.entries[s].1 = entry,
+            Some(s) => self.entries.insert(s + 1, (at, entry)),
+            None => self.entries.insert(0, (at, entry)),
+        }
+    }
+
+    fn get_mut(&mut self, at: u64) -> Option<&mut T> {
+        let slot = self.entries.iter().rposition(|(i, _)| *i == at)?;
+        Some(&mut self.entries[slot].1)
+    }
+
+    /// The next position after the last.
+    fn next(&self) -> u64 {
+        self.entries.last().map_or(0, |(i, _)| i.saturating_add(1))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.entries.iter().map(|(_, entry)| entry)
+    }
+}
+
+/// A Responses stream's response so far.
+#[derive(Debug)]
+pub(super) struct ResponsesBody {
+    base: Value,
+    items: Positioned<Value>,
+    /// The response a `response.completed` (or `incomplete`, `failed`)
+    /// gave whole: it wins over the deltas.
+    whole: Option<Value>,
+}
+
+impl Default for ResponsesBody {
+    fn default() -> Self {
+        ResponsesBody {
+            base: cut_short(Map::new()),
+            items: Positioned::default(),
+            whole: None,
+        }
+    }
+}
+
+/// A response whose stream has not said it ended.
+fn cut_short(mut response: Map<String, Value>) -> Value {
+    response
+        .entry("object")
+        .or_insert_with(|| json!("response"));
+    response.insert("status".into(), json!("incomplete"));
+    response.insert(
+        "incomplete_details".into(),
+        json!({"reason": "the stream ended early"}),
+    );
+    Value::Object(response)
+}
+
+impl ResponsesBody {
+    fn feed(&mut self, mut event: Value) {
+        if self.whole.is_some() {
+            return;
+        }
+        let kind = take(&mut event, "type");
+        match kind.as_str().unwrap_or_default() {
             // The whole response: everything the deltas said, once.
             "response.completed" | "response.incomplete" | "response.failed" => {
-                return event["response"].clone();
+                self.whole = Some(take(&mut event, "response"));
             }
             "response.created" | "response.in_progress" => {
-                base = event["response"].clone();
-                base["status"] = json!("incomplete");
-                base["incomplete_details"] = json!({"reason": "the stream ended early"});
+                if let Value::Object(response) = take(&mut event, "response") {
+                    self.base = cut_short(response);
+                }
             }
             "response.output_item.added" | "response.output_item.done" => {
-                let at = event["output_index"].as_u64().unwrap_or(items.len() as u64) as usize;
-                if items.len() <= at {
-                    items.resize(at + 1, Value::Null);
-                }
-                items[at] = event["item"].clone();
+                let at = event["output_index"]
+                    .as_u64()
+                    .unwrap_or_else(|| self.items.next());
+                self.items.put(at, take(&mut event, "item"));
             }
             "response.function_call_arguments.delta" => {
-                if let Some(item) = responses_item(&mut items, &event) {
+                if let Some(item) = self.item(&event) {
                     append(&mut item["arguments"], &event["delta"]);
                 }
             }
             // The arguments whole: they replace the deltas, never add.
             "response.function_call_arguments.done" => {
-                if let Some(item) = responses_item(&mut items, &event) {
-                    item["arguments"] = event["arguments"].clone();
+                let arguments = take(&mut event, "arguments");
+                if let Some(item) = self.item(&event) {
+                    item["arguments"] = arguments;
                 }
             }
             "response.output_text.delta" => {
-                if let Some(item) = responses_item(&mut items, &event) {
-                    if item.pointer("/content/0/text").is_none() {
+                if let Some(item) = self.item(&event) {
+                    if !item["content"][0]["text"].is_string() {
                         item["content"] = json!([{"type": "output_text", "text": ""}]);
                     }
                     append(&mut item["content"][0]["text"], &event["delta"]);
@@ -53,83 +176,144 @@ pub(super) fn responses(chunks: impl Iterator<Item = Value>) -> Value {
             _ => {}
         }
     }
-    base["output"] = Value::Array(items.into_iter().filter(|i| !i.is_null()).collect());
-    base
-}
 
-/// The output item an event is about: by `item_id`, else `output_index`.
-fn responses_item<'i>(items: &'i mut [Value], event: &Value) -> Option<&'i mut Value> {
-    if let Some(id) = event["item_id"].as_str()
-        && let Some(at) = items.iter().position(|i| i["id"] == id)
-    {
-        return items.get_mut(at);
+    /// The output item (an object) an event is about: by `item_id`, else
+    /// `output_index`.
+    fn item(&mut self, event: &Value) -> Option<&mut Value> {
+        let by_id = event["item_id"].as_str().and_then(|id| {
+            let slot = (self.items.entries.iter()).rposition(|(_, item)| item["id"] == id)?;
+            Some(self.items.entries[slot].0)
+        });
+        let at = by_id.or_else(|| event["output_index"].as_u64())?;
+        self.items.get_mut(at).filter(|item| item.is_object())
     }
-    items.get_mut(event["output_index"].as_u64()? as usize)
+
+    fn call_body(&self, k: usize) -> Option<Value> {
+        let is_call = |item: &&Value| item["type"] == "function_call";
+        let call = match &self.whole {
+            Some(whole) => whole["output"].as_array()?.iter().filter(is_call).nth(k),
+            None => self.items.iter().filter(is_call).nth(k),
+        };
+        Some(json!({"object": "response", "status": "completed", "output": [call?]}))
+    }
+
+    fn body(self) -> Value {
+        if let Some(whole) = self.whole {
+            return whole;
+        }
+        let mut base = self.base;
+        base["output"] = Value::Array(self.items.entries.into_iter().map(|(_, i)| i).collect());
+        base
+    }
 }
 
-pub(super) fn anthropic(chunks: impl Iterator<Item = Value>) -> Value {
-    let mut message = json!({"type": "message", "role": "assistant"});
-    let mut blocks: Vec<Value> = Vec::new();
-    // The `input_json_delta` parts of each tool block.
-    let mut inputs: Vec<String> = Vec::new();
-    for event in chunks {
-        let at = event["index"].as_u64().unwrap_or(0) as usize;
+/// An Anthropic stream's message so far.
+#[derive(Debug)]
+pub(super) struct AnthropicBody {
+    message: Value,
+    /// Each content block, with its `input_json_delta` parts.
+    blocks: Positioned<(Value, String)>,
+}
+
+impl Default for AnthropicBody {
+    fn default() -> Self {
+        AnthropicBody {
+            message: json!({"type": "message", "role": "assistant"}),
+            blocks: Positioned::default(),
+        }
+    }
+}
+
+impl AnthropicBody {
+    fn feed(&mut self, mut event: Value) {
+        let at = event["index"].as_u64().unwrap_or(0);
         match event["type"].as_str().unwrap_or_default() {
-            "message_start" => message = event["message"].clone(),
-            "content_block_start" => {
-                if blocks.len() <= at {
-                    blocks.resize(at + 1, Value::Null);
-                    inputs.resize(at + 1, String::new());
+            "message_start" => {
+                let message = take(&mut event, "message");
+                if message.is_object() {
+                    self.message = message;
                 }
-                blocks[at] = event["content_block"].clone();
+            }
+            "content_block_start" => {
+                let block = take(&mut event, "content_block");
+                if block.is_object() {
+                    self.blocks.put(at, (block, String::new()));
+                }
             }
             "content_block_delta" => {
-                let Some(block) = blocks.get_mut(at) else {
-                    continue;
-                };
-                let delta = &event["delta"];
-                match delta["type"].as_str().unwrap_or_default() {
-                    "input_json_delta" => {
-                        inputs[at].push_str(delta["partial_json"].as_str().unwrap_or_default())
-                    }
-                    "signature_delta" => block["signature"] = delta["signature"].clone(),
-                    kind => {
-                        // text_delta, thinking_delta: the block's own field.
-                        let key = kind.trim_end_matches("_delta");
-                        append(&mut block[key], &delta[key]);
-                    }
+                if let Some((block, input)) = self.blocks.get_mut(at) {
+                    add_delta(block, input, &event["delta"]);
                 }
             }
             "message_delta" => {
                 for (key, value) in event["delta"].as_object().into_iter().flatten() {
-                    message[key] = value.clone();
+                    self.message[key] = value.clone();
                 }
                 if let Some(usage) = event["usage"].as_object() {
+                    if !self.message["usage"].is_object() {
+                        self.message["usage"] = json!({});
+                    }
                     for (key, value) in usage {
-                        message["usage"][key] = value.clone();
+                        self.message["usage"][key] = value.clone();
                     }
                 }
             }
             _ => {}
         }
     }
-    for (block, input) in blocks.iter_mut().zip(&inputs) {
-        // The parts, when there were any; else `input` came whole at the
-        // start (or the tool takes no argument).
-        if !input.trim().is_empty() {
-            block["input"] =
-                serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.clone()));
-        }
+
+    fn call_body(&self, k: usize) -> Option<Value> {
+        let (block, input) = (self.blocks.iter())
+            .filter(|(block, _)| block["type"] == "tool_use")
+            .nth(k)?;
+        let block = with_input(block.clone(), input);
+        Some(json!({"type": "message", "role": "assistant", "content": [block]}))
     }
-    message["content"] = Value::Array(blocks.into_iter().filter(|b| !b.is_null()).collect());
-    message
+
+    fn body(self) -> Value {
+        let mut message = self.message;
+        let blocks = (self.blocks.entries.into_iter())
+            .map(|(_, (block, input))| with_input(block, &input))
+            .collect();
+        message["content"] = Value::Array(blocks);
+        message
+    }
 }
 
-pub(super) fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
-    let mut parts = GeminiParts::default();
-    let mut body = json!({});
-    let mut finish = Value::Null;
-    for chunk in chunks {
+/// Add a `content_block_delta`'s `delta` to its block (an object).
+fn add_delta(block: &mut Value, input: &mut String, delta: &Value) {
+    match delta["type"].as_str().unwrap_or_default() {
+        "input_json_delta" => input.push_str(delta["partial_json"].as_str().unwrap_or_default()),
+        "signature_delta" => block["signature"] = delta["signature"].clone(),
+        kind => {
+            // text_delta, thinking_delta: the block's own field.
+            let key = kind.trim_end_matches("_delta");
+            append(&mut block[key], &delta[key]);
+        }
+    }
+}
+
+/// A block with its `input` from its parts, when there were any; else
+/// `input` came whole at the start (or the tool takes no argument).
+fn with_input(mut block: Value, input: &str) -> Value {
+    if !input.trim().is_empty() {
+        block["input"] =
+            serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.to_owned()));
+    }
+    block
+}
+
+/// A Gemini stream's reply so far.
+#[derive(Debug, Default)]
+pub(super) struct GeminiBody {
+    parts: GeminiParts,
+    finish: Value,
+    /// `usageMetadata`, `modelVersion`, `responseId`: the last of each.
+    fields: Map<String, Value>,
+}
+
+impl GeminiBody {
+    fn feed(&mut self, chunk: &Value) {
         let candidate = &chunk["candidates"][0];
         for part in candidate
             .pointer("/content/parts")
@@ -137,28 +321,40 @@ pub(super) fn gemini(chunks: impl Iterator<Item = Value>) -> Value {
             .into_iter()
             .flatten()
         {
-            parts.add(part);
+            self.parts.add(part);
         }
         if !candidate["finishReason"].is_null() {
-            finish = candidate["finishReason"].clone();
+            self.finish = candidate["finishReason"].clone();
         }
         for key in ["usageMetadata", "modelVersion", "responseId"] {
             if let Some(value) = chunk.get(key) {
-                body[key] = value.clone();
+                self.fields.insert(key.to_owned(), value.clone());
             }
         }
     }
-    let mut candidate = json!({"content": {"role": "model", "parts": parts.done()}, "index": 0});
-    if !finish.is_null() {
-        candidate["finishReason"] = finish;
+
+    fn call_body(&self, k: usize) -> Option<Value> {
+        let part = (self.parts.parts.iter())
+            .filter(|part| part.get("functionCall").is_some())
+            .nth(k)?;
+        Some(json!({"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]}))
     }
-    body["candidates"] = json!([candidate]);
-    body
+
+    fn body(self) -> Value {
+        let mut candidate =
+            json!({"content": {"role": "model", "parts": self.parts.parts}, "index": 0});
+        if !self.finish.is_null() {
+            candidate["finishReason"] = self.finish;
+        }
+        let mut body = self.fields;
+        body.insert("candidates".into(), json!([candidate]));
+        Value::Object(body)
+    }
 }
 
 /// A Gemini reply's parts so far, and the Vertex call still coming in
 /// pieces (`willContinue`), with the string arguments still growing.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct GeminiParts {
     parts: Vec<Value>,
     /// The part of the call that said `willContinue: true`.
@@ -176,7 +372,7 @@ impl GeminiParts {
             p.as_object()
                 .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
         };
-        if let Some(call) = part.get("functionCall") {
+        if let Some(call) = part.get("functionCall").filter(|call| call.is_object()) {
             return self.add_call(part, call);
         }
         if plain(part)
@@ -212,9 +408,10 @@ impl GeminiParts {
         let args = &mut self.parts[at]["functionCall"]["args"];
         if continues.is_some()
             && let Some(more) = call["args"].as_object()
+            && let Some(args) = args.as_object_mut()
         {
             for (key, value) in more {
-                args[key] = value.clone();
+                args.insert(key.clone(), value.clone());
             }
         }
         for piece in call["partialArgs"].as_array().into_iter().flatten() {
@@ -231,10 +428,6 @@ impl GeminiParts {
             }
         }
         self.open = (call["willContinue"] == true).then_some(at);
-    }
-
-    fn done(self) -> Vec<Value> {
-        self.parts
     }
 }
 

@@ -1,9 +1,10 @@
 //! Streamed replies: server-sent events, read with `sse-stream`, each
 //! event read once. OpenAI Chat's are read into typed fields, each call
 //! straight from its deltas (`chat`): the reply comes with Parse's
-//! answer and its body written once. The other formats' events are kept
-//! as JSON and assembled into the body the same reply has whole, which
-//! Parse reads. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
+//! answer and its body written once. The other formats' events are read
+//! as JSON, each taken as it comes into the body the same reply has
+//! whole, which Parse reads at the end; a call handed over early is read
+//! from its own part of that body alone. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
 //! call deltas routed by `index` (by `id` when calls share an index, and
 //! an id that comes after the arguments joins them); the Responses API's
 //! events by `item_id` and `output_index` (its final `response.completed`
@@ -31,6 +32,7 @@ use bytes::Bytes;
 use futures_util::{FutureExt, Stream, StreamExt};
 use serde_json::{Value, json};
 
+use self::assemble::Assembler;
 use self::progress::{Progress, ValueFormat};
 use super::{ParsedResponse, Provider, ResponseError};
 use crate::call::{ParsedCall, StreamTiming};
@@ -146,15 +148,6 @@ impl Frame {
     }
 }
 
-/// The whole body of a stream's events, already read as JSON.
-fn assemble_events(format: ValueFormat, events: impl Iterator<Item = Value>) -> Value {
-    match format {
-        ValueFormat::Responses => assemble::responses(events),
-        ValueFormat::Anthropic => assemble::anthropic(events),
-        ValueFormat::Gemini => assemble::gemini(events),
-    }
-}
-
 /// A stream's events as they come, each with when it came: what it has
 /// shown so far, and the body it stands for at the end.
 #[derive(Debug)]
@@ -173,14 +166,18 @@ pub struct Assembly {
 }
 
 /// How a format's events are read: Chat's typed, call by call as they
-/// come; the other formats' as JSON values, assembled at the end.
+/// come; the other formats' as JSON values, into the body they stand for
+/// as they come.
 #[derive(Debug)]
 enum Reader {
     Chat(chat::ChatReply),
     Values {
-        format: ValueFormat,
-        events: Vec<Value>,
+        assembler: Assembler,
         progress: Progress,
+        /// The events read as JSON.
+        events: usize,
+        /// Names a call the stream gave no id: the first event's hash.
+        unnamed: Option<u64>,
     },
 }
 
@@ -189,9 +186,10 @@ impl Reader {
         match ValueFormat::of(provider) {
             None => Reader::Chat(chat::ChatReply::default()),
             Some(format) => Reader::Values {
-                format,
-                events: Vec::new(),
+                assembler: Assembler::new(format),
                 progress: Progress::new(format),
+                events: 0,
+                unnamed: None,
             },
         }
     }
@@ -223,20 +221,23 @@ impl Reader {
     fn events(&self) -> usize {
         match self {
             Reader::Chat(reply) => reply.events,
-            Reader::Values { events, .. } => events.len(),
+            Reader::Values { events, .. } => *events,
         }
     }
 
-    /// Call `k` (in call order) as the stream shows it now. A Chat call
-    /// is read from its own deltas; the other formats' from their events
-    /// so far, assembled.
+    /// Call `k` (in call order) as the stream shows it now, read from
+    /// its own deltas (Chat) or its own item, block or part alone.
     fn call(&self, provider: Provider, k: usize) -> Option<ParsedCall> {
         match self {
             Reader::Chat(reply) => reply.call(k),
-            Reader::Values { format, events, .. } => {
-                let body = assemble_events(*format, events.iter().cloned());
+            Reader::Values {
+                assembler, unnamed, ..
+            } => {
+                let body = assembler.call_body(k)?;
                 let parsed = provider.parse_response(body.to_string().as_bytes());
-                parsed.ok()?.calls.into_iter().nth(k)
+                let mut call = parsed.ok()?.calls.into_iter().next()?;
+                name_unnamed(&mut call, *unnamed, k);
+                Some(call)
             }
         }
     }
@@ -263,10 +264,19 @@ impl Reader {
                 json: None,
                 parsed: Ok(reply.parsed()),
             },
-            Reader::Values { format, events, .. } => {
-                let json = assemble_events(format, events.into_iter());
+            Reader::Values {
+                assembler, unnamed, ..
+            } => {
+                let json = assembler.body();
                 let body = json.to_string().into_bytes();
-                let parsed = provider.parse_response(&body);
+                let mut parsed = provider.parse_response(&body);
+                for (k, call) in parsed
+                    .iter_mut()
+                    .flat_map(|p| p.calls.iter_mut())
+                    .enumerate()
+                {
+                    name_unnamed(call, unnamed, k);
+                }
                 Whole {
                     body,
                     json: Some(json),
@@ -274,6 +284,19 @@ impl Reader {
                 }
             }
         }
+    }
+}
+
+/// A call the stream gave no id is named from the stream's first event
+/// and its place (`k`), as Chat's are: the same early, when it is read
+/// alone, as in the reply whole, or it would run twice.
+fn name_unnamed(call: &mut ParsedCall, unnamed: Option<u64>, k: usize) {
+    if call.id().starts_with(super::GENERATED_ID_PREFIX) {
+        *call.id_mut() = format!(
+            "{}{:016x}_{k}",
+            super::GENERATED_ID_PREFIX,
+            unnamed.unwrap_or_default()
+        );
     }
 }
 
@@ -330,7 +353,10 @@ impl Assembly {
                 None => (ending::signal(self.provider, &frame.data, None), false),
             },
             Reader::Values {
-                events, progress, ..
+                assembler,
+                progress,
+                events,
+                unnamed,
             } => {
                 let event = frame.event();
                 let signal = ending::signal(self.provider, &frame.data, event.as_ref());
@@ -340,7 +366,9 @@ impl Assembly {
                 };
                 let recognised = ending::of_the_format(self.provider, &event);
                 progress.feed(&event);
-                events.push(event);
+                assembler.feed(event);
+                *events += 1;
+                unnamed.get_or_insert_with(|| super::fnv1a(frame.data.trim().as_bytes()));
                 (signal, recognised)
             }
         };
