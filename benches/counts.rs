@@ -95,37 +95,19 @@ fn parse((provider, body): (Provider, Vec<u8>)) -> (usize, Vec<u8>) {
     (calls, body)
 }
 
-/// A Chat stream of `n` calendar calls, and the same reply whole, each
-/// read once to warm up.
-fn streamed(n: usize) -> (Vec<u8>, Vec<u8>) {
-    let calls = inputs::calendar_calls(n);
-    let whole = serde_json::to_vec(&Provider::OpenAi.format_response("", &calls))
-        .expect("a reply serializes");
-    let streamed = inputs::chat_stream(&calls).into_bytes();
-    assert_eq!(
-        Provider::OpenAi
-            .parse_stream(&streamed)
-            .expect("the stream parses")
-            .calls,
-        Provider::OpenAi
-            .parse_response(&whole)
-            .expect("the reply parses")
-            .calls
-    );
-    (streamed, whole)
-}
-
 // A streamed reply framed, its events read, assembled and parsed,
 // beside the same reply parsed whole: the cost of reading it as it came.
 #[library_benchmark]
-#[bench::whole_3(args = (3, false), setup = streamed_input, config = limit("stream/whole_3"))]
-#[bench::openai_3(args = (3, true), setup = streamed_input, config = limit("stream/openai_3"))]
-#[bench::openai_12(args = (12, true), setup = streamed_input, config = limit("stream/openai_12"))]
-fn stream_parse((stream, body): (bool, Vec<u8>)) -> (usize, Vec<u8>) {
+#[bench::whole_3(args = (Provider::OpenAi, 3, false), setup = streamed_input, config = limit("stream/whole_3"))]
+#[bench::openai_3(args = (Provider::OpenAi, 3, true), setup = streamed_input, config = limit("stream/openai_3"))]
+#[bench::openai_12(args = (Provider::OpenAi, 12, true), setup = streamed_input, config = limit("stream/openai_12"))]
+#[bench::anthropic_whole_3(args = (Provider::Anthropic, 3, false), setup = streamed_input, config = limit("stream/anthropic_whole_3"))]
+#[bench::anthropic_3(args = (Provider::Anthropic, 3, true), setup = streamed_input, config = limit("stream/anthropic_3"))]
+fn stream_parse((provider, stream, body): (Provider, bool, Vec<u8>)) -> (usize, Vec<u8>) {
     let parsed = if stream {
-        Provider::OpenAi.parse_stream(black_box(&body))
+        provider.parse_stream(black_box(&body))
     } else {
-        Provider::OpenAi.parse_response(black_box(&body))
+        provider.parse_response(black_box(&body))
     };
     (parsed.unwrap().calls.len(), body)
 }
@@ -170,9 +152,20 @@ fn stream_of(provider: Provider, n: usize) -> (Provider, usize, Vec<u8>) {
     (provider, n, streamed.into_bytes())
 }
 
-fn streamed_input(n: usize, stream: bool) -> (bool, Vec<u8>) {
-    let (streamed, whole) = streamed(n);
-    (stream, if stream { streamed } else { whole })
+/// `provider`'s stream of `n` calendar calls, or the same reply whole,
+/// each checked to parse to the calls it was made of.
+fn streamed_input(provider: Provider, n: usize, stream: bool) -> (Provider, bool, Vec<u8>) {
+    let calls = inputs::calendar_calls(n);
+    let whole = serde_json::to_vec(&provider.format_response("", &calls)).expect("a reply");
+    assert_eq!(
+        provider.parse_response(&whole).expect("it parses").calls,
+        calls
+    );
+    let body = match stream {
+        true => stream_of(provider, n).2,
+        false => whole,
+    };
+    (provider, stream, body)
 }
 
 /// The search tool and one call to it, validated once to warm up.

@@ -4,13 +4,20 @@
 //! `output_index` (its final `response.completed` holds the whole
 //! response, and wins); Anthropic's content blocks by `index` (`input`
 //! whole in `content_block_start`, or in `input_json_delta` parts);
-//! Gemini's chunks, each call whole, or Vertex's `partialArgs` pieces
-//! joined while `willContinue` says more is coming. A call handed over
-//! early is read from its own item, block or part alone, so a stream's
-//! cost grows with its events, not with its events times its calls.
+//! Gemini's chunks, each call whole, or Vertex's pieces (`pieces`).
+//! The delta events, most of a stream's, are read into typed fields
+//! borrowed from their data, every field strictly of its type; any other
+//! event, or a delta with a field of another type, as a JSON value. A
+//! call handed over early is read from its own item, block or part
+//! alone, so a stream's cost grows with its events, not with its events
+//! times its calls.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::pieces::{GeminiParts, append, append_str};
 use super::progress::ValueFormat;
 
 /// A stream's body so far, in its format.
@@ -39,6 +46,18 @@ impl Assembler {
         }
     }
 
+    /// Take an event that carries a piece of the reply (Responses'
+    /// `*.delta`, Anthropic's `content_block_delta`: most of a stream's
+    /// events) read typed from its data, no JSON value made; false: it is
+    /// none, or has a field of another type, and is for [`Self::feed`].
+    pub(super) fn take_piece(&mut self, data: &str) -> bool {
+        match self {
+            Assembler::Responses(body) => body.take_piece(data),
+            Assembler::Anthropic(body) => body.take_piece(data),
+            Assembler::Gemini(_) => false,
+        }
+    }
+
     /// A body in the format that holds call `k` (in call order) alone,
     /// as the stream shows it now.
     pub(super) fn call_body(&self, k: usize) -> Option<Value> {
@@ -57,6 +76,53 @@ impl Assembler {
             Assembler::Gemini(body) => body.body(),
         }
     }
+}
+
+/// The fields of a Responses delta event, each strictly of its type.
+#[derive(Deserialize)]
+struct ResponsesPiece<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<Cow<'a, str>>,
+}
+
+/// The fields of an Anthropic `content_block_delta`, each strictly of its
+/// type.
+#[derive(Deserialize)]
+struct AnthropicPiece<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    delta: Option<BlockDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+}
+
+/// A message item's text, made its first `output_text` part if it had none.
+fn output_text(item: &mut Value) -> &mut Value {
+    if !item["content"][0]["text"].is_string() {
+        item["content"] = json!([{"type": "output_text", "text": ""}]);
+    }
+    &mut item["content"][0]["text"]
 }
 
 /// What `key` of an object event holds, taken out of it.
@@ -167,10 +233,7 @@ impl ResponsesBody {
             }
             "response.output_text.delta" => {
                 if let Some(item) = self.item(&event) {
-                    if !item["content"][0]["text"].is_string() {
-                        item["content"] = json!([{"type": "output_text", "text": ""}]);
-                    }
-                    append(&mut item["content"][0]["text"], &event["delta"]);
+                    append(output_text(item), &event["delta"]);
                 }
             }
             _ => {}
@@ -180,12 +243,43 @@ impl ResponsesBody {
     /// The output item (an object) an event is about: by `item_id`, else
     /// `output_index`.
     fn item(&mut self, event: &Value) -> Option<&mut Value> {
-        let by_id = event["item_id"].as_str().and_then(|id| {
+        self.item_at(event["item_id"].as_str(), event["output_index"].as_u64())
+    }
+
+    fn item_at(&mut self, item_id: Option<&str>, output_index: Option<u64>) -> Option<&mut Value> {
+        let by_id = item_id.and_then(|id| {
             let slot = (self.items.entries.iter()).rposition(|(_, item)| item["id"] == id)?;
             Some(self.items.entries[slot].0)
         });
-        let at = by_id.or_else(|| event["output_index"].as_u64())?;
+        let at = by_id.or(output_index)?;
         self.items.get_mut(at).filter(|item| item.is_object())
+    }
+
+    /// Take a delta event read typed; false: it is not one whose every
+    /// field is of its type, for the JSON path to take.
+    fn take_piece(&mut self, data: &str) -> bool {
+        let Ok(piece) = serde_json::from_str::<ResponsesPiece<'_>>(data) else {
+            return false;
+        };
+        let arguments = match piece.kind.as_deref() {
+            Some("response.function_call_arguments.delta") => true,
+            Some("response.output_text.delta") => false,
+            _ => return false,
+        };
+        let Some(delta) = piece.delta else {
+            return false;
+        };
+        if self.whole.is_some() {
+            return true;
+        }
+        if let Some(item) = self.item_at(piece.item_id.as_deref(), piece.output_index) {
+            let text = match arguments {
+                true => &mut item["arguments"],
+                false => output_text(item),
+            };
+            append_str(text, &delta);
+        }
+        true
     }
 
     fn call_body(&self, k: usize) -> Option<Value> {
@@ -260,6 +354,42 @@ impl AnthropicBody {
             }
             _ => {}
         }
+    }
+
+    /// Take a `content_block_delta` read typed; false: it is not one
+    /// whose every field is of its type, for the JSON path to take.
+    fn take_piece(&mut self, data: &str) -> bool {
+        let Ok(piece) = serde_json::from_str::<AnthropicPiece<'_>>(data) else {
+            return false;
+        };
+        let Some(delta) = piece
+            .delta
+            .filter(|_| piece.kind.as_deref() == Some("content_block_delta"))
+        else {
+            return false;
+        };
+        let Some(kind) = delta.kind.as_deref() else {
+            return false;
+        };
+        let (key, said) = match kind {
+            "input_json_delta" => ("input", &delta.partial_json),
+            "text_delta" => ("text", &delta.text),
+            "thinking_delta" => ("thinking", &delta.thinking),
+            "signature_delta" => ("signature", &delta.signature),
+            _ => return false,
+        };
+        let Some(said) = said else {
+            return false;
+        };
+        let Some((block, input)) = self.blocks.get_mut(piece.index.unwrap_or(0)) else {
+            return true;
+        };
+        match key {
+            "input" => input.push_str(said),
+            "signature" => block[key] = Value::String(said.to_string()),
+            _ => append_str(&mut block[key], said),
+        }
+        true
     }
 
     fn call_body(&self, k: usize) -> Option<Value> {
@@ -352,157 +482,77 @@ impl GeminiBody {
     }
 }
 
-/// A Gemini reply's parts so far, and the Vertex call still coming in
-/// pieces (`willContinue`), with the string arguments still growing.
-#[derive(Debug, Default)]
-struct GeminiParts {
-    parts: Vec<Value>,
-    /// The part of the call that said `willContinue: true`.
-    open: Option<usize>,
-    /// Its arguments whose last piece said `willContinue: true`.
-    growing: Vec<String>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl GeminiParts {
-    /// Text streamed in pieces is one text part again; a call in Vertex
-    /// pieces is one call; every other part (a whole call, a thought, a
-    /// part with a signature) stays whole, in order.
-    fn add(&mut self, part: &Value) {
-        let plain = |p: &Value| {
-            p.as_object()
-                .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
-        };
-        if let Some(call) = part.get("functionCall").filter(|call| call.is_object()) {
-            return self.add_call(part, call);
-        }
-        if plain(part)
-            && let Some(last) = self.parts.last_mut().filter(|last| plain(last))
-        {
-            append(&mut last["text"], &part["text"]);
-            return;
-        }
-        self.parts.push(part.clone());
-    }
-
-    fn add_call(&mut self, part: &Value, call: &Value) {
-        // A piece of the open call: it names no other call.
-        let continues = self.open.filter(|&at| {
-            let open = &self.parts[at]["functionCall"];
-            ["id", "name"]
-                .iter()
-                .all(|key| call[key].is_null() || call[key] == open[key])
-        });
-        let at = match continues {
-            Some(at) => at,
-            None => {
-                let mut whole = part.clone();
-                let fields = whole["functionCall"].as_object_mut().expect("an object");
-                fields.remove("partialArgs");
-                fields.remove("willContinue");
-                fields.entry("args").or_insert_with(|| json!({}));
-                self.parts.push(whole);
-                self.growing.clear();
-                self.parts.len() - 1
-            }
-        };
-        let args = &mut self.parts[at]["functionCall"]["args"];
-        if continues.is_some()
-            && let Some(more) = call["args"].as_object()
-            && let Some(args) = args.as_object_mut()
-        {
-            for (key, value) in more {
-                args.insert(key.clone(), value.clone());
+    /// The body of `text`'s events, with delta events read typed or not,
+    /// and how many were.
+    fn body(format: ValueFormat, text: &str, typed: bool) -> (Value, usize) {
+        let mut assembler = Assembler::new(format);
+        let mut pieces = 0;
+        for data in text.lines().filter_map(|l| l.strip_prefix("data:")) {
+            let data = data.trim();
+            if typed && assembler.take_piece(data) {
+                pieces += 1;
+            } else if let Ok(event) = serde_json::from_str(data) {
+                assembler.feed(event);
             }
         }
-        for piece in call["partialArgs"].as_array().into_iter().flatten() {
-            let path = piece["jsonPath"].as_str().unwrap_or("$");
-            let value = ["stringValue", "numberValue", "boolValue"]
-                .iter()
-                .find_map(|key| piece.get(*key).cloned())
-                .unwrap_or(Value::Null);
-            let growing = self.growing.iter().any(|p| p == path);
-            set_at_path(args, path, value, growing);
-            self.growing.retain(|p| p != path);
-            if piece["willContinue"] == true {
-                self.growing.push(path.to_owned());
+        (assembler.body(), pieces)
+    }
+
+    #[test]
+    fn delta_events_read_typed_make_the_body_the_json_path_makes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/corpora/provider-responses");
+        let folders = [
+            (ValueFormat::Responses, "openai/responses-sse"),
+            (ValueFormat::Anthropic, "anthropic/sse"),
+            (ValueFormat::Anthropic, "anthropic/sse-sdk-snapshots"),
+            (ValueFormat::Anthropic, "anthropic/sse-sdk-fixtures"),
+        ];
+        let mut typed = 0;
+        for (format, folder) in folders {
+            for entry in std::fs::read_dir(root.join(folder)).into_iter().flatten() {
+                let path = entry.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let (with_pieces, pieces) = body(format, &text, true);
+                assert_eq!(
+                    with_pieces,
+                    body(format, &text, false).0,
+                    "{}",
+                    path.display()
+                );
+                typed += pieces;
             }
         }
-        self.open = (call["willContinue"] == true).then_some(at);
-    }
-}
-
-/// Put `value` at a JSON path (`$.a.b[0]`, `$['a b']`), making the
-/// objects and arrays on the way; a string still growing is added to.
-fn set_at_path(root: &mut Value, path: &str, value: Value, growing: bool) {
-    let mut target = root;
-    for step in path_steps(path) {
-        target = match step {
-            Step::Key(key) => {
-                if !target.is_object() {
-                    *target = json!({});
-                }
-                target
-                    .as_object_mut()
-                    .expect("an object")
-                    .entry(key)
-                    .or_insert(Value::Null)
-            }
-            Step::Index(index) => {
-                if !target.is_array() {
-                    *target = json!([]);
-                }
-                let items = target.as_array_mut().expect("an array");
-                if items.len() <= index {
-                    items.resize(index + 1, Value::Null);
-                }
-                &mut items[index]
-            }
-        };
-    }
-    match (growing, target.as_str(), value.as_str()) {
-        (true, Some(sent), Some(more)) => *target = json!(format!("{sent}{more}")),
-        _ => *target = value,
-    }
-}
-
-enum Step {
-    Key(String),
-    Index(usize),
-}
-
-/// The steps of an RFC 9535 path as Vertex writes them: `$`, then
-/// `.name`, `['name']` or `[0]`.
-fn path_steps(path: &str) -> Vec<Step> {
-    let mut steps = Vec::new();
-    let mut rest = path.strip_prefix('$').unwrap_or(path);
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('.') {
-            let end = after.find(['.', '[']).unwrap_or(after.len());
-            steps.push(Step::Key(after[..end].to_owned()));
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix('[') {
-            let end = after.find(']').unwrap_or(after.len());
-            let inside = after[..end].trim();
-            steps.push(match inside.parse::<usize>() {
-                Ok(index) => Step::Index(index),
-                Err(_) => Step::Key(inside.trim_matches(['\'', '"']).to_owned()),
-            });
-            rest = after.get(end + 1..).unwrap_or_default();
-        } else {
-            // Not a path Vertex writes: the rest is one key.
-            steps.push(Step::Key(rest.to_owned()));
-            break;
+        if root.exists() {
+            assert!(typed > 500, "delta events read typed: {typed}");
         }
     }
-    steps
-}
 
-/// Add a streamed piece to a text said so far, in place: a long stream
-/// costs its length, not its length squared.
-fn append(text: &mut Value, piece: &Value) {
-    let piece = piece.as_str().unwrap_or_default();
-    match text {
-        Value::String(sent) => sent.push_str(piece),
-        other => *other = Value::String(piece.to_owned()),
+    #[test]
+    fn a_delta_with_a_field_of_another_type_is_left_to_the_json_path() {
+        let mut anthropic = Assembler::new(ValueFormat::Anthropic);
+        anthropic.feed(json!({"type": "content_block_start", "index": 0,
+                              "content_block": {"type": "text", "text": ""}}));
+        let odd = [
+            r#"{"type": "content_block_delta", "index": "0", "delta": {"type": "text_delta", "text": "a"}}"#,
+            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}}"#,
+            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {}}}"#,
+        ];
+        for data in odd {
+            assert!(!anthropic.take_piece(data), "{data}");
+        }
+        assert!(anthropic.take_piece(
+            r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b\n"}}"#
+        ));
+        assert_eq!(anthropic.body()["content"][0]["text"], "b\n");
+        let mut responses = Assembler::new(ValueFormat::Responses);
+        assert!(!responses.take_piece(
+            r#"{"type": "response.output_text.delta", "output_index": 0, "delta": ["a"]}"#
+        ));
+        assert!(!responses.take_piece(r#"{"type": "response.created", "response": {}}"#));
     }
 }

@@ -23,6 +23,7 @@
 mod assemble;
 mod chat;
 mod ending;
+mod pieces;
 mod progress;
 
 use std::ops::Range;
@@ -358,18 +359,27 @@ impl Assembly {
                 events,
                 unnamed,
             } => {
-                let event = frame.event();
-                let signal = ending::signal(self.provider, &frame.data, event.as_ref());
-                let Some(event) = event else {
-                    self.take(signal);
-                    return 0..0;
-                };
-                let recognised = ending::of_the_format(self.provider, &event);
-                progress.feed(&event);
-                assembler.feed(event);
-                *events += 1;
-                unnamed.get_or_insert_with(|| super::fnv1a(frame.data.trim().as_bytes()));
-                (signal, recognised)
+                let data = frame.data.trim();
+                if assembler.take_piece(data) {
+                    // A piece of the reply: of the format, a token, no end.
+                    progress.saw_token();
+                    *events += 1;
+                    unnamed.get_or_insert_with(|| super::fnv1a(data.as_bytes()));
+                    (ending::Signal::Goes, true)
+                } else {
+                    let event = frame.event();
+                    let signal = ending::signal(self.provider, &frame.data, event.as_ref());
+                    let Some(event) = event else {
+                        self.take(signal);
+                        return 0..0;
+                    };
+                    let recognised = ending::of_the_format(self.provider, &event);
+                    progress.feed(&event);
+                    assembler.feed(event);
+                    *events += 1;
+                    unnamed.get_or_insert_with(|| super::fnv1a(data.as_bytes()));
+                    (signal, recognised)
+                }
             }
         };
         self.take(signal);

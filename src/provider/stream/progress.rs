@@ -71,6 +71,11 @@ impl Progress {
         self.complete
     }
 
+    /// An event that carries a piece of the reply came, read typed.
+    pub fn saw_token(&mut self) {
+        self.token = true;
+    }
+
     /// Read one event of the stream.
     pub fn feed(&mut self, event: &Value) {
         match self.format {
