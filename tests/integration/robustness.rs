@@ -65,6 +65,130 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// A position a stream names: in range, far, negative, of another type.
+fn position() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!(0)),
+        Just(json!(1)),
+        Just(json!(u64::MAX)),
+        Just(json!(-1)),
+        Just(json!("0")),
+        Just(Value::Null),
+    ]
+}
+
+/// What an event carries: a well-formed item, block or call, or anything.
+fn carried() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(
+            json!({"type": "function_call", "id": "i", "call_id": "c", "name": "a", "arguments": ""})
+        ),
+        Just(json!({"type": "message", "id": "i", "content": []})),
+        Just(json!({"type": "tool_use", "id": "t", "name": "a", "input": {}})),
+        Just(json!({"type": "text", "text": ""})),
+        json_value(),
+    ]
+}
+
+/// One event of a Responses or Anthropic stream, its fields hostile.
+fn stream_event() -> impl Strategy<Value = Value> {
+    let kind = prop_oneof![
+        Just("response.created"),
+        Just("response.output_item.added"),
+        Just("response.output_item.done"),
+        Just("response.function_call_arguments.delta"),
+        Just("response.function_call_arguments.done"),
+        Just("response.output_text.delta"),
+        Just("response.completed"),
+        Just("message_start"),
+        Just("content_block_start"),
+        Just("content_block_delta"),
+        Just("content_block_stop"),
+        Just("message_delta"),
+        Just("message_stop"),
+    ];
+    let delta_kind = prop_oneof![
+        Just("input_json_delta"),
+        Just("text_delta"),
+        Just("thinking_delta"),
+        Just("signature_delta"),
+        Just("citations_delta"),
+    ];
+    let piece = prop_oneof![Just(json!("{\"a\": ")), Just(json!("1}")), json_value()];
+    (
+        kind,
+        position(),
+        position(),
+        carried(),
+        delta_kind,
+        piece,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(kind, index, output_index, carried, delta_kind, piece, object_delta)| {
+                let delta = match object_delta {
+                    true => json!({"type": delta_kind, "partial_json": piece, "text": piece,
+                               "thinking": piece, "signature": piece, "stop_reason": piece}),
+                    false => piece,
+                };
+                json!({"type": kind, "index": index, "output_index": output_index, "item_id": "i",
+                   "item": carried, "content_block": carried, "message": carried,
+                   "response": carried, "delta": delta, "arguments": carried, "usage": carried})
+            },
+        )
+}
+
+/// One chunk of a Gemini stream: a call whole or in Vertex's pieces, at
+/// any path, or anything.
+fn gemini_chunk() -> impl Strategy<Value = Value> {
+    let path = prop_oneof![
+        Just("$.a"),
+        Just("$.a[0]"),
+        Just("$.a[18446744073709551615]"),
+        Just("$['a b'][3].c"),
+        Just("$[2]"),
+        Just("$..a"),
+        Just(""),
+    ];
+    let call = (
+        prop_oneof![Just(json!("f")), Just(Value::Null), json_value()],
+        prop_oneof![Just(json!({})), json_value()],
+        path,
+        json_value(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(name, args, path, value, more, piece_more)| {
+            json!({"name": name, "args": args, "willContinue": more, "partialArgs": [
+                {"jsonPath": path, "stringValue": value, "willContinue": piece_more}]})
+        });
+    let part = prop_oneof![
+        call.prop_map(|call| json!({"functionCall": call})),
+        json_value().prop_map(|call| json!({"functionCall": call})),
+        Just(json!({"text": "x"})),
+        json_value(),
+    ];
+    (prop::collection::vec(part, 0..3), prop_oneof![Just(Value::Null), Just(json!("STOP"))])
+        .prop_map(|(parts, finish)| json!({"candidates": [{"content": {"parts": parts}, "finishReason": finish}]}))
+}
+
+/// Replay `events` as `provider`'s stream, every call handed over early.
+fn replay_hostile(provider: Provider, events: &[Value]) {
+    let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let received = toolgauge::provider::stream::replay(
+        provider,
+        text.as_bytes(),
+        std::time::Duration::ZERO,
+        &[],
+        |assembly, complete| {
+            for k in complete {
+                let _ = assembly.call(k);
+            }
+        },
+    );
+    let _ = received.assembled.map(|a| a.parsed);
+}
+
 proptest! {
     // One folder of regressions for the repository, the library's beside.
     #![proptest_config(ProptestConfig {
@@ -89,6 +213,16 @@ proptest! {
             let _ = provider.parse_response(&body);
             let _ = provider.parse_tools(&value);
         }
+    }
+
+    #[test]
+    fn streams_of_hostile_events_never_panic(
+        events in prop::collection::vec(stream_event(), 0..12),
+        chunks in prop::collection::vec(gemini_chunk(), 0..6),
+    ) {
+        replay_hostile(Provider::OpenAiResponses, &events);
+        replay_hostile(Provider::Anthropic, &events);
+        replay_hostile(Provider::Gemini, &chunks);
     }
 
     #[test]

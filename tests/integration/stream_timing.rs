@@ -535,3 +535,23 @@ fn a_gemini_call_with_no_id_is_the_same_call_early_and_in_the_reply() {
             .starts_with(toolgauge::provider::GENERATED_ID_PREFIX)
     );
 }
+
+#[test]
+fn a_vertex_piece_at_a_far_index_is_the_arrays_next_item() {
+    // Before, the array was laid out up to the index (an overflow panic at
+    // 2^64-1, gigabytes below it).
+    let chunks = [
+        gemini_call(json!({"name": "book", "id": "b1", "willContinue": true})),
+        gemini_call(json!({"partialArgs": [
+            {"jsonPath": "$.rooms[18446744073709551615]", "numberValue": 7},
+            {"jsonPath": "$.rooms[4000000000]", "numberValue": 8}
+        ]})),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}),
+    ];
+    let text: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    let (_, reply) = early_and_final(Provider::Gemini, &text);
+    let ParsedCall::Ok(call) = &reply[0] else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(call.arguments.as_value(), &json!({"rooms": [7, 8]}));
+}

@@ -106,6 +106,13 @@ fn set_at_path(root: &mut Value, path: &str, value: Value, growing: bool) {
                     *target = json!([]);
                 }
                 let items = target.as_array_mut().expect("an array");
+                // Pieces may come out of order, a few items apart; one
+                // far past the end is the next item (gigabytes are not
+                // laid out for it).
+                let index = match index > items.len() + FAR {
+                    true => items.len(),
+                    false => index,
+                };
                 if items.len() <= index {
                     items.resize(index + 1, Value::Null);
                 }
@@ -118,6 +125,10 @@ fn set_at_path(root: &mut Value, path: &str, value: Value, growing: bool) {
         _ => *target = value,
     }
 }
+
+/// How far past an array's end a piece's index may be and still be
+/// that index.
+const FAR: usize = 1024;
 
 enum Step {
     Key(String),
