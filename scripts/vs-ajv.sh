@@ -13,19 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-10}
-anchors=../shared/anchors
-dir=target/anchor
-AJV_VERSION=8.20.0
-
-if [ ! -f "$dir/node_modules/ajv/package.json" ]; then
-  mkdir -p "$dir"
-  cp "$anchors"/*.js "$dir"
-  (cd "$dir" && npm init -y >/dev/null && npm install --no-audit --no-fund "ajv@$AJV_VERSION" >/dev/null)
-fi
-if [ ! -f "$dir/workload.json" ]; then
-  (cd "$dir" && node gen_workload.js)
-fi
-export TOOLGAUGE_WORKLOAD_DIR="$PWD/$dir"
+. scripts/anchor.sh
 cargo bench --quiet --bench validate --no-run
 
 rust() {

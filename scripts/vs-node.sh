@@ -19,18 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-6}
-anchors=../shared/anchors
-dir=target/anchor
-AJV_VERSION=8.20.0
-
-if [ ! -f "$dir/node_modules/ajv/package.json" ]; then
-  mkdir -p "$dir"
-  cp "$anchors"/*.js "$dir"
-  (cd "$dir" && npm init -y >/dev/null && npm install --no-audit --no-fund "ajv@$AJV_VERSION" >/dev/null)
-fi
-if [ ! -f "$dir/workload.json" ]; then
-  (cd "$dir" && node gen_workload.js)
-fi
+. scripts/anchor.sh
 # bench.js without its b1 row; b2's code is left as it is.
 python3 - "$anchors/bench.js" "$dir/bench_b2.js" <<'PY'
 import re, sys
@@ -42,7 +31,6 @@ if n != 1:
 open(sys.argv[2], "w").write(text)
 PY
 
-export TOOLGAUGE_WORKLOAD_DIR="$PWD/$dir"
 export CARGO_PROFILE_BENCH_LTO=fat CARGO_PROFILE_BENCH_CODEGEN_UNITS=1
 export CARGO_TARGET_DIR="$PWD/target/dist-bench"
 export CRITERION_HOME="$CARGO_TARGET_DIR/criterion"
