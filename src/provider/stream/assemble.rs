@@ -50,11 +50,17 @@ impl Assembler {
     /// `*.delta`, Anthropic's `content_block_delta`: most of a stream's
     /// events) read typed from its data, no JSON value made; false: it is
     /// none, or has a field of another type, and is for [`Self::feed`].
-    pub(super) fn take_piece(&mut self, data: &str) -> bool {
+    /// An event the server named (`event:`) other than a delta is not
+    /// read for it.
+    pub(super) fn take_piece(&mut self, name: Option<&str>, data: &str) -> bool {
         match self {
-            Assembler::Responses(body) => body.take_piece(data),
-            Assembler::Anthropic(body) => body.take_piece(data),
-            Assembler::Gemini(_) => false,
+            Assembler::Responses(body) if name.is_none_or(|n| n.ends_with(".delta")) => {
+                body.take_piece(data)
+            }
+            Assembler::Anthropic(body) if name.is_none_or(|n| n == "content_block_delta") => {
+                body.take_piece(data)
+            }
+            _ => false,
         }
     }
 
@@ -493,7 +499,7 @@ mod tests {
         let mut pieces = 0;
         for data in text.lines().filter_map(|l| l.strip_prefix("data:")) {
             let data = data.trim();
-            if typed && assembler.take_piece(data) {
+            if typed && assembler.take_piece(None, data) {
                 pieces += 1;
             } else if let Ok(event) = serde_json::from_str(data) {
                 assembler.feed(event);
@@ -543,16 +549,18 @@ mod tests {
             r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {}}}"#,
         ];
         for data in odd {
-            assert!(!anthropic.take_piece(data), "{data}");
+            assert!(!anthropic.take_piece(None, data), "{data}");
         }
         assert!(anthropic.take_piece(
+            None,
             r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b\n"}}"#
         ));
         assert_eq!(anthropic.body()["content"][0]["text"], "b\n");
         let mut responses = Assembler::new(ValueFormat::Responses);
         assert!(!responses.take_piece(
+            None,
             r#"{"type": "response.output_text.delta", "output_index": 0, "delta": ["a"]}"#
         ));
-        assert!(!responses.take_piece(r#"{"type": "response.created", "response": {}}"#));
+        assert!(!responses.take_piece(None, r#"{"type": "response.created", "response": {}}"#));
     }
 }

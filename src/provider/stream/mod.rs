@@ -360,7 +360,7 @@ impl Assembly {
                 unnamed,
             } => {
                 let data = frame.data.trim();
-                if assembler.take_piece(data) {
+                if assembler.take_piece(frame.event.as_deref(), data) {
                     // A piece of the reply: of the format, a token, no end.
                     progress.saw_token();
                     *events += 1;
