@@ -18,7 +18,7 @@ use super::{
 };
 use crate::batch::{BatchClient, BatchItem, ItemAnswer, RoundError, Rounds};
 use crate::call::{EarlyCall, FunctionSpec, Prices, Usage};
-use crate::provider::{ApiSettings, Ask, Conversation, Provider, stream};
+use crate::provider::{ApiSettings, Ask, Conversation, ParsedResponse, Provider, stream};
 use crate::transport::{Transport, TransportError};
 
 /// How live models reach their answers in this run.
@@ -474,9 +474,10 @@ struct LiveTrial<'a> {
     start: TrialStart<'a>,
     conversation: Conversation,
     tools: Vec<FunctionSpec>,
-    /// The last reply, as received and as JSON, to add to the
-    /// conversation with what its calls got back.
-    last_reply: Option<(Vec<u8>, Value)>,
+    /// The last reply, as received and as JSON, and what its stream's
+    /// reader parsed of it, to add to the conversation with what its
+    /// calls got back.
+    last_reply: Option<(Vec<u8>, Value, Option<ParsedResponse>)>,
     /// Where the next reply's complete calls go (`execute_early`).
     early: Option<EarlySender>,
     /// What the user says next, after the last reply and its results.
@@ -508,15 +509,19 @@ impl ModelTrial for LiveTrial<'_> {
         let provider = self.model.provider;
         let user = self.user.take();
         match self.last_reply.take() {
-            Some((body, reply)) => {
+            Some((body, reply, streamed)) => {
                 // Return wrote a JSON array of messages: sent on as they
                 // are, then what the user says next.
                 let mut messages: Vec<Value> = returned
                     .and_then(|bytes| serde_json::from_slice(bytes).ok())
                     .unwrap_or_default();
                 messages.extend(user.map(|text| provider.text_message("user", &text)));
-                // The same bytes give the same call ids as the pipeline's Parse.
-                if let Ok(parsed) = provider.parse_response(&body) {
+                // The calls by the ids the pipeline gave them, which their
+                // results answer: the stream reader's (a call the stream
+                // gave no id is named from its first event), else the
+                // same bytes parsed again.
+                let parsed = streamed.map_or_else(|| provider.parse_response(&body), Ok);
+                if let Ok(parsed) = parsed {
                     self.conversation.push_turn(&reply, &parsed, messages);
                 }
             }
@@ -540,7 +545,7 @@ impl ModelTrial for LiveTrial<'_> {
                 .ask(&self.conversation, &self.tools, position, self.early.take())
                 .await?;
             // A reply that is not JSON adds nothing to the conversation.
-            self.last_reply = json.map(|json| (reply.body.clone(), json));
+            self.last_reply = json.map(|json| (reply.body.clone(), json, reply.parsed.clone()));
             Ok(reply)
         })
     }

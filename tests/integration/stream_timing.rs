@@ -555,3 +555,81 @@ fn a_vertex_piece_at_a_far_index_is_the_arrays_next_item() {
     };
     assert_eq!(call.arguments.as_value(), &json!({"rooms": [7, 8]}));
 }
+
+/// An Anthropic server that streams its call with no id, the wrong city
+/// first, and refuses a conversation whose `tool_result` answers no
+/// `tool_use` of the assistant turn before it, as the Messages API does.
+struct UnnamedCalls {
+    requests: std::sync::Mutex<u32>,
+}
+
+impl wiremock::Respond for UnnamedCalls {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let mut requests = self.requests.lock().unwrap();
+        *requests += 1;
+        if *requests > 1 {
+            let messages = body["messages"].as_array().unwrap();
+            let used: Vec<&Value> = messages[messages.len() - 2]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| &b["id"])
+                .collect();
+            let answered = &messages[messages.len() - 1]["content"][0]["tool_use_id"];
+            if used != [answered] {
+                let message = format!("tool_result {answered} answers no tool_use of {used:?}");
+                return wiremock::ResponseTemplate::new(400).set_body_json(json!(
+                    {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+                ));
+            }
+        }
+        let city = if *requests == 1 { "Pariss" } else { "Paris" };
+        let events = [
+            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                   "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "tool_use", "name": "get_weather", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "input_json_delta", "partial_json": format!("{{\"city\": \"{city}\"}}")}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+            json!({"type": "message_stop"}),
+        ];
+        let text: String = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        wiremock::ResponseTemplate::new(200).set_body_raw(text, "text/event-stream")
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_call_with_no_id_is_answered_by_the_id_its_result_carries() {
+    // Before, the conversation parsed the written body again and named the
+    // call from its hash, while its result carried the stream's name.
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(UnnamedCalls {
+            requests: std::sync::Mutex::new(0),
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("{}/v1", server.uri());
+    let model = crate::live::model_file(dir.path(), "anthropic", &base, json!({"stream": true}));
+    let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = crate::live::toolgauge(
+        crate::live::run_args(&suite, &model, &out, &[]),
+        Some(crate::live::KEY),
+    )
+    .await;
+    let stderr = crate::live::stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let rows = rows(&out);
+    let last = rows.last().unwrap();
+    assert_eq!(last["attempt"], "2", "{rows:?}");
+    assert_eq!(last["attempt_success"], "true", "{rows:?}");
+}
