@@ -477,17 +477,11 @@ async fn a_broken_stream_loses_the_trial_and_is_never_the_models_parse_failure()
             let server = stream_server(text).await;
             let dir = tempfile::tempdir().unwrap();
             let base = crate::live::base_url(kind, &server);
-            let model = crate::live::model_file(
+            let (output, out) = crate::live::run_weather(
                 dir.path(),
                 kind,
                 &base,
                 json!({"stream": true, "max_attempts": 1}),
-            );
-            let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
-            let out = dir.path().join("out");
-            let output = crate::live::toolgauge(
-                crate::live::run_args(&suite, &model, &out, &[]),
-                Some(crate::live::KEY),
             )
             .await;
             let stderr = crate::live::stderr(&output);

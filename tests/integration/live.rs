@@ -84,6 +84,22 @@ pub(crate) fn make_suite(dir: &Path, prompt: &str) -> PathBuf {
     suite
 }
 
+/// `toolgauge run` of the weather suite ("Weather in Paris?", one trial)
+/// against a `provider` model served at `base_url`, its `api` block
+/// extended by `extra`: the command's output and its `--out` folder.
+pub(crate) async fn run_weather(
+    dir: &Path,
+    provider: &str,
+    base_url: &str,
+    extra: Value,
+) -> (Output, PathBuf) {
+    let model = model_file(dir, provider, base_url, extra);
+    let suite = make_suite(dir, "Weather in Paris?");
+    let out = dir.join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    (output, out)
+}
+
 pub(crate) fn model_file(dir: &Path, provider: &str, base_url: &str, extra: Value) -> PathBuf {
     let mut api = json!({
         "model": format!("{provider}-test-model"),

@@ -618,14 +618,8 @@ async fn a_streamed_call_with_no_id_is_answered_by_the_id_its_result_carries() {
         .await;
     let dir = tempfile::tempdir().unwrap();
     let base = format!("{}/v1", server.uri());
-    let model = crate::live::model_file(dir.path(), "anthropic", &base, json!({"stream": true}));
-    let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
-    let out = dir.path().join("out");
-    let output = crate::live::toolgauge(
-        crate::live::run_args(&suite, &model, &out, &[]),
-        Some(crate::live::KEY),
-    )
-    .await;
+    let (output, out) =
+        crate::live::run_weather(dir.path(), "anthropic", &base, json!({"stream": true})).await;
     let stderr = crate::live::stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let rows = rows(&out);

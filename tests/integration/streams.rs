@@ -391,15 +391,9 @@ async fn a_streamed_run_gives_the_verdicts_and_tokens_of_a_whole_one() {
         let server = chat_server(streamed).await;
         let dir = tempfile::tempdir().unwrap();
         let base = format!("{}/v1", server.uri());
-        let model =
-            crate::live::model_file(dir.path(), "openai", &base, json!({"stream": streamed}));
-        let suite = crate::live::make_suite(dir.path(), "Weather in Paris?");
-        let out = dir.path().join("out");
-        let output = crate::live::toolgauge(
-            crate::live::run_args(&suite, &model, &out, &[]),
-            Some(crate::live::KEY),
-        )
-        .await;
+        let (output, out) =
+            crate::live::run_weather(dir.path(), "openai", &base, json!({"stream": streamed}))
+                .await;
         assert_eq!(
             output.status.code(),
             Some(0),
