@@ -1,10 +1,11 @@
 //! Streamed replies: server-sent events, read with `sse-stream`, each
 //! event read once. OpenAI Chat's are read into typed fields, each call
 //! straight from its deltas (`chat`): the reply comes with Parse's
-//! answer and its body written once. The other formats' events are read
-//! as JSON, each taken as it comes into the body the same reply has
-//! whole, which Parse reads at the end; a call handed over early is read
-//! from its own part of that body alone. Per format: OpenAI Chat's `chat.completion.chunk`s, tool
+//! answer and its body written once. The other formats' events (their
+//! deltas typed, the rest as JSON) are each taken as they come into the
+//! body the same reply has whole, which Parse reads at the end; a call
+//! handed over early is read from its own part of that body alone. Per
+//! format: OpenAI Chat's `chat.completion.chunk`s, tool
 //! call deltas routed by `index` (by `id` when calls share an index, and
 //! an id that comes after the arguments joins them); the Responses API's
 //! events by `item_id` and `output_index` (its final `response.completed`
