@@ -361,11 +361,9 @@ impl Assembly {
                 unnamed,
             } => {
                 let data = frame.data.trim();
-                if assembler.take_piece(frame.event.as_deref(), data) {
+                let read = if assembler.take_piece(frame.event.as_deref(), data) {
                     // A piece of the reply: of the format, a token, no end.
                     progress.saw_token();
-                    *events += 1;
-                    unnamed.get_or_insert_with(|| super::fnv1a(data.as_bytes()));
                     (ending::Signal::Goes, true)
                 } else {
                     let event = frame.event();
@@ -377,10 +375,11 @@ impl Assembly {
                     let recognised = ending::of_the_format(self.provider, &event);
                     progress.feed(&event);
                     assembler.feed(event);
-                    *events += 1;
-                    unnamed.get_or_insert_with(|| super::fnv1a(data.as_bytes()));
                     (signal, recognised)
-                }
+                };
+                *events += 1;
+                unnamed.get_or_insert_with(|| super::fnv1a(data.as_bytes()));
+                read
             }
         };
         self.take(signal);
