@@ -30,6 +30,7 @@ pub mod provider;
 pub mod report;
 pub mod scenario;
 pub mod schema;
+pub mod secret;
 pub mod source;
 pub mod tau2;
 pub mod tool;

@@ -134,6 +134,7 @@ impl Transport {
         tls_ready();
         let client = reqwest::Client::builder()
             .timeout(settings.timeout)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| ClientError(error_chain(&e)))?;
         Ok(Transport {
@@ -433,9 +434,11 @@ pub fn backoff(base: Duration, tries: u32, unit: f64) -> Duration {
     exponential.mul_f64(0.5 + unit.clamp(0.0, 1.0))
 }
 
-/// A refusal's body as an error shows it: its first 300 characters.
+/// A refusal's body as an error shows it: its first 300 characters, no
+/// known key in them (some proxies quote the key back in a 401).
 pub fn body_excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
+    let text = crate::secret::redact(&text);
     let text = text.trim();
     match text.char_indices().nth(300) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
@@ -456,10 +459,12 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// A URL with any `key=` query value hidden (Gemini accepts the key there).
+/// A URL with any `key=` query value hidden (Gemini accepts the key
+/// there), and any known key.
 pub fn redact_url(url: &str) -> String {
+    let url = crate::secret::redact(url);
     let Some((base, query)) = url.split_once('?') else {
-        return url.to_owned();
+        return url.into_owned();
     };
     let query: Vec<String> = query
         .split('&')
@@ -473,6 +478,42 @@ pub fn redact_url(url: &str) -> String {
         })
         .collect();
     format!("{base}?{}", query.join("&"))
+}
+
+/// Redirects followed at most, as reqwest's default policy.
+const MAX_REDIRECTS: usize = 10;
+
+/// The one redirect policy of every request toolgauge sends: a redirect
+/// is followed only within the origin the request was sent to. reqwest
+/// drops `Authorization` on a hop to another origin but not `x-api-key`
+/// nor `x-goog-api-key`, and a 307 posts the whole body again: a key, or
+/// a conversation, goes only where the user sent it.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().unwrap_or(attempt.url());
+        let (from, to) = (first.origin(), attempt.url().origin());
+        if from != to {
+            let refusal = RedirectRefused {
+                from: from.ascii_serialization(),
+                to: to.ascii_serialization(),
+            };
+            attempt.error(refusal)
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// A redirect to another origin, refused: nothing was sent there.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server at {from} redirected to {to}, another origin: not followed, so no key or body went there (name the endpoint that answers in the model file)"
+)]
+pub struct RedirectRefused {
+    pub from: String,
+    pub to: String,
 }
 
 /// rustls on ring is the process's TLS provider: installed once, before

@@ -11,10 +11,13 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     write_with(path, |out| out.write_all(bytes.as_ref()))
 }
 
-/// Write to `path` whole what `fill` writes.
+/// What `write_with`'s filler writes to: no known key gets through.
+pub type Out<'a> = crate::secret::Redacting<io::BufWriter<&'a mut std::fs::File>>;
+
+/// Write to `path` whole what `fill` writes, every known key replaced.
 pub fn write_with(
     path: &Path,
-    fill: impl FnOnce(&mut io::BufWriter<&mut std::fs::File>) -> io::Result<()>,
+    fill: impl FnOnce(&mut Out<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -25,9 +28,9 @@ pub fn write_with(
         .suffix(".partial")
         .tempfile_in(dir)?;
     {
-        let mut out = io::BufWriter::new(temporary.as_file_mut());
+        let mut out = crate::secret::Redacting::new(io::BufWriter::new(temporary.as_file_mut()));
         fill(&mut out)?;
-        out.flush()?;
+        out.finish()?.flush()?;
     }
     temporary.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -63,7 +63,12 @@ pub fn api_key(settings: &ApiSettings) -> Result<Option<ApiKey>, MissingKey> {
         return Ok(None);
     };
     std::env::var(variable)
-        .map(|key| Some(ApiKey(key)))
+        .map(|key| {
+            // Known from here on: a server that quotes it back is never
+            // printed, logged or written with it.
+            crate::secret::know(&key);
+            Some(ApiKey(key))
+        })
         .map_err(|_| MissingKey {
             variable: variable.clone(),
         })

@@ -48,8 +48,9 @@ fn write_chunks(mut file: File, chunks: Receiver<Chunk>, emptied: SyncSender<Vec
     for chunk in chunks {
         match chunk {
             Chunk::Bytes(mut bytes) => {
+                // Whole entries: a key a server quoted back is replaced.
                 if failed.is_none()
-                    && let Err(error) = file.write_all(&bytes)
+                    && let Err(error) = file.write_all(&crate::secret::redact_bytes(&bytes))
                 {
                     failed = Some(error);
                 }

@@ -390,7 +390,7 @@ impl Reporter for TrialsCsv {
             header.push('\n');
             return self.file.write_all(header.as_bytes());
         }
-        self.file.write_all(&bytes)
+        self.file.write_all(&crate::secret::redact_bytes(&bytes))
     }
 }
 

@@ -16,6 +16,7 @@ mod cli;
 mod conformance;
 mod conversation;
 mod corpus;
+mod credentials;
 mod docs;
 mod harness;
 mod hostile;

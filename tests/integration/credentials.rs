@@ -1,0 +1,223 @@
+//! Hostile suites, round 2 (issue 60): where a key could go that the user
+//! did not send it. Each test is named after the leak it guards and runs
+//! the binary against wiremock servers that redirect, echo or log keys.
+
+use std::path::Path;
+
+use serde_json::json;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::live::{
+    KEY, base_url, endpoint, make_suite, model_file, reply, run_args, stderr, toolgauge,
+};
+
+/// A server that answers every request to `provider`'s endpoint with a
+/// `status` redirect to the same path on `to`.
+async fn redirecting(provider: &str, status: u16, to: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let target = format!("{to}{}", endpoint(provider));
+    Mock::given(method("POST"))
+        .and(path(endpoint(provider)))
+        .respond_with(ResponseTemplate::new(status).insert_header("location", target.as_str()))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A server that answers `provider`'s endpoint with a call, as the real
+/// provider would: the place a redirect must never reach.
+async fn answering(provider: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(endpoint(provider)))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply(provider, json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn a_key_never_follows_a_redirect_to_another_origin(provider: &str, status: u16) {
+    let elsewhere = answering(provider).await;
+    let server = redirecting(provider, status, &elsewhere.uri()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        provider,
+        &base_url(provider, &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let said = stderr(&output);
+    // Nothing went to the other origin: not the key, not the conversation.
+    let reached = elsewhere.received_requests().await.unwrap();
+    assert!(
+        reached.is_empty(),
+        "{provider}: {} request(s) followed the redirect",
+        reached.len()
+    );
+    // The trial is lost to the server, the run fails, and says who.
+    assert_eq!(output.status.code(), Some(1), "{provider}: {said}");
+    let names_both = said.contains(&server.uri()) && said.contains(&elsewhere.uri());
+    assert!(
+        names_both && said.contains("another origin"),
+        "{provider}: {said}"
+    );
+    assert!(!said.contains(KEY), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_anthropic_key_never_follows_a_307_to_another_origin() {
+    a_key_never_follows_a_redirect_to_another_origin("anthropic", 307).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gemini_key_never_follows_a_302_to_another_origin() {
+    a_key_never_follows_a_redirect_to_another_origin("gemini", 302).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_key_never_follows_a_308_to_another_origin() {
+    a_key_never_follows_a_redirect_to_another_origin("openai", 308).await;
+}
+
+/// A redirect within the endpoint's own origin is followed as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_within_the_endpoints_origin_is_followed() {
+    let provider = "anthropic";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(307).insert_header("location", "/moved/v1/messages"))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/moved/v1/messages"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(reply(provider, json!({"city": "Paris"}))),
+        )
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        provider,
+        &base_url(provider, &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// Every file of `dir`, recursively, with the text of each.
+pub(crate) fn every_file(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            files.push((
+                entry.path().to_owned(),
+                std::fs::read(entry.path()).unwrap(),
+            ));
+        }
+    }
+    files
+}
+
+/// Every output of a run (its stdout, stderr and every file of its
+/// folder) with no trace of the key.
+fn assert_no_key_anywhere(output: &std::process::Output, out: &Path) {
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(output)
+    );
+    assert!(!said.contains(KEY), "the key was printed: {said}");
+    for (file, bytes) in every_file(out) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(KEY),
+            "the key is in {}: {text}",
+            file.display()
+        );
+    }
+}
+
+/// A proxy that quotes the key back in its 401, as some do, and a model
+/// that says it in a reply: neither is printed, logged or kept, in the
+/// doctor's file, the lost trials' lines or the session log.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_an_endpoint_quotes_back_is_in_no_output_nor_file() {
+    let server = MockServer::start().await;
+    let refusal = json!({"error": {
+        "message": format!("Incorrect API key provided: {KEY}. You can find your API key at ..."),
+        "type": "invalid_request_error"
+    }});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(refusal))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    for flags in [&["--doctor"][..], &[]] {
+        let out = dir.path().join(format!("out{}", flags.len()));
+        let output = toolgauge(run_args(&suite, &model, &out, flags), Some(KEY)).await;
+        assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("[REDACTED]"),
+            "{}",
+            stderr(&output)
+        );
+        assert_no_key_anywhere(&output, &out);
+    }
+    // The doctor alone, its findings kept in a file of the user's.
+    let kept = dir.path().join("doctor.json");
+    let args = [
+        "doctor",
+        model.to_str().unwrap(),
+        "--json",
+        kept.to_str().unwrap(),
+    ];
+    let output = toolgauge(args.map(str::to_owned).to_vec(), Some(KEY)).await;
+    assert_no_key_anywhere(&output, dir.path());
+}
+
+/// A reply whose text carries the key (a model made to say it, a server
+/// that echoes what it was sent): the session log keeps the reply, not
+/// the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_a_reply_carries_is_not_kept_in_the_session_log() {
+    let server = MockServer::start().await;
+    let mut body = reply("openai", json!({"city": "Paris"}));
+    body["choices"][0]["message"]["content"] = json!(format!("You sent me {KEY}."));
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let out = dir.path().join("out");
+    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
+    assert!(log.contains("You sent me [REDACTED]."), "{log}");
+    assert_no_key_anywhere(&output, &out);
+}
