@@ -144,6 +144,57 @@ pub fn kill_every_group() {
     }
 }
 
+/// Run `command` as an owned child (its own group, guarded while it
+/// runs) and collect its output, unless it is still running after
+/// `limit`: then its whole group is killed and `None` is the answer.
+pub fn output_within(
+    command: &mut std::process::Command,
+    limit: std::time::Duration,
+) -> std::io::Result<Option<std::process::Output>> {
+    use std::io::Read;
+    use std::process::Stdio;
+    own(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (mut child, _group) = GroupGuard::spawned(|| command.spawn(), |c| Some(c.id()))?;
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    if !exits_within(child.id(), limit) {
+        kill_group(child.id());
+        let _ = child.wait();
+        return Ok(None);
+    }
+    let status = child.wait()?;
+    // Whatever the leader left behind goes with the group (the guard),
+    // so the pipes close and the readers end.
+    drop(_group);
+    Ok(Some(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }))
+}
+
 /// Whether `pid` has ended within `limit`: waits on the kernel's word (a
 /// pidfd becomes readable when the process exits), not on a clock.
 pub fn exits_within(pid: u32, limit: std::time::Duration) -> bool {
@@ -182,5 +233,40 @@ pub fn has_exited(pid: u32) -> std::io::Result<bool> {
             return Err(std::io::Error::last_os_error());
         }
         Ok(info.si_pid() != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_past_its_deadline_is_killed_with_everything_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("helper.pid");
+        // A helper in the background, and a leader that never ends.
+        let script = format!("sleep 600 & echo $! > {}; sleep 600", pid_file.display());
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", &script]);
+        let limit = std::time::Duration::from_millis(300);
+        assert!(output_within(&mut command, limit).unwrap().is_none());
+        let helper: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(exits_within(helper, std::time::Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_command_within_its_deadline_gives_its_output() {
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", "echo out; echo err >&2"]);
+        let output = output_within(&mut command, std::time::Duration::from_secs(60))
+            .unwrap()
+            .unwrap();
+        assert!(output.status.success());
+        assert_eq!(output.stdout, b"out\n");
+        assert_eq!(output.stderr, b"err\n");
     }
 }

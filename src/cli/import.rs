@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::CliError;
 use crate::bfcl::import::{default_answers, import};
+use crate::tool::mcp::McpServerSpec;
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -95,6 +96,7 @@ fn tau2(args: &Tau2Args) -> Result<ExitCode, CliError> {
         &user,
         &args.out,
     )?;
+    remember_judging(&imported.judging)?;
     if imported.nl_judged > 0 {
         eprintln!(
             "{} task(s) weigh NL assertions, which need a judge model: their trials are lost as not judged, never passed",
@@ -107,6 +109,27 @@ fn tau2(args: &Tau2Args) -> Result<ExitCode, CliError> {
         args.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The judging servers just written may take the judge a run names
+/// (`run --judge-model`): remembered outside the suite, which anyone can
+/// write, so that a suite marking its own server a judge gets nothing.
+fn remember_judging(judging: &[serde_json::Value]) -> Result<(), CliError> {
+    if judging.is_empty() {
+        return Ok(());
+    }
+    let specs = judging
+        .iter()
+        .map(|server| serde_json::from_value::<McpServerSpec>(server.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("import writes servers in the scenario format");
+    let kept = crate::tool::mcp::judges::remember_imported(&specs)?;
+    eprintln!(
+        "{} judging server(s) may take the judge a run names with --judge-model (kept in {})",
+        specs.len(),
+        kept.display()
+    );
+    Ok(())
 }
 
 /// A command line's words, those that are paths here made absolute (the

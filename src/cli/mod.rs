@@ -52,6 +52,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of `run`'s flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check a JSON array of tool definitions; print every problem.
@@ -114,6 +116,8 @@ pub enum CliError {
     #[error(transparent)]
     Mcp(#[from] crate::tool::mcp::McpError),
     #[error(transparent)]
+    JudgeState(#[from] crate::tool::mcp::judges::StateError),
+    #[error(transparent)]
     Fuzz(#[from] crate::fuzz::run::FuzzError),
     #[error(transparent)]
     Validator(#[from] crate::fuzz::session::BadValidator),
@@ -156,6 +160,7 @@ impl CliError {
             | CliError::Doctor(_)
             | CliError::Setup(_)
             | CliError::Mcp(_)
+            | CliError::JudgeState(_)
             | CliError::Fuzz(_)
             | CliError::Validator(_)
             | CliError::Run(_)

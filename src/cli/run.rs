@@ -45,9 +45,21 @@ pub struct RunArgs {
     pub user_models: Vec<PathBuf>,
     /// An OpenAI-compatible chat model (a model file, kind openai) that
     /// judges for the scenarios' judging servers (`"judge": true`: tau2's
-    /// NL assertions). Only those servers get its endpoint and key.
+    /// NL assertions). Its endpoint and key go only to judging servers
+    /// that `toolgauge import tau2` wrote on this machine or that
+    /// --judge-server names, each named when the run starts; a suite
+    /// that marks any other server a judge is refused.
     #[arg(long = "judge-model", value_name = "FILE")]
     pub judge_model: Option<PathBuf>,
+    /// A judging server that may take the judge though `import tau2` did
+    /// not write it: its command as the scenario writes it, words joined
+    /// by one space (or its URL). Repeatable.
+    #[arg(
+        long = "judge-server",
+        value_name = "COMMAND",
+        requires = "judge_model"
+    )]
+    pub judge_servers: Vec<String>,
     /// Judge each conversation N times, to report how often the verdict
     /// flips [default: 1]; the first verdict counts.
     #[arg(long = "judge-repeats", value_name = "N", requires = "judge_model",
@@ -153,6 +165,7 @@ impl RunArgs {
             user_models: self.user_models.clone(),
             judge_model: self.judge_model.clone(),
             judge_repeats: self.judge_repeats.unwrap_or(1),
+            judge_servers: self.judge_servers.clone(),
             trials: self.trials,
             seed: self.seed,
             concurrency: self.concurrency,
@@ -209,7 +222,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         Err(RunError::Io(e)) => return Err(CliError::Usage(format!("{}: {e}", out.display()))),
         Err(RunError::BatchUnfinished(batch)) => {
             say_batches(&out);
-            say_how_to_follow(&out);
+            say_how_to_follow(&out, &args.models);
             return Err(RunError::BatchUnfinished(batch).into());
         }
         Err(error) => return Err(error.into()),
@@ -219,12 +232,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             // A batch sent runs on at its provider: say which.
             say_batches(&out);
             let (signal, code) = super::signals::received().unwrap_or(("SIGINT", EXIT_INTERRUPTED));
-            let resume = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
             eprintln!(
                 "interrupted ({signal}): {finished} of {total} trial(s) are in {}; \
-                 continue with: toolgauge run --resume {}",
+                 continue with: {}",
                 out.join("trials.csv").display(),
-                resume.display()
+                resume_command(&out, &args.models)
             );
             return Ok(ExitCode::from(code));
         }
@@ -234,7 +246,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             spent,
             limits,
         } => {
-            say_budget_spent(&out, finished, total, spent, limits);
+            say_budget_spent(&out, &args.models, finished, total, spent, limits);
             return Ok(ExitCode::from(EXIT_FAILED));
         }
         RunEnding::Finished {
@@ -276,14 +288,24 @@ fn say_notes(prepared: &PreparedRun, quiet: bool) {
 }
 
 /// A batch could not be followed: what is kept, how to go on.
-fn say_how_to_follow(out: &Path) {
-    let resume = std::path::absolute(out).unwrap_or_else(|_| out.to_owned());
+fn say_how_to_follow(out: &Path, models: &[PathBuf]) {
     eprintln!(
-        "the run stopped: every finished trial is in {}; continue with: toolgauge run \
-         --resume {} (it follows the batch, not sending it again)",
+        "the run stopped: every finished trial is in {}; continue with: {} \
+         (it follows the batch, not sending it again)",
         out.join("trials.csv").display(),
-        resume.display()
+        resume_command(out, models)
     );
+}
+
+/// The command that resumes the run in `out`, with the model files the
+/// user gave (a live model's key goes only where a file given names).
+fn resume_command(out: &Path, models: &[PathBuf]) -> String {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+    let mut command = format!("toolgauge run --resume {}", absolute(out).display());
+    for model in models {
+        command.push_str(&format!(" --models {}", absolute(model).display()));
+    }
+    command
 }
 
 /// The run's batches, each with how it ended, from its ledger.
@@ -296,7 +318,14 @@ fn say_batches(out: &Path) {
 
 /// The budget ended the run: what was spent, what is kept, how to go on.
 /// Not a model's failure; the run is not complete, so it does not pass.
-fn say_budget_spent(out: &Path, finished: u64, total: u64, spent: Spent, limits: BudgetLimits) {
+fn say_budget_spent(
+    out: &Path,
+    models: &[PathBuf],
+    finished: u64,
+    total: u64,
+    spent: Spent,
+    limits: BudgetLimits,
+) {
     let mut limit = Vec::new();
     if let Some(usd) = limits.max_cost {
         limit.push(format!("${:.4} of --max-cost ${usd}", spent.cost));
@@ -304,14 +333,13 @@ fn say_budget_spent(out: &Path, finished: u64, total: u64, spent: Spent, limits:
     if let Some(tokens) = limits.max_tokens {
         limit.push(format!("{} of --max-tokens {tokens} tokens", spent.tokens));
     }
-    let resume = std::path::absolute(out).unwrap_or_else(|_| out.to_owned());
     eprintln!(
         "budget spent ({}, over {} request(s)): the next request could pass it, so none was sent; \
-         {finished} of {total} trial(s) are in {}; continue with: toolgauge run --resume {}",
+         {finished} of {total} trial(s) are in {}; continue with: {}",
         limit.join(", "),
         spent.requests,
         out.join("trials.csv").display(),
-        resume.display()
+        resume_command(out, models)
     );
 }
 

@@ -226,6 +226,26 @@ fn models_of_run_file(request: &RunRequest, run: &RunFile) -> Result<Vec<ModelFi
         }
         return Ok(given);
     }
+    // run.json is data, not authority: an endpoint and a key name only
+    // it states (an edited file) would take the key there. A recording
+    // answers without the network.
+    let live: Vec<&ModelFile> = run.models.iter().filter(|m| m.is_live()).collect();
+    if !live.is_empty() && request.replay.is_none() {
+        return Err(SetupError::ResumeNeedsModels {
+            models: live
+                .iter()
+                .map(|m| {
+                    let endpoint = m.api().and_then(|api| api.base_url.as_deref());
+                    format!(
+                        "{} ({})",
+                        m.name,
+                        endpoint.unwrap_or("its provider's endpoint")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     for file in &run.models {
         file.check().map_err(|source| SetupError::RecordedModel {
             model: file.name.clone(),

@@ -48,6 +48,9 @@ pub struct RunRequest {
     /// The model that judges for judging servers, and how many times.
     pub judge_model: Option<PathBuf>,
     pub judge_repeats: u32,
+    /// Servers the user names to take the judge, besides those `import
+    /// tau2` wrote (their commands, as the scenarios write them).
+    pub judge_servers: Vec<String>,
     pub trials: Option<u32>,
     pub seed: Option<u64>,
     pub concurrency: Option<usize>,

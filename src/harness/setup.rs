@@ -42,6 +42,7 @@ use crate::report::{
     self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
 };
 use crate::scenario::{Scenario, load_suites};
+use crate::tool::mcp::judges::JudgeTrust;
 use crate::tool::mcp::{SourceStats, ToolServers};
 
 fn at(path: &Path) -> impl FnOnce(std::io::Error) -> SetupError + use<> {
@@ -207,6 +208,7 @@ impl PreparedRun {
         let sandboxes = tempfile::tempdir().map_err(at(&std::env::temp_dir()))?;
         let servers = Arc::new(tool_servers(request)?);
         let scenarios = load_checked(&settings, &sandboxes, &servers, &mut notes)?;
+        say_who_is_judged(request, &servers, &mut notes);
         // Real tools (MCP servers, endpoints, commands) take real time: on
         // the paused clock every call's timeout would fire at once.
         if scenarios.iter().any(|s| s.registry.has_real_tools()) {
@@ -394,7 +396,20 @@ fn tool_servers(request: &RunRequest) -> Result<ToolServers, SetupError> {
     };
     let judge = ModelFile::load(path)?;
     let env = model::judge::judge_env(&judge, request.judge_repeats)?;
-    Ok(ToolServers::judging(env))
+    let trust = JudgeTrust::load(request.judge_servers.clone())?;
+    Ok(ToolServers::judging(env, trust))
+}
+
+/// Who gets the judge's key is said before anything runs.
+fn say_who_is_judged(request: &RunRequest, servers: &ToolServers, notes: &mut Notes) {
+    if let Some(judge) = &request.judge_model {
+        for command in servers.judged() {
+            notes.warnings.push(format!(
+                "the judge ({}: its endpoint and key) goes to: {command}",
+                judge.display()
+            ));
+        }
+    }
 }
 
 /// The suite's scenarios, loaded; paths passed over become warnings.

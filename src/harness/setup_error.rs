@@ -21,6 +21,11 @@ pub enum SetupError {
         dir: PathBuf,
         source: crate::source::FileError,
     },
+    #[error(
+        "--resume: run.json names live model(s) {models}; a key goes only to an endpoint a model \
+         file you give names: give their files again with --models (the same contents)"
+    )]
+    ResumeNeedsModels { models: String },
     #[error("run.json: model {model:?}: {source}")]
     RecordedModel { model: String, source: ModelError },
     #[error(
@@ -38,6 +43,8 @@ pub enum SetupError {
         flag: &'static str,
         does: &'static str,
     },
+    #[error(transparent)]
+    JudgeState(#[from] crate::tool::mcp::judges::StateError),
     #[error("--replay: {0}")]
     Replay(RecordingError),
     #[error(transparent)]

@@ -105,6 +105,10 @@ fn mcp_tools(
     servers: &ToolServers,
 ) -> Result<McpEntryTools, Located> {
     let mut spec = entry.mcp.clone();
+    // Judged as written, before any path in it is resolved.
+    spec.judge = servers
+        .vouch(&entry.mcp)
+        .map_err(|e| Located::new(tool_at(i).key("mcp").key("judge"), e.to_string()))?;
     let cwd = match &spec.cwd {
         None => folder.to_owned(),
         Some(cwd) => cwd_inside(cwd, folder, tool_at(i).key("mcp").key("cwd"))?,

@@ -107,6 +107,19 @@ pub enum Tau2Error {
         status: String,
         stderr: String,
     },
+    #[error(
+        "the bridge {command:?} was still exporting after {seconds} s: stopped, with every process it started"
+    )]
+    Deadline { command: String, seconds: u64 },
+    #[error(
+        "the bridge {command:?} exported no task of {domain}{}: nothing to import (is it tau2's bridge, and the split one of the domain's?)",
+        split.as_ref().map(|s| format!(" in split {s:?}")).unwrap_or_default()
+    )]
+    NothingExported {
+        command: String,
+        domain: String,
+        split: Option<String>,
+    },
     #[error("the bridge's export, line {line}: {source}")]
     Export {
         line: usize,
@@ -120,6 +133,10 @@ pub enum Tau2Error {
         source: std::io::Error,
     },
 }
+
+/// How long the bridge may take to export a domain's tasks: tau2 and
+/// litellm load in seconds, a domain's tasks in a few more.
+const EXPORT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Every task of `domain` (in `split`, if given), as the bridge exports it.
 pub fn export(
@@ -140,10 +157,15 @@ pub fn export(
     if let Some(split) = split {
         command.args(["--split", split]);
     }
-    let output = command.output().map_err(|source| Tau2Error::Start {
-        command: command_line.clone(),
-        source,
-    })?;
+    let output = crate::child::output_within(&mut command, EXPORT_DEADLINE)
+        .map_err(|source| Tau2Error::Start {
+            command: command_line.clone(),
+            source,
+        })?
+        .ok_or_else(|| Tau2Error::Deadline {
+            command: command_line.clone(),
+            seconds: EXPORT_DEADLINE.as_secs(),
+        })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
@@ -153,7 +175,7 @@ pub fn export(
             stderr: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
         });
     }
-    String::from_utf8_lossy(&output.stdout)
+    let tasks: Vec<ExportedTask> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
@@ -163,7 +185,15 @@ pub fn export(
                 source,
             })
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if tasks.is_empty() {
+        return Err(Tau2Error::NothingExported {
+            command: command_line,
+            domain: domain.to_owned(),
+            split: split.map(str::to_owned),
+        });
+    }
+    Ok(tasks)
 }
 
 /// One task as a scenario (JSON), its tools served by `bridge`.
@@ -325,6 +355,9 @@ fn reference_answer(task: &ExportedTask) -> String {
 #[derive(Debug, Default)]
 pub struct Imported {
     pub written: usize,
+    /// The `mcp` entries written that judge (`"judge": true`), once each:
+    /// the servers that may take a judge the user names at run time.
+    pub judging: Vec<Value>,
     /// Tasks whose verdict needs an NL judge (not judged yet).
     pub nl_judged: usize,
 }
@@ -352,6 +385,10 @@ pub fn import(
         std::fs::write(&path, text).map_err(write_error(&path))?;
         imported.written += 1;
         imported.nl_judged += usize::from(needs_judge(task));
+        let server = &scenario["tools"][0]["mcp"];
+        if server["judge"] == true && !imported.judging.contains(server) {
+            imported.judging.push(server.clone());
+        }
     }
     Ok(imported)
 }

@@ -747,9 +747,16 @@ async fn resume_follows_a_submitted_batch_instead_of_paying_twice() {
     assert!(said.contains("--resume"), "{said}");
     assert!(rows(&batched).is_empty());
     emulation.polls_fail.store(false, Ordering::SeqCst);
-    let resume = ["run", "--resume", batched.to_str().unwrap(), "--quiet"]
-        .map(str::to_owned)
-        .to_vec();
+    let resume = [
+        "run",
+        "--resume",
+        batched.to_str().unwrap(),
+        "--models",
+        model.to_str().unwrap(),
+        "--quiet",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     let output = toolgauge(resume, Some(KEY)).await;
     assert_ran(&output);
     // The first round's batch followed, not sent again: each attempt is

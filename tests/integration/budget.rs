@@ -72,7 +72,8 @@ async fn a_token_budget_stops_the_run_and_resume_finishes_it() {
     );
     assert_eq!(server.received_requests().await.unwrap().len(), 3);
 
-    let output = toolgauge(args(&["run", "--resume", out_text, "--quiet"]), Some(KEY)).await;
+    let resume = ["run", "--resume", out_text, "--models", model, "--quiet"];
+    let output = toolgauge(args(&resume), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let all = rows(&out);
     assert_eq!(

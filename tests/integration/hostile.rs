@@ -963,3 +963,28 @@ fn an_interrupted_run_ends_a_long_bash_call_and_its_processes_at_once() {
     let gone = crate::processes::all_exit_within(marker, std::time::Duration::from_secs(5));
     assert!(gone, "the call's sleep outlived the interrupted run");
 }
+
+/// `import tau2` with a bridge that exported nothing wrote 0 scenarios and
+/// exited 0: a false green. Now it is refused, naming the bridge.
+#[test]
+fn import_tau2_refuses_a_bridge_that_exports_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("imported");
+    let output = toolgauge_in(
+        dir.path(),
+        &[
+            "import",
+            "tau2",
+            "--domain",
+            "airline",
+            "--bridge",
+            "true",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("exported no task of airline"), "{said}");
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}

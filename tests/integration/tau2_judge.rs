@@ -159,8 +159,17 @@ async fn only_a_judging_server_is_given_the_judge_and_its_key() {
     });
     let suite = dir.path().join("judged.json");
     std::fs::write(&suite, scenario.to_string()).unwrap();
-    let (out, output) = run_judged(dir.path(), &suite, "http://127.0.0.1:9/v1", &[]).await;
+    // The suite marks its own server a judge: only the user's word
+    // (`--judge-server`) gives it the judge, and the run names it.
+    let judging_command = server_writing_env("judging.env").join(" ");
+    let flags = ["--judge-server", judging_command.as_str()];
+    let (out, output) = run_judged(dir.path(), &suite, "http://127.0.0.1:9/v1", &flags).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("goes to: {judging_command}")),
+        "{}",
+        stderr(&output)
+    );
     let judging = std::fs::read_to_string(dir.path().join("judging.env")).unwrap();
     for line in [
         "TOOLGAUGE_JUDGE_API_KEY=sk-judge-secret",

@@ -4,12 +4,14 @@
 //! that judges (`"judge": true`) is given of the run's judge. It knows
 //! nothing else of what runs on it.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::McpError;
+use super::judges::JudgeTrust;
 
 /// The runtime MCP connections live on (one thread, made on first use),
 /// and the stops still to finish.
@@ -19,6 +21,10 @@ pub(super) struct Hub {
     stopping: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     gate: StartGate,
     judge: JudgeEnv,
+    /// The servers that may take the judge.
+    trust: JudgeTrust,
+    /// The commands vouched for, given the judge when they start.
+    judged: Mutex<BTreeSet<String>>,
 }
 
 /// The judge the user named for the run, as the environment of servers
@@ -68,15 +74,45 @@ impl Default for Hub {
             stopping: Mutex::new(Vec::new()),
             gate: StartGate::new(cores),
             judge: JudgeEnv::default(),
+            trust: JudgeTrust::default(),
+            judged: Mutex::default(),
         }
     }
 }
 
 impl Hub {
-    pub(super) fn judging(judge: JudgeEnv) -> Hub {
+    pub(super) fn judging(judge: JudgeEnv, trust: JudgeTrust) -> Hub {
         let mut hub = Hub::default();
         hub.judge = judge;
+        hub.trust = trust;
         hub
+    }
+
+    /// Whether a server a scenario writes as `written` judges: one that
+    /// does not ask, no; one that asks while the run has no judge, yes
+    /// (it is given nothing); else only one the trust allows, named
+    /// among those given the judge. Any other is refused: it would take
+    /// a key the user did not send it.
+    pub(super) fn vouch(&self, written: &super::McpServerSpec) -> Result<bool, McpError> {
+        if !written.judge || self.judge.0.is_empty() {
+            return Ok(written.judge);
+        }
+        let label = written.label();
+        if !self.trust.allows(written) {
+            return Err(McpError::JudgeRefused { label });
+        }
+        if let Ok(mut judged) = self.judged.lock() {
+            judged.insert(label);
+        }
+        Ok(true)
+    }
+
+    /// The servers given the judge, by their commands as written.
+    pub(super) fn judged(&self) -> Vec<String> {
+        self.judged
+            .lock()
+            .map(|judged| judged.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// What a server started from `spec` is given besides its own env.

@@ -15,6 +15,7 @@ mod client;
 mod connection;
 mod content;
 mod hub;
+pub mod judges;
 mod output;
 mod resources;
 mod server;
@@ -65,7 +66,8 @@ pub struct McpServerSpec {
     /// A server that judges (tau2's bridge): started with the judge the
     /// user named for the run (`run --judge-model`), if any, in its
     /// environment as `TOOLGAUGE_JUDGE_BASE_URL`, `_MODEL`, `_API_KEY`
-    /// and `_REPEATS`. Other servers never get them.
+    /// and `_REPEATS`, when `import tau2` wrote it on this machine or
+    /// the user names it (`judges`). Other servers never get them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub judge: bool,
     /// What toolgauge answers when the server asks the user
@@ -178,6 +180,10 @@ pub enum McpError {
         name: String,
         listed: String,
     },
+    #[error(
+        "MCP server {label} marks itself \"judge\": true, but it is not a server `toolgauge import tau2` wrote on this machine: the judge's key goes only to those, and to a server named with --judge-server '{label}'"
+    )]
+    JudgeRefused { label: String },
     #[error("cannot start the MCP runtime: {0}")]
     Runtime(std::io::Error),
     #[error("an MCP request panicked")]

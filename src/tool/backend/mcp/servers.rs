@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::McpError;
 use super::connection::Connection;
 use super::hub::{Hub, JudgeEnv};
+use super::judges::JudgeTrust;
 use super::server::{McpServer, SourceStats};
 
 /// Every MCP server a run (or a command) uses. Servers are shared by the
@@ -24,12 +25,24 @@ impl ToolServers {
         ToolServers::default()
     }
 
-    /// Servers whose judging ones (`"judge": true`) get `judge`.
-    pub fn judging(judge: JudgeEnv) -> ToolServers {
+    /// Servers whose judging ones (`"judge": true`) get `judge`, when
+    /// `trust` allows them.
+    pub fn judging(judge: JudgeEnv, trust: JudgeTrust) -> ToolServers {
         ToolServers {
-            hub: Arc::new(Hub::judging(judge)),
+            hub: Arc::new(Hub::judging(judge, trust)),
             servers: Mutex::default(),
         }
+    }
+
+    /// Whether the server a scenario writes as `written` gets the judge:
+    /// refused when it asks for a judge the trust does not allow it.
+    pub fn vouch(&self, written: &super::McpServerSpec) -> Result<bool, McpError> {
+        self.hub.vouch(written)
+    }
+
+    /// The commands given the run's judge, as their scenarios write them.
+    pub fn judged(&self) -> Vec<String> {
+        self.hub.judged()
     }
 
     /// The server for `spec`, started if it is not yet.
