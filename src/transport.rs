@@ -178,6 +178,29 @@ impl Transport {
             .await
     }
 
+    /// A POST that makes something paid (a provider's batch): tried
+    /// again only after an answer that says nothing was made (429, 503,
+    /// 529) or a connection that was never made. A timeout, a dropped
+    /// connection or a 500 may follow a batch made: not sent again.
+    pub async fn send_create(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &[u8],
+    ) -> Result<ApiResponse, TransportError> {
+        let opened = self
+            .open_with_retry(
+                reqwest::Method::POST,
+                url,
+                headers,
+                Payload::Json(body),
+                UNORDERED,
+                Retry::WhenNothingWasMade,
+            )
+            .await?;
+        read_whole(opened, url).await
+    }
+
     /// A request of any method, with a JSON body or none.
     pub async fn send_with(
         &self,
@@ -244,6 +267,19 @@ impl Transport {
         body: Payload<'_>,
         order: u64,
     ) -> Result<Opened, TransportError> {
+        self.open_with_retry(method, url, headers, body, order, Retry::Any)
+            .await
+    }
+
+    async fn open_with_retry(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Payload<'_>,
+        order: u64,
+        retry_when: Retry,
+    ) -> Result<Opened, TransportError> {
         let (target, url) = (url, redact_url(url));
         let mut tries = 0;
         let mut timing = Timing::default();
@@ -275,7 +311,7 @@ impl Transport {
                     body,
                     retry_after,
                 }) => {
-                    let retry = RETRY_STATUSES.contains(&status);
+                    let retry = retry_when.after_status(status);
                     // A rate limit that says how long: waited out, no try spent.
                     if let Some(wait) = retry_after.filter(|_| status == 429)
                         && rate_limited + wait <= MAX_RATE_LIMITED
@@ -293,9 +329,7 @@ impl Transport {
                     retry_after
                 }
                 Err(error) => {
-                    if !(error.is_timeout() || error.is_connect() || error.is_request())
-                        || tries - free_tries >= self.max_attempts
-                    {
+                    if !retry_when.after_error(&error) || tries - free_tries >= self.max_attempts {
                         return Err(TransportError::Network {
                             message: redact_url(&error_chain(&error)),
                             url,
@@ -364,6 +398,32 @@ impl Transport {
             body,
             retry_after,
         })
+    }
+}
+
+/// Which failed tries are tried again.
+#[derive(Clone, Copy)]
+enum Retry {
+    /// Every retryable status and network failure ([`RETRY_STATUSES`]).
+    Any,
+    /// Only those after which nothing was made: a refusal that says so,
+    /// or a connection never made.
+    WhenNothingWasMade,
+}
+
+impl Retry {
+    fn after_status(self, status: u16) -> bool {
+        match self {
+            Retry::Any => RETRY_STATUSES.contains(&status),
+            Retry::WhenNothingWasMade => matches!(status, 429 | 503 | 529),
+        }
+    }
+
+    fn after_error(self, error: &reqwest::Error) -> bool {
+        match self {
+            Retry::Any => error.is_timeout() || error.is_connect() || error.is_request(),
+            Retry::WhenNothingWasMade => error.is_connect() && !error.is_timeout(),
+        }
     }
 }
 

@@ -8,24 +8,23 @@
 use serde_json::{Value, json};
 
 use super::{
-    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, id_in, json_lines, same_origin,
+    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError, json_lines, same_origin,
 };
-use crate::transport::{ApiRequest, TransportError};
+use crate::transport::ApiRequest;
 
 pub(super) async fn submit(
     client: &BatchClient,
     items: &[&BatchItem],
-) -> Result<String, TransportError> {
+) -> Result<String, SubmitError> {
     let like = &items[0].request;
     let url = format!("{}/batches", like.url);
     let requests: Vec<Value> = items
         .iter()
         .map(|item| json!({"custom_id": item.custom_id, "params": item.request.body}))
         .collect();
-    let batch = client
-        .post_json(&url, like, &json!({ "requests": requests }))
-        .await?;
-    id_in(&batch, "id", &url)
+    client
+        .create(&url, like, &json!({ "requests": requests }), "id")
+        .await
 }
 
 pub(super) async fn poll(

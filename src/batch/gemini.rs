@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::{BatchClient, BatchItem, Ended, FollowError, ItemAnswer, id_in};
-use crate::transport::{ApiRequest, TransportError};
+use super::{BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError};
+use crate::transport::ApiRequest;
 
 /// The API's base (`…/v1beta`), before `/models/…`.
 fn base(url: &str) -> &str {
@@ -17,7 +17,7 @@ fn base(url: &str) -> &str {
 pub(super) async fn submit(
     client: &BatchClient,
     items: &[&BatchItem],
-) -> Result<String, TransportError> {
+) -> Result<String, SubmitError> {
     let like = &items[0].request;
     let url = like
         .url
@@ -30,8 +30,7 @@ pub(super) async fn submit(
         "displayName": "toolgauge",
         "inputConfig": {"requests": {"requests": requests}},
     }});
-    let operation = client.post_json(&url, like, &body).await?;
-    id_in(&operation, "name", &url)
+    client.create(&url, like, &body, "name").await
 }
 
 pub(super) async fn poll(

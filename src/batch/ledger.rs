@@ -19,6 +19,13 @@ pub const FILE_NAME: &str = "batches.jsonl";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 enum Line {
+    /// Written before the create is sent: a create that times out or is
+    /// interrupted may still have made a paid batch, and the ledger says
+    /// so even with no id to follow.
+    Creating {
+        model: String,
+        requests: Vec<Request>,
+    },
     Submitted {
         model: String,
         id: String,
@@ -30,6 +37,13 @@ enum Line {
         state: String,
         answered: usize,
         failed: usize,
+    },
+    /// The provider does not know the batch (404): a resume sends its
+    /// requests again instead of following it.
+    Dead {
+        model: String,
+        id: String,
+        why: String,
     },
 }
 
@@ -70,19 +84,22 @@ impl Ledger {
         let path = dir.join(FILE_NAME);
         let (mut earlier, mut orders) = (HashMap::new(), HashMap::new());
         for line in read_lines(&path)? {
-            if let Line::Submitted {
-                model,
-                id,
-                requests,
-            } = line
-            {
-                for r in &requests {
-                    earlier.insert(
-                        (model.clone(), r.custom_id.clone()),
-                        (id.clone(), r.digest.clone()),
-                    );
+            match line {
+                Line::Submitted {
+                    model,
+                    id,
+                    requests,
+                } => {
+                    for r in &requests {
+                        earlier.insert(
+                            (model.clone(), r.custom_id.clone()),
+                            (id.clone(), r.digest.clone()),
+                        );
+                    }
+                    orders.insert(id, requests.into_iter().map(|r| r.custom_id).collect());
                 }
-                orders.insert(id, requests.into_iter().map(|r| r.custom_id).collect());
+                Line::Dead { id, .. } => earlier.retain(|_, (batch, _)| *batch != id),
+                Line::Creating { .. } | Line::Ended { .. } => {}
             }
         }
         Ok(Ledger {
@@ -115,6 +132,14 @@ impl Ledger {
         self.orders.get(id).map(Vec::as_slice)
     }
 
+    /// A batch of `requests` (custom id, digest) is about to be created.
+    pub fn creating(&self, model: &str, requests: &[(String, String)]) -> std::io::Result<()> {
+        self.write(&Line::Creating {
+            model: model.to_owned(),
+            requests: listed(requests),
+        })
+    }
+
     pub fn submitted(
         &self,
         model: &str,
@@ -124,13 +149,16 @@ impl Ledger {
         self.write(&Line::Submitted {
             model: model.to_owned(),
             id: id.to_owned(),
-            requests: requests
-                .iter()
-                .map(|(custom_id, digest)| Request {
-                    custom_id: custom_id.clone(),
-                    digest: digest.clone(),
-                })
-                .collect(),
+            requests: listed(requests),
+        })
+    }
+
+    /// The provider does not know batch `id`: never followed again.
+    pub fn dead(&self, model: &str, id: &str, why: &str) -> std::io::Result<()> {
+        self.write(&Line::Dead {
+            model: model.to_owned(),
+            id: id.to_owned(),
+            why: why.to_owned(),
         })
     }
 
@@ -155,17 +183,81 @@ impl Ledger {
         text.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
-            let opened = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
-            *file = Some(opened);
+            *file = Some(open_to_append(&self.path)?);
         }
         let file = file.as_mut().expect("opened above");
         file.write_all(&text)?;
         file.sync_data()
     }
 }
+
+fn listed(requests: &[(String, String)]) -> Vec<Request> {
+    requests
+        .iter()
+        .map(|(custom_id, digest)| Request {
+            custom_id: custom_id.clone(),
+            digest: digest.clone(),
+        })
+        .collect()
+}
+
+/// The ledger opened to append: a regular file in the run folder, never
+/// a link to one elsewhere, nor a FIFO; a torn last line (a run killed
+/// mid-write) ended first, so that it does not swallow the next line.
+fn open_to_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "it is a symbolic link: the ledger is written only in the run folder itself",
+                )
+            } else {
+                e
+            }
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(file)
+}
+
+/// `--force`: a run that replaces another starts a new ledger; the old
+/// one's batches (paid for) are added to `batches.replaced.jsonl`.
+pub fn set_aside(dir: &Path) -> std::io::Result<()> {
+    let path = dir.join(FILE_NAME);
+    let old = match crate::source::read_input(&path) {
+        Ok(old) => old,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut kept = open_to_append(&dir.join(REPLACED_NAME))?;
+    kept.write_all(&old)?;
+    kept.sync_data()?;
+    std::fs::remove_file(path)
+}
+
+/// Where `--force` keeps the ledgers of the runs it replaced.
+pub const REPLACED_NAME: &str = "batches.replaced.jsonl";
 
 /// The digest a request is known by: the SHA-256 of its body's JSON
 /// text, in hex.
@@ -190,14 +282,24 @@ fn entries_at(path: &Path) -> std::io::Result<Vec<BatchEntry>> {
                 model,
                 id,
                 requests,
-            } => entries.push(BatchEntry {
-                model,
-                id,
-                requests: requests.len(),
-                state: None,
-                answered: 0,
-                failed: 0,
-            }),
+            } => {
+                // The create it confirms, if it was recorded as begun.
+                let begun = entries
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.id.is_empty() && e.model == model && e.requests == requests.len());
+                match begun {
+                    Some(entry) => entry.id = id,
+                    None => entries.push(BatchEntry {
+                        model,
+                        id,
+                        requests: requests.len(),
+                        state: None,
+                        answered: 0,
+                        failed: 0,
+                    }),
+                }
+            }
             Line::Ended {
                 id,
                 state,
@@ -211,15 +313,28 @@ fn entries_at(path: &Path) -> std::io::Result<Vec<BatchEntry>> {
                     entry.failed = failed;
                 }
             }
+            Line::Dead { id, why, .. } => {
+                if let Some(entry) = entries.iter_mut().find(|e| e.id == id) {
+                    entry.state = Some(format!("dead: {why}"));
+                }
+            }
+            Line::Creating { model, requests } => entries.push(BatchEntry {
+                model,
+                id: String::new(),
+                requests: requests.len(),
+                state: None,
+                answered: 0,
+                failed: 0,
+            }),
         }
     }
     Ok(entries)
 }
 
-/// The ledger's lines; none when there is no ledger; a torn last line
-/// (a run killed mid-write) skipped.
+/// The ledger's lines; none when there is no ledger; a torn line (a run
+/// killed mid-write) skipped. Opened as every input is: a regular file.
 fn read_lines(path: &Path) -> std::io::Result<Vec<Line>> {
-    let file = match std::fs::File::open(path) {
+    let file = match crate::source::open_input(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -255,5 +370,47 @@ mod tests {
         let entries = entries(dir.path()).unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].state.as_deref(), Some("completed"));
+    }
+
+    #[test]
+    fn a_torn_last_line_does_not_swallow_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), br#"{"event":"submitted","mo"#).unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        ledger
+            .submitted("m", "batch_2", &[("t0-a1".into(), "d".into())])
+            .unwrap();
+        let again = Ledger::open(dir.path()).unwrap();
+        assert_eq!(again.earlier("m", "t0-a1", "d"), Some("batch_2"));
+    }
+
+    #[test]
+    fn the_ledger_is_never_written_through_a_link_out_of_the_run_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "mine\n").unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::os::unix::fs::symlink(&outside, run.join(FILE_NAME)).unwrap();
+        let ledger = Ledger::open(&run).unwrap();
+        let err = ledger
+            .creating("m", &[("t0-a1".into(), "d".into())])
+            .unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+    }
+
+    #[test]
+    fn a_create_begun_and_confirmed_is_one_batch_and_one_unconfirmed_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path()).unwrap();
+        let sent = [("t0-a1".to_owned(), "d".to_owned())];
+        ledger.creating("m", &sent).unwrap();
+        ledger.submitted("m", "batch_1", &sent).unwrap();
+        ledger.creating("m", &sent).unwrap();
+        let entries = entries(dir.path()).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].id, "batch_1");
+        assert_eq!(entries[1].id, "", "its create got no answer");
     }
 }

@@ -93,6 +93,9 @@ pub enum FollowError {
     /// The ledger could not keep the batch: a `--resume` would not know it.
     #[error("{path} could not be written ({message}): the batch runs on unrecorded")]
     Ledger { path: String, message: String },
+    /// Its create got no answer that says whether it was made.
+    #[error(transparent)]
+    Unconfirmed(Box<SubmitError>),
     /// The run ended while the request waited for its round.
     #[error("the run ended before its round")]
     RunEnded,
@@ -127,7 +130,7 @@ impl BatchClient {
 
     /// Submit `items` (requests to one endpoint, with one key) as one
     /// batch; its id.
-    pub async fn submit(&self, items: &[&BatchItem]) -> Result<String, TransportError> {
+    pub async fn submit(&self, items: &[&BatchItem]) -> Result<String, SubmitError> {
         match self.provider {
             Provider::OpenAi | Provider::OpenAiResponses => openai::submit(self, items).await,
             Provider::Anthropic => anthropic::submit(self, items).await,
@@ -181,15 +184,52 @@ impl BatchClient {
         })
     }
 
-    async fn post_json(
+    /// Create a batch with `body` at `url`: the id in its answer's
+    /// `field`. Sent once unless the provider says nothing was made: an
+    /// answer lost or unreadable may follow a batch made and paid.
+    async fn create(
         &self,
         url: &str,
         like: &ApiRequest,
         body: &Value,
-    ) -> Result<Value, TransportError> {
+        field: &str,
+    ) -> Result<String, SubmitError> {
         let bytes = serde_json::to_vec(body).expect("a batch body serializes");
-        let response = self.transport.send_body(url, &like.headers, &bytes).await?;
-        Ok(serde_json::from_slice(&response.body).unwrap_or(Value::Null))
+        let response = self
+            .transport
+            .send_create(url, &like.headers, &bytes)
+            .await
+            .map_err(SubmitError::of_create)?;
+        let answer = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+        id_in(&answer, field, url).map_err(SubmitError::Unanswered)
+    }
+}
+
+/// Why a batch was not submitted.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SubmitError {
+    /// The provider refused it: nothing was made.
+    #[error(transparent)]
+    Refused(TransportError),
+    /// Its create got no answer that says what became of it: a batch
+    /// may have been made, and paid. Not sent again.
+    #[error(
+        "its create got no answer that says whether it was made ({0}): not sent again, so as \
+         not to pay twice; batches.jsonl records it; look for it in the provider's batch list"
+    )]
+    Unanswered(TransportError),
+}
+
+impl SubmitError {
+    /// A create's failure: a 4xx (or 503, 529: overloaded) says nothing
+    /// was made; anything else may follow a batch made.
+    fn of_create(error: TransportError) -> SubmitError {
+        match error.status() {
+            Some(status) if (400..500).contains(&status) || matches!(status, 503 | 529) => {
+                SubmitError::Refused(error)
+            }
+            _ => SubmitError::Unanswered(error),
+        }
     }
 }
 

@@ -6,8 +6,10 @@
 
 use serde_json::{Value, json};
 
-use super::{BatchClient, BatchItem, Ended, FollowError, ItemAnswer, id_in, json_lines};
-use crate::transport::{ApiRequest, TransportError};
+use super::{
+    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError, id_in, json_lines,
+};
+use crate::transport::ApiRequest;
 
 /// The endpoints a batch may name, as the live request's URL ends.
 const ENDPOINTS: [&str; 2] = ["/chat/completions", "/responses"];
@@ -43,7 +45,7 @@ fn input_file(items: &[&BatchItem], endpoint: &str) -> Vec<u8> {
 pub(super) async fn submit(
     client: &BatchClient,
     items: &[&BatchItem],
-) -> Result<String, TransportError> {
+) -> Result<String, SubmitError> {
     let like = &items[0].request;
     let (base, endpoint) = base_and_endpoint(&like.url);
     let file = input_file(items, &endpoint);
@@ -57,25 +59,21 @@ pub(super) async fn submit(
             .text("purpose", "batch")
             .part("file", part)
     };
+    // An upload costs nothing: tried as any request is.
     let uploaded = client
         .transport
         .send_form(&files_url, &like.headers, &form)
-        .await?;
+        .await
+        .map_err(SubmitError::Refused)?;
     let uploaded: Value = serde_json::from_slice(&uploaded.body).unwrap_or(Value::Null);
-    let input_file_id = id_in(&uploaded, "id", &files_url)?;
+    let input_file_id = id_in(&uploaded, "id", &files_url).map_err(SubmitError::Refused)?;
     let batches_url = format!("{base}/batches");
-    let batch = client
-        .post_json(
-            &batches_url,
-            like,
-            &json!({
-                "input_file_id": input_file_id,
-                "endpoint": endpoint,
-                "completion_window": "24h",
-            }),
-        )
-        .await?;
-    id_in(&batch, "id", &batches_url)
+    let body = json!({
+        "input_file_id": input_file_id,
+        "endpoint": endpoint,
+        "completion_window": "24h",
+    });
+    client.create(&batches_url, like, &body, "id").await
 }
 
 pub(super) async fn poll(

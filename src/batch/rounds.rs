@@ -7,12 +7,15 @@
 //! earlier run of the folder submitted, unchanged, is not sent again: its
 //! batch is followed.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::{BatchClient, BatchItem, FollowError, ItemAnswer, Ledger, Unfinished, ledger};
+use super::{
+    BatchClient, BatchItem, FollowError, ItemAnswer, Ledger, SubmitError, Unfinished, ledger,
+};
 use crate::provider::Provider;
 use crate::transport::TransportError;
 
@@ -152,70 +155,154 @@ impl Rounds {
     }
 
     /// Submit `group` (unless `earlier` names its batch), wait for its end
-    /// and answer each request.
+    /// and answer each request. An earlier batch the provider does not
+    /// know (404) is marked dead in the ledger and its requests are sent
+    /// again, once, in a new batch.
     async fn follow(&self, earlier: Option<String>, group: Vec<Waiting>) {
-        let id = match earlier {
-            Some(id) => id,
-            None => match self.submit(&group).await {
-                Ok(id) => id,
-                Err(error) => return answer_all(group, &Err(error)),
-            },
-        };
-        let own_order: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
-        let order = self.ledger.order_of(&id).unwrap_or(&own_order);
-        let like = &group[0].item.request;
-        match self.client.wait(&id, like, order).await {
-            Ok(ended) => {
-                let mut answers: HashMap<String, ItemAnswer> = ended.answers.into_iter().collect();
-                let answered = answers
-                    .values()
-                    .filter(|a| matches!(a, ItemAnswer::Answered { .. }))
-                    .count();
-                let failed = answers.len() - answered;
-                // Lost, the line only makes a --resume follow the batch again.
-                let _ = self
-                    .ledger
-                    .ended(&self.model, &id, &ended.state, (answered, failed));
-                for waiting in group {
-                    let answer = answers.remove(&waiting.item.custom_id).unwrap_or_else(|| {
-                        ItemAnswer::Failed {
-                            message: format!(
-                                "batch {id} ended ({}) with no answer to it",
-                                ended.state
-                            ),
-                        }
-                    });
-                    let _ = waiting.answer.send(Ok(answer));
+        let like = group[0].item.request.clone();
+        if let Some(id) = earlier {
+            let order = self.ledger.order_of(&id).map(<[String]>::to_vec);
+            let own: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
+            match self
+                .client
+                .wait(&id, &like, order.as_deref().unwrap_or(&own))
+                .await
+            {
+                Ok(ended) => return self.answer(&id, ended, group),
+                Err(unfinished) if unknown_to_provider(&unfinished) => {
+                    let why = format!("the provider does not know it ({})", unfinished.problem);
+                    if let Err(e) = self.ledger.dead(&self.model, &id, &why) {
+                        let problem = self.ledger_problem(&e);
+                        return answer_all(group, &Err(unfinished_as(&id, problem)));
+                    }
+                }
+                Err(unfinished) => {
+                    return answer_all(group, &Err(RoundError::Unfinished(unfinished)));
                 }
             }
+        }
+        let id = match self.submit(&group).await {
+            Ok(id) => id,
+            Err(error) => return answer_all(group, &Err(error)),
+        };
+        let order: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
+        match self.client.wait(&id, &like, &order).await {
+            Ok(ended) => self.answer(&id, ended, group),
             Err(unfinished) => answer_all(group, &Err(RoundError::Unfinished(unfinished))),
         }
     }
 
+    /// Each request of `group` answered from batch `id`'s end, matched
+    /// strictly: an answer twice to one request, or to a request the
+    /// batch was not sent, is the server's failure, named.
+    fn answer(&self, id: &str, ended: super::Ended, group: Vec<Waiting>) {
+        let sent: HashSet<&str> = group.iter().map(|w| w.item.custom_id.as_str()).collect();
+        let mut answers: HashMap<String, ItemAnswer> = HashMap::new();
+        let (mut twice, mut foreign) = (BTreeSet::new(), BTreeSet::new());
+        for (custom_id, answer) in ended.answers {
+            if !sent.contains(custom_id.as_str()) {
+                foreign.insert(custom_id);
+                continue;
+            }
+            match answers.entry(custom_id) {
+                Entry::Occupied(first) => {
+                    twice.insert(first.key().clone());
+                }
+                Entry::Vacant(place) => {
+                    place.insert(answer);
+                }
+            }
+        }
+        let answered = answers
+            .values()
+            .filter(|a| matches!(a, ItemAnswer::Answered { .. }))
+            .count();
+        let failed = answers.len() - answered;
+        let mut state = ended.state;
+        if !foreign.is_empty() {
+            state = format!(
+                "{state}; answers to ids it was not sent: {}",
+                listed(&foreign)
+            );
+        }
+        // Lost, the line only makes a --resume follow the batch again.
+        let _ = self
+            .ledger
+            .ended(&self.model, id, &state, (answered, failed));
+        for waiting in group {
+            let custom_id = &waiting.item.custom_id;
+            let answer = if !foreign.is_empty() {
+                ItemAnswer::Failed {
+                    message: format!(
+                        "batch {id} answered ids it was not sent ({}): none of its answers is taken",
+                        listed(&foreign)
+                    ),
+                }
+            } else if twice.contains(custom_id) {
+                ItemAnswer::Failed {
+                    message: format!("batch {id} answered {custom_id} more than once"),
+                }
+            } else {
+                answers
+                    .remove(custom_id)
+                    .unwrap_or_else(|| ItemAnswer::Failed {
+                        message: format!("batch {id} ended ({state}) with no answer to it"),
+                    })
+            };
+            let _ = waiting.answer.send(Ok(answer));
+        }
+    }
+
+    /// Record the batch in the ledger before its create is sent, and
+    /// again once it has an id: a batch paid for is never unrecorded.
     async fn submit(&self, group: &[Waiting]) -> Result<String, RoundError> {
         let items: Vec<&BatchItem> = group.iter().map(|w| &w.item).collect();
-        let id = self
-            .client
-            .submit(&items)
-            .await
-            .map_err(RoundError::Refused)?;
         let sent: Vec<(String, String)> = group
             .iter()
             .map(|w| (w.item.custom_id.clone(), w.digest.clone()))
             .collect();
+        // Unrecorded, a batch is not created at all.
+        self.ledger
+            .creating(&self.model, &sent)
+            .map_err(|e| unfinished_as(NOT_CREATED, self.ledger_problem(&e)))?;
+        let id = self.client.submit(&items).await.map_err(|e| match e {
+            SubmitError::Refused(error) => RoundError::Refused(error),
+            unanswered @ SubmitError::Unanswered(_) => {
+                unfinished_as(NO_ID, FollowError::Unconfirmed(Box::new(unanswered)))
+            }
+        })?;
         self.ledger
             .submitted(&self.model, &id, &sent)
-            .map_err(|e| {
-                RoundError::Unfinished(Unfinished {
-                    id: id.clone(),
-                    problem: FollowError::Ledger {
-                        path: self.ledger.path().display().to_string(),
-                        message: e.to_string(),
-                    },
-                })
-            })?;
+            .map_err(|e| unfinished_as(&id, self.ledger_problem(&e)))?;
         Ok(id)
     }
+
+    fn ledger_problem(&self, error: &std::io::Error) -> FollowError {
+        FollowError::Ledger {
+            path: self.ledger.path().display().to_string(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// What stands for a batch's id when it has none.
+const NO_ID: &str = "(no id: its create got no answer)";
+const NOT_CREATED: &str = "(not created)";
+
+fn unfinished_as(id: &str, problem: FollowError) -> RoundError {
+    RoundError::Unfinished(Unfinished {
+        id: id.to_owned(),
+        problem,
+    })
+}
+
+/// The provider answered 404 for the batch: it does not know it.
+fn unknown_to_provider(unfinished: &Unfinished) -> bool {
+    matches!(&unfinished.problem, FollowError::Transport(e) if e.status() == Some(404))
+}
+
+fn listed(ids: &BTreeSet<String>) -> String {
+    ids.iter().cloned().collect::<Vec<_>>().join(", ")
 }
 
 fn answer_all(group: Vec<Waiting>, answer: &Result<ItemAnswer, RoundError>) {

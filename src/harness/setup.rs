@@ -187,13 +187,7 @@ impl PreparedRun {
     pub fn prepare(request: &RunRequest) -> Result<PreparedRun, SetupError> {
         let mut notes = Notes::default();
         let recorded = request.resume.as_deref().map(read_run_file).transpose()?;
-        let out = match (&request.resume, &request.out) {
-            (Some(dir), _) | (None, Some(dir)) => dir.clone(),
-            (None, None) => PathBuf::from("reports").join(run_id()),
-        };
-        if request.resume.is_none() && !request.force {
-            refuse_to_overwrite(&out)?;
-        }
+        let out = out_folder(request)?;
         let models = Models::make(request, recorded.as_ref(), &out)?;
         if models.live_network && request.clock.is_none_or(|c| c == Clock::Virtual) {
             notes
@@ -398,6 +392,24 @@ fn tool_servers(request: &RunRequest) -> Result<ToolServers, SetupError> {
     let env = model::judge::judge_env(&judge, request.judge_repeats)?;
     let trust = JudgeTrust::load(request.judge_servers.clone())?;
     Ok(ToolServers::judging(env, trust))
+}
+
+/// The run's folder: a resumed run's, `--out`, or a new one; a run held
+/// there is refused unless `--force` replaces it, which starts a new
+/// batch ledger (never the old run's answers).
+fn out_folder(request: &RunRequest) -> Result<PathBuf, SetupError> {
+    let out = match (&request.resume, &request.out) {
+        (Some(dir), _) | (None, Some(dir)) => dir.clone(),
+        (None, None) => PathBuf::from("reports").join(run_id()),
+    };
+    if request.resume.is_none() {
+        if request.force {
+            crate::batch::ledger::set_aside(&out).map_err(at(&out))?;
+        } else {
+            refuse_to_overwrite(&out)?;
+        }
+    }
+    Ok(out)
 }
 
 /// Who gets the judge's key is said before anything runs.

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::call::Prices;
 use crate::transport::TransportSettings;
 
+/// The longest first wait before a batch is polled: an hour (a larger
+/// one would leave a run waiting for days, or overflow the clock).
+pub const MAX_BATCH_POLL_MS: u64 = 3_600_000;
+
 /// How a live model is reached and asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -206,8 +210,15 @@ impl ApiSettings {
         if self.concurrency == 0 {
             return fail("/api/concurrency", "must be at least 1");
         }
-        if self.batch_poll_ms == Some(0) {
-            return fail("/api/batch_poll_ms", "must be at least 1");
+        if let Some(ms) = self.batch_poll_ms
+            && !(1..=MAX_BATCH_POLL_MS).contains(&ms)
+        {
+            return fail(
+                "/api/batch_poll_ms",
+                &format!(
+                    "{ms} is out of range: give milliseconds from 1 to {MAX_BATCH_POLL_MS} (an hour)"
+                ),
+            );
         }
         if self.requests_per_minute == Some(0) {
             return fail("/api/requests_per_minute", "must be at least 1");
@@ -237,6 +248,27 @@ impl ApiSettings {
             retry_base: Duration::from_millis(self.retry_base_ms),
             concurrency: self.concurrency,
             requests_per_minute: self.requests_per_minute,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_poll_ms_is_bounded_to_an_hour_naming_the_field_and_the_range() {
+        let with = |ms: u64| -> ApiSettings {
+            serde_json::from_value(serde_json::json!({"model": "m", "batch_poll_ms": ms})).unwrap()
+        };
+        assert!(with(1).check().is_ok());
+        assert!(with(MAX_BATCH_POLL_MS).check().is_ok());
+        for ms in [0, MAX_BATCH_POLL_MS + 1, u64::MAX] {
+            let err = with(ms).check().unwrap_err().to_string();
+            assert!(
+                err.contains("/api/batch_poll_ms") && err.contains("3600000"),
+                "{err}"
+            );
         }
     }
 }

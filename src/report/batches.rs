@@ -19,6 +19,15 @@ pub struct BatchRecord {
 
 impl std::fmt::Display for BatchRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.id.is_empty() {
+            // Recorded before its create was sent, never confirmed.
+            return write!(
+                f,
+                "a batch of {} request(s) ({}) whose create got no answer: it may exist, \
+                 paid, at the provider; look for it in the provider's batch list",
+                self.requests, self.model
+            );
+        }
         write!(
             f,
             "batch {} ({}): {} request(s), ",

@@ -30,6 +30,10 @@ struct Emulation {
     state: Mutex<State>,
     /// Polls answer 503 while set (the server down after a submit).
     polls_fail: AtomicBool,
+    /// A create makes its batch, then answers 500 (the answer lost).
+    creates_lose_answer: AtomicBool,
+    /// An output file answers its first request twice.
+    answers_twice: AtomicBool,
     batches_made: AtomicUsize,
     live_requests: AtomicUsize,
     /// Where Anthropic's results are said to be (another origin, in the
@@ -116,11 +120,20 @@ impl Respond for Emulation {
         if is_poll && self.polls_fail.load(Ordering::SeqCst) {
             return error(503, "The server is overloaded.");
         }
-        match self.provider {
+        let response = match self.provider {
             "openai" => self.openai(request, &path),
             "anthropic" => self.anthropic(request, &path),
             _ => self.gemini(request, &path),
+        };
+        let create = request.method.as_str() == "POST"
+            && (path.ends_with("/batches") || path.ends_with(":batchGenerateContent"));
+        if create && self.creates_lose_answer.load(Ordering::SeqCst) {
+            return error(
+                500,
+                "The server had an error while processing your request.",
+            );
         }
+        response
     }
 }
 
@@ -198,6 +211,9 @@ impl Emulation {
                             "response": {"status_code": 200, "request_id": format!("req_{n}"), "body": body},
                             "error": null});
                         lines.push(line.to_string());
+                    }
+                    if self.answers_twice.load(Ordering::SeqCst) {
+                        lines.push(lines[0].clone());
                     }
                     let mut state = self.state.lock().unwrap();
                     let file = format!("file-out-{id}");
@@ -387,6 +403,8 @@ async fn emulate_with(
         uri: server.uri(),
         state: Mutex::default(),
         polls_fail: AtomicBool::new(false),
+        creates_lose_answer: AtomicBool::new(false),
+        answers_twice: AtomicBool::new(false),
         batches_made: AtomicUsize::new(0),
         live_requests: AtomicUsize::new(0),
         results_origin,
@@ -837,4 +855,113 @@ async fn a_batched_run_recorded_replays_to_the_same_trials() {
     let output = toolgauge(run_args(suite, model, &replayed, &replay), None).await;
     assert_ran(&output);
     assert_eq!(measured(&replayed), measured(&batched));
+}
+
+/// A create whose answer was lost (the batch made, a 500 back) was tried
+/// again, up to three paid batches, none of them in batches.jsonl. Now it
+/// is sent once, recorded before it was sent, and the run stops saying so.
+#[tokio::test]
+async fn a_batch_create_that_gets_no_answer_is_sent_once_and_stays_on_record() {
+    for provider in ["openai", "anthropic", "gemini"] {
+        let api = json!({"batch_poll_ms": 1, "max_attempts": 3});
+        let setup = bfcl_setup(provider, 2, api).await;
+        let emulation = &setup.emulation;
+        emulation.creates_lose_answer.store(true, Ordering::SeqCst);
+        let out = setup.dir.path().join("batched");
+        let output = toolgauge(
+            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
+            Some(KEY),
+        )
+        .await;
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{provider}: {said}");
+        assert_eq!(
+            emulation.batches_made.load(Ordering::SeqCst),
+            1,
+            "{provider}: {said}"
+        );
+        assert!(said.contains("provider's batch list"), "{provider}: {said}");
+        let ledger = std::fs::read_to_string(out.join("batches.jsonl")).unwrap();
+        assert!(ledger.contains("\"event\":\"creating\""), "{ledger}");
+    }
+}
+
+/// A batch the provider no longer knows (404) left the run unresumable,
+/// the advice looping on --resume. Now it is marked dead and its requests
+/// are sent again, once, in a new batch.
+#[tokio::test]
+async fn a_batch_the_provider_does_not_know_is_marked_dead_and_sent_again_once() {
+    let api = json!({"batch_poll_ms": 1, "max_attempts": 2});
+    let setup = bfcl_setup("openai", 3, api).await;
+    let (suite, model, emulation) = (&setup.suite, &setup.model, &setup.emulation);
+    // What a whole run makes, undisturbed.
+    let clean = setup.dir.path().join("clean");
+    let output = toolgauge(run_args(suite, model, &clean, &["--batch"]), Some(KEY)).await;
+    assert_ran(&output);
+    let whole_run = emulation.batches_made.load(Ordering::SeqCst);
+    let out = setup.dir.path().join("batched");
+    emulation.polls_fail.store(true, Ordering::SeqCst);
+    let output = toolgauge(run_args(suite, model, &out, &["--batch"]), Some(KEY)).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    emulation.polls_fail.store(false, Ordering::SeqCst);
+    // The provider forgets every batch it had.
+    emulation.state.lock().unwrap().batches.clear();
+    let resume = [
+        "run",
+        "--resume",
+        out.to_str().unwrap(),
+        "--models",
+        model.to_str().unwrap(),
+        "--quiet",
+    ];
+    let output = toolgauge(resume.map(str::to_owned).to_vec(), Some(KEY)).await;
+    assert_ran(&output);
+    // The dead batch, then a whole run's again: its first round sent once more.
+    let made = emulation.batches_made.load(Ordering::SeqCst);
+    assert_eq!(made, whole_run + 1 + whole_run, "{}", stderr(&output));
+    assert_eq!(measured(&out), measured(&clean));
+    let ledger = std::fs::read_to_string(out.join("batches.jsonl")).unwrap();
+    assert!(ledger.contains("\"event\":\"dead\""), "{ledger}");
+}
+
+/// An output file that answers a request twice was taken silently. Now
+/// the request's trial is lost to the server, which is named.
+#[tokio::test]
+async fn an_answer_given_twice_in_batch_results_is_the_servers_failure() {
+    let setup = bfcl_setup("openai", 2, json!({"batch_poll_ms": 1})).await;
+    setup.emulation.answers_twice.store(true, Ordering::SeqCst);
+    let out = setup.dir.path().join("batched");
+    let output = toolgauge(
+        run_args(&setup.suite, &setup.model, &out, &["--batch"]),
+        Some(KEY),
+    )
+    .await;
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("more than once"), "{said}");
+}
+
+/// `--out DIR --force` replayed the replaced run's batch answers instead
+/// of asking the model. Now it starts a new ledger, and keeps the old
+/// one's paid batches on record beside it.
+#[tokio::test]
+async fn force_starts_a_new_batch_ledger_and_keeps_the_old_one_on_record() {
+    let setup = bfcl_setup("anthropic", 2, json!({"batch_poll_ms": 1})).await;
+    let out = setup.dir.path().join("batched");
+    let mut made = Vec::new();
+    for _ in 0..2 {
+        let output = toolgauge(
+            run_args(&setup.suite, &setup.model, &out, &["--batch", "--force"]),
+            Some(KEY),
+        )
+        .await;
+        assert_ran(&output);
+        made.push(setup.emulation.batches_made.load(Ordering::SeqCst));
+    }
+    // The second run asked the model again: as many batches as the first.
+    assert_eq!(made[1], 2 * made[0]);
+    let replaced = std::fs::read_to_string(out.join("batches.replaced.jsonl")).unwrap();
+    assert!(replaced.contains("msgbatch_0000"), "{replaced}");
+    let ledger = std::fs::read_to_string(out.join("batches.jsonl")).unwrap();
+    assert!(!ledger.contains("msgbatch_0000"), "{ledger}");
 }
