@@ -112,7 +112,7 @@ impl Imported {
         scenario: &Value,
     ) -> Result<(), ImportError> {
         if self.written == 0 {
-            std::fs::create_dir_all(out).map_err(|source| ImportError::Write {
+            crate::whole_file::make_folder(out).map_err(|source| ImportError::Write {
                 path: out.to_owned(),
                 source,
             })?;

@@ -23,6 +23,9 @@ pub enum ReportCommand {
         /// Shard report folders.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
+        /// The folder the merged run is written to (made if need be):
+        /// trials.csv, session.jsonl, batches.jsonl, the summaries and
+        /// report.html, as one run would have written them.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Write into an `--out` folder that already holds a run, replacing it.
@@ -32,14 +35,18 @@ pub enum ReportCommand {
     /// Write DIR/report.html for a finished run folder (a run, merged
     /// shards, or a run made before report.html existed).
     Html {
+        /// The run folder (it holds run.json and trials.csv).
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
     /// Print the change in success per model x scenario; exit 1 on a
     /// significant drop (95% intervals that do not overlap).
     Compare {
+        /// The run folder to compare against (its summary.csv is read),
+        /// e.g. a run of main kept as a CI artefact.
         #[arg(value_name = "BASELINE_DIR")]
         baseline: PathBuf,
+        /// The run folder under test (its summary.csv is read).
         #[arg(value_name = "CURRENT_DIR")]
         current: PathBuf,
     },

@@ -1,6 +1,8 @@
 //! `toolgauge tools check SOURCE`: each tool called with valid generated
 //! arguments (`fuzz::calls`), a table of what each answered, and exit 1
-//! when a tool broke its own `outputSchema` or gave nothing in time.
+//! when a tool broke its own `outputSchema`, its server failed (crashed,
+//! answered over the size limit or with no tool result) or it gave
+//! nothing in time.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -126,7 +128,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::from(1));
     }
     if failed > 0 {
-        eprintln!("{failed} tool(s) broke their outputSchema or did not answer in time");
+        eprintln!(
+            "{failed} tool(s) broke their outputSchema, had their server fail, or did not answer in time"
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -139,6 +143,7 @@ fn table(checks: &[CallCheck]) -> String {
         ("results", Right),
         ("error results", Right),
         ("bad outputs", Right),
+        ("server failures", Right),
         ("timeouts", Right),
         ("first problem", Left),
     ]);
@@ -149,6 +154,7 @@ fn table(checks: &[CallCheck]) -> String {
             c.results.to_string(),
             c.error_results.to_string(),
             c.bad_outputs.to_string(),
+            c.server_failures.to_string(),
             c.timeouts.to_string(),
             c.first_problem
                 .as_deref()

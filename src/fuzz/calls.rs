@@ -1,8 +1,9 @@
 //! Tools called with valid arguments (`toolgauge tools check`): for each
 //! tool, instances of its input schema generated from a seed and sent as
-//! calls; what came back counted per tool: results, error results,
-//! results that broke the tool's own `outputSchema`, and calls that gave
-//! nothing in time.
+//! calls; what came back counted per tool: results, the tool's own error
+//! results, results that broke the tool's own `outputSchema`, calls whose
+//! server failed (crashed, answered over the size limit or with what is
+//! no tool result), and calls that gave nothing in time.
 
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ pub struct CallCheck {
     pub results: u64,
     pub error_results: u64,
     pub bad_outputs: u64,
+    /// Calls the server failed: it crashed, sent a message over the
+    /// limit, or answered with what is no tool result.
+    pub server_failures: u64,
     pub timeouts: u64,
     /// The first bad output's words, else the first error's or
     /// timeout's, for the report.
@@ -25,9 +29,10 @@ pub struct CallCheck {
 }
 
 impl CallCheck {
-    /// A tool breaking its own output contract, or not answering.
+    /// A tool breaking its own output contract, its server failing, or
+    /// no answer.
     pub fn failed(&self) -> bool {
-        self.bad_outputs > 0 || self.timeouts > 0
+        self.bad_outputs > 0 || self.server_failures > 0 || self.timeouts > 0
     }
 }
 
@@ -68,6 +73,12 @@ pub async fn check_calls(
                     check.first_problem = Some(failure.message);
                 }
                 check.bad_outputs += 1;
+            }
+            Ok(Err(failure)) if failure.kind == ToolFailureKind::Unavailable => {
+                if check.bad_outputs == 0 && check.server_failures == 0 {
+                    check.first_problem = Some(failure.message);
+                }
+                check.server_failures += 1;
             }
             Ok(Err(failure)) => {
                 check.error_results += 1;

@@ -376,7 +376,7 @@ pub fn import(
         let path = path.to_owned();
         move |source| Tau2Error::Write { path, source }
     };
-    std::fs::create_dir_all(out).map_err(write_error(out))?;
+    crate::whole_file::make_folder(out).map_err(write_error(out))?;
     let mut imported = Imported::default();
     for task in &tasks {
         let scenario = scenario(task, bridge, user)?;

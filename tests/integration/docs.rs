@@ -1,8 +1,9 @@
 //! The front door and the book hold together: every relative link in
 //! README.md, ARCHITECTURE.md, reports/README.md and docs/ leads to a file
 //! that exists (and a heading, when it names one), every chapter is in the
-//! book's SUMMARY.md, every included file exists, and README.md stays a
-//! front door (at most 150 lines).
+//! book's SUMMARY.md, every included file exists, README.md stays a
+//! front door (at most 150 lines), and every fenced `toolgauge` command
+//! that needs only what the repository has runs as written.
 
 use std::path::{Path, PathBuf};
 
@@ -218,4 +219,111 @@ fn every_scenario_in_the_book_runs_and_every_model_file_loads() {
         scenarios >= 1 && models >= 1,
         "{scenarios} scenario(s), {models} model file(s)"
     );
+}
+
+/// The book's `toolgauge` commands as written: each line of a fenced
+/// shell block that starts with `toolgauge` (continued over lines that
+/// end in `\`), in order, with the file and line it is at.
+fn fenced_commands(file: &Path) -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let (mut fenced, mut shell) = (false, false);
+    let mut commands: Vec<(usize, String)> = Vec::new();
+    let mut continued = false;
+    for (n, line) in text.lines().enumerate() {
+        if let Some(lang) = line.trim_start().strip_prefix("```") {
+            fenced = !fenced;
+            shell = fenced && matches!(lang.trim(), "sh" | "bash" | "");
+            continue;
+        }
+        if !shell {
+            continue;
+        }
+        let code = line.trim();
+        if continued {
+            let last = commands.last_mut().expect("a command is continued");
+            last.1.push(' ');
+            last.1.push_str(code.trim_end_matches('\\'));
+        } else if code.starts_with("toolgauge ") {
+            commands.push((n + 1, code.trim_end_matches('\\').to_owned()));
+        } else {
+            continue;
+        }
+        continued = code.ends_with('\\');
+    }
+    commands
+}
+
+/// Why a command of the book needs more than the repository has, if it
+/// does: a synopsis with placeholders, a live model, a server, a key.
+fn needs_more(command: &str) -> Option<&'static str> {
+    let code = command.split(" #").next().unwrap_or(command);
+    let placeholder = code.split_whitespace().any(|word| {
+        word.contains('[')
+            || word.contains("...")
+            || word.contains('|')
+            || word.chars().filter(char::is_ascii_uppercase).count() >= 3
+    });
+    if placeholder {
+        Some("a synopsis: its words are placeholders")
+    } else if code.contains("live-models/") || code.contains("my-models/") {
+        Some("a live model's server or key")
+    } else if code.contains("mcp:node") {
+        Some("Node and a server of your own")
+    } else if code.contains("tau2/") {
+        Some("tau2's Python package (docs/tau2.md)")
+    } else {
+        None
+    }
+}
+
+/// Every fenced `toolgauge` command of README.md and the book that needs
+/// only what the repository has runs as written: no usage error, no bad
+/// input (exit 2). The `mcp:` commands failed as written, and the tour
+/// named a model file it never showed.
+#[test]
+fn the_books_commands_run_as_written() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_toolgauge"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ran = 0;
+    for document in documents() {
+        // Each document's commands in one folder, in order: a baseline
+        // made by one is compared by the next.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(root().join("scenarios"), dir.path().join("scenarios")).unwrap();
+        for (line, command) in fenced_commands(&document) {
+            let at = format!("{}:{line}", document.display());
+            // A server's command is one argument: the shell splits it
+            // otherwise, and the source is the program alone.
+            let code = command.split(" #").next().unwrap_or(&command);
+            let unquoted = code
+                .split_whitespace()
+                .any(|w| w.starts_with("mcp:") && !w.starts_with("mcp:http"));
+            assert!(!unquoted, "{at}: quote the mcp: source: {command}");
+            if let Some(why) = needs_more(&command) {
+                println!("not run, needs {why}: {at}: {command}");
+                continue;
+            }
+            let output = std::process::Command::new("sh")
+                .args(["-c", &command])
+                .env("PATH", &path)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                matches!(output.status.code(), Some(0 | 1)),
+                "{at}: {command}\nexit {:?}: {said}",
+                output.status.code()
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 8, "only {ran} of the book's commands ran");
 }

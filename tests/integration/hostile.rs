@@ -988,3 +988,44 @@ fn import_tau2_refuses_a_bridge_that_exports_nothing() {
     assert!(said.contains("exported no task of airline"), "{said}");
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
 }
+
+/// `import ... --out FILE` said only "File exists (os error 17)".
+#[test]
+fn import_into_a_file_names_what_out_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let questions = crate::corpora().join("bfcl/BFCL_v4_simple_python.json");
+    let output = toolgauge_in(
+        dir.path(),
+        &[
+            "import",
+            "bfcl",
+            questions.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+        ],
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("--out takes a folder"), "{said}");
+    assert!(!said.contains("os error"), "{said}");
+}
+
+/// A remote `$ref` was named twice, the second time in the schema
+/// crate's words ("`resolve-http` feature or a custom resolver").
+#[test]
+fn a_remote_ref_is_named_once_in_toolgauges_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    let remote = json!([{"name": "t", "description": "d", "parameters": {
+        "type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}
+    }}]);
+    std::fs::write(&tools, remote.to_string()).unwrap();
+    let output = toolgauge_in(dir.path(), &["check-tools", tools.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("toolgauge fetches no schema"), "{said}");
+    assert!(!said.contains("resolve-http"), "{said}");
+}

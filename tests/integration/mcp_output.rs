@@ -87,16 +87,41 @@ fn tools_check_calls_each_read_only_tool_and_finds_the_broken_output() {
     ]);
     let table = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(output.status.code(), Some(1), "{table}{}", stderr(&output));
+    // calls, results, error results, bad outputs, server failures, timeouts
     assert_eq!(
-        checked_row(&table, "weather")[1..6],
-        ["3", "3", "0", "0", "0"]
+        checked_row(&table, "weather")[1..7],
+        ["3", "3", "0", "0", "0", "0"]
     );
     let broken = checked_row(&table, "weather_broken");
-    assert_eq!(broken[1..6], ["3", "0", "0", "3", "0"]);
-    assert!(broken[6].contains("/temp_c"), "{broken:?}");
+    assert_eq!(broken[1..7], ["3", "0", "0", "3", "0", "0"]);
+    assert!(broken[7].contains("/temp_c"), "{broken:?}");
     // Writes are not called unless allowed.
     assert!(!table.contains("| delete_everything |"), "{table}");
     assert!(stderr(&output).contains("delete_everything"));
+}
+
+/// A server that crashes on every call was counted as the tool's own
+/// error results, exit 0: a false green. Its failures are the server's
+/// now, counted apart, and fail the check.
+#[test]
+fn tools_check_fails_on_a_server_that_crashes_on_every_call() {
+    let server = mcp_test_server();
+    let output = crate::toolgauge(&[
+        "tools",
+        "check",
+        &format!("mcp:{}", server.display()),
+        "--calls",
+        "2",
+        "--only",
+        "crash",
+        "--allow",
+        "crash",
+    ]);
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{table}{}", stderr(&output));
+    let row = checked_row(&table, "crash");
+    assert_eq!(row[1..7], ["2", "0", "0", "0", "2", "0"], "{table}");
+    assert!(stderr(&output).contains("had their server fail"));
 }
 
 #[test]
@@ -123,8 +148,8 @@ fn the_reference_servers_structured_content_matches_its_output_schema() {
     // get-structured-content declares an outputSchema and keeps to it.
     let row = checked_row(&table, "get-structured-content");
     assert_eq!(
-        row[1..6],
-        ["3", "3", "0", "0", "0"],
+        row[1..7],
+        ["3", "3", "0", "0", "0", "0"],
         "{table}{}",
         stderr(&output)
     );
