@@ -73,8 +73,18 @@ fn merge_shards(dirs: &[PathBuf], out: &Path, force: bool) -> Result<ExitCode, C
             out.display()
         )));
     }
-    let Merged { violations, table } = merge(dirs, out)?;
+    let Merged {
+        violations,
+        table,
+        torn_ledger_lines,
+    } = merge(dirs, out)?;
     println!("{table}");
+    for (path, line) in &torn_ledger_lines {
+        eprintln!(
+            "warning: {} line {line}: torn by a kill, not merged into batches.jsonl",
+            path.display()
+        );
+    }
     eprintln!("merged {} shard(s) into {}", dirs.len(), out.display());
     if violations.is_empty() {
         Ok(ExitCode::SUCCESS)

@@ -62,6 +62,8 @@ pub enum MergeError {
         input: PathBuf,
         how: &'static str,
     },
+    #[error("{}: {problem}: a merge would drop its entries; merge complete shards", path.display())]
+    Log { path: PathBuf, problem: String },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -74,11 +76,13 @@ fn lines(errors: &[LoadError]) -> String {
         .join("\n")
 }
 
-/// What a merge found: the threshold violations and the terminal table.
+/// What a merge found: the threshold violations, the terminal table, and
+/// the lines of shards' batch ledgers that a kill tore (not merged).
 #[derive(Debug)]
 pub struct Merged {
     pub violations: Vec<Violation>,
     pub table: String,
+    pub torn_ledger_lines: Vec<(PathBuf, usize)>,
 }
 
 /// Merge shard folders into `out`.
@@ -106,6 +110,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     if held != expected {
         return Err(MergeError::Incomplete { held, expected });
     }
+    // Every shard's log whole, or nothing is written.
+    if !run_file.no_session {
+        for dir in dirs {
+            check_log(&dir.join("session.jsonl"))?;
+        }
+    }
 
     crate::whole_file::make_folder(out).map_err(at(out))?;
     run_file.shard = None;
@@ -115,6 +125,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         .iter()
         .map(|dir| open(dir).map(Iterator::peekable))
         .collect::<Result<Vec<_>, _>>()?;
+    let torn_ledger_lines;
     let table = {
         let mut reporters = Reporters::new(&info, files.reporters());
         reporters
@@ -122,7 +133,17 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             .map_err(at(out))?;
         send_in_job_order(&mut shards, &info, &mut reporters, out)?;
         // The log is whole before the reports that read it are written.
-        merge_session_logs(dirs, out)?;
+        if !run_file.no_session {
+            merge_session_logs(dirs, out)?;
+        }
+        torn_ledger_lines = merge_ledgers(dirs, out)?;
+        // The merged batches, as the run's own would be heard.
+        let entries = crate::batch::ledger::entries(out).map_err(at(out))?;
+        for batch in super::batch_records(entries) {
+            reporters
+                .send(RunEvent::Notice(&report::Notice::Batch(batch)))
+                .map_err(at(out))?;
+        }
         reporters.send(RunEvent::Finished).map_err(at(out))?;
         report::terminal_summary(
             &info,
@@ -134,6 +155,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
     Ok(Merged {
         violations: std::mem::take(&mut files.gate.violations),
         table,
+        torn_ledger_lines,
     })
 }
 
@@ -340,24 +362,78 @@ pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
 /// The shards' session logs, one after the other: every entry carries its
 /// coordinates, so order between shards does not matter.
 fn merge_session_logs(dirs: &[PathBuf], out: &Path) -> Result<(), MergeError> {
-    let logs: Vec<PathBuf> = dirs
-        .iter()
-        .map(|d| d.join("session.jsonl"))
-        .filter(|p| p.is_file())
-        .collect();
-    if logs.is_empty() {
-        return Ok(());
-    }
     let target = out.join("session.jsonl");
     let fail = |source| MergeError::Io {
         path: target.clone(),
         source,
     };
     crate::whole_file::write_with(&target, |file| {
-        for log in logs {
-            io::copy(&mut std::fs::File::open(&log)?, file)?;
+        for dir in dirs {
+            let log = dir.join("session.jsonl");
+            io::copy(&mut crate::source::open_run_file(&log)?, file)?;
         }
         Ok(())
     })
     .map_err(fail)
+}
+
+/// A shard's session log is there and every line of it is a whole JSON
+/// entry: a log missing or torn would leave the merged run's log short
+/// without a word.
+fn check_log(path: &Path) -> Result<(), MergeError> {
+    let file = crate::source::open_run_file(path).map_err(|source| MergeError::Log {
+        path: path.to_owned(),
+        problem: if source.kind() == io::ErrorKind::NotFound {
+            "missing (the shard ran with a log: its run.json does not say --no-session)".to_owned()
+        } else {
+            source.to_string()
+        },
+    })?;
+    for (n, line) in
+        io::BufRead::split(io::BufReader::with_capacity(1 << 20, file), b'\n').enumerate()
+    {
+        let line = line.map_err(at(path))?;
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err() {
+            return Err(MergeError::Log {
+                path: path.to_owned(),
+                problem: format!("line {} is not a whole JSON entry", n + 1),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The shards' batch ledgers, one after the other, into the merged run's:
+/// every line a whole entry; lines a kill tore are left out and named.
+fn merge_ledgers(dirs: &[PathBuf], out: &Path) -> Result<Vec<(PathBuf, usize)>, MergeError> {
+    let name = crate::batch::ledger::FILE_NAME;
+    let (mut merged, mut torn) = (Vec::new(), Vec::new());
+    for dir in dirs {
+        let path = dir.join(name);
+        let text = match crate::source::open_run_file(&path) {
+            Ok(mut file) => {
+                let mut text = Vec::new();
+                io::Read::read_to_end(&mut file, &mut text).map_err(at(&path))?;
+                text
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(MergeError::Io { path, source }),
+        };
+        for (n, line) in text.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
+                merged.extend_from_slice(line);
+                merged.push(b'\n');
+            } else {
+                torn.push((path.clone(), n + 1));
+            }
+        }
+    }
+    if !merged.is_empty() {
+        let target = out.join(name);
+        crate::whole_file::write(&target, merged).map_err(at(&target))?;
+    }
+    Ok(torn)
 }

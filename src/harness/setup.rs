@@ -461,7 +461,17 @@ fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Mo
 
 /// The run being resumed, as its run.json describes it.
 fn read_run_file(dir: &Path) -> Result<RunFile, SetupError> {
-    if !dir.join("trials.csv").is_file() && !dir.join("trials.csv.resumed").is_file() {
+    let trials = dir.join("trials.csv");
+    // There but no regular file (a FIFO would hang the resume): said so.
+    if trials.symlink_metadata().is_ok()
+        && let Err(source) = crate::source::open_run_file(&trials)
+    {
+        return Err(SetupError::Io {
+            path: trials,
+            source,
+        });
+    }
+    if !trials.is_file() && !dir.join("trials.csv.resumed").is_file() {
         return Err(SetupError::NotARun {
             dir: dir.to_owned(),
         });

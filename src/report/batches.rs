@@ -45,8 +45,7 @@ impl std::fmt::Display for BatchRecord {
 }
 
 /// summary.md's section for a batched run: the batch rate its costs are
-/// at, and every batch (none are heard when shards are merged: each
-/// shard's batches.jsonl has its own).
+/// at, and every batch (of every shard, when shards are merged).
 pub fn markdown(batched: bool, batches: &[BatchRecord]) -> String {
     if !batched {
         return String::new();

@@ -103,7 +103,7 @@ impl HtmlReport {
         }
         let models = index(info.models.iter().map(|m| &m.name));
         let scenarios = index(info.scenarios.iter().map(|s| &s.name));
-        let file = std::fs::File::open(&path)?;
+        let file = crate::source::open_run_file(&path)?;
         // Large reads: the log of a large run is most of what is read.
         for line in io::BufReader::with_capacity(1 << 20, file).split(b'\n') {
             let line = line?;

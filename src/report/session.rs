@@ -88,7 +88,12 @@ impl SessionFile {
         let kept = path.with_extension("jsonl.partial");
         {
             let mut out = io::BufWriter::new(File::create(&kept)?);
-            if let (Some(last), Ok(file)) = (last_kept, File::open(path)) {
+            let log = match crate::source::open_run_file(path) {
+                Ok(file) => Some(file),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e),
+            };
+            if let (Some(last), Some(file)) = (last_kept, log) {
                 let models: HashMap<&str, usize> = index(info.models.iter().map(|m| &m.name));
                 let scenarios: HashMap<&str, usize> = index(info.scenarios.iter().map(|s| &s.name));
                 for line in io::BufReader::new(file).split(b'\n') {

@@ -407,7 +407,7 @@ pub struct TrialReader<'p> {
 
 impl<'p> TrialReader<'p> {
     pub fn open(info: &'p RunInfo, path: &Path) -> io::Result<Self> {
-        let mut file = File::open(path)?;
+        let mut file = crate::source::open_run_file(path)?;
         let whole = whole_lines_length(&mut file)?;
         file.seek(SeekFrom::Start(0))?;
         Ok(TrialReader {

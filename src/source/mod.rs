@@ -79,11 +79,53 @@ pub const INPUT_LIMIT: u64 = 512 * 1024 * 1024;
 /// Opened without blocking, so that a FIFO is seen for what it is, not
 /// waited on (for a regular file the flag changes nothing).
 pub fn open_input(path: &Path) -> io::Result<std::fs::File> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
+    let meta = regular(&file)?;
+    if meta.len() > INPUT_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it holds {} bytes, over the {} MiB an input file may hold",
+                meta.len(),
+                INPUT_LIMIT >> 20
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// A file of a run folder (trials.csv, session.jsonl, batches.jsonl),
+/// opened to read as an input is: a regular file, never waited on as a
+/// FIFO would be, and in the folder itself: a link at its name (which
+/// could lead out of the folder) is refused. Of any size: a run's log
+/// grows with the run.
+pub fn open_run_file(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "it is a symbolic link: a run folder's files are read only from the folder itself",
+                )
+            } else {
+                e
+            }
+        })?;
+    regular(&file)?;
+    Ok(file)
+}
+
+/// `file`'s metadata, if it is a regular file; else why it is refused.
+fn regular(file: &std::fs::File) -> io::Result<std::fs::Metadata> {
+    use std::os::unix::fs::FileTypeExt as _;
     let meta = file.metadata()?;
     let kind = meta.file_type();
     let what = if kind.is_file() {
@@ -105,17 +147,7 @@ pub fn open_input(path: &Path) -> io::Result<std::fs::File> {
             format!("it is {what}; give a regular file"),
         ));
     }
-    if meta.len() > INPUT_LIMIT {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "it holds {} bytes, over the {} MiB an input file may hold",
-                meta.len(),
-                INPUT_LIMIT >> 20
-            ),
-        ));
-    }
-    Ok(file)
+    Ok(meta)
 }
 
 /// An input file's bytes, opened by [`open_input`].

@@ -1029,3 +1029,153 @@ fn a_remote_ref_is_named_once_in_toolgauges_words() {
     assert!(said.contains("toolgauge fetches no schema"), "{said}");
     assert!(!said.contains("resolve-http"), "{said}");
 }
+
+/// Two shards of the starter suite on the mocks, in `dir`/shard1 and 2.
+fn two_shards(dir: &Path) {
+    let repo = env!("CARGO_MANIFEST_DIR");
+    for k in 1..=2 {
+        let (spec, out) = (format!("{k}/2"), format!("shard{k}"));
+        let output = toolgauge_in(
+            dir,
+            &[
+                "run",
+                &format!("{repo}/scenarios/starter"),
+                "--models",
+                &format!("{repo}/scenarios/models/scripted.json"),
+                "--trials",
+                "2",
+                "--quiet",
+                "--shard",
+                &spec,
+                "--out",
+                &out,
+            ],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+fn merge_shards(dir: &Path) -> std::process::Output {
+    toolgauge_in(
+        dir,
+        &[
+            "report", "merge", "shard1", "shard2", "--out", "merged", "--force",
+        ],
+    )
+}
+
+/// `report merge` dropped a shard's missing or torn session.jsonl without
+/// a word (3,049 of 4,600 entries kept, exit 0). Now it refuses, naming
+/// the file, and writes nothing; a FIFO in its place is refused, not
+/// waited on.
+#[test]
+fn report_merge_refuses_a_shards_missing_torn_or_fifo_session_log() {
+    let dir = tempfile::tempdir().unwrap();
+    two_shards(dir.path());
+    let log = dir.path().join("shard2/session.jsonl");
+    let whole = std::fs::read(&log).unwrap();
+    let output = merge_shards(dir.path());
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let merged = std::fs::read(dir.path().join("merged/session.jsonl")).unwrap();
+    let shard1 = std::fs::read(dir.path().join("shard1/session.jsonl")).unwrap();
+    assert_eq!(merged.len(), shard1.len() + whole.len());
+
+    std::fs::remove_file(&log).unwrap();
+    let mut torn = whole.clone();
+    torn.truncate(whole.len() / 2);
+    let fifo = || {
+        let status = Command::new("mkfifo").arg(&log).status().unwrap();
+        assert!(status.success());
+    };
+    type Make<'a> = Box<dyn Fn() + 'a>;
+    let cases: [(&str, Make); 3] = [
+        ("missing", Box::new(|| {})),
+        (
+            "is not a whole JSON entry",
+            Box::new(|| std::fs::write(&log, &torn).unwrap()),
+        ),
+        ("FIFO", Box::new(fifo)),
+    ];
+    for (said, make) in cases {
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_dir_all(dir.path().join("merged"));
+        make();
+        let output = merge_shards(dir.path());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{said}: {stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("shard2"),
+            "{stderr}"
+        );
+        assert!(
+            !dir.path().join("merged/trials.csv").exists(),
+            "{said}: written anyway"
+        );
+    }
+}
+
+/// Every shard's batches.jsonl was dropped by the merge: now they are
+/// merged, and a line a kill tore is named, not taken.
+#[test]
+fn report_merge_keeps_every_shards_batch_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    two_shards(dir.path());
+    let line = |id: &str| {
+        format!(
+            r#"{{"event":"submitted","model":"m","id":"{id}","requests":[{{"custom_id":"t0-a1","digest":"d"}}]}}"#
+        )
+    };
+    std::fs::write(
+        dir.path().join("shard1/batches.jsonl"),
+        line("batch_a") + "\n",
+    )
+    .unwrap();
+    let torn = format!("{}\n{{\"event\":\"subm\n", line("batch_b"));
+    std::fs::write(dir.path().join("shard2/batches.jsonl"), torn).unwrap();
+    let output = merge_shards(dir.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let merged = std::fs::read_to_string(dir.path().join("merged/batches.jsonl")).unwrap();
+    assert_eq!(
+        merged,
+        format!("{}\n{}\n", line("batch_a"), line("batch_b"))
+    );
+    assert!(stderr.contains("line 2: torn"), "{stderr}");
+}
+
+/// A FIFO at session.jsonl or trials.csv of a run folder hung `--resume`
+/// for ever: the run folder's files are opened as inputs are now.
+#[test]
+fn resume_refuses_a_fifo_in_the_run_folder_instead_of_waiting_on_it() {
+    for name in ["session.jsonl", "trials.csv"] {
+        let dir = tempfile::tempdir().unwrap();
+        two_shards(dir.path());
+        let file = dir.path().join("shard1").join(name);
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            Command::new("mkfifo")
+                .arg(&file)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let output = toolgauge_bounded(
+            dir.path(),
+            &["run", "--resume", "shard1", "--quiet"],
+            std::time::Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains("FIFO"), "{name}: {stderr}");
+    }
+}
