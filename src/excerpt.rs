@@ -10,6 +10,26 @@ pub const MAX_CHARS: usize = 80;
 /// How much of a longer value is shown.
 const SHOWN_CHARS: usize = 60;
 
+/// `text` as a terminal may show it: every control character but the
+/// line break and the tab written as its escape (`\u{1b}`), so that text
+/// a server, a bridge or a model sent (an escape sequence that retitles
+/// the window, clears the screen) is read, never obeyed.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.extend(c.escape_unicode());
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
+}
+
 /// `text` itself when short; otherwise its first characters and its
 /// length: `aaaa… (52428800 bytes)`. Cut on a character boundary.
 pub fn excerpt(text: &str) -> Cow<'_, str> {
@@ -132,5 +152,20 @@ mod tests {
         let cut = cut_quoted(&escaped);
         assert!(cut.ends_with("(10005 bytes) here"), "{cut}");
         assert_eq!(cut_quoted("short \"value\""), "short \"value\"");
+    }
+
+    #[test]
+    fn escape_sequences_are_shown_never_obeyed_on_a_terminal() {
+        let hostile = "stderr: \u{1b}]0;pwned\u{7}\u{1b}[2J done\n\tnext";
+        let safe = terminal_safe(hostile);
+        assert!(
+            !safe.chars().any(|c| c == '\u{1b}' || c == '\u{7}'),
+            "{safe}"
+        );
+        assert!(
+            safe.contains("\\u{1b}]0;pwned") && safe.ends_with(" done\n\tnext"),
+            "{safe}"
+        );
+        assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
     }
 }

@@ -27,7 +27,8 @@ fn main() -> ExitCode {
         Err(error) => {
             // The last guard: no message echoes a huge value whole.
             let message = error.to_string();
-            eprintln!("error: {}", toolgauge::excerpt::cut_quoted(&message));
+            let message = toolgauge::excerpt::cut_quoted(&message);
+            eprintln!("error: {}", toolgauge::cli::for_terminal(&message));
             ExitCode::from(error.exit_code())
         }
     }

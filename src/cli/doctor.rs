@@ -32,7 +32,8 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, CliError> {
     }
     let _ = std::io::stdout().flush();
     let diagnosis = diagnose_blocking(&file, &mut |finding| {
-        print!("{}", finding.line());
+        // Evidence quotes the endpoint: shown, never obeyed.
+        print!("{}", super::for_terminal(&finding.line()));
         let _ = std::io::stdout().flush();
     })?;
     print!("{}", diagnosis.conclusion());

@@ -80,6 +80,12 @@ pub enum Command {
     BenchReport(BenchReportArgs),
 }
 
+/// Text as it may reach the terminal: no known key in it, and every
+/// control sequence a server, a bridge or a model sent shown, not obeyed.
+pub fn for_terminal(text: &str) -> String {
+    crate::excerpt::terminal_safe(&crate::secret::redact(text)).into_owned()
+}
+
 /// What stops a command, worded for the person at the terminal: the
 /// library's own typed errors, carried whole, or a problem with the
 /// command line itself; [`CliError::exit_code`] maps each kind to its

@@ -138,6 +138,8 @@ impl Reporter for Progress {
     }
 
     fn notice(&mut self, _info: &RunInfo, notice: &Notice) -> io::Result<()> {
+        // A notice quotes servers and models: shown, never obeyed.
+        let notice = super::for_terminal(&notice.to_string());
         match &self.shown {
             Shown::Bars { multi, .. } => multi.suspend(|| eprintln!("{notice}")),
             _ => eprintln!("{notice}"),

@@ -270,7 +270,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
         violations.len()
     );
     for v in &violations {
-        eprintln!("  {} / {}: {}", v.model, v.scenario, v.message);
+        let line = format!("  {} / {}: {}", v.model, v.scenario, v.message);
+        eprintln!("{}", super::for_terminal(&line));
     }
     Ok(ExitCode::from(EXIT_FAILED))
 }
@@ -278,11 +279,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
 /// What setting the run up found: warnings always, the rest unless quiet.
 fn say_notes(prepared: &PreparedRun, quiet: bool) {
     for warning in &prepared.notes.warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", super::for_terminal(warning));
     }
     if !quiet {
         for line in &prepared.notes.info {
-            eprintln!("{line}");
+            eprintln!("{}", super::for_terminal(line));
         }
     }
 }
@@ -312,7 +313,7 @@ fn resume_command(out: &Path, models: &[PathBuf]) -> String {
 fn say_batches(out: &Path) {
     let entries = crate::batch::ledger::entries(out).unwrap_or_default();
     for batch in crate::harness::batch_records(entries) {
-        eprintln!("{batch}");
+        eprintln!("{}", super::for_terminal(&batch.to_string()));
     }
 }
 

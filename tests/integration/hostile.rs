@@ -1179,3 +1179,29 @@ fn resume_refuses_a_fifo_in_the_run_folder_instead_of_waiting_on_it() {
         assert!(stderr.contains("FIFO"), "{name}: {stderr}");
     }
 }
+
+/// An MCP server's stderr reached the terminal raw: its escape sequences
+/// retitled the window and cleared the screen. They are shown now, not
+/// obeyed.
+#[test]
+fn a_servers_escape_sequences_reach_the_terminal_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"printf '\033]0;pwned\007\033[2J\033[31mred' >&2; exit 3"#;
+    let scenario = json!({
+        "name": "hostile_stderr",
+        "tools": [{"mcp": {"command": ["sh", "-c", script]}}],
+        "prompt": "Say hi.",
+        "expect": {"no_call": true}
+    });
+    write_scenario(&dir.path().join("suite"), &scenario);
+    let scripted = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/models/scripted.json");
+    let output = run_suite_once(dir.path(), &scripted).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = &output.stderr;
+    assert!(
+        !stderr.contains(&0x1b) && !stderr.contains(&0x07),
+        "{stderr:?}"
+    );
+    let said = String::from_utf8_lossy(stderr);
+    assert!(said.contains(r"\u{1b}]0;pwned"), "{said}");
+}
