@@ -245,8 +245,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
             total,
             spent,
             limits,
+            cut,
         } => {
             say_budget_spent(&out, &args.models, finished, total, spent, limits);
+            say_cut_spend(cut);
             return Ok(ExitCode::from(EXIT_FAILED));
         }
         RunEnding::Finished {
@@ -315,6 +317,19 @@ fn say_batches(out: &Path) {
     for batch in crate::harness::batch_records(entries) {
         eprintln!("{}", super::for_terminal(&batch.to_string()));
     }
+}
+
+/// What the trials the budget cut had spent: paid, and in no row of
+/// trials.csv (`--resume` runs those trials again from their start).
+fn say_cut_spend((cut, trials): (Spent, usize)) {
+    if trials == 0 {
+        return;
+    }
+    eprintln!(
+        "of that, ${:.4} and {} tokens over {} request(s) went to {trials} trial(s) the budget cut: \
+         paid, and in no report's rows (a resume runs them again from their start)",
+        cut.cost, cut.tokens, cut.requests
+    );
 }
 
 /// The budget ended the run: what was spent, what is kept, how to go on.

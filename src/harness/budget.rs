@@ -4,6 +4,7 @@
 //! the run stops before it passes the budget; the trials finished by then
 //! are kept, and the stop is the budget's, never a model's.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::call::{Prices, Usage};
@@ -43,7 +44,13 @@ struct State {
     /// request's size, and no second one goes.
     settled: u64,
     ended: bool,
+    /// What each trial not yet kept has spent: what is left when the
+    /// budget ends the run was paid for trials it cut.
+    unkept: HashMap<TrialKey, Spent>,
 }
+
+/// A trial as the budget knows it: (model, scenario, trial).
+pub type TrialKey = (usize, usize, u32);
 
 /// A budget shared by a run's trials.
 #[derive(Debug)]
@@ -64,6 +71,7 @@ pub struct Budget {
 #[derive(Debug)]
 pub struct Admission<'b> {
     budget: &'b Budget,
+    trial: TrialKey,
 }
 
 impl Budget {
@@ -92,7 +100,7 @@ impl Budget {
     /// flight and this one at the largest so far, within every limit. The
     /// run's first request goes alone, its size unknown. `None`: the
     /// budget has ended the run, and every later ask is refused too.
-    pub async fn admit(&self) -> Option<Admission<'_>> {
+    pub async fn admit(&self, trial: TrialKey) -> Option<Admission<'_>> {
         let _turn = self.turn.lock().await;
         let mut changed = self.changed.subscribe();
         loop {
@@ -118,7 +126,10 @@ impl Budget {
                         return None;
                     }
                     state.in_flight += 1;
-                    return Some(Admission { budget: self });
+                    return Some(Admission {
+                        budget: self,
+                        trial,
+                    });
                 }
             }
             // The first request is out: wait for it to settle.
@@ -144,7 +155,7 @@ impl Budget {
         self.lock().ended
     }
 
-    fn spend(&self, usage: Usage, prices: Option<Prices>) {
+    fn spend(&self, trial: TrialKey, usage: Usage, prices: Option<Prices>) {
         let cost = prices.map_or(0.0, |p| p.cost(usage));
         let tokens = usage.input_tokens + usage.output_tokens;
         let mut state = self.lock();
@@ -154,6 +165,29 @@ impl Budget {
         spent.requests += 1;
         spent.largest_cost = spent.largest_cost.max(cost);
         spent.largest_tokens = spent.largest_tokens.max(tokens);
+        let by_trial = state.unkept.entry(trial).or_default();
+        by_trial.cost += cost;
+        by_trial.tokens += tokens;
+        by_trial.requests += 1;
+    }
+
+    /// `trial` is kept (in trials.csv): what it spent is reported there.
+    pub fn kept(&self, trial: TrialKey) {
+        self.lock().unkept.remove(&trial);
+    }
+
+    /// What was spent on trials not kept, and how many they are: once the
+    /// budget has ended the run, the trials it cut (paid for, in no
+    /// trials.csv row until `--resume` runs them again).
+    pub fn cut(&self) -> (Spent, usize) {
+        let state = self.lock();
+        let mut cut = Spent::default();
+        for spent in state.unkept.values() {
+            cut.cost += spent.cost;
+            cut.tokens += spent.tokens;
+            cut.requests += spent.requests;
+        }
+        (cut, state.unkept.len())
     }
 
     fn settle(&self) {
@@ -169,7 +203,7 @@ impl Admission<'_> {
     /// Count the reply's tokens, at `prices` (a model without prices costs
     /// nothing in dollars).
     pub fn spend(&self, usage: Usage, prices: Option<Prices>) {
-        self.budget.spend(usage, prices);
+        self.budget.spend(self.trial, usage, prices);
     }
 }
 
@@ -182,6 +216,8 @@ impl Drop for Admission<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const T: TrialKey = (0, 0, 0);
 
     fn usage(tokens: u64) -> Usage {
         Usage {
@@ -204,7 +240,7 @@ mod tests {
             ..BudgetLimits::default()
         });
         let mut sent = 0;
-        while let Some(admission) = now(budget.admit()) {
+        while let Some(admission) = now(budget.admit(T)) {
             admission.spend(usage(1_000), None);
             drop(admission);
             sent += 1;
@@ -212,7 +248,7 @@ mod tests {
         // 3 x 1,000 spent; a fourth would reach 4,000.
         assert_eq!(sent, 3);
         assert_eq!(budget.spent().tokens, 3_000);
-        assert!(budget.has_ended() && now(budget.admit()).is_none());
+        assert!(budget.has_ended() && now(budget.admit(T)).is_none());
     }
 
     #[test]
@@ -221,11 +257,11 @@ mod tests {
             max_tokens: Some(3_500),
             ..BudgetLimits::default()
         });
-        now(budget.admit()).unwrap().spend(usage(1_000), None);
+        now(budget.admit(T)).unwrap().spend(usage(1_000), None);
         // 1,000 spent, 1,000 and 1,000 in flight: a third would reach 4,000.
-        let second = now(budget.admit()).unwrap();
-        let third = now(budget.admit()).unwrap();
-        assert!(now(budget.admit()).is_none());
+        let second = now(budget.admit(T)).unwrap();
+        let third = now(budget.admit(T)).unwrap();
+        assert!(now(budget.admit(T)).is_none());
         second.spend(usage(1_000), None);
         drop((second, third));
         assert_eq!(budget.spent().requests, 2);
@@ -242,8 +278,8 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let first = budget.admit().await.unwrap();
-            let waiting = budget.admit();
+            let first = budget.admit(T).await.unwrap();
+            let waiting = budget.admit(T);
             tokio::pin!(waiting);
             // Not admitted while the first is out.
             assert!(futures_util::poll!(waiting.as_mut()).is_pending());
@@ -252,6 +288,24 @@ mod tests {
             // 1,000 spent and another 1,000 would pass 1,500.
             assert!(waiting.await.is_none());
         });
+    }
+
+    #[test]
+    fn what_cut_trials_spent_is_what_trials_not_kept_spent() {
+        let budget = Budget::new(BudgetLimits {
+            max_tokens: Some(10_000),
+            ..BudgetLimits::default()
+        });
+        for (trial, tokens) in [((0, 0, 0), 1_000), ((0, 0, 1), 700), ((1, 0, 0), 300)] {
+            now(budget.admit(trial)).unwrap().spend(usage(tokens), None);
+        }
+        now(budget.admit((0, 0, 1)))
+            .unwrap()
+            .spend(usage(200), None);
+        budget.kept((0, 0, 0));
+        let (cut, trials) = budget.cut();
+        assert_eq!((cut.tokens, cut.requests, trials), (1_200, 3, 2));
+        assert_eq!(budget.spent().tokens, 2_200);
     }
 
     #[test]
@@ -267,12 +321,12 @@ mod tests {
             cache_write_per_mtok: None,
         };
         // 4 tokens at $1,000 per million: $0.004 a request.
-        now(budget.admit()).unwrap().spend(usage(4), Some(prices));
-        now(budget.admit()).unwrap().spend(usage(4), Some(prices));
-        assert!(now(budget.admit()).is_none(), "{:?}", budget.spent());
+        now(budget.admit(T)).unwrap().spend(usage(4), Some(prices));
+        now(budget.admit(T)).unwrap().spend(usage(4), Some(prices));
+        assert!(now(budget.admit(T)).is_none(), "{:?}", budget.spent());
         // A model without prices costs no dollars.
         let free = Budget::new(budget.limits());
-        now(free.admit()).unwrap().spend(usage(1_000_000), None);
-        assert!(now(free.admit()).is_some());
+        now(free.admit(T)).unwrap().spend(usage(1_000_000), None);
+        assert!(now(free.admit(T)).is_some());
     }
 }

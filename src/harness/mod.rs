@@ -314,6 +314,8 @@ pub enum RunError {
         finished: u64,
         total: u64,
         spent: Spent,
+        /// What was spent on the trials it cut, and how many they are.
+        cut: (Spent, usize),
     },
 }
 
@@ -366,11 +368,13 @@ pub fn run_until(
                     // The turns it let go have run: their trials are kept.
                     while let Some(Some(trial)) = finished.next().now_or_never() {
                         let (outcome, session) = trial?;
-                        hand_over(reporters, &outcome, &session, &mut done)?;
+                        hand_over(plan, reporters, &outcome, &session, &mut done)?;
                     }
                     reporters.checkpoint()?;
-                    let spent = plan.budget.as_ref().map(|b| b.spent()).unwrap_or_default();
-                    return Err(RunError::BudgetSpent { finished: done, total, spent });
+                    let budget = plan.budget.as_ref();
+                    let spent = budget.map(|b| b.spent()).unwrap_or_default();
+                    let cut = budget.map(|b| b.cut()).unwrap_or_default();
+                    return Err(RunError::BudgetSpent { finished: done, total, spent, cut });
                 }
                 Some(notice) = heard.recv() => {
                     reporters.send(RunEvent::Notice(&notice))?;
@@ -386,7 +390,7 @@ pub fn run_until(
                     None => break,
                 },
             };
-            hand_over(reporters, &outcome, &session, &mut done)?;
+            hand_over(plan, reporters, &outcome, &session, &mut done)?;
         }
         while let Ok(notice) = heard.try_recv() {
             reporters.send(RunEvent::Notice(&notice))?;
@@ -479,12 +483,17 @@ fn trials_at_once(plan: &RunPlan) -> Vec<Option<tokio::sync::Semaphore>> {
 
 /// A finished trial to the reporters, counted.
 fn hand_over(
+    plan: &RunPlan,
     reporters: &mut Reporters<'_>,
     outcome: &TrialOutcome,
     session: &[u8],
     done: &mut u64,
 ) -> Result<(), RunError> {
     reporters.send(RunEvent::TrialFinished(FinishedTrial { outcome, session }))?;
+    // Kept: what it spent is in its rows.
+    if let Some(budget) = &plan.budget {
+        budget.kept((outcome.model, outcome.scenario, outcome.trial));
+    }
     *done += 1;
     Ok(())
 }

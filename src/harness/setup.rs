@@ -95,6 +95,8 @@ pub enum RunEnding {
         total: u64,
         spent: Spent,
         limits: BudgetLimits,
+        /// Spent on the trials it cut (paid, in no row), and how many.
+        cut: (Spent, usize),
     },
 }
 
@@ -298,6 +300,7 @@ impl PreparedRun {
                 finished,
                 total,
                 spent,
+                cut,
             }) => {
                 let limits = self
                     .plan
@@ -310,6 +313,7 @@ impl PreparedRun {
                     total,
                     spent,
                     limits,
+                    cut,
                 });
             }
             Err(error) => return Err(error),

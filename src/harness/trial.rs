@@ -90,6 +90,8 @@ pub(super) struct TrialRun<'p> {
     pub(super) model: &'p dyn Model,
     pub(super) scenario: &'p Scenario,
     pub(super) trial: u32,
+    /// The trial as the budget counts its spend: (model, scenario, trial).
+    pub(super) key: super::budget::TrialKey,
     pub(super) budget: Option<&'p Budget>,
     pub(super) model_trial: Box<dyn ModelTrial + 'p>,
     pub(super) tools: ToolState,
@@ -140,6 +142,7 @@ impl<'p> TrialRun<'p> {
             model,
             scenario,
             trial: job.trial,
+            key: (job.model, job.scenario, job.trial),
             budget: plan.budget.as_deref(),
             model_trial,
             tools,
@@ -176,7 +179,7 @@ impl<'p> TrialRun<'p> {
     /// left unfinished and unwritten, charged to no one.
     pub(super) async fn admitted(&self) -> Option<Admission<'p>> {
         let budget = self.budget?;
-        match budget.admit().await {
+        match budget.admit(self.key).await {
             Some(admission) => Some(admission),
             None => std::future::pending().await,
         }

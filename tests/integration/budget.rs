@@ -131,3 +131,46 @@ async fn a_budget_that_is_no_number_of_dollars_is_refused_by_name() {
         stderr(&output)
     );
 }
+
+/// The spend of a trial the budget cut (its first turns paid, its retry
+/// refused) was paid and then absent from every report. It is said now.
+#[tokio::test]
+async fn the_spend_of_trials_a_budget_cut_is_reported() {
+    let server = MockServer::start().await;
+    // Always the wrong argument: every trial asks again after the error.
+    let mut body = reply("openai", json!({"town": "Paris"}));
+    body["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    let run = openai_weather_run(&server, "What's the weather in Paris?", json!({}));
+    let out = run.dir.path().join("out");
+    let output = toolgauge(
+        args(&[
+            "run",
+            run.suite.to_str().unwrap(),
+            "--models",
+            run.model.to_str().unwrap(),
+            "--trials",
+            "2",
+            "--concurrency",
+            "1",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--max-tokens",
+            "2500",
+        ]),
+        Some(KEY),
+    )
+    .await;
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(rows(&out).is_empty(), "{said}");
+    assert!(
+        said.contains("2000 tokens over 2 request(s) went to 1 trial(s) the budget cut"),
+        "{said}"
+    );
+}

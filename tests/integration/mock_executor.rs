@@ -247,6 +247,7 @@ fn a_budget_stops_the_run_before_a_request_would_pass_it_keeping_what_finished()
         finished,
         total,
         spent,
+        cut,
     }) = ended
     else {
         panic!("the budget ends the run: {ended:?}");
@@ -263,4 +264,6 @@ fn a_budget_stops_the_run_before_a_request_would_pass_it_keeping_what_finished()
     assert_eq!(order, (0..finished as u32).collect::<Vec<_>>());
     assert!(heard.trials.iter().all(TrialOutcome::success));
     assert!(budget.has_ended());
+    // Each trial let go was kept: nothing was paid for a trial cut.
+    assert_eq!((cut.0.requests, cut.1), (0, 0));
 }
