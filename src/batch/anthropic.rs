@@ -8,7 +8,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError, json_lines, same_origin,
+    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, Polled, SubmitError, json_lines,
+    same_origin,
 };
 use crate::transport::ApiRequest;
 
@@ -31,12 +32,13 @@ pub(super) async fn poll(
     client: &BatchClient,
     id: &str,
     like: &ApiRequest,
-) -> Result<Option<Ended>, FollowError> {
+) -> Result<Polled, FollowError> {
     let batch = client
         .get_json(&format!("{}/batches/{id}", like.url), like)
         .await?;
-    if batch["processing_status"].as_str() != Some("ended") {
-        return Ok(None);
+    let status = batch["processing_status"].as_str().unwrap_or("in_progress");
+    if status != "ended" {
+        return Ok(Polled::Running(status.to_owned()));
     }
     let Some(results_url) = batch["results_url"].as_str() else {
         return Err(FollowError::NoResults);
@@ -50,7 +52,7 @@ pub(super) async fn poll(
     let answers = json_lines(&body)
         .filter_map(|line| answer_of(&line))
         .collect();
-    Ok(Some(Ended {
+    Ok(Polled::Ended(Ended {
         state: "ended".to_owned(),
         answers,
     }))

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError};
+use super::{BatchClient, BatchItem, Ended, FollowError, ItemAnswer, Polled, SubmitError};
 use crate::transport::ApiRequest;
 
 /// The API's base (`…/v1beta`), before `/models/…`.
@@ -38,19 +38,20 @@ pub(super) async fn poll(
     id: &str,
     like: &ApiRequest,
     order: &[String],
-) -> Result<Option<Ended>, FollowError> {
+) -> Result<Polled, FollowError> {
     let operation = client
         .get_json(&format!("{}/{id}", base(&like.url)), like)
         .await?;
     if operation["done"] != Value::Bool(true) {
-        return Ok(None);
+        let state = operation["metadata"]["state"].as_str().unwrap_or("running");
+        return Ok(Polled::Running(state.to_owned()));
     }
     let state = operation["metadata"]["state"]
         .as_str()
         .unwrap_or("done")
         .to_owned();
     if let Some(error) = operation.get("error") {
-        return Ok(Some(Ended {
+        return Ok(Polled::Ended(Ended {
             state: format!("{state}: {}", error["message"].as_str().unwrap_or("")),
             answers: Vec::new(),
         }));
@@ -73,7 +74,7 @@ pub(super) async fn poll(
             Some((key, answer_of(item)))
         })
         .collect();
-    Ok(Some(Ended { state, answers }))
+    Ok(Polled::Ended(Ended { state, answers }))
 }
 
 fn answer_of(item: &Value) -> ItemAnswer {

@@ -76,6 +76,17 @@ pub struct Ledger {
     earlier: HashMap<(String, String), (String, String)>,
     /// Batch id -> its custom ids in the order submitted.
     orders: HashMap<String, Vec<String>>,
+    /// The batches this run waits on, each with the provider's word for
+    /// where it is: heard by the run, which says it on the terminal.
+    running: tokio::sync::watch::Sender<Vec<RunningBatch>>,
+}
+
+/// A batch the run waits on, as its last poll found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningBatch {
+    pub model: String,
+    pub id: String,
+    pub state: String,
 }
 
 impl Ledger {
@@ -107,6 +118,7 @@ impl Ledger {
             file: Mutex::new(None),
             earlier,
             orders,
+            running: tokio::sync::watch::Sender::new(Vec::new()),
         })
     }
 
@@ -151,6 +163,33 @@ impl Ledger {
             id: id.to_owned(),
             requests: listed(requests),
         })
+    }
+
+    /// A poll found batch `id` not ended, `state` by the provider's word.
+    pub fn running(&self, model: &str, id: &str, state: &str) {
+        self.running.send_if_modified(|running| {
+            let now = RunningBatch {
+                model: model.to_owned(),
+                id: id.to_owned(),
+                state: state.to_owned(),
+            };
+            match running.iter_mut().find(|b| b.id == id) {
+                Some(was) if *was == now => false,
+                Some(was) => {
+                    *was = now;
+                    true
+                }
+                None => {
+                    running.push(now);
+                    true
+                }
+            }
+        });
+    }
+
+    /// Hears each batch's state as polls find it changed.
+    pub fn watch_running(&self) -> tokio::sync::watch::Receiver<Vec<RunningBatch>> {
+        self.running.subscribe()
     }
 
     /// The provider does not know batch `id`: never followed again.

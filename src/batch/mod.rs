@@ -101,6 +101,14 @@ pub enum FollowError {
     RunEnded,
 }
 
+/// What one poll of a batch found.
+#[derive(Debug, Clone)]
+pub enum Polled {
+    /// Not ended: the provider's word for where it is.
+    Running(String),
+    Ended(Ended),
+}
+
 /// How a provider's batch ended, and what it said of each request.
 #[derive(Debug, Clone)]
 pub struct Ended {
@@ -140,12 +148,14 @@ impl BatchClient {
 
     /// Poll batch `id` until it ends, then read its answers. `like` is a
     /// request of the round (its endpoint and key); `order` the batch's
-    /// custom ids as submitted (Gemini answers by place).
+    /// custom ids as submitted (Gemini answers by place); `running` hears
+    /// the provider's word for where the batch is, after each poll.
     pub async fn wait(
         &self,
         id: &str,
         like: &ApiRequest,
         order: &[String],
+        running: &(dyn Fn(&str) + Sync),
     ) -> Result<Ended, Unfinished> {
         let unfinished = |problem: FollowError| Unfinished {
             id: id.to_owned(),
@@ -161,8 +171,8 @@ impl BatchClient {
                 Provider::Gemini => gemini::poll(self, id, like, order).await,
             };
             match polled {
-                Ok(Some(ended)) => return Ok(ended),
-                Ok(None) => continue,
+                Ok(Polled::Ended(ended)) => return Ok(ended),
+                Ok(Polled::Running(state)) => running(&state),
                 Err(problem) => return Err(unfinished(problem)),
             }
         }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::{
-    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, SubmitError, id_in, json_lines,
+    BatchClient, BatchItem, Ended, FollowError, ItemAnswer, Polled, SubmitError, id_in, json_lines,
 };
 use crate::transport::ApiRequest;
 
@@ -80,7 +80,7 @@ pub(super) async fn poll(
     client: &BatchClient,
     id: &str,
     like: &ApiRequest,
-) -> Result<Option<Ended>, FollowError> {
+) -> Result<Polled, FollowError> {
     let (base, _) = base_and_endpoint(&like.url);
     let batch = client
         .get_json(&format!("{base}/batches/{id}"), like)
@@ -105,14 +105,14 @@ pub(super) async fn poll(
                 .and_then(|errors| errors.first())
                 .and_then(|e| e["message"].as_str())
                 .unwrap_or("the batch failed validation");
-            return Ok(Some(Ended {
+            return Ok(Polled::Ended(Ended {
                 answers: Vec::new(),
                 state: format!("failed: {why}"),
             }));
         }
-        _ => return Ok(None),
+        _ => return Ok(Polled::Running(state)),
     }
-    Ok(Some(Ended { state, answers }))
+    Ok(Polled::Ended(Ended { state, answers }))
 }
 
 /// One line of an output or error file.

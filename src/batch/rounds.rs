@@ -163,11 +163,9 @@ impl Rounds {
         if let Some(id) = earlier {
             let order = self.ledger.order_of(&id).map(<[String]>::to_vec);
             let own: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
-            match self
-                .client
-                .wait(&id, &like, order.as_deref().unwrap_or(&own))
-                .await
-            {
+            let running = |state: &str| self.ledger.running(&self.model, &id, state);
+            let order = order.as_deref().unwrap_or(&own);
+            match self.client.wait(&id, &like, order, &running).await {
                 Ok(ended) => return self.answer(&id, ended, group),
                 Err(unfinished) if unknown_to_provider(&unfinished) => {
                     let why = format!("the provider does not know it ({})", unfinished.problem);
@@ -186,7 +184,8 @@ impl Rounds {
             Err(error) => return answer_all(group, &Err(error)),
         };
         let order: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
-        match self.client.wait(&id, &like, &order).await {
+        let running = |state: &str| self.ledger.running(&self.model, &id, state);
+        match self.client.wait(&id, &like, &order, &running).await {
             Ok(ended) => self.answer(&id, ended, group),
             Err(unfinished) => answer_all(group, &Err(RoundError::Unfinished(unfinished))),
         }

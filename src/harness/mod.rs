@@ -356,6 +356,10 @@ pub fn run_until(
         let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
         let mut budget_ended = std::pin::pin!(budget_ended(plan));
+        let mut waiting = plan
+            .batches
+            .as_ref()
+            .map(|ledger| (ledger.watch_running(), Vec::new()));
         loop {
             let (outcome, session) = tokio::select! {
                 // A stop wins over a trial that is ready too: deterministic.
@@ -378,6 +382,17 @@ pub fn run_until(
                 }
                 Some(notice) = heard.recv() => {
                     reporters.send(RunEvent::Notice(&notice))?;
+                    continue;
+                }
+                changed = batches_changed(&mut waiting) => {
+                    for batch in changed {
+                        let notice = Notice::BatchWaiting {
+                            model: batch.model,
+                            id: batch.id,
+                            state: batch.state,
+                        };
+                        reporters.send(RunEvent::Notice(&notice))?;
+                    }
                     continue;
                 }
                 next = finished.next() => match next {
@@ -496,6 +511,29 @@ fn hand_over(
     }
     *done += 1;
     Ok(())
+}
+
+/// The batches a run waits on, as last told: what the ledger's polls
+/// found, and what the run has said of it.
+type Waiting = (
+    tokio::sync::watch::Receiver<Vec<crate::batch::ledger::RunningBatch>>,
+    Vec<crate::batch::ledger::RunningBatch>,
+);
+
+/// The batches whose state a poll found changed since last told (never
+/// without batches).
+async fn batches_changed(waiting: &mut Option<Waiting>) -> Vec<crate::batch::ledger::RunningBatch> {
+    let Some((watch, told)) = waiting else {
+        return std::future::pending().await;
+    };
+    if watch.changed().await.is_err() {
+        *waiting = None;
+        return Vec::new();
+    }
+    let now = watch.borrow_and_update().clone();
+    let changed = now.iter().filter(|b| !told.contains(b)).cloned().collect();
+    *told = now;
+    changed
 }
 
 /// Completes when the run's budget has ended it (never without one).

@@ -257,6 +257,13 @@ pub enum Notice {
     NotRecorded { error: String },
     /// A batch of a `--batch` run, as it ended (told when the run ends).
     Batch(BatchRecord),
+    /// A batch the run waits on, as a poll found it: told when its state
+    /// changes, so that a terminal shows a run that waits.
+    BatchWaiting {
+        model: String,
+        id: String,
+        state: String,
+    },
 }
 
 impl std::fmt::Display for Notice {
@@ -281,6 +288,9 @@ impl std::fmt::Display for Notice {
             ),
             Notice::NotRecorded { error } => write!(f, "--record: {error}"),
             Notice::Batch(batch) => batch.fmt(f),
+            Notice::BatchWaiting { model, id, state } => {
+                write!(f, "batch {id} ({model}): {state}; waiting for it to end")
+            }
         }
     }
 }

@@ -965,3 +965,26 @@ async fn force_starts_a_new_batch_ledger_and_keeps_the_old_one_on_record() {
     let ledger = std::fs::read_to_string(out.join("batches.jsonl")).unwrap();
     assert!(!ledger.contains("msgbatch_0000"), "{ledger}");
 }
+
+/// While a batch ran, the terminal said nothing. Now each change of its
+/// state, as a poll finds it, is said.
+#[tokio::test]
+async fn a_waiting_batch_says_its_state_as_polls_find_it() {
+    for (provider, state) in [
+        ("openai", "in_progress"),
+        ("anthropic", "in_progress"),
+        ("gemini", "BATCH_STATE_RUNNING"),
+    ] {
+        let setup = bfcl_setup(provider, 2, json!({"batch_poll_ms": 1})).await;
+        let out = setup.dir.path().join("batched");
+        let output = toolgauge(
+            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
+            Some(KEY),
+        )
+        .await;
+        assert_ran(&output);
+        let said = stderr(&output);
+        let line = format!("({provider}-live): {state}; waiting for it to end");
+        assert!(said.contains(&line), "{provider}: {said}");
+    }
+}
