@@ -34,6 +34,8 @@ struct Emulation {
     creates_lose_answer: AtomicBool,
     /// An output file answers its first request twice.
     answers_twice: AtomicBool,
+    /// Results and polls answer with a redirect to this origin.
+    redirect_to: Mutex<Option<String>>,
     batches_made: AtomicUsize,
     live_requests: AtomicUsize,
     /// Where Anthropic's results are said to be (another origin, in the
@@ -119,6 +121,12 @@ impl Respond for Emulation {
         let is_poll = get && !path.ends_with("/content") && !path.ends_with("/results");
         if is_poll && self.polls_fail.load(Ordering::SeqCst) {
             return error(503, "The server is overloaded.");
+        }
+        if let Some(origin) = self.redirect_to.lock().unwrap().as_deref()
+            && get
+        {
+            let elsewhere = format!("{origin}{path}");
+            return ResponseTemplate::new(307).insert_header("location", elsewhere.as_str());
         }
         let response = match self.provider {
             "openai" => self.openai(request, &path),
@@ -405,6 +413,7 @@ async fn emulate_with(
         polls_fail: AtomicBool::new(false),
         creates_lose_answer: AtomicBool::new(false),
         answers_twice: AtomicBool::new(false),
+        redirect_to: Mutex::new(None),
         batches_made: AtomicUsize::new(0),
         live_requests: AtomicUsize::new(0),
         results_origin,
@@ -986,5 +995,30 @@ async fn a_waiting_batch_says_its_state_as_polls_find_it() {
         let said = stderr(&output);
         let line = format!("({provider}-live): {state}; waiting for it to end");
         assert!(said.contains(&line), "{provider}: {said}");
+    }
+}
+
+/// A poll or a results address that redirects to another origin: the
+/// key is not sent there (reqwest keeps x-api-key and x-goog-api-key on
+/// such a hop), and the batch is left to --resume, named.
+#[tokio::test]
+async fn a_batch_poll_that_redirects_to_another_origin_gets_no_key() {
+    for provider in ["anthropic", "gemini"] {
+        let setup = bfcl_setup(provider, 2, json!({"batch_poll_ms": 1})).await;
+        let elsewhere = MockServer::start().await;
+        *setup.emulation.redirect_to.lock().unwrap() = Some(elsewhere.uri());
+        let out = setup.dir.path().join("batched");
+        let output = toolgauge(
+            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
+            Some(KEY),
+        )
+        .await;
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{provider}: {said}");
+        assert!(said.contains("another origin"), "{provider}: {said}");
+        assert!(
+            elsewhere.received_requests().await.unwrap().is_empty(),
+            "{provider}: the redirect was followed"
+        );
     }
 }
