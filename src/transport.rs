@@ -189,7 +189,7 @@ impl Transport {
         body: &[u8],
     ) -> Result<ApiResponse, TransportError> {
         let opened = self
-            .open_with_retry(
+            .open_with(
                 reqwest::Method::POST,
                 url,
                 headers,
@@ -211,7 +211,7 @@ impl Transport {
     ) -> Result<ApiResponse, TransportError> {
         let payload = body.map_or(Payload::Empty, Payload::Json);
         let opened = self
-            .open_with(method, url, headers, payload, UNORDERED)
+            .open_with(method, url, headers, payload, UNORDERED, Retry::Any)
             .await?;
         read_whole(opened, url).await
     }
@@ -231,6 +231,7 @@ impl Transport {
                 headers,
                 Payload::Form(form),
                 UNORDERED,
+                Retry::Any,
             )
             .await?;
         read_whole(opened, url).await
@@ -255,23 +256,12 @@ impl Transport {
             &request.headers,
             Payload::Json(&body),
             order,
+            Retry::Any,
         )
         .await
     }
 
     async fn open_with(
-        &self,
-        method: reqwest::Method,
-        url: &str,
-        headers: &[(&'static str, String)],
-        body: Payload<'_>,
-        order: u64,
-    ) -> Result<Opened, TransportError> {
-        self.open_with_retry(method, url, headers, body, order, Retry::Any)
-            .await
-    }
-
-    async fn open_with_retry(
         &self,
         method: reqwest::Method,
         url: &str,

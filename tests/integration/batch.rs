@@ -588,6 +588,18 @@ struct Setup {
     model: PathBuf,
 }
 
+impl Setup {
+    /// `run --batch` of the suite into `batched/`, `extra` flags after:
+    /// the command's output and its folder.
+    async fn run_batched(&self, extra: &[&str]) -> (std::process::Output, PathBuf) {
+        let out = self.dir.path().join("batched");
+        let mut flags = vec!["--batch"];
+        flags.extend(extra);
+        let output = toolgauge(run_args(&self.suite, &self.model, &out, &flags), Some(KEY)).await;
+        (output, out)
+    }
+}
+
 async fn bfcl_setup(provider: &'static str, entries: usize, api: Value) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let suite = bfcl_suite(dir.path(), entries);
@@ -876,12 +888,7 @@ async fn a_batch_create_that_gets_no_answer_is_sent_once_and_stays_on_record() {
         let setup = bfcl_setup(provider, 2, api).await;
         let emulation = &setup.emulation;
         emulation.creates_lose_answer.store(true, Ordering::SeqCst);
-        let out = setup.dir.path().join("batched");
-        let output = toolgauge(
-            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
-            Some(KEY),
-        )
-        .await;
+        let (output, out) = setup.run_batched(&[]).await;
         let said = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{provider}: {said}");
         assert_eq!(
@@ -939,12 +946,7 @@ async fn a_batch_the_provider_does_not_know_is_marked_dead_and_sent_again_once()
 async fn an_answer_given_twice_in_batch_results_is_the_servers_failure() {
     let setup = bfcl_setup("openai", 2, json!({"batch_poll_ms": 1})).await;
     setup.emulation.answers_twice.store(true, Ordering::SeqCst);
-    let out = setup.dir.path().join("batched");
-    let output = toolgauge(
-        run_args(&setup.suite, &setup.model, &out, &["--batch"]),
-        Some(KEY),
-    )
-    .await;
+    let (output, _) = setup.run_batched(&[]).await;
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("more than once"), "{said}");
@@ -956,15 +958,12 @@ async fn an_answer_given_twice_in_batch_results_is_the_servers_failure() {
 #[tokio::test]
 async fn force_starts_a_new_batch_ledger_and_keeps_the_old_one_on_record() {
     let setup = bfcl_setup("anthropic", 2, json!({"batch_poll_ms": 1})).await;
-    let out = setup.dir.path().join("batched");
     let mut made = Vec::new();
+    let mut out = PathBuf::new();
     for _ in 0..2 {
-        let output = toolgauge(
-            run_args(&setup.suite, &setup.model, &out, &["--batch", "--force"]),
-            Some(KEY),
-        )
-        .await;
+        let (output, batched) = setup.run_batched(&["--force"]).await;
         assert_ran(&output);
+        out = batched;
         made.push(setup.emulation.batches_made.load(Ordering::SeqCst));
     }
     // The second run asked the model again: as many batches as the first.
@@ -985,12 +984,7 @@ async fn a_waiting_batch_says_its_state_as_polls_find_it() {
         ("gemini", "BATCH_STATE_RUNNING"),
     ] {
         let setup = bfcl_setup(provider, 2, json!({"batch_poll_ms": 1})).await;
-        let out = setup.dir.path().join("batched");
-        let output = toolgauge(
-            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
-            Some(KEY),
-        )
-        .await;
+        let (output, _) = setup.run_batched(&[]).await;
         assert_ran(&output);
         let said = stderr(&output);
         let line = format!("({provider}-live): {state}; waiting for it to end");
@@ -1007,12 +1001,7 @@ async fn a_batch_poll_that_redirects_to_another_origin_gets_no_key() {
         let setup = bfcl_setup(provider, 2, json!({"batch_poll_ms": 1})).await;
         let elsewhere = MockServer::start().await;
         *setup.emulation.redirect_to.lock().unwrap() = Some(elsewhere.uri());
-        let out = setup.dir.path().join("batched");
-        let output = toolgauge(
-            run_args(&setup.suite, &setup.model, &out, &["--batch"]),
-            Some(KEY),
-        )
-        .await;
+        let (output, _) = setup.run_batched(&[]).await;
         let said = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{provider}: {said}");
         assert!(said.contains("another origin"), "{provider}: {said}");

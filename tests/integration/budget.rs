@@ -10,8 +10,14 @@ use crate::live::{KEY, openai_weather_run, reply, rows, stderr, toolgauge};
 
 /// A server whose every reply is the right call, 900 tokens in and 100 out.
 async fn server() -> MockServer {
+    calling(json!({"city": "Paris"})).await
+}
+
+/// A server whose every reply calls get_weather with `arguments`, 900
+/// tokens in and 100 out.
+async fn calling(arguments: serde_json::Value) -> MockServer {
     let server = MockServer::start().await;
-    let mut body = reply("openai", json!({"city": "Paris"}));
+    let mut body = reply("openai", arguments);
     body["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000});
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -136,15 +142,8 @@ async fn a_budget_that_is_no_number_of_dollars_is_refused_by_name() {
 /// refused) was paid and then absent from every report. It is said now.
 #[tokio::test]
 async fn the_spend_of_trials_a_budget_cut_is_reported() {
-    let server = MockServer::start().await;
     // Always the wrong argument: every trial asks again after the error.
-    let mut body = reply("openai", json!({"town": "Paris"}));
-    body["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000});
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(body))
-        .mount(&server)
-        .await;
+    let server = calling(json!({"town": "Paris"})).await;
     let run = openai_weather_run(&server, "What's the weather in Paris?", json!({}));
     let out = run.dir.path().join("out");
     let output = toolgauge(

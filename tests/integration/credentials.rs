@@ -9,7 +9,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::live::{
-    KEY, base_url, endpoint, make_suite, model_file, reply, run_args, stderr, toolgauge,
+    KEY, base_url, endpoint, make_suite, model_file, reply, run_args, run_weather, stderr,
+    toolgauge,
 };
 
 /// A server that answers every request to `provider`'s endpoint with a
@@ -43,15 +44,8 @@ async fn a_key_never_follows_a_redirect_to_another_origin(provider: &str, status
     let elsewhere = answering(provider).await;
     let server = redirecting(provider, status, &elsewhere.uri()).await;
     let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        provider,
-        &base_url(provider, &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let url = base_url(provider, &server);
+    let (output, _) = run_weather(dir.path(), provider, &url, json!({})).await;
     let said = stderr(&output);
     // Nothing went to the other origin: not the key, not the conversation.
     let reached = elsewhere.received_requests().await.unwrap();
@@ -103,15 +97,8 @@ async fn a_redirect_within_the_endpoints_origin_is_followed() {
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        provider,
-        &base_url(provider, &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let url = base_url(provider, &server);
+    let (output, _) = run_weather(dir.path(), provider, &url, json!({})).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
@@ -207,15 +194,8 @@ async fn a_key_a_reply_carries_is_not_kept_in_the_session_log() {
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let url = base_url("openai", &server);
+    let (output, out) = run_weather(dir.path(), "openai", &url, json!({})).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("You sent me [REDACTED]."), "{log}");
@@ -318,15 +298,8 @@ async fn resume_never_sends_a_key_to_an_address_only_run_json_names() {
     let server = answering("openai").await;
     let elsewhere = answering("openai").await;
     let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
-    let out = dir.path().join("out");
-    let output = toolgauge(run_args(&suite, &model, &out, &[]), Some(KEY)).await;
+    let url = base_url("openai", &server);
+    let (output, out) = run_weather(dir.path(), "openai", &url, json!({})).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // An attacker's edit: the endpoint, and the variable the key is read from.
     let run_json = out.join("run.json");
@@ -347,6 +320,8 @@ async fn resume_never_sends_a_key_to_an_address_only_run_json_names() {
         "{said}"
     );
     // The user's own file disagrees with the edited run.json: refused too.
+    // run_weather's model file, as the user has it.
+    let model = dir.path().join("openai.json");
     let output = toolgauge(resume(&["--models", model.to_str().unwrap()]), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(elsewhere.received_requests().await.unwrap().is_empty());
