@@ -173,8 +173,9 @@ impl Recorder {
         recorded.exchanges.push(exchange);
         let text = serde_json::to_vec_pretty(&recorded).map_err(std::io::Error::other)?;
         // Whole files only: a run killed mid-write leaves the old version.
+        // A key the server quoted back is not kept.
         let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, text)?;
+        std::fs::write(&partial, crate::secret::redact_bytes(&text))?;
         std::fs::rename(partial, path)
     }
 }

@@ -182,8 +182,8 @@ async fn a_key_an_endpoint_quotes_back_is_in_no_output_nor_file() {
 }
 
 /// A reply whose text carries the key (a model made to say it, a server
-/// that echoes what it was sent): the session log keeps the reply, not
-/// the key.
+/// that echoes what it was sent): the session log and a recording keep
+/// the reply, not the key.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_key_a_reply_carries_is_not_kept_in_the_session_log() {
     let server = MockServer::start().await;
@@ -194,12 +194,22 @@ async fn a_key_a_reply_carries_is_not_kept_in_the_session_log() {
         .mount(&server)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let url = base_url("openai", &server);
-    let (output, out) = run_weather(dir.path(), "openai", &url, json!({})).await;
+    let model = model_file(
+        dir.path(),
+        "openai",
+        &base_url("openai", &server),
+        json!({}),
+    );
+    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let (out, recording) = (dir.path().join("out"), dir.path().join("recording"));
+    let flags = ["--record", recording.to_str().unwrap()];
+    let output = toolgauge(run_args(&suite, &model, &out, &flags), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("You sent me [REDACTED]."), "{log}");
     assert_no_key_anywhere(&output, &out);
+    // Nor in the recording the user asked for.
+    assert_no_key_anywhere(&output, &recording);
 }
 
 /// `toolgauge run` in `dir` of `suite` by the scripted mock, judged by a

@@ -1205,3 +1205,19 @@ fn a_servers_escape_sequences_reach_the_terminal_shown_not_obeyed() {
     let said = String::from_utf8_lossy(stderr);
     assert!(said.contains(r"\u{1b}]0;pwned"), "{said}");
 }
+
+/// `report merge --out` and `report compare`'s folders had no help text.
+#[test]
+fn every_report_folder_argument_says_what_it_is_in_help() {
+    let dir = tempfile::tempdir().unwrap();
+    for (command, said) in [
+        ("merge", "The folder the merged run is written to"),
+        ("compare", "The run folder to compare against"),
+        ("compare", "The run folder under test"),
+        ("html", "The run folder"),
+    ] {
+        let output = toolgauge_in(dir.path(), &["report", command, "--help"]);
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(help.contains(said), "report {command} --help: {help}");
+    }
+}
