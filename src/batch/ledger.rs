@@ -283,6 +283,11 @@ fn open_to_append(path: &Path) -> std::io::Result<std::fs::File> {
 /// `--force`: a run that replaces another starts a new ledger; the old
 /// one's batches (paid for) are added to `batches.replaced.jsonl`.
 pub fn set_aside(dir: &Path) -> std::io::Result<()> {
+    // No folder there (yet, or a file in its place, which --out refuses
+    // later by name): no ledger to set aside.
+    if !dir.is_dir() {
+        return Ok(());
+    }
     let path = dir.join(FILE_NAME);
     let old = match crate::source::read_input(&path) {
         Ok(old) => old,

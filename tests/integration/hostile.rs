@@ -853,6 +853,10 @@ fn bad_inputs_are_refused_naming_the_field_and_what_is_accepted() {
     };
     cases.push((run(&["--out", "a_file"]), "it is a file, not a folder"));
     cases.push((
+        run(&["--out", "a_file", "--force"]),
+        "it is a file, not a folder",
+    ));
+    cases.push((
         run(&["--out", "o", "--force", "--doctor"]),
         "--doctor probes live models",
     ));
