@@ -359,7 +359,7 @@ pub fn run_until(
         let mut waiting = plan
             .batches
             .as_ref()
-            .map(|ledger| (ledger.watch_running(), Vec::new()));
+            .map(|l| (l.watch_running(), Vec::new()));
         loop {
             let (outcome, session) = tokio::select! {
                 // A stop wins over a trial that is ready too: deterministic.
@@ -375,23 +375,15 @@ pub fn run_until(
                         hand_over(plan, reporters, &outcome, &session, &mut done)?;
                     }
                     reporters.checkpoint()?;
-                    let budget = plan.budget.as_ref();
-                    let spent = budget.map(|b| b.spent()).unwrap_or_default();
-                    let cut = budget.map(|b| b.cut()).unwrap_or_default();
-                    return Err(RunError::BudgetSpent { finished: done, total, spent, cut });
+                    return Err(budget_spent(plan, done, total));
                 }
                 Some(notice) = heard.recv() => {
                     reporters.send(RunEvent::Notice(&notice))?;
                     continue;
                 }
                 changed = batches_changed(&mut waiting) => {
-                    for batch in changed {
-                        let notice = Notice::BatchWaiting {
-                            model: batch.model,
-                            id: batch.id,
-                            state: batch.state,
-                        };
-                        reporters.send(RunEvent::Notice(&notice))?;
+                    for notice in &changed {
+                        reporters.send(RunEvent::Notice(notice))?;
                     }
                     continue;
                 }
@@ -520,9 +512,9 @@ type Waiting = (
     Vec<crate::batch::ledger::RunningBatch>,
 );
 
-/// The batches whose state a poll found changed since last told (never
-/// without batches).
-async fn batches_changed(waiting: &mut Option<Waiting>) -> Vec<crate::batch::ledger::RunningBatch> {
+/// A notice for each batch whose state a poll found changed since last
+/// told (never without batches).
+async fn batches_changed(waiting: &mut Option<Waiting>) -> Vec<Notice> {
     let Some((watch, told)) = waiting else {
         return std::future::pending().await;
     };
@@ -531,9 +523,29 @@ async fn batches_changed(waiting: &mut Option<Waiting>) -> Vec<crate::batch::led
         return Vec::new();
     }
     let now = watch.borrow_and_update().clone();
-    let changed = now.iter().filter(|b| !told.contains(b)).cloned().collect();
+    let changed = now
+        .iter()
+        .filter(|b| !told.contains(b))
+        .map(|b| Notice::BatchWaiting {
+            model: b.model.clone(),
+            id: b.id.clone(),
+            state: b.state.clone(),
+        })
+        .collect();
     *told = now;
     changed
+}
+
+/// How a run the budget ended says so: what it spent, and what of that
+/// went to trials it cut.
+fn budget_spent(plan: &RunPlan, finished: u64, total: u64) -> RunError {
+    let budget = plan.budget.as_ref();
+    RunError::BudgetSpent {
+        finished,
+        total,
+        spent: budget.map(|b| b.spent()).unwrap_or_default(),
+        cut: budget.map(|b| b.cut()).unwrap_or_default(),
+    }
 }
 
 /// Completes when the run's budget has ended it (never without one).
