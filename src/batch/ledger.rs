@@ -6,7 +6,7 @@
 //! instead of submitting it anew.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -240,34 +240,14 @@ fn listed(requests: &[(String, String)]) -> Vec<Request> {
         .collect()
 }
 
-/// The ledger opened to append: a regular file in the run folder, never
-/// a link to one elsewhere, nor a FIFO; a torn last line (a run killed
+/// The ledger opened to append, as a run folder's files are opened (a
+/// regular file, no link at its name); a torn last line (a run killed
 /// mid-write) ended first, so that it does not swallow the next line.
 fn open_to_append(path: &Path) -> std::io::Result<std::fs::File> {
     use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "it is a symbolic link: the ledger is written only in the run folder itself",
-                )
-            } else {
-                e
-            }
-        })?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).read(true).append(true);
+    let mut file = crate::source::open_in_run_folder(&mut options, path)?;
     let len = file.metadata()?.len();
     if len > 0 {
         let mut last = [0u8];
@@ -289,10 +269,8 @@ pub fn set_aside(dir: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     let path = dir.join(FILE_NAME);
-    let old = match crate::source::read_input(&path) {
-        Ok(old) => old,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
+    let Some(old) = read_whole(&path, crate::source::open_input)? else {
+        return Ok(());
     };
     let mut kept = open_to_append(&dir.join(REPLACED_NAME))?;
     kept.write_all(&old)?;
@@ -319,8 +297,13 @@ pub fn entries(dir: &Path) -> std::io::Result<Vec<BatchEntry>> {
 }
 
 fn entries_at(path: &Path) -> std::io::Result<Vec<BatchEntry>> {
+    Ok(entries_of(read_lines(path)?))
+}
+
+/// Lines in order as the batches they tell of, each once.
+fn entries_of(lines: Vec<Line>) -> Vec<BatchEntry> {
     let mut entries: Vec<BatchEntry> = Vec::new();
-    for line in read_lines(path)? {
+    for line in lines {
         match line {
             Line::Submitted {
                 model,
@@ -372,24 +355,73 @@ fn entries_at(path: &Path) -> std::io::Result<Vec<BatchEntry>> {
             }),
         }
     }
-    Ok(entries)
+    entries
 }
 
 /// The ledger's lines; none when there is no ledger; a torn line (a run
-/// killed mid-write) skipped. Opened as every input is: a regular file.
+/// killed mid-write) skipped.
 fn read_lines(path: &Path) -> std::io::Result<Vec<Line>> {
-    let file = match crate::source::open_input(path) {
+    let Some(text) = read_whole(path, crate::source::open_input)? else {
+        return Ok(Vec::new());
+    };
+    Ok(split_lines(&text)
+        .filter_map(|(_, _, line)| line.ok())
+        .collect())
+}
+
+/// The ledger at `path`, whole (`None`: there is none), read as a run
+/// folder's files are.
+fn read_whole(
+    path: &Path,
+    open: fn(&Path) -> std::io::Result<std::fs::File>,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = match open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut lines = Vec::new();
-    for text in std::io::BufReader::new(file).lines() {
-        if let Ok(line) = serde_json::from_str(&text?) {
-            lines.push(line);
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut text)?;
+    Ok(Some(text))
+}
+
+/// Each non-blank line of a ledger's text: its number, its bytes and
+/// what it reads as (a torn line is an error).
+fn split_lines(text: &[u8]) -> impl Iterator<Item = (usize, &[u8], serde_json::Result<Line>)> + '_ {
+    text.split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .map(|(n, line)| (n + 1, line, serde_json::from_slice(line)))
+}
+
+/// What merging ledgers gives: the batches, and the lines a kill tore.
+pub type Merged = (Vec<BatchEntry>, Vec<(PathBuf, usize)>);
+
+/// The ledgers of `shards`, one after the other, written to `out`'s: the
+/// batches they hold, and the lines a kill tore (left out, by file and
+/// line number).
+pub fn merge(shards: &[PathBuf], out: &Path) -> std::io::Result<Merged> {
+    let (mut kept, mut lines, mut torn) = (Vec::new(), Vec::new(), Vec::new());
+    for shard in shards {
+        let path = shard.join(FILE_NAME);
+        let Some(text) = read_whole(&path, crate::source::open_run_file)? else {
+            continue;
+        };
+        for (n, raw, line) in split_lines(&text) {
+            match line {
+                Ok(line) => {
+                    kept.extend_from_slice(raw);
+                    kept.push(b'\n');
+                    lines.push(line);
+                }
+                Err(_) => torn.push((path.clone(), n)),
+            }
         }
     }
-    Ok(lines)
+    if !kept.is_empty() {
+        crate::whole_file::write(&out.join(FILE_NAME), kept)?;
+    }
+    Ok((entries_of(lines), torn))
 }
 
 #[cfg(test)]

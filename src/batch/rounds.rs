@@ -161,11 +161,12 @@ impl Rounds {
     async fn follow(&self, earlier: Option<String>, group: Vec<Waiting>) {
         let like = group[0].item.request.clone();
         if let Some(id) = earlier {
-            let order = self.ledger.order_of(&id).map(<[String]>::to_vec);
-            let own: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
+            let order = match self.ledger.order_of(&id) {
+                Some(order) => order.to_vec(),
+                None => custom_ids(&group),
+            };
             let running = |state: &str| self.ledger.running(&self.model, &id, state);
-            let order = order.as_deref().unwrap_or(&own);
-            match self.client.wait(&id, &like, order, &running).await {
+            match self.client.wait(&id, &like, &order, &running).await {
                 Ok(ended) => return self.answer(&id, ended, group),
                 Err(unfinished) if unknown_to_provider(&unfinished) => {
                     let why = format!("the provider does not know it ({})", unfinished.problem);
@@ -183,9 +184,12 @@ impl Rounds {
             Ok(id) => id,
             Err(error) => return answer_all(group, &Err(error)),
         };
-        let order: Vec<String> = group.iter().map(|w| w.item.custom_id.clone()).collect();
         let running = |state: &str| self.ledger.running(&self.model, &id, state);
-        match self.client.wait(&id, &like, &order, &running).await {
+        match self
+            .client
+            .wait(&id, &like, &custom_ids(&group), &running)
+            .await
+        {
             Ok(ended) => self.answer(&id, ended, group),
             Err(unfinished) => answer_all(group, &Err(RoundError::Unfinished(unfinished))),
         }
@@ -298,6 +302,11 @@ fn unfinished_as(id: &str, problem: FollowError) -> RoundError {
 /// The provider answered 404 for the batch: it does not know it.
 fn unknown_to_provider(unfinished: &Unfinished) -> bool {
     matches!(&unfinished.problem, FollowError::Transport(e) if e.status() == Some(404))
+}
+
+/// The custom ids of `group`, in the order it was gathered.
+fn custom_ids(group: &[Waiting]) -> Vec<String> {
+    group.iter().map(|w| w.item.custom_id.clone()).collect()
 }
 
 fn listed(ids: &BTreeSet<String>) -> String {

@@ -136,10 +136,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         if !run_file.no_session {
             merge_session_logs(dirs, out)?;
         }
-        torn_ledger_lines = merge_ledgers(dirs, out)?;
+        let (batches, torn) = crate::batch::ledger::merge(dirs, out).map_err(at(out))?;
+        torn_ledger_lines = torn;
         // The merged batches, as the run's own would be heard.
-        let entries = crate::batch::ledger::entries(out).map_err(at(out))?;
-        for batch in super::batch_records(entries) {
+        for batch in super::batch_records(batches) {
             reporters
                 .send(RunEvent::Notice(&report::Notice::Batch(batch)))
                 .map_err(at(out))?;
@@ -401,39 +401,4 @@ fn check_log(path: &Path) -> Result<(), MergeError> {
         }
     }
     Ok(())
-}
-
-/// The shards' batch ledgers, one after the other, into the merged run's:
-/// every line a whole entry; lines a kill tore are left out and named.
-fn merge_ledgers(dirs: &[PathBuf], out: &Path) -> Result<Vec<(PathBuf, usize)>, MergeError> {
-    let name = crate::batch::ledger::FILE_NAME;
-    let (mut merged, mut torn) = (Vec::new(), Vec::new());
-    for dir in dirs {
-        let path = dir.join(name);
-        let text = match crate::source::open_run_file(&path) {
-            Ok(mut file) => {
-                let mut text = Vec::new();
-                io::Read::read_to_end(&mut file, &mut text).map_err(at(&path))?;
-                text
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(MergeError::Io { path, source }),
-        };
-        for (n, line) in text.split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
-                merged.extend_from_slice(line);
-                merged.push(b'\n');
-            } else {
-                torn.push((path.clone(), n + 1));
-            }
-        }
-    }
-    if !merged.is_empty() {
-        let target = out.join(name);
-        crate::whole_file::write(&target, merged).map_err(at(&target))?;
-    }
-    Ok(torn)
 }

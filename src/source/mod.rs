@@ -104,16 +104,25 @@ pub fn open_input(path: &Path) -> io::Result<std::fs::File> {
 /// could lead out of the folder) is refused. Of any size: a run's log
 /// grows with the run.
 pub fn open_run_file(path: &Path) -> io::Result<std::fs::File> {
+    open_in_run_folder(std::fs::OpenOptions::new().read(true), path)
+}
+
+/// A run folder's file opened with `options` (to read, or to append, as
+/// the batch ledger is): never through a link at its name, never waited
+/// on as a FIFO, and only if it is a regular file.
+pub fn open_in_run_folder(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
+    let file = options
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    "it is a symbolic link: a run folder's files are read only from the folder itself",
+                    "it is a symbolic link: a run folder's files are read and written only in the folder itself",
                 )
             } else {
                 e
