@@ -269,7 +269,7 @@ pub fn set_aside(dir: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     let path = dir.join(FILE_NAME);
-    let Some(old) = read_whole(&path, crate::source::open_input)? else {
+    let Some(old) = read_whole(&path)? else {
         return Ok(());
     };
     let mut kept = open_to_append(&dir.join(REPLACED_NAME))?;
@@ -361,7 +361,7 @@ fn entries_of(lines: Vec<Line>) -> Vec<BatchEntry> {
 /// The ledger's lines; none when there is no ledger; a torn line (a run
 /// killed mid-write) skipped.
 fn read_lines(path: &Path) -> std::io::Result<Vec<Line>> {
-    let Some(text) = read_whole(path, crate::source::open_input)? else {
+    let Some(text) = read_whole(path)? else {
         return Ok(Vec::new());
     };
     Ok(split_lines(&text)
@@ -371,11 +371,8 @@ fn read_lines(path: &Path) -> std::io::Result<Vec<Line>> {
 
 /// The ledger at `path`, whole (`None`: there is none), read as a run
 /// folder's files are.
-fn read_whole(
-    path: &Path,
-    open: fn(&Path) -> std::io::Result<std::fs::File>,
-) -> std::io::Result<Option<Vec<u8>>> {
-    let mut file = match open(path) {
+fn read_whole(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut file = match crate::source::open_run_file(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -404,7 +401,7 @@ pub fn merge(shards: &[PathBuf], out: &Path) -> std::io::Result<Merged> {
     let (mut kept, mut lines, mut torn) = (Vec::new(), Vec::new(), Vec::new());
     for shard in shards {
         let path = shard.join(FILE_NAME);
-        let Some(text) = read_whole(&path, crate::source::open_run_file)? else {
+        let Some(text) = read_whole(&path)? else {
             continue;
         };
         for (n, raw, line) in split_lines(&text) {
@@ -461,14 +458,22 @@ mod tests {
     }
 
     #[test]
-    fn the_ledger_is_never_written_through_a_link_out_of_the_run_folder() {
+    fn the_ledger_is_never_read_or_written_through_a_link_out_of_the_run_folder() {
         let dir = tempfile::tempdir().unwrap();
         let outside = dir.path().join("outside.txt");
         std::fs::write(&outside, "mine\n").unwrap();
         let run = dir.path().join("run");
         std::fs::create_dir(&run).unwrap();
         std::os::unix::fs::symlink(&outside, run.join(FILE_NAME)).unwrap();
+        // Neither read (its lines would name batches to follow) nor written.
+        let err = Ledger::open(&run).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let err = set_aside(&run).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        std::fs::remove_file(run.join(FILE_NAME)).unwrap();
         let ledger = Ledger::open(&run).unwrap();
+        std::os::unix::fs::symlink(&outside, run.join(FILE_NAME)).unwrap();
         let err = ledger
             .creating("m", &[("t0-a1".into(), "d".into())])
             .unwrap_err();
