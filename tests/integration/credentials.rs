@@ -9,8 +9,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::live::{
-    KEY, base_url, endpoint, make_suite, model_file, reply, run_args, run_weather, stderr,
-    toolgauge,
+    KEY, base_url, endpoint, openai_weather_run, reply, run_args, run_weather, stderr, toolgauge,
 };
 
 /// A server that answers every request to `provider`'s endpoint with a
@@ -150,17 +149,11 @@ async fn a_key_an_endpoint_quotes_back_is_in_no_output_nor_file() {
         .respond_with(ResponseTemplate::new(401).set_body_json(refusal))
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let run = openai_weather_run(&server, "Weather in Paris?", json!({}));
+    let (dir, model, suite) = (&run.dir, &run.model, &run.suite);
     for flags in [&["--doctor"][..], &[]] {
         let out = dir.path().join(format!("out{}", flags.len()));
-        let output = toolgauge(run_args(&suite, &model, &out, flags), Some(KEY)).await;
+        let output = toolgauge(run_args(suite, model, &out, flags), Some(KEY)).await;
         assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
         assert!(
             stderr(&output).contains("[REDACTED]"),
@@ -193,17 +186,11 @@ async fn a_key_a_reply_carries_is_not_kept_in_the_session_log() {
         .respond_with(ResponseTemplate::new(200).set_body_json(body))
         .mount(&server)
         .await;
-    let dir = tempfile::tempdir().unwrap();
-    let model = model_file(
-        dir.path(),
-        "openai",
-        &base_url("openai", &server),
-        json!({}),
-    );
-    let suite = make_suite(dir.path(), "Weather in Paris?");
+    let run = openai_weather_run(&server, "Weather in Paris?", json!({}));
+    let (dir, model, suite) = (&run.dir, &run.model, &run.suite);
     let (out, recording) = (dir.path().join("out"), dir.path().join("recording"));
     let flags = ["--record", recording.to_str().unwrap()];
-    let output = toolgauge(run_args(&suite, &model, &out, &flags), Some(KEY)).await;
+    let output = toolgauge(run_args(suite, model, &out, &flags), Some(KEY)).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let log = std::fs::read_to_string(out.join("session.jsonl")).unwrap();
     assert!(log.contains("You sent me [REDACTED]."), "{log}");
