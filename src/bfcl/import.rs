@@ -214,6 +214,7 @@ pub fn scenario(entry: &Entry, answer: Option<&AnswerEntry>) -> Result<Value, Im
                 result: json!({"status": "ok"}),
                 latency_ms: Latency::Drawn(LatencyDistribution::Uniform([50, 150])),
                 failure: None,
+                refuse: Vec::new(),
             });
             serde_json::to_value(tool).expect("a tool serializes")
         })

@@ -105,6 +105,54 @@ pub struct Simulate {
     pub latency_ms: Latency,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<InjectedFailure>,
+    /// Calls the tool refuses, the first that applies winning: what a
+    /// real server checks that its declared schema does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refuse: Vec<Refusal>,
+}
+
+/// A call a simulated tool refuses: those whose arguments fit `when` (all
+/// when absent) and do not fit `unless` (none when absent), refused with
+/// `message`, its placeholders filled from the call (see [`template`]).
+/// Without a message, the error lists how the arguments break `unless`,
+/// as a server's stricter schema would.
+///
+/// [`template`]: super::template
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unless: Option<Value>,
+    #[serde(default)]
+    pub kind: RefusalKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// How a refused call fails: a server's own error (`runtime`, `not_found`,
+/// `permission_denied`: state the model must learn from the message) or
+/// its own validation (`invalid`: the arguments break a rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    #[default]
+    Runtime,
+    NotFound,
+    PermissionDenied,
+    Invalid,
+}
+
+impl RefusalKind {
+    pub fn failure_kind(self) -> ToolFailureKind {
+        match self {
+            RefusalKind::Runtime => ToolFailureKind::Runtime,
+            RefusalKind::NotFound => ToolFailureKind::NotFound,
+            RefusalKind::PermissionDenied => ToolFailureKind::PermissionDenied,
+            RefusalKind::Invalid => ToolFailureKind::Invalid,
+        }
+    }
 }
 
 /// A simulated latency in milliseconds: fixed, or drawn per execution from

@@ -19,8 +19,8 @@ pub use backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOu
 pub use backend::{mcp, shell};
 pub use check::{DefinitionProblem, check_definitions, check_definitions_file};
 pub use def::{
-    DEFAULT_TIMEOUT_MS, Effect, InjectedFailure, Latency, LatencyDistribution, Metadata, Simulate,
-    ToolDef,
+    DEFAULT_TIMEOUT_MS, Effect, InjectedFailure, Latency, LatencyDistribution, Metadata, Refusal,
+    RefusalKind, Simulate, ToolDef,
 };
 pub use registry::{Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState};
 pub use sandbox::{PathBlocked, Sandbox, read_beneath, relative_path as sandbox_path};

@@ -126,7 +126,15 @@ impl Registry {
                         })?;
                     backends.push(match (served, &def.simulate) {
                         (Some(served), _) => served,
-                        (None, Some(simulate)) => Arc::new(Simulated::new(simulate.clone())),
+                        (None, Some(simulate)) => {
+                            Arc::new(Simulated::new(simulate.clone()).map_err(|problem| {
+                                RegistryError::Definitions(vec![DefinitionProblem {
+                                    tool: def.name.clone(),
+                                    pointer: problem.pointer,
+                                    message: problem.message,
+                                }])
+                            })?)
+                        }
                         (None, None) => Arc::new(EchoArguments),
                     });
                     defs.push(def);
@@ -508,6 +516,84 @@ mod tests {
             "{median}"
         );
         assert!(serde_json::from_value::<Latency>(json!({"normal": 3})).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_simulated_tool_refuses_what_its_rules_name_as_a_server_would() {
+        let registry = Registry::new(
+            vec![defined(json!({
+                "name": "get_weather", "description": "d",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+                "simulate": {"result": {"ok": true}, "refuse": [
+                    {"when": {"properties": {"days": {"minimum": 15}}, "required": ["days"]}, "kind": "invalid"},
+                    {"unless": {"properties": {"city": {"enum": ["Springfield, IL"]}}},
+                     "message": "city '{{args.city}}' is ambiguous: use 'Springfield, IL'"}
+                ]}
+            }))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let id = registry.lookup("get_weather").unwrap();
+        let state = registry.new_state();
+        let call = |args: Value| {
+            let (registry, state) = (&registry, &state);
+            async move { registry.execute(id, &args.try_into().unwrap(), state).await }
+        };
+        let ambiguous = call(json!({"city": "Springfield"})).await.unwrap_err();
+        assert_eq!(ambiguous.kind, ToolFailureKind::Runtime);
+        assert_eq!(
+            ambiguous.message,
+            "city 'Springfield' is ambiguous: use 'Springfield, IL'"
+        );
+        // The first rule that applies wins; without a message, none is
+        // worded here: `when` alone has no errors to list.
+        let long = call(json!({"city": "Springfield, IL", "days": 20}))
+            .await
+            .unwrap_err();
+        assert_eq!(long.kind, ToolFailureKind::Invalid);
+        assert_eq!(long.message, "the call was refused");
+        let fine = call(json!({"city": "Springfield, IL", "days": 3})).await;
+        assert_eq!(fine.unwrap().text, r#"{"ok":true}"#);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_without_a_message_lists_how_the_call_breaks_the_servers_schema() {
+        let registry = Registry::new(
+            vec![defined(json!({
+                "name": "create_ticket", "description": "d", "parameters": {"type": "object"},
+                "simulate": {"refuse": [{"unless": {"properties": {"priority": {"enum": ["P1", "P2"]}}}, "kind": "invalid"}]}
+            }))],
+            ToolEnv::default(),
+        )
+        .unwrap();
+        let id = registry.lookup("create_ticket").unwrap();
+        let refused = registry
+            .execute(
+                id,
+                &json!({"priority": "high"}).try_into().unwrap(),
+                &registry.new_state(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "The server refused the arguments:\n- /priority: must be one of \"P1\", \"P2\""
+        );
+    }
+
+    #[test]
+    fn a_refusal_schema_that_does_not_compile_is_located() {
+        let Err(RegistryError::Definitions(problems)) = Registry::new(
+            vec![defined(json!({
+                "name": "t", "description": "d", "parameters": {"type": "object"},
+                "simulate": {"refuse": [{"unless": {"type": "nope"}}]}
+            }))],
+            ToolEnv::default(),
+        ) else {
+            panic!("a refusal schema that does not compile is refused");
+        };
+        assert_eq!(problems[0].tool, "t");
+        assert_eq!(problems[0].pointer.to_string(), "/simulate/refuse/0/unless");
     }
 
     #[tokio::test]

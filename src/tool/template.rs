@@ -35,6 +35,14 @@ pub fn render(template: &Value, args: &Map<String, Value>, store: &Store) -> Val
     }
 }
 
+/// `text` with every placeholder filled, as text.
+pub fn fill_text(text: &str, args: &Map<String, Value>, store: &Store) -> String {
+    match render_text(text, args, store) {
+        Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
 fn render_text(text: &str, args: &Map<String, Value>, store: &Store) -> Value {
     let trimmed = text.trim();
     if let Some(path) = trimmed
