@@ -24,6 +24,12 @@ pub enum FeedbackArg {
     PointerList,
     Json,
     Bare,
+    /// BFCL's multi-turn executor: `Error during execution: <exception>`
+    Bfcl,
+    /// inspect_ai: python-jsonschema's messages as a list without paths
+    Inspect,
+    /// tau2-bench: `Error: <exception>`
+    Tau2,
 }
 
 #[derive(Debug, Args)]
@@ -177,6 +183,9 @@ impl RunArgs {
                 FeedbackArg::PointerList => FeedbackStyle::PointerList,
                 FeedbackArg::Json => FeedbackStyle::Json,
                 FeedbackArg::Bare => FeedbackStyle::Bare,
+                FeedbackArg::Bfcl => FeedbackStyle::Bfcl,
+                FeedbackArg::Inspect => FeedbackStyle::Inspect,
+                FeedbackArg::Tau2 => FeedbackStyle::Tau2,
             }),
             serial: self.serial,
             no_session: self.no_session,

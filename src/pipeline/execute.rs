@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 use tokio::time::Instant;
 
-use super::feedback::word_error;
+use super::feedback::{PythonFacts, Told, word_error};
 use super::validate::{Approved, Rejection, validate_among};
 use super::{Batch, ExecMode, Pipeline};
 use crate::call::{ErrorKind, ParsedCall, ToolResult};
@@ -105,17 +105,43 @@ impl Pipeline {
         ToolResult {
             call_id: call.id().to_owned(),
             name: call.name().to_owned(),
-            content: word_error(
-                self.options.feedback,
-                rejection.kind,
-                &rejection.message,
-                &rejection.details,
-            ),
+            content: self.word_rejection(call, rejection),
             error_kind: Some(rejection.kind),
             started: batch_start.elapsed(),
             elapsed: Duration::ZERO,
             images: Vec::new(),
         }
+    }
+
+    /// A rejected call's error in the run's style; the Python facts of an
+    /// invalid call are found only for the styles that word them.
+    fn word_rejection(&self, call: &ParsedCall, rejection: &Rejection) -> String {
+        let style = self.options.feedback;
+        let facts = match call {
+            ParsedCall::Ok(call)
+                if rejection.kind == ErrorKind::Validation && style.needs_python_facts() =>
+            {
+                self.registry.lookup(&call.name).map(|tool| {
+                    PythonFacts::of(
+                        &self.registry.definition(tool).parameters,
+                        self.registry.schema(tool),
+                        &call.arguments,
+                    )
+                })
+            }
+            _ => None,
+        };
+        word_error(
+            style,
+            &Told {
+                kind: rejection.kind,
+                message: &rejection.message,
+                details: &rejection.details,
+                tool_error: None,
+                tool: call.name(),
+                python: facts.as_ref(),
+            },
+        )
     }
 
     /// Run the pending reads together, bounded by the concurrency limit.
@@ -257,20 +283,33 @@ impl Pipeline {
             Ok(Err(failure)) => {
                 let kind = error_kind_of(&failure);
                 let message = format!("Error: {}", failure.message);
-                (
-                    word_error(self.options.feedback, kind, &message, &[]),
-                    Some(kind),
-                )
+                let told = Told {
+                    kind,
+                    message: &message,
+                    details: &[],
+                    tool_error: Some(&failure.message),
+                    tool: call.name(),
+                    python: None,
+                };
+                (word_error(self.options.feedback, &told), Some(kind))
             }
             Err(_) => {
-                let message = format!(
-                    "Error: timed out after {} ms (hint: the tool may be slow or stuck; try again or with a smaller request)",
+                let raw = format!(
+                    "timed out after {} ms (hint: the tool may be slow or stuck; try again or with a smaller request)",
                     timeout.as_millis()
                 );
-                let kind = ErrorKind::Timeout;
+                let message = format!("Error: {raw}");
+                let told = Told {
+                    kind: ErrorKind::Timeout,
+                    message: &message,
+                    details: &[],
+                    tool_error: Some(&raw),
+                    tool: call.name(),
+                    python: None,
+                };
                 (
-                    word_error(self.options.feedback, kind, &message, &[]),
-                    Some(kind),
+                    word_error(self.options.feedback, &told),
+                    Some(ErrorKind::Timeout),
                 )
             }
         };

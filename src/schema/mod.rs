@@ -10,6 +10,7 @@ pub mod errors;
 pub mod fast;
 pub mod generate;
 pub mod mutate;
+pub mod python;
 
 use std::fmt;
 
