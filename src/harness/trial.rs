@@ -98,6 +98,9 @@ pub(super) struct TrialRun<'p> {
     pub(super) pipeline: Pipeline,
     pub(super) log: Option<SessionLog<Vec<u8>>>,
     pub(super) notices: &'p Notices,
+    /// The last turn's failed calls, name and arguments as sent: a call
+    /// made again of these is the same call again.
+    failed_before: Vec<(String, String)>,
 }
 
 /// Where a trial's notices go: to the run's reporters, between trials.
@@ -149,6 +152,7 @@ impl<'p> TrialRun<'p> {
             pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
             log: plan.session_log.then(|| SessionLog::new(Vec::new())),
             notices,
+            failed_before: Vec::new(),
         }
     }
 
@@ -260,11 +264,30 @@ impl<'p> TrialRun<'p> {
             ran_early,
             timing,
         });
-        let outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
+        let mut outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
+        outcome.repeated_failed_call = self.repeats_a_failed_call(&turn);
         if outcome.failures.iter().any(|f| f.is_infrastructure()) {
             return Ok(Step::Lost(self.lost(&turn, outcome)));
         }
         Ok(Step::Turn(Box::new(turn), outcome))
+    }
+
+    /// Does `turn` make again a call that failed in the turn before? Its
+    /// own failed calls are remembered for the next.
+    fn repeats_a_failed_call(&mut self, turn: &Turn) -> bool {
+        let calls = turn.calls();
+        let repeated = calls.iter().any(|call| {
+            self.failed_before
+                .iter()
+                .any(|(name, arguments)| name == call.name() && *arguments == call.arguments_text())
+        });
+        self.failed_before = calls
+            .iter()
+            .zip(&turn.batch.results)
+            .filter(|(_, result)| result.is_error())
+            .map(|(call, _)| (call.name().to_owned(), call.arguments_text()))
+            .collect();
+        repeated
     }
 
     /// The request failed after its retries: the server's failure, said,

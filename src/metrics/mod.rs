@@ -6,6 +6,7 @@
 
 mod aggregate;
 mod latency;
+pub mod recovery;
 mod score;
 mod stats;
 mod streaming;
@@ -18,6 +19,7 @@ use crate::call::{Failure, Reason, Usage};
 
 pub use aggregate::{Aggregate, Paired};
 pub use latency::Latencies;
+pub use recovery::{ErrorClass, NextMove, Recovery, RecoveryByKind, RecoveryCounts};
 pub use score::{JudgeUse, PASSED, Score, ScoreStats};
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};
 pub use streaming::{StreamStats, StreamTimes};
@@ -63,6 +65,9 @@ pub struct AttemptOutcome {
     /// Calls that broke their tool's schema (toolgauge's validation),
     /// whatever the verdict: under BFCL rules they do not fail it.
     pub schema_errors: u32,
+    /// A call of this attempt repeats exactly (name and arguments) a call
+    /// that failed in the attempt before: the same call again.
+    pub repeated_failed_call: bool,
     /// A streamed reply: when its parts came, and its calls run early.
     pub stream: Option<StreamTimes>,
     /// Tasks: the user turn this model turn answers (1: the opening one).
@@ -133,6 +138,8 @@ pub struct CellStats {
     pub calls_as_text: u64,
     /// Trials whose first attempt failed with a kind, and how many of those were fixed.
     pub first_failed_by_kind: BTreeMap<Failure, (u64, u64)>,
+    /// What trials did after their first told error, by its kind.
+    pub recovery: RecoveryByKind,
     pub parallel_turns: u64,
     pub sum_speedup: f64,
     pub sum_ideal_speedup: f64,
@@ -176,6 +183,7 @@ impl CellStats {
             first_success: vec![0; max_attempts as usize],
             failures: BTreeMap::new(),
             first_failed_by_kind: BTreeMap::new(),
+            recovery: BTreeMap::new(),
             parallel_turns: 0,
             sum_speedup: 0.0,
             sum_ideal_speedup: 0.0,
@@ -209,6 +217,12 @@ impl CellStats {
             return;
         }
         self.trials += 1;
+        if let Some(recovery) = recovery::of_attempts(&trial.attempts) {
+            self.recovery
+                .entry(recovery.first)
+                .or_default()
+                .add(&recovery);
+        }
         if let Some(k) = trial.success_attempt() {
             let slot = (k as usize - 1).min(self.first_success.len() - 1);
             self.first_success[slot] += 1;
@@ -385,6 +399,9 @@ impl CellStats {
         }
         for (kind, n) in &other.failures {
             *self.failures.entry(*kind).or_default() += n;
+        }
+        for (kind, counts) in &other.recovery {
+            self.recovery.entry(*kind).or_default().merge(counts);
         }
         for (kind, (failed, fixed)) in &other.first_failed_by_kind {
             let entry = self.first_failed_by_kind.entry(*kind).or_default();

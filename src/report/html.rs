@@ -253,6 +253,7 @@ fn render(
                 (banner(info, stats))
                 (verdict(info, stats, &charts))
                 (scenario_table(info, stats))
+                (super::recovery::html(&super::summary::correction_rows(info, stats)))
                 (super::streamed::html(&super::summary::streamed_cells(&summary_rows(info, stats))))
                 (super::scores::html(info, stats))
                 (failed_trials(info, failed, failures))

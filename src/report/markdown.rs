@@ -7,8 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::summary::{
-    ComparisonRow, ModelRow, SelfCorrectionRow, SummaryRow, comparison_rows, correction_rows,
-    model_rows, summary_rows,
+    ComparisonRow, ModelRow, SummaryRow, comparison_rows, correction_rows, model_rows, summary_rows,
 };
 use super::{Reporter, RunInfo, Violation, violations};
 use crate::call::Failure;
@@ -487,7 +486,7 @@ fn markdown(
     table: &str,
     models: &[ModelRow],
     comparisons: &[ComparisonRow],
-    corrections: &[SelfCorrectionRow],
+    corrections: &[super::recovery::RecoveryRow],
     violations: &[Violation],
 ) -> String {
     let mut md = format!(
@@ -533,26 +532,7 @@ fn markdown(
     }
     md.push_str("\n## By scenario\n\n");
     md.push_str(table);
-    if !corrections.is_empty() {
-        md.push_str("\n## Self-correction by first-attempt failure\n\n");
-        let mut t = Table::new(&[
-            ("model", Left),
-            ("failure", Left),
-            ("first-attempt failures", Right),
-            ("fixed", Right),
-            ("rate", Right),
-        ]);
-        for c in corrections {
-            t.row([
-                c.model.clone(),
-                c.failure_kind.clone(),
-                c.first_attempt_failures.to_string(),
-                c.fixed.to_string(),
-                percent(c.fix_rate),
-            ]);
-        }
-        md.push_str(&t.into_string());
-    }
+    md.push_str(&super::recovery::markdown(corrections));
     if !violations.is_empty() {
         md.push_str("\n## Below threshold\n\n");
         for v in violations {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::ser::{SerializeTuple, Serializer};
 
+use super::recovery::{RecoveryRow, recovery_rows, write_recovery_csv};
 use super::streamed::StreamColumns;
 use super::{Reporter, RunInfo, cell_violations, header_of, round};
 use crate::call::Failure;
@@ -297,16 +298,6 @@ pub(super) struct ComparisonRow {
     pub significant: bool,
 }
 
-/// self_correction.csv: per model and failure kind of the first attempt.
-#[derive(Debug, Default, Serialize)]
-pub(super) struct SelfCorrectionRow {
-    pub model: String,
-    pub failure_kind: String,
-    pub first_attempt_failures: u64,
-    pub fixed: u64,
-    pub fix_rate: f64,
-}
-
 /// pass_k.csv: pass^k at the k values of [`pass_k_ladder`].
 #[derive(Debug, Default, Serialize)]
 struct PassKRow {
@@ -518,23 +509,20 @@ pub(super) fn comparison_rows(info: &RunInfo, stats: &Aggregate) -> Vec<Comparis
     rows
 }
 
-pub(super) fn correction_rows(info: &RunInfo, stats: &Aggregate) -> Vec<SelfCorrectionRow> {
-    let mut rows = Vec::new();
-    for (m, cells) in stats.cells.iter().enumerate() {
-        let sum = total(cells);
-        for kind in Failure::all() {
-            if let Some((failed, fixed)) = sum.first_failed_by_kind.get(&kind) {
-                rows.push(SelfCorrectionRow {
-                    model: info.models[m].name.clone(),
-                    failure_kind: kind.as_str().to_owned(),
-                    first_attempt_failures: *failed,
-                    fixed: *fixed,
-                    fix_rate: round(*fixed as f64 / *failed as f64),
-                });
-            }
-        }
-    }
-    rows
+pub(super) fn correction_rows(info: &RunInfo, stats: &Aggregate) -> Vec<RecoveryRow> {
+    stats
+        .cells
+        .iter()
+        .enumerate()
+        .flat_map(|(m, cells)| {
+            let sum = total(cells);
+            recovery_rows(
+                &info.models[m].name,
+                &sum.recovery,
+                &sum.first_failed_by_kind,
+            )
+        })
+        .collect()
 }
 
 /// Write rows under `header`; a file with no rows still has its header,
@@ -587,9 +575,9 @@ impl Reporter for SummaryCsvs {
         )?;
         write_rows::<ModelRow>(&out.join("models.csv"), model_rows(info, stats))?;
         write_rows::<ComparisonRow>(&out.join("comparisons.csv"), comparison_rows(info, stats))?;
-        write_rows::<SelfCorrectionRow>(
+        write_recovery_csv(
             &out.join("self_correction.csv"),
-            correction_rows(info, stats),
+            &correction_rows(info, stats),
         )?;
         let extra_k = info.thresholds.min_pass_k.map(|(k, _)| k);
         let pass_k_rows = stats.cells.iter().enumerate().flat_map(|(m, cells)| {

@@ -136,6 +136,15 @@ pub struct TrialRow<'a> {
     pub judge_output_tokens: u64,
     #[serde(default)]
     pub judge_cost_usd: f64,
+    /// This attempt repeats exactly a call that failed in the one before.
+    #[serde(default)]
+    pub repeated_failed_call: bool,
+    /// On the row of the trial's first told error: what the next attempt
+    /// did (`fixed`, `same_call`, `text`, `other_error`, `no_next`), then
+    /// `;recovered_later` when a later attempt fixed it. Written for
+    /// readers; read back, it is made again from the rows.
+    #[serde(default)]
+    pub next_move: Cow<'a, str>,
 }
 
 fn millis(d: std::time::Duration) -> f64 {
@@ -157,6 +166,11 @@ pub fn rows<'r>(
     let trial = outcome.trial;
     let last = outcome.attempts.len();
     let ending = outcome.task.map(|t| t.ending.as_str()).unwrap_or_default();
+    let recovery = crate::metrics::recovery::of_attempts(&outcome.attempts);
+    let first_told = outcome
+        .attempts
+        .iter()
+        .position(|a| a.failures.iter().any(|f| f.is_told()));
     outcome
         .attempts
         .iter()
@@ -207,11 +221,25 @@ pub fn rows<'r>(
                     .and_then(|s| s.reason.as_deref())
                     .unwrap_or_default(),
             ),
+            repeated_failed_call: a.repeated_failed_call,
+            next_move: match recovery {
+                Some(r) if first_told == Some(i) => Cow::Owned(next_move_text(&r)),
+                _ => Cow::Borrowed(""),
+            },
             ..judge_columns(
                 a.score.as_ref().and_then(|s| s.judge.as_ref()),
                 stream_columns(a.stream.as_ref()),
             )
         })
+}
+
+/// The `next_move` column: `same_call;recovered_later`.
+fn next_move_text(recovery: &crate::metrics::Recovery) -> String {
+    let mut text = recovery.next.as_str().to_owned();
+    if recovery.later {
+        text.push_str(";recovered_later");
+    }
+    text
 }
 
 /// The judge's columns of a row, over its streamed-reply ones.
@@ -505,6 +533,7 @@ impl<'p> TrialReader<'p> {
             redundant: row.redundant_calls,
             schema_errors: row.schema_errors,
             recovered: row.recovered,
+            repeated_failed_call: row.repeated_failed_call,
             score,
         };
         Ok(Converted {
