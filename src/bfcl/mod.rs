@@ -12,6 +12,7 @@ pub mod import;
 pub mod multi_turn;
 pub mod prompt;
 mod reason;
+pub mod recovery;
 pub mod results;
 pub mod rules;
 pub mod source;

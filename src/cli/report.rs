@@ -50,6 +50,24 @@ pub enum ReportCommand {
         #[arg(value_name = "CURRENT_DIR")]
         current: PathBuf,
     },
+    /// What the models of recorded runs did after their errors, read from
+    /// what each saw and did next: self_correction.csv as a run writes it,
+    /// and its table. BFCL multi-turn result files are read from their
+    /// `inference_log`, tau2 Results JSONs from their messages.
+    Recovery {
+        /// A BFCL multi-turn result file (`BFCL_v4_multi_turn_base_result.json`),
+        /// as `LABEL=FILE` or a path (labelled `<model folder>/<category>`).
+        /// Repeatable.
+        #[arg(long = "bfcl", value_name = "[LABEL=]FILE")]
+        bfcl: Vec<String>,
+        /// A tau2 Results JSON, as `LABEL=FILE` or a path (labelled by its
+        /// file name). Repeatable.
+        #[arg(long = "tau2", value_name = "[LABEL=]FILE")]
+        tau2: Vec<String>,
+        /// The folder self_correction.csv is written to (made if need be).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
@@ -61,7 +79,111 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         }
         ReportCommand::Merge { dirs, out, force } => merge_shards(dirs, out, *force),
         ReportCommand::Compare { baseline, current } => compare_runs(baseline, current),
+        ReportCommand::Recovery { bfcl, tau2, out } => recorded_recovery(bfcl, tau2, out),
     }
+}
+
+/// `LABEL=FILE` or `FILE`, labelled by `default`.
+fn labelled(given: &str, default: impl Fn(&Path) -> String) -> (String, PathBuf) {
+    match given.split_once('=') {
+        Some((label, path)) if !label.is_empty() && !Path::new(given).exists() => {
+            (label.to_owned(), PathBuf::from(path))
+        }
+        _ => {
+            let path = PathBuf::from(given);
+            (default(&path), path)
+        }
+    }
+}
+
+/// A BFCL result file's label: its model's folder and its category.
+fn bfcl_label(path: &Path) -> String {
+    let category = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .trim_start_matches("BFCL_v4_")
+        .trim_start_matches("BFCL_v3_")
+        .trim_end_matches(".json")
+        .trim_end_matches("_result")
+        .to_owned();
+    let model = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    match model {
+        Some(model) => format!("{model}/{category}"),
+        None => category,
+    }
+}
+
+/// `report recovery`: recorded runs' recoveries, counted per label.
+fn recorded_recovery(bfcl: &[String], tau2: &[String], out: &Path) -> Result<ExitCode, CliError> {
+    use crate::metrics::{RecoveryByKind, recovery};
+    if bfcl.is_empty() && tau2.is_empty() {
+        return Err(CliError::Usage(
+            "report recovery: give at least one --bfcl or --tau2 file".to_owned(),
+        ));
+    }
+    let mut by_label: Vec<(String, RecoveryByKind, u64)> = Vec::new();
+    let mut count = |label: String, trials: Vec<Vec<crate::metrics::AttemptOutcome>>| {
+        let mut counts = RecoveryByKind::new();
+        for attempts in &trials {
+            if let Some(r) = recovery::of_attempts(attempts) {
+                counts.entry(r.first).or_default().add(&r);
+            }
+        }
+        by_label.push((label, counts, trials.len() as u64));
+    };
+    for given in bfcl {
+        let (label, path) = labelled(given, bfcl_label);
+        let trials =
+            crate::bfcl::recovery::recorded_trials(&path).map_err(|e| CliError::Model(e.into()))?;
+        if trials.is_empty() {
+            return Err(CliError::Usage(format!(
+                "{}: no entry has an \"inference_log\": BFCL writes it for multi-turn entries; give a multi-turn result file",
+                path.display()
+            )));
+        }
+        count(label, trials.into_iter().map(|t| t.attempts).collect());
+    }
+    for given in tau2 {
+        let (label, path) = labelled(given, |p| {
+            p.file_stem()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        });
+        let results = crate::tau2::results::Tau2Results::load(&path)
+            .map_err(|e| CliError::Model(e.into()))?;
+        count(
+            label,
+            results.simulations().map(|(_, s)| s.attempts()).collect(),
+        );
+    }
+    let none = std::collections::BTreeMap::new();
+    let rows: Vec<report::RecoveryRow> = by_label
+        .iter()
+        .flat_map(|(label, counts, _)| report::recovery_rows(label, counts, &none))
+        .collect();
+    crate::whole_file::make_folder(out).map_err(|e| {
+        CliError::Usage(format!(
+            "--out {}: cannot make the folder: {e}",
+            out.display()
+        ))
+    })?;
+    let csv = out.join("self_correction.csv");
+    report::write_recovery_csv(&csv, &rows)
+        .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", csv.display())))?;
+    match report::recovery_table(&rows) {
+        Some(table) => println!("{table}"),
+        None => println!("no recorded trial met an error"),
+    }
+    for (label, counts, trials) in &by_label {
+        let errors: u64 = counts.values().map(|c| c.first_errors).sum();
+        eprintln!("{label}: {trials} trial(s), {errors} with a told error");
+    }
+    eprintln!("wrote {}", csv.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `report merge`: shard folders into one run folder, its gate checked.

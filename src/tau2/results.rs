@@ -32,6 +32,13 @@ pub struct RecordedMessage {
     pub content: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<RecordedCall>>,
+    /// A tool message: whether the call raised (its content `Error: ...`).
+    #[serde(default)]
+    pub error: bool,
+    /// Who made a call or gets its result: `assistant` or `user` (a
+    /// user's own tools, as telecom's).
+    #[serde(default)]
+    pub requestor: Option<String>,
 }
 
 /// One tool call of an agent message.
@@ -80,6 +87,50 @@ impl Simulation {
             .collect()
     }
 
+    /// The agent's replies as attempts, for what it did after an error:
+    /// each reply's calls, the errors its tool results carry (a call
+    /// Python refused, `Error: ...() got an unexpected keyword argument`,
+    /// is a schema error; any other raise, the environment's state), and
+    /// whether it made again a call that had just failed. The user's own
+    /// calls are the user's, not counted.
+    pub fn attempts(&self) -> Vec<crate::metrics::AttemptOutcome> {
+        let mut attempts = Vec::new();
+        let mut failed_before: Vec<(&str, &Map<String, Value>)> = Vec::new();
+        let agent = |m: &&RecordedMessage| m.requestor.as_deref() != Some("user");
+        for (at, reply) in self.messages.iter().enumerate() {
+            if reply.role != "assistant" {
+                continue;
+            }
+            let calls = reply.tool_calls.as_deref().unwrap_or_default();
+            let results: Vec<&RecordedMessage> = self.messages[at + 1..]
+                .iter()
+                .take_while(|m| m.role == "tool")
+                .filter(agent)
+                .collect();
+            let mut failures = Vec::new();
+            let mut failed_now = Vec::new();
+            for (call, result) in calls.iter().zip(&results) {
+                if result.error {
+                    failures.push(raised(result.content.as_deref().unwrap_or_default()));
+                    failed_now.push((call.name.as_str(), &call.arguments));
+                }
+            }
+            let repeated = calls
+                .iter()
+                .any(|c| failed_before.contains(&(c.name.as_str(), &c.arguments)));
+            failed_before = failed_now;
+            attempts.push(crate::metrics::AttemptOutcome {
+                attempt: attempts.len() as u32 + 1,
+                calls: calls.len() as u32,
+                success: failures.is_empty(),
+                failures,
+                repeated_failed_call: repeated,
+                ..Default::default()
+            });
+        }
+        attempts
+    }
+
     /// What the user said, in order.
     pub fn user_words(&self) -> Vec<String> {
         self.messages
@@ -87,6 +138,27 @@ impl Simulation {
             .filter(|m| m.role == "user")
             .map(|m| m.content.clone().unwrap_or_default())
             .collect()
+    }
+}
+
+/// The failure a raised call's `Error: {exception}` says it met.
+fn raised(content: &str) -> crate::call::Failure {
+    use crate::call::Failure;
+    let exception = content.strip_prefix("Error: ").unwrap_or(content);
+    if exception.starts_with("Tool '") && exception.ends_with("' not found.") {
+        Failure::UnknownTool
+    } else if [
+        "unexpected keyword argument",
+        "required positional argument",
+        "required keyword-only argument",
+        "validation error for",
+    ]
+    .iter()
+    .any(|s| exception.contains(s))
+    {
+        Failure::Validation
+    } else {
+        Failure::Runtime
     }
 }
 
@@ -114,6 +186,17 @@ impl Tau2Results {
             by_scenario.entry(name).or_default().push(simulation);
         }
         Ok(Tau2Results { by_scenario })
+    }
+
+    /// Every simulation, by scenario name in order.
+    pub fn simulations(&self) -> impl Iterator<Item = (&str, &Simulation)> {
+        let mut names: Vec<&String> = self.by_scenario.keys().collect();
+        names.sort();
+        names.into_iter().flat_map(|name| {
+            self.by_scenario[name]
+                .iter()
+                .map(move |simulation| (name.as_str(), simulation))
+        })
     }
 
     pub fn contains(&self, scenario: &str) -> bool {
@@ -155,6 +238,36 @@ mod tests {
         assert_eq!(calls[0].name, "cancel_reservation");
         assert_eq!(replies[1].content.as_deref(), Some("Cancelled."));
         assert_eq!(simulation.user_words(), ["Cancel ABC123.", "###STOP###"]);
+    }
+
+    #[test]
+    fn a_simulation_says_what_the_agent_did_after_an_error() {
+        let simulation: Simulation = serde_json::from_value(serde_json::json!({
+            "task_id": "3",
+            "messages": [
+                {"role": "user", "content": "Cancel ABC123."},
+                {"role": "assistant", "tool_calls": [
+                    {"id": "c1", "name": "cancel_reservation", "arguments": {"id": "ABC123"}}
+                ]},
+                {"role": "tool", "id": "c1", "error": true, "requestor": "assistant",
+                 "content": "Error: AirlineTools.cancel_reservation() got an unexpected keyword argument 'id'"},
+                {"role": "assistant", "tool_calls": [
+                    {"id": "c2", "name": "cancel_reservation", "arguments": {"reservation_id": "ABC123"}}
+                ]},
+                {"role": "tool", "id": "c2", "error": true, "requestor": "assistant",
+                 "content": "Error: Reservation ABC123 not found"},
+                {"role": "assistant", "content": "I could not find it."}
+            ]
+        }))
+        .unwrap();
+        let attempts = simulation.attempts();
+        assert_eq!(attempts.len(), 3);
+        assert_eq!(attempts[0].failures, [crate::call::Failure::Validation]);
+        assert_eq!(attempts[1].failures, [crate::call::Failure::Runtime]);
+        assert!(!attempts[1].repeated_failed_call);
+        let recovery = crate::metrics::recovery::of_attempts(&attempts).unwrap();
+        assert_eq!(recovery.next, crate::metrics::NextMove::OtherError);
+        assert!(!recovery.later);
     }
 
     #[test]
