@@ -30,35 +30,16 @@ pub struct RecordedTrial {
 /// Every entry of a multi-turn result file whose lines carry an
 /// `inference_log`; `Err` names the line at fault.
 pub fn recorded_trials(path: &Path) -> Result<Vec<RecordedTrial>, ResultsError> {
-    let text = crate::source::read_input_text(path).map_err(|source| ResultsError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let mut trials = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let fail = |problem: String| ResultsError::Line {
-            path: path.to_owned(),
-            line: i + 1,
-            problem,
-        };
-        let entry: Value = serde_json::from_str(line)
-            .map_err(|e| fail(format!("{}: {e} (result files are JSON Lines)", e.column())))?;
-        let id = entry["id"]
-            .as_str()
-            .ok_or_else(|| fail("an entry needs a string \"id\"".to_owned()))?;
-        let Some(log) = entry.get("inference_log").and_then(Value::as_array) else {
-            continue;
-        };
-        trials.push(RecordedTrial {
-            id: id.to_owned(),
-            attempts: attempts_of(log),
-        });
-    }
-    Ok(trials)
+    Ok(super::results::read_entries(path)?
+        .into_iter()
+        .filter_map(|(_, entry)| {
+            let log = entry.get("inference_log")?.as_array()?;
+            Some(RecordedTrial {
+                id: entry["id"].as_str().unwrap_or_default().to_owned(),
+                attempts: attempts_of(log),
+            })
+        })
+        .collect())
 }
 
 /// The steps of every turn of an `inference_log`, in order.

@@ -81,6 +81,34 @@ struct Recorded {
     usage: Usage,
 }
 
+/// A result file's entries with their line numbers (1-based), each a JSON
+/// object with a string `"id"`; `Err` names the line at fault.
+pub(super) fn read_entries(path: &Path) -> Result<Vec<(usize, Value)>, ResultsError> {
+    let text = crate::source::read_input_text(path).map_err(|source| ResultsError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut entries = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let fail = |problem: String| ResultsError::Line {
+            path: path.to_owned(),
+            line: i + 1,
+            problem,
+        };
+        let entry: Value = serde_json::from_str(line)
+            .map_err(|e| fail(format!("{}: {e} (result files are JSON Lines)", e.column())))?;
+        if !entry["id"].is_string() {
+            return Err(fail("an entry needs a string \"id\"".to_owned()));
+        }
+        entries.push((i + 1, entry));
+    }
+    Ok(entries)
+}
+
 impl BfclResults {
     /// Read a result file; `Err` names the line at fault.
     pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ResultsError> {
@@ -89,35 +117,19 @@ impl BfclResults {
             line,
             problem,
         };
-        let text = crate::source::read_input_text(path).map_err(|source| ResultsError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
         let mut results = FxHashMap::default();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let entry: Value = serde_json::from_str(line).map_err(|e| {
-                fail(
-                    i + 1,
-                    format!("{}: {e} (result files are JSON Lines)", e.column()),
-                )
-            })?;
-            let id = entry["id"]
-                .as_str()
-                .ok_or_else(|| fail(i + 1, "an entry needs a string \"id\"".to_owned()))?;
+        for (line, entry) in read_entries(path)? {
+            let id = entry["id"].as_str().expect("read_entries checks the id");
             let result = entry
                 .get("result")
-                .ok_or_else(|| fail(i + 1, format!("entry {id:?} has no \"result\"")))?;
+                .ok_or_else(|| fail(line, format!("entry {id:?} has no \"result\"")))?;
             let latency = match entry.get("latency") {
                 None | Some(Value::Null) => Duration::ZERO,
                 Some(seconds) => total(seconds)
                     .and_then(|s| Duration::try_from_secs_f64(s).ok())
                     .ok_or_else(|| {
                         fail(
-                            i + 1,
+                            line,
                             format!(
                                 "entry {id:?}: \"latency\" must be seconds, a number of at least 0 (or, for a multi-turn entry, lists of them per turn and step)"
                             ),
@@ -129,7 +141,7 @@ impl BfclResults {
                 None | Some(Value::Null) => Ok(0),
                 Some(count) => total(count).filter(|n| n.fract() == 0.0 && *n >= 0.0).map(|n| n as u64).ok_or_else(|| {
                     fail(
-                        i + 1,
+                        line,
                         format!("entry {id:?}: \"{field}\" must be a count, a whole number of at least 0"),
                     )
                 }),
