@@ -110,6 +110,7 @@ impl Model for MockModel {
             scenario,
             rng: StdRng::seed_from_u64(start.seed),
             last_clue: None,
+            script_turn: 0,
             task: scenario
                 .task
                 .as_ref()
@@ -125,6 +126,9 @@ struct MockTrial<'a> {
     rng: StdRng,
     /// The clue of the last wrong turn (see `operators::Mutation`).
     last_clue: Option<Option<String>>,
+    /// A feedback-aware mock on a script that `needs` feedback: the turn
+    /// it plays (it moves on only when the results say what is needed).
+    script_turn: usize,
     /// Set for a task: how far the mock got.
     task: Option<TaskPlay<'a>>,
 }
@@ -146,8 +150,15 @@ impl ModelTrial for MockTrial<'_> {
         let latency = Duration::from_millis(p.latency_ms + jitter);
         let scripted = self.model.kind == MockKind::Scripted
             && (self.scenario.script.is_some() || self.task.is_none());
+        let attentive = self.model.kind == MockKind::FeedbackAware
+            && self.task.is_none()
+            && needs_feedback(self.scenario);
         let (text, calls) = match &mut self.task {
             _ if scripted => scripted_turn(self.scenario, attempt),
+            _ if attentive => {
+                self.script_turn = self.attentive_turn(returned);
+                scripted_turn(self.scenario, self.script_turn as u32 + 1)
+            }
             Some(play) => play.turn(attempt, returned, self.model, &mut self.rng),
             None => self.stochastic_turn(attempt, returned.unwrap_or_default()),
         };
@@ -170,6 +181,29 @@ impl ModelTrial for MockTrial<'_> {
 }
 
 impl MockTrial<'_> {
+    /// The script's turn a feedback-aware mock plays next: the next one
+    /// when the results it read say what that turn needs, else the same.
+    fn attentive_turn(&self, returned: Option<&[u8]>) -> usize {
+        let Some(returned) = returned else {
+            return 0;
+        };
+        let script = self.scenario.script.as_deref().unwrap_or_default();
+        let next = self.script_turn + 1;
+        let Some(turn) = script.get(next) else {
+            return self.script_turn;
+        };
+        let told = match &turn.needs {
+            None => true,
+            Some(needed) => self
+                .model
+                .provider
+                .result_texts(returned)
+                .iter()
+                .any(|text| says(text, needed)),
+        };
+        if told { next } else { self.script_turn }
+    }
+
     fn stochastic_turn(&mut self, attempt: u32, returned: &[u8]) -> (String, Vec<ParsedCall>) {
         let texts = match (self.model.kind, &self.last_clue) {
             (MockKind::FeedbackAware, Some(_)) => self.model.provider.result_texts(returned),
@@ -230,6 +264,29 @@ impl Player for MockModel {
     fn weights(&self) -> &[(Operator, f64)] {
         &self.weights
     }
+}
+
+/// Does a result's text say `needed`, as is or, in a JSON result, in one
+/// of its strings (as a model reads `\"confirm\": true` in one)?
+fn says(text: &str, needed: &str) -> bool {
+    fn strings_say(value: &serde_json::Value, needed: &str) -> bool {
+        match value {
+            serde_json::Value::String(s) => s.contains(needed),
+            serde_json::Value::Array(items) => items.iter().any(|v| strings_say(v, needed)),
+            serde_json::Value::Object(members) => members.values().any(|v| strings_say(v, needed)),
+            _ => false,
+        }
+    }
+    text.contains(needed)
+        || serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| strings_say(&v, needed))
+}
+
+/// Whether a scenario's script says what its turns need to be told.
+fn needs_feedback(scenario: &Scenario) -> bool {
+    scenario
+        .script
+        .as_deref()
+        .is_some_and(|script| script.iter().any(|turn| turn.needs.is_some()))
 }
 
 /// The calls a correct model makes on `attempt`.

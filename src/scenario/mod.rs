@@ -159,6 +159,11 @@ pub struct ScriptTurn {
     pub text: String,
     #[serde(default)]
     pub calls: Vec<ScriptCall>,
+    /// What the results before this turn must say for a model to make it:
+    /// the fix only the feedback states. A feedback-aware mock repeats
+    /// its last turn until they say it; the scripted mock plays on.
+    #[serde(default)]
+    pub needs: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -37,6 +37,7 @@ mod robustness;
 mod run;
 mod sandbox;
 mod scores;
+mod self_correction;
 mod shard_examples;
 mod snapshots;
 mod store;
