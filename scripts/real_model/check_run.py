@@ -3,8 +3,9 @@ held: every request answered (no trial lost), every answered attempt's
 reply in the session log, no stream that showed nothing of a reply
 charged to the model. Prints per model: requests, attempts reached,
 p50 model time, tokens; and toolgauge's own CPU per request where the
-run's RUN_FOLDER.time ("wall user system") is there. Usage:
-check_run.py RUN_FOLDER [--server-losses]"""
+run's RUN_FOLDER.time ("wall user system") is there; with --arms N,
+that the run had N arms, and each arm's recovery after its first errors.
+Usage: check_run.py RUN_FOLDER [--server-losses] [--arms N]"""
 
 import collections
 import csv
@@ -23,6 +24,8 @@ def main():
     # refuses a tool schema whose pattern is not anchored): reported, and
     # only losses of toolgauge's own (a tool that could not run) fail.
     server_losses = "--server-losses" in sys.argv[2:]
+    args = sys.argv[2:]
+    arms = int(args[args.index("--arms") + 1]) if "--arms" in args else None
     rows = list(csv.DictReader(open(f"{out}/trials.csv")))
     assert rows, "no attempt was recorded"
     replies = collections.Counter()
@@ -69,6 +72,16 @@ def main():
             print(f"  streamed: {len(streamed)}, calls run early: {sum(int(r['ran_early']) for r in attempts)}")
             charged = [r for r in silent if r["calls"] == "0" and r["failures"] != "no_call"]
             assert not charged, f"charged to the model with nothing of a reply: {charged[:3]}"
+    if arms is not None:
+        assert len(by_model) == arms, f"{len(by_model)} arms ran, not {arms}: {sorted(by_model)}"
+        for row in csv.DictReader(open(f"{out}/self_correction.csv")):
+            if row["failure_kind"] == "all":
+                print(
+                    f"{row['model']}: {row['error_class']} errors first in {row['first_errors']} trial(s): "
+                    f"fixed at the next attempt {row['fixed_next']}/{row['with_next']}, "
+                    f"the same call again {row['same_call']}, text instead {row['text_instead']}, "
+                    f"recovered later {row['recovered_later']}"
+                )
 
 
 if __name__ == "__main__":
