@@ -154,10 +154,10 @@ impl ModelTrial for MockTrial<'_> {
             && self.task.is_none()
             && needs_feedback(self.scenario);
         let (text, calls) = match &mut self.task {
-            _ if scripted => scripted_turn(self.scenario, attempt),
+            _ if scripted => scripted_turn(self.scenario, attempt, attempt),
             _ if attentive => {
                 self.script_turn = self.attentive_turn(returned);
-                scripted_turn(self.scenario, self.script_turn as u32 + 1)
+                scripted_turn(self.scenario, self.script_turn as u32 + 1, attempt)
             }
             Some(play) => play.turn(attempt, returned, self.model, &mut self.rng),
             None => self.stochastic_turn(attempt, returned.unwrap_or_default()),
@@ -323,9 +323,9 @@ fn any_call(scenario: &Scenario, attempt: u32) -> Option<ToolCall> {
     })
 }
 
-/// The scenario's script for `attempt` (the last turn repeats); without a
-/// script, the correct calls.
-fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>) {
+/// The scenario's script's turn `turn` (1-based; the last repeats), its
+/// calls named for `attempt`; without a script, the correct calls.
+fn scripted_turn(scenario: &Scenario, turn: u32, attempt: u32) -> (String, Vec<ParsedCall>) {
     let Some(script) = scenario.script.as_ref().filter(|s| !s.is_empty()) else {
         return (
             String::new(),
@@ -336,10 +336,10 @@ fn scripted_turn(scenario: &Scenario, attempt: u32) -> (String, Vec<ParsedCall>)
         );
     };
     // A task's script ends in an answer: its last turn.
-    if scenario.task.is_some() && attempt as usize > script.len() {
+    if scenario.task.is_some() && turn as usize > script.len() {
         return (String::new(), Vec::new());
     }
-    let turn = &script[(attempt as usize - 1).min(script.len() - 1)];
+    let turn = &script[(turn as usize - 1).min(script.len() - 1)];
     let calls = turn
         .calls
         .iter()
