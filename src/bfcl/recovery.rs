@@ -125,19 +125,12 @@ fn step_attempt(
 /// The failure a result says the call met, if any.
 pub fn error_of(result: &str) -> Option<Failure> {
     if let Some(raised) = result.strip_prefix(RAISED) {
-        let schema = [
-            "unexpected keyword argument",
-            "required positional argument",
-            "required keyword-only argument",
-            "positional argument but",
-            "positional arguments but",
-        ];
         // A name no class defines, or a method its class does not have.
         let unknown =
             raised.contains(" is not defined") || raised.contains("object has no attribute");
         return Some(if unknown {
             Failure::UnknownTool
-        } else if schema.iter().any(|s| raised.contains(s)) {
+        } else if crate::metrics::recovery::python_refused_the_call(raised) {
             Failure::Validation
         } else if raised.contains("invalid syntax") {
             Failure::Parse

@@ -61,6 +61,22 @@ impl ErrorClass {
     }
 }
 
+/// Does a Python exception's text say Python refused the call itself, as
+/// a `TypeError` of its arguments (one the function does not take, a
+/// required one left out, too many)? What a harness that calls tools as
+/// Python functions (BFCL, tau2) raises for a schema error.
+pub fn python_refused_the_call(exception: &str) -> bool {
+    [
+        "unexpected keyword argument",
+        "required positional argument",
+        "required keyword-only argument",
+        "positional argument but",
+        "positional arguments but",
+    ]
+    .iter()
+    .any(|s| exception.contains(s))
+}
+
 /// One trial's recovery from its first told error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recovery {

@@ -147,14 +147,8 @@ fn raised(content: &str) -> crate::call::Failure {
     let exception = content.strip_prefix("Error: ").unwrap_or(content);
     if exception.starts_with("Tool '") && exception.ends_with("' not found.") {
         Failure::UnknownTool
-    } else if [
-        "unexpected keyword argument",
-        "required positional argument",
-        "required keyword-only argument",
-        "validation error for",
-    ]
-    .iter()
-    .any(|s| exception.contains(s))
+    } else if crate::metrics::recovery::python_refused_the_call(exception)
+        || exception.contains("validation error for")
     {
         Failure::Validation
     } else {
