@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use std::fmt::Write as _;
+
+use super::diagnosis::{Diagnosis, DoctorError, Finding, NO_ANSWER, Probe, Verdict, finding};
 use crate::call::{Arguments, ErrorKind, FunctionSpec, ParsedCall, ToolCall, ToolResult};
+use crate::model::ModelFile;
 use crate::model::live::{ApiKey, api_key};
 use crate::provider::stream;
 use crate::provider::{

@@ -1,6 +1,6 @@
 use super::*;
-use crate::schema::Compiled;
-use serde_json::json;
+use crate::schema::{Compiled, generate};
+use serde_json::{Value, json};
 
 fn schema() -> Value {
     json!({

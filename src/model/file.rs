@@ -458,7 +458,7 @@ fn check_parameters(p: &Parameters) -> Result<(), ModelError> {
             ));
         }
     }
-    super::mock::weights(p).map(|_| ())
+    p.weights().map(|_| ())
 }
 
 /// Why `field` is refused on a `kind` model: which kinds take it, if any,
@@ -549,6 +549,33 @@ impl Serialize for ModelFile {
             feedback: self.feedback,
         }
         .serialize(serializer)
+    }
+}
+
+impl Parameters {
+    /// The operators' weights, every operator present; `Err` points at
+    /// the weight at fault.
+    pub(crate) fn weights(&self) -> Result<Vec<(Operator, f64)>, ModelError> {
+        let weights: Vec<(Operator, f64)> = Operator::all()
+            .map(|op| (op, self.operators.get(&op).copied().unwrap_or(1.0)))
+            .collect();
+        if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
+            let name = serde_json::to_value(op)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| format!("{op:?}"));
+            return Err(ModelError::invalid(
+                format!("/parameters/operators/{name}"),
+                format!("weight {weight} must be finite and >= 0"),
+            ));
+        }
+        if weights.iter().all(|(_, w)| *w == 0.0) {
+            return Err(ModelError::invalid(
+                "/parameters/operators",
+                "at least one operator needs a weight above 0",
+            ));
+        }
+        Ok(weights)
     }
 }
 

@@ -29,31 +29,6 @@ pub struct MockModel {
     pub(super) weights: Vec<(Operator, f64)>,
 }
 
-/// The operators' weights, every operator present; `Err` points at the
-/// weight at fault.
-pub(super) fn weights(p: &Parameters) -> Result<Vec<(Operator, f64)>, ModelError> {
-    let weights: Vec<(Operator, f64)> = Operator::all()
-        .map(|op| (op, p.operators.get(&op).copied().unwrap_or(1.0)))
-        .collect();
-    if let Some((op, weight)) = weights.iter().find(|(_, w)| *w < 0.0 || !w.is_finite()) {
-        let name = serde_json::to_value(op)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| format!("{op:?}"));
-        return Err(ModelError::invalid(
-            format!("/parameters/operators/{name}"),
-            format!("weight {weight} must be finite and >= 0"),
-        ));
-    }
-    if weights.iter().all(|(_, w)| *w == 0.0) {
-        return Err(ModelError::invalid(
-            "/parameters/operators",
-            "at least one operator needs a weight above 0",
-        ));
-    }
-    Ok(weights)
-}
-
 impl MockModel {
     /// The chance of a right turn after `wrong` wrong ones: `p_first`,
     /// then `p_fix[0]`, `p_fix[1]`, ... A feedback-aware mock has no
@@ -89,7 +64,7 @@ impl MockModel {
             provider: spec.provider,
             kind,
             parameters: spec.parameters.clone(),
-            weights: weights(&spec.parameters)?,
+            weights: spec.parameters.weights()?,
         })
     }
 }

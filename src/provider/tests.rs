@@ -2,8 +2,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::wire::{NESTING_LIMIT, sonic_reads_as_serde_json};
 use super::*;
 use crate::call::{ErrorKind, MalformedCall};
+use crate::call::{ParsedCall, ToolCall, ToolResult};
 
 fn body(value: Value) -> Vec<u8> {
     serde_json::to_vec(&value).unwrap()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{HttpTool, ToolFailureKind};
+use super::ToolFailureKind;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -253,6 +253,36 @@ pub struct InjectedFailure {
     /// The error text; a default naming the kind is used when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// An endpoint that runs a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTool {
+    /// `POST` (the default), `GET`, `PUT`, ...
+    #[serde(default = "default_method")]
+    pub method: String,
+    pub url: String,
+    /// How the arguments go: a JSON body (`json`, the default) or the
+    /// query string (`query`: each argument as `name=value`, strings as
+    /// they are, other values as JSON).
+    #[serde(default)]
+    pub send: Send,
+    /// Extra request headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+fn default_method() -> String {
+    "POST".to_owned()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Send {
+    #[default]
+    Json,
+    Query,
 }
 
 #[cfg(test)]

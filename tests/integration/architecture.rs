@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 const MAX_FUNCTION_LINES: usize = 80;
 const MAX_FILE_LINES: usize = 600;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Every source file under src/ with its code outside tests: a test
 /// module at the end is cut, files named tests.rs are left out.
-fn sources() -> Vec<(PathBuf, String)> {
+pub(crate) fn sources() -> Vec<(PathBuf, String)> {
     let mut files = Vec::new();
     let mut folders = vec![root().join("src")];
     while let Some(folder) = folders.pop() {
@@ -44,7 +44,7 @@ fn sources() -> Vec<(PathBuf, String)> {
 
 /// The text with string and character literals emptied and comments
 /// blanked, lines kept: braces in them do not count.
-fn code_only(text: &str) -> String {
+pub(crate) fn code_only(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -229,7 +229,7 @@ fn modules_depend_on_each_other_without_a_cycle() {
 }
 
 /// A cycle of the graph, if it has one.
-fn find_cycle<'a>(edges: &BTreeMap<&'a str, Vec<&'a str>>) -> Option<Vec<&'a str>> {
+pub(crate) fn find_cycle<'a>(edges: &BTreeMap<&'a str, Vec<&'a str>>) -> Option<Vec<&'a str>> {
     fn visit<'a>(
         node: &'a str,
         edges: &BTreeMap<&'a str, Vec<&'a str>>,

@@ -18,6 +18,7 @@ mod conversation;
 mod corpus;
 mod credentials;
 mod docs;
+mod file_graph;
 mod harness;
 mod hostile;
 mod live;

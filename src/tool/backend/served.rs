@@ -3,48 +3,17 @@
 //! Both are slow and real: they run on the real clock, within the tool's
 //! timeout, which the pipeline applies.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{ToolBackend, ToolCallContext, ToolFuture};
+use crate::tool::{HttpSend as Send, HttpTool};
 use crate::tool::{ToolFailure, ToolFailureKind};
 use crate::transport::{Transport, TransportError, TransportSettings};
-
-/// An endpoint that runs a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpTool {
-    /// `POST` (the default), `GET`, `PUT`, ...
-    #[serde(default = "default_method")]
-    pub method: String,
-    pub url: String,
-    /// How the arguments go: a JSON body (`json`, the default) or the
-    /// query string (`query`: each argument as `name=value`, strings as
-    /// they are, other values as JSON).
-    #[serde(default)]
-    pub send: Send,
-    /// Extra request headers.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
-}
-
-fn default_method() -> String {
-    "POST".to_owned()
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Send {
-    #[default]
-    Json,
-    Query,
-}
 
 /// How much of an error body an error result carries.
 const BODY_EXCERPT: usize = 512;

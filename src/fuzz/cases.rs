@@ -1,0 +1,417 @@
+//! A tool's cases: valid instances and mutants fixed by schema, count and
+//! seed, made and judged in blocks, and their counts.
+
+use super::Mutation;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde_json::Value;
+
+use crate::schema::{Compiled, generate, mutate};
+
+/// Counts for one mutation operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub generated: u64,
+    pub killed: u64,
+    pub survived: u64,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.generated += other.generated;
+        self.killed += other.killed;
+        self.survived += other.survived;
+    }
+}
+
+/// One instance a report names: the case index that makes it again (with
+/// the schema, `cases` and the seed), where it was broken, and itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    pub case: u64,
+    /// JSON pointer of the broken value; empty for a valid instance.
+    pub pointer: String,
+    pub instance: Value,
+}
+
+/// Whether `instance` is shorter as JSON text than the example kept, or
+/// none is: reports show the smallest, the earlier of two the same size.
+pub(crate) fn smaller_than_kept(instance: &Value, kept: Option<&Example>) -> bool {
+    kept.is_none_or(|kept| instance.to_string().len() < kept.instance.to_string().len())
+}
+
+/// What fuzzing one tool's validator found.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFuzz {
+    pub valid: u64,
+    /// Valid instances the validator rejected.
+    pub false_rejects: u64,
+    pub by_mutation: BTreeMap<Mutation, Counts>,
+    /// The same per (keyword, path) site: where in the arguments a
+    /// validator misses what (`/place/lat`, array items as `*`).
+    pub by_site: BTreeMap<(Mutation, String), Counts>,
+    /// The smallest surviving mutant per operator.
+    pub survivors: BTreeMap<Mutation, Example>,
+    /// The smallest valid instance the validator rejected.
+    pub false_reject: Option<Example>,
+}
+
+impl ToolFuzz {
+    pub fn kill_rate(&self) -> f64 {
+        let (killed, generated) = self
+            .by_mutation
+            .values()
+            .fold((0, 0), |(k, g), c| (k + c.killed, g + c.generated));
+        if generated == 0 {
+            1.0
+        } else {
+            killed as f64 / generated as f64
+        }
+    }
+
+    /// Cases judged: valid instances and mutants.
+    pub fn judged(&self) -> u64 {
+        self.valid + self.by_mutation.values().map(|c| c.generated).sum::<u64>()
+    }
+
+    /// Add what a later block of the same tool's cases found.
+    pub fn absorb(&mut self, later: ToolFuzz) {
+        self.valid += later.valid;
+        self.false_rejects += later.false_rejects;
+        for (mutation, counts) in later.by_mutation {
+            self.by_mutation.entry(mutation).or_default().add(counts);
+        }
+        for (site, counts) in later.by_site {
+            self.by_site.entry(site).or_default().add(counts);
+        }
+        for (mutation, example) in later.survivors {
+            if smaller_than_kept(&example.instance, self.survivors.get(&mutation)) {
+                self.survivors.insert(mutation, example);
+            }
+        }
+        if let Some(example) = later.false_reject
+            && smaller_than_kept(&example.instance, self.false_reject.as_ref())
+        {
+            self.false_reject = Some(example);
+        }
+    }
+
+    /// Whether any case was judged at all.
+    pub fn measured(&self) -> bool {
+        self.judged() > 0
+    }
+}
+
+/// What a case is meant to be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseKind {
+    Valid,
+    /// Breaks `mutation`'s keyword at `pointer`, and nothing else.
+    Mutant {
+        mutation: Mutation,
+        pointer: String,
+    },
+}
+
+/// Valid instances per block of cases: the most a run holds at once.
+pub const BLOCK: usize = 1024;
+
+/// One block of the cases of fuzzing one schema, in the order they are
+/// judged: its valid instances, then their mutants. Blocks depend on the
+/// schema, the reference validator, `cases` and the seed only, never on
+/// verdicts, so a case index names one instance for good.
+#[derive(Debug, Clone, Default)]
+pub struct Cases {
+    /// The index of the block's first case among the tool's cases.
+    pub offset: u64,
+    pub instances: Vec<Value>,
+    pub kinds: Vec<CaseKind>,
+}
+
+/// The blocks of cases of one schema: up to `cases` valid instances and
+/// `cases` mutants in all, [`BLOCK`] valid instances (and as many mutants
+/// of them) at a time, so that memory stays flat however many cases.
+pub struct CaseBlocks<'a> {
+    schema: &'a Value,
+    reference: &'a Compiled,
+    valid: generate::ValidInstances,
+    left: usize,
+    offset: u64,
+    objects_only: bool,
+}
+
+impl<'a> CaseBlocks<'a> {
+    /// `objects_only`: without the cases that are not objects (a tool
+    /// server's `tools/call` carries arguments as an object, so they
+    /// cannot be sent); indices count only the cases kept.
+    pub fn new(
+        schema: &'a Value,
+        reference: &'a Compiled,
+        cases: usize,
+        seed: u64,
+        objects_only: bool,
+    ) -> CaseBlocks<'a> {
+        CaseBlocks {
+            schema,
+            reference,
+            valid: generate::ValidInstances::new(schema, seed),
+            left: cases,
+            offset: 0,
+            objects_only,
+        }
+    }
+}
+
+impl Iterator for CaseBlocks<'_> {
+    type Item = Cases;
+
+    fn next(&mut self) -> Option<Cases> {
+        let wanted = self.left.min(BLOCK);
+        if wanted == 0 {
+            return None;
+        }
+        let valid = self.valid.draw(self.reference, wanted);
+        // A generator that came up short has no more to give.
+        self.left = if valid.len() < wanted {
+            0
+        } else {
+            self.left - wanted
+        };
+        let mut block = Cases::of(self.schema, self.reference, valid, wanted);
+        if self.objects_only {
+            block = block.objects_only();
+        }
+        block.offset = self.offset;
+        self.offset += block.len() as u64;
+        (!block.is_empty()).then_some(block)
+    }
+}
+
+impl Cases {
+    /// Every case of `schema` in one value (see [`CaseBlocks`] for a run
+    /// that should not hold them all).
+    pub fn generate(schema: &Value, reference: &Compiled, cases: usize, seed: u64) -> Cases {
+        let mut all = Cases::default();
+        for mut block in CaseBlocks::new(schema, reference, cases, seed, false) {
+            all.instances.append(&mut block.instances);
+            all.kinds.append(&mut block.kinds);
+        }
+        all
+    }
+
+    /// `valid` and up to `mutants` mutants of them. Mutants that the
+    /// reference validator accepts are dropped: they are not really
+    /// invalid.
+    fn of(schema: &Value, reference: &Compiled, valid: Vec<Value>, mutants: usize) -> Cases {
+        let mut out = Cases {
+            offset: 0,
+            kinds: vec![CaseKind::Valid; valid.len()],
+            instances: Vec::with_capacity(valid.len() * 2),
+        };
+        // Every (keyword, path) site gets its turn, so that `cases` covers
+        // every keyword at every place rather than the one with the most
+        // distinct mutants. Mutants are built only when their turn comes.
+        let mut grouped: HashMap<(Mutation, String), Vec<(usize, mutate::Site)>> = HashMap::new();
+        for (i, instance) in valid.iter().enumerate() {
+            for site in mutate::sites(schema, instance) {
+                let key = (site.mutation, site_path(&site.pointer));
+                grouped.entry(key).or_default().push((i, site));
+            }
+        }
+        // In a fixed order, whatever the map's.
+        let mut grouped: Vec<_> = grouped.into_iter().collect();
+        grouped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut queues: Vec<std::vec::IntoIter<(usize, mutate::Site)>> = grouped
+            .into_iter()
+            .map(|(_, sites)| sites.into_iter())
+            .collect();
+        // The same mutant from two instances (say, "not an object") counts
+        // once in a block; mutants are told apart by a hash of their value.
+        let mut seen = HashSet::new();
+        let mut made = 0;
+        while made < mutants && !queues.is_empty() {
+            queues.retain(|queue| queue.len() > 0);
+            for queue in &mut queues {
+                let Some((i, site)) = queue.next() else {
+                    continue;
+                };
+                let mutant = site.apply(&valid[i]);
+                if reference.full_is_valid(&mutant.instance)
+                    || !seen.insert(fingerprint(&mutant.instance))
+                {
+                    continue; // still valid (not a mutant at all), or already tried
+                }
+                out.kinds.push(CaseKind::Mutant {
+                    mutation: mutant.mutation,
+                    pointer: mutant.pointer,
+                });
+                out.instances.push(mutant.instance);
+                made += 1;
+                if made >= mutants {
+                    break;
+                }
+            }
+        }
+        let mut instances = valid;
+        instances.append(&mut out.instances);
+        out.instances = instances;
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// Without the cases that are not objects.
+    fn objects_only(mut self) -> Cases {
+        let mut kinds = std::mem::take(&mut self.kinds).into_iter();
+        let mut kept_kinds = Vec::with_capacity(kinds.len());
+        self.instances.retain(|instance| {
+            let kind = kinds.next().expect("one kind per instance");
+            let keep = instance.is_object();
+            if keep {
+                kept_kinds.push(kind);
+            }
+            keep
+        });
+        self.kinds = kept_kinds;
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty()
+    }
+
+    /// What `verdicts` (`true`: the instance is valid) on these cases, in
+    /// order, say of the validator; a shorter list counts its prefix.
+    pub fn tally(&self, verdicts: &[bool]) -> ToolFuzz {
+        let mut report = ToolFuzz::default();
+        for (index, ((instance, kind), &accepted)) in self
+            .instances
+            .iter()
+            .zip(&self.kinds)
+            .zip(verdicts)
+            .enumerate()
+        {
+            let case = self.offset + index as u64;
+            let (mutation, pointer) = match kind {
+                CaseKind::Valid => {
+                    report.valid += 1;
+                    if !accepted {
+                        report.false_rejects += 1;
+                        if smaller_than_kept(instance, report.false_reject.as_ref()) {
+                            report.false_reject = Some(Example {
+                                case,
+                                pointer: String::new(),
+                                instance: instance.clone(),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                CaseKind::Mutant { mutation, pointer } => (*mutation, pointer),
+            };
+            let counts = report.by_mutation.entry(mutation).or_default();
+            let at_site = report
+                .by_site
+                .entry((mutation, site_path(pointer)))
+                .or_default();
+            counts.generated += 1;
+            at_site.generated += 1;
+            if accepted {
+                counts.survived += 1;
+                at_site.survived += 1;
+                if smaller_than_kept(instance, report.survivors.get(&mutation)) {
+                    report.survivors.insert(
+                        mutation,
+                        Example {
+                            case,
+                            pointer: pointer.clone(),
+                            instance: instance.clone(),
+                        },
+                    );
+                }
+            } else {
+                counts.killed += 1;
+                at_site.killed += 1;
+            }
+        }
+        report
+    }
+}
+
+/// Fuzz `accepts` (`Some(true)`: the instance is valid) with up to
+/// `cases` valid and `cases` invalid instances of `schema`, one at a
+/// time. `None` (the validator gave no verdict) stops the fuzzing: the
+/// report holds what was measured before it.
+pub fn fuzz_schema(
+    schema: &Value,
+    reference: &Compiled,
+    cases: usize,
+    seed: u64,
+    accepts: &mut dyn FnMut(&Value) -> Option<bool>,
+) -> ToolFuzz {
+    let mut report = ToolFuzz::default();
+    for block in CaseBlocks::new(schema, reference, cases, seed, false) {
+        let verdicts: Vec<bool> = block.instances.iter().map_while(&mut *accepts).collect();
+        report.absorb(block.tally(&verdicts));
+        if verdicts.len() < block.len() {
+            break;
+        }
+    }
+    report
+}
+
+/// A hash of `value` that tells JSON values apart (integers from floats
+/// too: `5` and `5.0` are different cases).
+fn fingerprint(value: &Value) -> u64 {
+    fn feed(value: &Value, hasher: &mut DefaultHasher) {
+        match value {
+            Value::Null => 0u8.hash(hasher),
+            Value::Bool(b) => (1u8, b).hash(hasher),
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => (2u8, i).hash(hasher),
+                (None, Some(u)) => (3u8, u).hash(hasher),
+                _ => (4u8, n.as_f64().unwrap_or_default().to_bits()).hash(hasher),
+            },
+            Value::String(text) => (5u8, text).hash(hasher),
+            Value::Array(items) => {
+                (6u8, items.len()).hash(hasher);
+                items.iter().for_each(|v| feed(v, hasher));
+            }
+            Value::Object(map) => {
+                (7u8, map.len()).hash(hasher);
+                for (key, v) in map {
+                    key.hash(hasher);
+                    feed(v, hasher);
+                }
+            }
+        }
+    }
+    let mut hasher = DefaultHasher::new();
+    feed(value, &mut hasher);
+    hasher.finish()
+}
+
+/// Where a mutant breaks the arguments, as reports group it: its JSON
+/// pointer with array indices as `*` (`/tags/*`), `/` for the whole.
+pub fn site_path(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "/".to_owned();
+    }
+    if !pointer.contains(|c: char| c.is_ascii_digit()) {
+        return pointer.to_owned();
+    }
+    pointer
+        .split('/')
+        .map(|segment| {
+            if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
+                "*"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}

@@ -1,0 +1,259 @@
+//! A run's plan: its models, scenarios, jobs in order with their seeds,
+//! the clock, and the limits every trial runs under.
+
+use super::{Budget, Shard};
+use crate::model::Model;
+use crate::pipeline::{ExecOptions, FeedbackStyle};
+use crate::report::{ModelInfo, RunInfo, ScenarioInfo, Thresholds};
+use crate::scenario::{Scenario, Task};
+
+use std::sync::Arc;
+
+/// Which clock latencies run on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    /// tokio's paused clock: simulated latency costs no wall time and
+    /// timings are exact.
+    #[default]
+    Virtual,
+    Real,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug)]
+pub struct RunPlan {
+    pub scenarios: Vec<Scenario>,
+    pub models: Vec<Arc<dyn Model>>,
+    pub trials: u32,
+    pub seed: u64,
+    pub concurrency: usize,
+    pub clock: Clock,
+    /// How calls run and how their errors are worded.
+    pub exec: ExecOptions,
+    /// By model: the feedback style its file names, over `exec`'s.
+    pub model_feedback: Vec<Option<FeedbackStyle>>,
+    /// By model: it takes images (its `api.images`), which tools' results
+    /// then carry as image parts.
+    pub model_images: Vec<bool>,
+    pub shard: Option<Shard>,
+    /// Record every turn of every trial (session.jsonl).
+    pub session_log: bool,
+    /// By scenario: the live model that plays its simulated user, when a
+    /// model does (none given: none does).
+    pub users: Vec<Option<Arc<crate::model::live::LiveModel>>>,
+    /// `--max-cost`, `--max-tokens`: what the models' requests may spend.
+    pub budget: Option<Arc<Budget>>,
+    /// `--batch`: the ledger of the batches sent, told when the run ends.
+    pub batches: Option<Arc<crate::batch::Ledger>>,
+}
+
+/// A job: one trial of one model on one scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Job {
+    pub model: usize,
+    pub scenario: usize,
+    pub trial: u32,
+}
+
+impl RunPlan {
+    /// `trials` trials of each of `models` on each of `scenarios`: seed 1,
+    /// 64 at once, the virtual clock, calls in parallel worded
+    /// pointer-list, no session log, no shard, no budget; each field set
+    /// apart with `RunPlan { field, ..RunPlan::new(..) }`.
+    pub fn new(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> RunPlan {
+        RunPlan {
+            scenarios,
+            models,
+            trials,
+            seed: 1,
+            concurrency: 64,
+            clock: Clock::Virtual,
+            exec: ExecOptions::default(),
+            model_feedback: Vec::new(),
+            model_images: Vec::new(),
+            shard: None,
+            session_log: false,
+            users: Vec::new(),
+            budget: None,
+            batches: None,
+        }
+    }
+
+    /// How `model`'s calls run and how its errors are worded.
+    pub fn exec_of(&self, model: usize) -> ExecOptions {
+        ExecOptions {
+            feedback: self.feedback_of(model),
+            images: self.model_images.get(model).copied().unwrap_or(false),
+            ..self.exec
+        }
+    }
+
+    /// The run's feedback style, with each model that has its own:
+    /// `pointer-list (qwen-bare: bare)`.
+    fn feedback_text(&self) -> String {
+        let own: Vec<String> = (0..self.models.len())
+            .filter(|&m| self.model_feedback.get(m).copied().flatten().is_some())
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    self.models[m].name(),
+                    file_name(&self.feedback_of(m))
+                )
+            })
+            .collect();
+        let default = file_name(&self.exec.feedback);
+        match own.len() {
+            0 => default,
+            n if n == self.models.len() => own.join(", "),
+            _ => format!("{default} ({})", own.join(", ")),
+        }
+    }
+
+    /// `job`'s place among its model's jobs in the report order: a live
+    /// model serves the trial it started first before starting another.
+    pub fn order_of(&self, job: Job) -> u64 {
+        job.scenario as u64 * u64::from(self.trials) + u64::from(job.trial)
+    }
+
+    fn feedback_of(&self, model: usize) -> FeedbackStyle {
+        self.model_feedback
+            .get(model)
+            .copied()
+            .flatten()
+            .unwrap_or(self.exec.feedback)
+    }
+
+    /// Whether a trial waits on sockets or processes (a real tool, a
+    /// simulated user played by a live model): the runtime then needs
+    /// tokio's I/O driver.
+    pub(crate) fn needs_io_driver(&self) -> bool {
+        self.scenarios.iter().any(|s| s.registry.has_real_tools())
+            || self.users.iter().any(Option::is_some)
+    }
+
+    /// Every job of this run (this shard), in report order.
+    pub fn jobs(&self) -> impl Iterator<Item = Job> + '_ {
+        let (models, scenarios, trials) = (self.models.len(), self.scenarios.len(), self.trials);
+        (0..models)
+            .flat_map(move |model| {
+                (0..scenarios).flat_map(move |scenario| {
+                    (0..trials).map(move |trial| Job {
+                        model,
+                        scenario,
+                        trial,
+                    })
+                })
+            })
+            .filter(|job| self.in_shard(*job))
+    }
+
+    /// Is `job` one of this run's (this shard's) jobs?
+    pub fn includes(&self, job: Job) -> bool {
+        job.model < self.models.len()
+            && job.scenario < self.scenarios.len()
+            && job.trial < self.trials
+            && self.in_shard(job)
+    }
+
+    /// Shards take every N-th job of the report order.
+    fn in_shard(&self, job: Job) -> bool {
+        self.shard.is_none_or(|shard| {
+            let index = (job.model * self.scenarios.len() + job.scenario) as u64
+                * u64::from(self.trials)
+                + u64::from(job.trial);
+            shard.includes(index)
+        })
+    }
+
+    /// The seed of one trial: independent of scheduling and of other trials.
+    pub fn trial_seed(&self, job: Job) -> u64 {
+        let mut hash = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        for part in [
+            self.models[job.model].name(),
+            self.scenarios[job.scenario].name.as_str(),
+        ] {
+            for byte in part.bytes().chain([0xff]) {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        splitmix(hash ^ u64::from(job.trial))
+    }
+
+    /// The seed a live model sends for a trial where its `seed` is
+    /// `"trial"`: the same in every model's arm (the run's seed, the
+    /// scenario, the trial), so paired arms draw alike and differ by what
+    /// they were shown.
+    pub fn shared_seed(&self, job: Job) -> u64 {
+        let mut hash = self.seed ^ 0x5eed_5eed_5eed_5eed;
+        for byte in self.scenarios[job.scenario].name.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        splitmix(hash ^ u64::from(job.trial))
+    }
+
+    /// How many attempts a trial of this model on this scenario gets: the
+    /// scenario's `max_retries`, unless the model answers only once.
+    pub fn max_attempts(&self, model: usize, scenario: usize) -> u32 {
+        let allowed = self.scenarios[scenario].max_retries;
+        self.models[model]
+            .max_attempts()
+            .map_or(allowed, |m| m.min(allowed))
+    }
+
+    /// What reporters know of this run.
+    pub fn info(&self, thresholds: Thresholds) -> RunInfo {
+        RunInfo {
+            models: self
+                .models
+                .iter()
+                .map(|m| ModelInfo {
+                    name: m.name().to_owned(),
+                    prices: m.prices(),
+                    max_attempts: m.max_attempts(),
+                })
+                .collect(),
+            scenarios: scenario_infos(&self.scenarios),
+            trials: self.trials,
+            seed: self.seed,
+            feedback: self.feedback_text(),
+            clock: file_name(&self.clock),
+            thresholds,
+            batch: self.models.iter().any(|m| m.batched()),
+        }
+    }
+}
+
+/// What reporters know of each scenario.
+pub fn scenario_infos(scenarios: &[Scenario]) -> Vec<ScenarioInfo> {
+    scenarios
+        .iter()
+        .map(|s| ScenarioInfo {
+            name: s.name.clone(),
+            max_attempts: if s.task.is_some() { 1 } else { s.max_retries },
+            task_milestones: s.task.as_ref().map(Task::all_milestones),
+            task_user_turns: s
+                .task
+                .as_ref()
+                .map(|t| t.user_turns() as u32)
+                .filter(|n| *n > 1),
+            min_success: s.min_success,
+            tags: s.tags.clone(),
+        })
+        .collect()
+}
+
+/// The name a setting has in files (`pointer-list`, `virtual`).
+pub(crate) fn file_name(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
+}
+
+pub(crate) fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
