@@ -49,9 +49,30 @@ impl Pointer {
         self.0.is_empty()
     }
 
+    /// The value that holds this one (the root's is the root).
+    pub fn parent(&self) -> Pointer {
+        Pointer(
+            self.0
+                .rsplit_once('/')
+                .map_or("", |(parent, _)| parent)
+                .to_owned(),
+        )
+    }
+
+    /// The key or index of its last segment, unescaped (none at the root).
+    pub fn last(&self) -> Option<String> {
+        self.0.rsplit_once('/').map(|(_, last)| key_of(last))
+    }
+
     /// The keys and indexes it names, unescaped.
     pub fn segments(&self) -> impl Iterator<Item = String> + '_ {
         self.0.split('/').skip(1).map(key_of)
+    }
+}
+
+impl serde::Serialize for Pointer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

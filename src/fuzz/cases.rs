@@ -7,6 +7,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
+use crate::pointer::Pointer;
 use crate::schema::{Compiled, generate, mutate};
 
 /// Counts for one mutation operator.
@@ -30,8 +31,8 @@ impl Counts {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Example {
     pub case: u64,
-    /// JSON pointer of the broken value; empty for a valid instance.
-    pub pointer: String,
+    /// Where the broken value is; the root for a valid instance.
+    pub pointer: Pointer,
     pub instance: Value,
 }
 
@@ -110,7 +111,7 @@ pub enum CaseKind {
     /// Breaks `mutation`'s keyword at `pointer`, and nothing else.
     Mutant {
         mutation: Mutation,
-        pointer: String,
+        pointer: Pointer,
     },
 }
 
@@ -215,7 +216,7 @@ impl Cases {
         let mut grouped: HashMap<(Mutation, String), Vec<(usize, mutate::Site)>> = HashMap::new();
         for (i, instance) in valid.iter().enumerate() {
             for site in mutate::sites(schema, instance) {
-                let key = (site.mutation, site_path(&site.pointer));
+                let key = (site.mutation, site_path(site.pointer.as_str()));
                 grouped.entry(key).or_default().push((i, site));
             }
         }
@@ -303,7 +304,7 @@ impl Cases {
                         if smaller_than_kept(instance, report.false_reject.as_ref()) {
                             report.false_reject = Some(Example {
                                 case,
-                                pointer: String::new(),
+                                pointer: Pointer::root(),
                                 instance: instance.clone(),
                             });
                         }
@@ -315,7 +316,7 @@ impl Cases {
             let counts = report.by_mutation.entry(mutation).or_default();
             let at_site = report
                 .by_site
-                .entry((mutation, site_path(pointer)))
+                .entry((mutation, site_path(pointer.as_str())))
                 .or_default();
             counts.generated += 1;
             at_site.generated += 1;

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::pointer::Pointer;
+
 use super::{CaseKind, Cases, Example, Mutation, shrink, site_path, smaller_than_kept};
 
 /// Where validators disagree: one site, and its smallest case.
@@ -55,17 +57,18 @@ pub fn collect(found: &mut Found, cases: &Cases, verdicts: &[Vec<bool>]) {
             continue;
         }
         let instance = &cases.instances[index];
+        let root = Pointer::root();
         let (mutation, pointer) = match &cases.kinds[index] {
-            CaseKind::Valid => (None, ""),
-            CaseKind::Mutant { mutation, pointer } => (Some(*mutation), pointer.as_str()),
+            CaseKind::Valid => (None, &root),
+            CaseKind::Mutant { mutation, pointer } => (Some(*mutation), pointer),
         };
         let example = || Example {
             case: cases.offset + index as u64,
-            pointer: pointer.to_owned(),
+            pointer: pointer.clone(),
             instance: instance.clone(),
         };
         let each = || verdicts.iter().map(|v| v[index]).collect::<Vec<bool>>();
-        let key = (mutation, site_path(pointer));
+        let key = (mutation, site_path(pointer.as_str()));
         match found.get_mut(&key) {
             Some(known) => {
                 known.cases += 1;
@@ -119,7 +122,7 @@ impl Disagreement {
 fn same_reason(
     reference: &crate::schema::Compiled,
     mutation: Option<Mutation>,
-    pointer: &str,
+    pointer: &Pointer,
     candidate: &Value,
 ) -> bool {
     let Some(mutation) = mutation else {
@@ -128,6 +131,6 @@ fn same_reason(
     reference.broken_only_by(
         candidate,
         mutation.schema_keyword(),
-        mutation.reported_at(pointer),
+        &mutation.reported_at(pointer),
     )
 }

@@ -190,10 +190,10 @@ fn write_examples(
             notes,
             "{tool}: a {} mutant at {} survived{by}: {} {}",
             mutation.as_str(),
-            if example.pointer.is_empty() {
+            if example.pointer.is_root() {
                 "/"
             } else {
-                &example.pointer
+                example.pointer.as_str()
             },
             wire::to_string(&example.instance),
             replay(example.case)

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::{ModelError, Operator};
 use crate::bfcl::results::ResultsFormat;
 use crate::pipeline::FeedbackStyle;
+use crate::pointer::Pointer;
 use crate::provider::{ApiSettings, Provider};
 use crate::source::{self, FileError};
 
@@ -369,17 +370,21 @@ impl ModelFile {
     /// takes, and the kind's needed fields are there.
     fn from_fields(mut fields: Map<String, Value>) -> Result<ModelFile, ModelError> {
         let kind: ModelKind = take(&mut fields, "kind")?.ok_or_else(|| {
-            ModelError::invalid("/kind", format!("missing: one of {}", kind_names(|_| true)))
+            ModelError::invalid(
+                Pointer::root().key("kind"),
+                format!("missing: one of {}", kind_names(|_| true)),
+            )
         })?;
-        let name: String = take(&mut fields, "name")?
-            .ok_or_else(|| ModelError::invalid("/name", "missing: the model's name"))?;
+        let name: String = take(&mut fields, "name")?.ok_or_else(|| {
+            ModelError::invalid(Pointer::root().key("name"), "missing: the model's name")
+        })?;
         let feedback: Option<FeedbackStyle> = take(&mut fields, "feedback")?;
         if let Some(field) = fields
             .keys()
             .find(|f| !kind.own_fields().contains(&f.as_str()))
         {
             return Err(ModelError::invalid(
-                format!("/{}", crate::pointer::segment(field)),
+                Pointer::root().key(field),
                 foreign_field(kind, field),
             ));
         }
@@ -387,7 +392,7 @@ impl ModelFile {
             && !fields.contains_key(field)
         {
             return Err(ModelError::invalid(
-                format!("/{field}"),
+                Pointer::root().key(field),
                 format!("{} needs \"{field}\": {what}", kind.a_model()),
             ));
         }
@@ -403,7 +408,7 @@ impl ModelFile {
             | ModelKind::Anthropic
             | ModelKind::Gemini => ModelSpec::Live(LiveSpec {
                 provider: kind.live_provider().expect("a live kind"),
-                api: read(&rest["api"]).map_err(|e| e.under("/api"))?,
+                api: read(&rest["api"]).map_err(|e| e.under(&Pointer::root().key("api")))?,
             }),
         };
         Ok(ModelFile {
@@ -425,7 +430,7 @@ impl ModelFile {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '@'));
         if !name_ok {
             return Err(ModelError::invalid(
-                "/name",
+                Pointer::root().key("name"),
                 format!(
                     "{:?} is not a model name: use 1 to 128 letters, digits and - _ . : @, not starting with .",
                     self.name
@@ -444,11 +449,12 @@ impl ModelFile {
 }
 
 fn check_parameters(p: &Parameters) -> Result<(), ModelError> {
-    let probabilities = std::iter::once(("/parameters/p_first".to_owned(), p.p_first)).chain(
+    let parameters = Pointer::root().key("parameters");
+    let probabilities = std::iter::once((parameters.clone().key("p_first"), p.p_first)).chain(
         p.p_fix
             .iter()
             .enumerate()
-            .map(|(i, x)| (format!("/parameters/p_fix/{i}"), *x)),
+            .map(|(i, x)| (parameters.clone().key("p_fix").index(i), *x)),
     );
     for (pointer, probability) in probabilities {
         if !(0.0..=1.0).contains(&probability) {
@@ -499,13 +505,13 @@ fn take<T: serde::de::DeserializeOwned>(
 ) -> Result<Option<T>, ModelError> {
     fields
         .remove(field)
-        .map(|value| read(&value).map_err(|e| e.under(&format!("/{field}"))))
+        .map(|value| read(&value).map_err(|e| e.under(&Pointer::root().key(field))))
         .transpose()
 }
 
 fn read<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, ModelError> {
     source::from_value(value)
-        .map_err(|located| ModelError::invalid(located.pointer.to_string(), located.message))
+        .map_err(|located| ModelError::invalid(located.pointer, located.message))
 }
 
 impl<'de> Deserialize<'de> for ModelFile {
@@ -565,13 +571,16 @@ impl Parameters {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_else(|| format!("{op:?}"));
             return Err(ModelError::invalid(
-                format!("/parameters/operators/{name}"),
+                Pointer::root()
+                    .key("parameters")
+                    .key("operators")
+                    .key(&name),
                 format!("weight {weight} must be finite and >= 0"),
             ));
         }
         if weights.iter().all(|(_, w)| *w == 0.0) {
             return Err(ModelError::invalid(
-                "/parameters/operators",
+                Pointer::root().key("parameters").key("operators"),
                 "at least one operator needs a weight above 0",
             ));
         }

@@ -5,6 +5,7 @@
 
 use super::live::api_key;
 use super::{ModelError, ModelFile, ModelKind};
+use crate::pointer::Pointer;
 use crate::tool::mcp::JudgeEnv;
 
 /// The public OpenAI endpoint, for a judge file that names no base_url.
@@ -13,16 +14,16 @@ const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// The environment a judging server gets for `file`, judging each
 /// conversation `repeats` times.
 pub fn judge_env(file: &ModelFile, repeats: u32) -> Result<JudgeEnv, ModelError> {
-    let invalid = |pointer: &str, problem: &str| ModelError::Invalid {
-        path: None,
-        pointer: format!("{} (--judge-model) {pointer}", file.name),
+    let invalid = |pointer: Pointer, problem: &str| ModelError::Judge {
+        name: file.name.clone(),
+        pointer,
         problem: problem.to_owned(),
     };
     let api = match (file.kind(), file.api()) {
         (ModelKind::OpenAi, Some(api)) => api,
         _ => {
             return Err(invalid(
-                "/kind",
+                Pointer::root().key("kind"),
                 "a judge is an OpenAI-compatible chat model: kind \"openai\"",
             ));
         }

@@ -253,7 +253,7 @@ fn break_by_schema(
         .into_iter()
         .filter(|m| operator.schema_mutations().contains(&m.mutation))
         // A model breaks an argument; whole-object breakage is BrokenJson's.
-        .filter(|m| !m.pointer.is_empty())
+        .filter(|m| !m.pointer.is_root())
         .filter(|m| !registry.schema(tool).full_is_valid(&m.instance))
         .collect();
     if candidates.is_empty() {
@@ -263,10 +263,9 @@ fn break_by_schema(
     // Feedback names a missing property by name, anything else by pointer.
     let clue = match mutant.mutation {
         SchemaMutation::Required => {
-            let key = mutant.pointer.rsplit('/').next().unwrap_or_default();
-            format!("'{}'", crate::pointer::key_of(key))
+            format!("'{}'", mutant.pointer.last().unwrap_or_default())
         }
-        _ => mutant.pointer.clone(),
+        _ => mutant.pointer.to_string(),
     };
     let broken = ParsedCall::Ok(ToolCall {
         // Broken inside (the pointer is not the root): an object still.

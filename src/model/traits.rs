@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
 use crate::call::{Prices, StreamTiming, Usage};
+use crate::pointer::Pointer;
 use crate::provider::Provider;
 use crate::scenario::Scenario;
 use crate::source::FileError;
@@ -22,7 +23,7 @@ pub enum ModelError {
     #[error("{}{pointer}: {problem}", file_prefix(path))]
     Invalid {
         path: Option<PathBuf>,
-        pointer: String,
+        pointer: Pointer,
         problem: String,
     },
     /// A `bfcl-results` result file.
@@ -49,6 +50,13 @@ pub enum ModelError {
     /// inside the suite.
     #[error("/task/user/model {named:?}: {problem}")]
     UserModel { named: String, problem: String },
+    /// The `--judge-model` file, by the field at fault.
+    #[error("{name} (--judge-model) {pointer}: {problem}")]
+    Judge {
+        name: String,
+        pointer: Pointer,
+        problem: String,
+    },
 }
 
 fn file_prefix(path: &Option<PathBuf>) -> String {
@@ -58,10 +66,10 @@ fn file_prefix(path: &Option<PathBuf>) -> String {
 }
 
 impl ModelError {
-    pub(crate) fn invalid(pointer: impl Into<String>, problem: impl Into<String>) -> ModelError {
+    pub(crate) fn invalid(pointer: Pointer, problem: impl Into<String>) -> ModelError {
         ModelError::Invalid {
             path: None,
-            pointer: pointer.into(),
+            pointer,
             problem: problem.into(),
         }
     }
@@ -82,7 +90,7 @@ impl ModelError {
     }
 
     /// The same error, its pointer inside `prefix`.
-    pub(crate) fn under(self, prefix: &str) -> ModelError {
+    pub(crate) fn under(self, prefix: &Pointer) -> ModelError {
         match self {
             ModelError::Invalid {
                 path,
@@ -90,7 +98,7 @@ impl ModelError {
                 problem,
             } => ModelError::Invalid {
                 path,
-                pointer: format!("{prefix}{pointer}"),
+                pointer: prefix.clone().join(&pointer),
                 problem,
             },
             other => other,

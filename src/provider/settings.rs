@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::call::Prices;
+use crate::pointer::Pointer;
 use crate::transport::TransportSettings;
 
 /// The longest first wait before a batch is polled: an hour (a larger
@@ -158,74 +159,54 @@ fn default_concurrency() -> usize {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{pointer}: {problem}")]
 pub struct ApiSettingsError {
-    pub pointer: &'static str,
+    pub pointer: Pointer,
     pub problem: String,
 }
 
 impl ApiSettings {
     /// Problems a person must fix before a run.
     pub fn check(&self) -> Result<(), ApiSettingsError> {
-        let fail = |pointer, problem: &str| {
+        let api = Pointer::root().key("api");
+        let fail = |pointer: Pointer, problem: &str| {
             Err(ApiSettingsError {
                 pointer,
                 problem: problem.to_owned(),
             })
         };
         if self.model.trim().is_empty() {
-            return fail("/api/model", "is empty");
+            return fail(api.clone().key("model"), "is empty");
         }
         if self.max_attempts == 0 {
-            return fail("/api/max_attempts", "must be at least 1");
+            return fail(api.clone().key("max_attempts"), "must be at least 1");
         }
         if self.timeout_ms == 0 {
             return fail(
-                "/api/timeout_ms",
+                api.clone().key("timeout_ms"),
                 "must be at least 1 (milliseconds per request; 0 would time out every request)",
             );
         }
         if let Some(prices) = &self.prices {
-            let given = [
-                ("/api/prices/input_per_mtok", Some(prices.input_per_mtok)),
-                ("/api/prices/output_per_mtok", Some(prices.output_per_mtok)),
-                (
-                    "/api/prices/cached_input_per_mtok",
-                    prices.cached_input_per_mtok,
-                ),
-                (
-                    "/api/prices/cache_write_per_mtok",
-                    prices.cache_write_per_mtok,
-                ),
-            ];
-            for (pointer, price) in given {
-                if let Some(price) = price.filter(|p| !(p.is_finite() && *p >= 0.0)) {
-                    return fail(
-                        pointer,
-                        &format!(
-                            "{price} is no price: give US dollars per million tokens, 0 or more"
-                        ),
-                    );
-                }
-            }
+            check_prices(prices, &api.clone().key("prices"))?;
         }
         if self.concurrency == 0 {
-            return fail("/api/concurrency", "must be at least 1");
+            return fail(api.clone().key("concurrency"), "must be at least 1");
         }
         if let Some(ms) = self.batch_poll_ms
             && !(1..=MAX_BATCH_POLL_MS).contains(&ms)
         {
             return fail(
-                "/api/batch_poll_ms",
+                api.clone().key("batch_poll_ms"),
                 &format!(
                     "{ms} is out of range: give milliseconds from 1 to {MAX_BATCH_POLL_MS} (an hour)"
                 ),
             );
         }
         if self.requests_per_minute == Some(0) {
-            return fail("/api/requests_per_minute", "must be at least 1");
+            return fail(api.clone().key("requests_per_minute"), "must be at least 1");
         }
         if self.execute_early && !self.stream {
             return fail(
-                "/api/execute_early",
+                api.clone().key("execute_early"),
                 "needs \"stream\": true (calls can only run early out of a stream)",
             );
         }
@@ -233,7 +214,7 @@ impl ApiSettings {
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
             return fail(
-                "/api/base_url",
+                api.clone().key("base_url"),
                 &format!("{url:?} must start with http:// or https://"),
             );
         }
@@ -252,6 +233,27 @@ impl ApiSettings {
     }
 }
 
+/// Each price given is a price: finite and 0 or more.
+fn check_prices(prices: &Prices, at: &Pointer) -> Result<(), ApiSettingsError> {
+    let given = [
+        ("input_per_mtok", Some(prices.input_per_mtok)),
+        ("output_per_mtok", Some(prices.output_per_mtok)),
+        ("cached_input_per_mtok", prices.cached_input_per_mtok),
+        ("cache_write_per_mtok", prices.cache_write_per_mtok),
+    ];
+    for (field, price) in given {
+        if let Some(price) = price.filter(|p| !(p.is_finite() && *p >= 0.0)) {
+            return Err(ApiSettingsError {
+                pointer: at.clone().key(field),
+                problem: format!(
+                    "{price} is no price: give US dollars per million tokens, 0 or more"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,7 +268,7 @@ mod tests {
         for ms in [0, MAX_BATCH_POLL_MS + 1, u64::MAX] {
             let err = with(ms).check().unwrap_err().to_string();
             assert!(
-                err.contains("/api/batch_poll_ms") && err.contains("3600000"),
+                err.contains("batch_poll_ms") && err.contains("3600000"),
                 "{err}"
             );
         }

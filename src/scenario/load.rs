@@ -282,7 +282,7 @@ pub fn load_scenario(
     };
     let store = Store::seeded(&file.state).map_err(|e| {
         invalid(Located::new(
-            Pointer::at(format!("/state{}", e.pointer)),
+            Pointer::root().key("state").join(&e.pointer),
             e.problem,
         ))
     })?;

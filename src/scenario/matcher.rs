@@ -71,7 +71,7 @@ pub enum Matcher {
     /// `tool` in the same trial (tasks only).
     Result {
         tool: String,
-        pointer: String,
+        pointer: Pointer,
     },
     /// An object holding matchers deeper down: the same keys, each
     /// matching (`{"where": {"customer": {"$result": ...}}}`).
@@ -169,7 +169,7 @@ impl Matcher {
                 actual.as_f64().is_some_and(|x| within(x, *low, *high))
             }
             (Matcher::Result { tool, pointer }, Some(actual)) => recent
-                .value(tool, pointer)
+                .value(tool, pointer.as_str())
                 .is_some_and(|expected| values_equal(expected, actual)),
             (Matcher::Fields(fields), Some(actual)) => fields.matches_in(actual, recent),
         }
@@ -198,7 +198,7 @@ impl Matcher {
         match self {
             Matcher::Result { tool, pointer } => Some(
                 recent
-                    .value(tool, pointer)
+                    .value(tool, pointer.as_str())
                     .cloned()
                     .unwrap_or_else(|| Value::String(INVENTED_ID.to_owned())),
             ),
@@ -313,7 +313,7 @@ fn result(object: &Map<String, Value>, _: Option<&Value>) -> Result<Matcher, Bad
     };
     Ok(Matcher::Result {
         tool: tool.to_owned(),
-        pointer: pointer.to_owned(),
+        pointer: Pointer::at(pointer),
     })
 }
 

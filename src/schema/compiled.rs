@@ -202,11 +202,11 @@ impl Compiled {
 
     /// Whether `instance` breaks the schema, and only by `keyword` at
     /// `at` (a pointer into the instance), as the general validator sees.
-    pub fn broken_only_by(&self, instance: &Value, keyword: &str, at: &str) -> bool {
+    pub fn broken_only_by(&self, instance: &Value, keyword: &str, at: &Pointer) -> bool {
         let mut errors = self.full.iter_errors(instance).peekable();
         errors.peek().is_some()
             && errors.all(|e| {
-                e.instance_path().as_str() == at
+                e.instance_path().as_str() == at.as_str()
                     && e.schema_path().as_str().rsplit('/').next() == Some(keyword)
             })
     }

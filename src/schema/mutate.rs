@@ -2,6 +2,7 @@
 //! instance and breaks the one constraint its keyword states, at the
 //! top level or at any nested path, and says which pointer it broke.
 
+use crate::pointer::Pointer;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -66,10 +67,10 @@ impl Mutation {
 
     /// Where a validator reports the mutant broken at `pointer`: there,
     /// or for a missing property, at the object that lacks it.
-    pub fn reported_at(self, pointer: &str) -> &str {
+    pub fn reported_at(self, pointer: &Pointer) -> Pointer {
         match self {
-            Mutation::Required => pointer.rsplit_once('/').map_or("", |(parent, _)| parent),
-            _ => pointer,
+            Mutation::Required => pointer.parent(),
+            _ => pointer.clone(),
         }
     }
 }
@@ -78,8 +79,8 @@ impl Mutation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mutant {
     pub mutation: Mutation,
-    /// JSON pointer of the value that was broken.
-    pub pointer: String,
+    /// Where the value that was broken is.
+    pub pointer: Pointer,
     pub instance: Value,
 }
 
@@ -88,7 +89,7 @@ pub struct Mutant {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Site {
     pub mutation: Mutation,
-    pub pointer: String,
+    pub pointer: Pointer,
     edit: Edit,
 }
 
@@ -118,17 +119,22 @@ pub fn sites(schema: &Value, instance: &Value) -> Vec<Site> {
     for not_object in [json!([]), json!("arguments"), json!(1)] {
         found.push(Site {
             mutation: Mutation::NotAnObject,
-            pointer: String::new(),
+            pointer: Pointer::root(),
             edit: Edit::Replace(not_object),
         });
     }
-    walk(schema, instance, "", &mut |mutation, pointer, edit| {
-        found.push(Site {
-            mutation,
-            pointer: pointer.to_owned(),
-            edit,
-        });
-    });
+    walk(
+        schema,
+        instance,
+        &Pointer::root(),
+        &mut |mutation, pointer, edit| {
+            found.push(Site {
+                mutation,
+                pointer: pointer.clone(),
+                edit,
+            });
+        },
+    );
     found
 }
 
@@ -140,8 +146,9 @@ pub fn mutants(schema: &Value, instance: &Value) -> Vec<Mutant> {
         .collect()
 }
 
-fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
-    if pointer.is_empty()
+fn apply_edit(instance: &Value, at: &Pointer, edit: &Edit) -> Value {
+    let pointer = at.as_str();
+    if at.is_root()
         && let Edit::Replace(value) = edit
     {
         return value.clone();
@@ -154,9 +161,8 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
             }
         }
         Edit::Remove => {
-            let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-            let key = crate::pointer::key_of(key);
-            if let Some(Value::Object(map)) = copy.pointer_mut(parent) {
+            let key = at.last().unwrap_or_default();
+            if let Some(Value::Object(map)) = copy.pointer_mut(at.parent().as_str()) {
                 map.remove(&key);
             }
         }
@@ -169,16 +175,12 @@ fn apply_edit(instance: &Value, pointer: &str, edit: &Edit) -> Value {
     copy
 }
 
-fn escape(key: &str) -> String {
-    crate::pointer::segment(key).into_owned()
-}
-
-type Emit<'e> = dyn FnMut(Mutation, &str, Edit) + 'e;
+type Emit<'e> = dyn FnMut(Mutation, &Pointer, Edit) + 'e;
 
 /// Every mutant of `value` (valid for `schema`) and of what it holds, one
 /// keyword broken at a time, in a fixed order: a case's index names the
 /// same mutant for good.
-fn walk(schema: &Value, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
+fn walk(schema: &Value, value: &Value, pointer: &Pointer, emit: &mut Emit<'_>) {
     let Some(schema) = schema.as_object() else {
         return;
     };
@@ -206,7 +208,7 @@ fn count(schema: &Map<String, Value>, key: &str) -> Option<u64> {
 fn type_and_value(
     schema: &Map<String, Value>,
     value: &Value,
-    pointer: &str,
+    pointer: &Pointer,
     integer: bool,
     emit: &mut Emit<'_>,
 ) {
@@ -244,7 +246,7 @@ fn type_and_value(
 fn bounds(
     schema: &Map<String, Value>,
     value: &Value,
-    pointer: &str,
+    pointer: &Pointer,
     integer: bool,
     emit: &mut Emit<'_>,
 ) {
@@ -299,7 +301,7 @@ fn bounds(
 }
 
 /// Lengths, `pattern` and `format`.
-fn strings(schema: &Map<String, Value>, value: &Value, pointer: &str, emit: &mut Emit<'_>) {
+fn strings(schema: &Map<String, Value>, value: &Value, pointer: &Pointer, emit: &mut Emit<'_>) {
     // Lengths count code points: one short in characters beyond the
     // Basic Multilingual Plane looks long enough in UTF-16 units, and one
     // too many with combining marks looks short enough in graphemes.
@@ -372,7 +374,7 @@ fn strings(schema: &Map<String, Value>, value: &Value, pointer: &str, emit: &mut
     }
 }
 
-fn arrays(schema: &Map<String, Value>, items: &[Value], pointer: &str, emit: &mut Emit<'_>) {
+fn arrays(schema: &Map<String, Value>, items: &[Value], pointer: &Pointer, emit: &mut Emit<'_>) {
     if let Some(min) = count(schema, "minItems").filter(|m| *m > 0) {
         emit(
             Mutation::MinItems,
@@ -405,7 +407,7 @@ fn arrays(schema: &Map<String, Value>, items: &[Value], pointer: &str, emit: &mu
     }
     if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
         for (i, item) in items.iter().enumerate() {
-            walk(item_schema, item, &format!("{pointer}/{i}"), emit);
+            walk(item_schema, item, &pointer.clone().index(i), emit);
         }
     }
 }
@@ -413,17 +415,13 @@ fn arrays(schema: &Map<String, Value>, items: &[Value], pointer: &str, emit: &mu
 fn objects(
     schema: &Map<String, Value>,
     object: &Map<String, Value>,
-    pointer: &str,
+    pointer: &Pointer,
     emit: &mut Emit<'_>,
 ) {
     let properties = schema.get("properties").and_then(Value::as_object);
     for name in required_names(schema) {
         if object.contains_key(name) {
-            emit(
-                Mutation::Required,
-                &format!("{pointer}/{}", escape(name)),
-                Edit::Remove,
-            );
+            emit(Mutation::Required, &pointer.clone().key(name), Edit::Remove);
         }
     }
     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
@@ -440,12 +438,7 @@ fn objects(
     if let Some(properties) = properties {
         for (name, property) in properties {
             if let Some(child) = object.get(name) {
-                walk(
-                    property,
-                    child,
-                    &format!("{pointer}/{}", escape(name)),
-                    emit,
-                );
+                walk(property, child, &pointer.clone().key(name), emit);
             }
         }
     }

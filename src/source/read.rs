@@ -2,7 +2,6 @@
 //! located by line, column and pointer.
 
 use super::locate;
-use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -23,11 +22,11 @@ pub enum FileError {
         column: usize,
         message: String,
     },
-    #[error("{}{}: {}: {message}", path.display(), location(*line, *column), if pointer.is_empty() { "/" } else { pointer })]
+    #[error("{}{}: {}: {message}", path.display(), location(*line, *column), if pointer.is_root() { "/" } else { pointer.as_str() })]
     Shape {
         path: PathBuf,
-        /// JSON pointer of the offending value.
-        pointer: String,
+        /// Where the offending value is.
+        pointer: Pointer,
         /// 0 when the position is unknown.
         line: usize,
         column: usize,
@@ -45,11 +44,16 @@ fn location(line: usize, column: usize) -> String {
 
 impl FileError {
     /// A value of the wrong shape at `pointer` in `text`, the file's JSON.
-    pub fn shape_in(path: &Path, text: &[u8], pointer: &str, message: impl Into<String>) -> Self {
-        let (line, column) = locate(&String::from_utf8_lossy(text), pointer);
+    pub fn shape_in(
+        path: &Path,
+        text: &[u8],
+        pointer: &Pointer,
+        message: impl Into<String>,
+    ) -> Self {
+        let (line, column) = locate(&String::from_utf8_lossy(text), pointer.as_str());
         FileError::Shape {
             path: path.to_owned(),
-            pointer: pointer.to_owned(),
+            pointer: pointer.clone(),
             line,
             column,
             message: message.into(),
@@ -57,10 +61,10 @@ impl FileError {
     }
 
     /// A value of the wrong shape where no line is known.
-    pub fn shape(path: &Path, pointer: &str, message: impl Into<String>) -> Self {
+    pub fn shape(path: &Path, pointer: &Pointer, message: impl Into<String>) -> Self {
         FileError::Shape {
             path: path.to_owned(),
-            pointer: pointer.to_owned(),
+            pointer: pointer.clone(),
             line: 0,
             column: 0,
             message: message.into(),
@@ -216,11 +220,11 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, F
     })?;
     deserializer
         .end()
-        .map_err(|error| located(path, String::new(), &error))?;
+        .map_err(|error| located(path, Pointer::root(), &error))?;
     Ok(value)
 }
 
-fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError {
+fn located(path: &Path, pointer: Pointer, error: &serde_json::Error) -> FileError {
     let (line, column) = (error.line(), error.column());
     let message = in_json_words(&strip_position(&error.to_string()));
     if error.is_syntax() || error.is_eof() {
@@ -246,7 +250,7 @@ fn located(path: &Path, pointer: String, error: &serde_json::Error) -> FileError
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Located> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         Located::new(
-            Pointer::at(pointer_of(error.path())),
+            pointer_of(error.path()),
             in_json_words(&error.into_inner().to_string()),
         )
     })
@@ -283,22 +287,14 @@ pub fn in_json_words(message: &str) -> String {
 }
 
 /// serde_path_to_error's path as an RFC 6901 JSON pointer.
-fn pointer_of(path: &serde_path_to_error::Path) -> String {
+fn pointer_of(path: &serde_path_to_error::Path) -> Pointer {
     use serde_path_to_error::Segment;
-    let mut pointer = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => {
-                let _ = write!(pointer, "/{index}");
-            }
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                pointer.push('/');
-                pointer.push_str(&crate::pointer::segment(key));
-            }
-            Segment::Unknown => pointer.push_str("/?"),
-        }
-    }
-    pointer
+    path.iter()
+        .fold(Pointer::root(), |pointer, segment| match segment {
+            Segment::Seq { index } => pointer.index(*index),
+            Segment::Map { key } | Segment::Enum { variant: key } => pointer.key(key),
+            Segment::Unknown => pointer.key("?"),
+        })
 }
 
 /// Walks a JSON document and fails on the first object that has a key

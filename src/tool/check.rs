@@ -65,7 +65,7 @@ pub fn check_definitions_file(
     let Value::Array(items) = value else {
         return Err(FileError::shape(
             path,
-            "",
+            &crate::pointer::Pointer::root(),
             "expected a JSON array of tool definitions",
         ));
     };

@@ -11,6 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::{ToolFailure, ToolFailureKind};
 
+use crate::pointer::Pointer;
+
 /// The store's tools, in the order `--builtin all` registers them.
 pub const STORE_TOOLS: [&str; 4] = ["store_get", "store_find", "store_put", "store_delete"];
 
@@ -24,8 +26,8 @@ pub struct Store {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{pointer}: {problem}")]
 pub struct StateError {
-    /// Where in the `state` block, as a JSON pointer below it.
-    pub pointer: String,
+    /// Where in the `state` block, below it.
+    pub pointer: Pointer,
     pub problem: String,
 }
 
@@ -34,10 +36,10 @@ impl Store {
     pub fn seeded(state: &Map<String, Value>) -> Result<Store, StateError> {
         let mut store = Store::default();
         for (name, records) in state {
-            let at = |i: usize| format!("/{}/{i}", escape(name));
+            let at = |i: usize| Pointer::root().key(name).index(i);
             let Some(records) = records.as_array() else {
                 return Err(StateError {
-                    pointer: format!("/{}", escape(name)),
+                    pointer: Pointer::root().key(name),
                     problem: "a collection must be an array of records".to_owned(),
                 });
             };
@@ -53,7 +55,7 @@ impl Store {
                 })?;
                 if collection.insert(id.to_owned(), record.clone()).is_some() {
                     return Err(StateError {
-                        pointer: format!("{}/id", at(i)),
+                        pointer: at(i).key("id"),
                         problem: format!("the id {id:?} is used twice in {name:?}"),
                     });
                 }
@@ -176,10 +178,6 @@ fn record_id(record: &Map<String, Value>) -> Option<&str> {
 }
 
 /// A name as a JSON pointer segment (RFC 6901).
-fn escape(name: &str) -> String {
-    crate::pointer::segment(name).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

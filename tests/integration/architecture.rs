@@ -478,3 +478,33 @@ fn the_library_prints_nothing_itself() {
     }
     assert!(printing.is_empty(), "{}", printing.join("\n"));
 }
+
+#[test]
+fn a_json_pointer_is_a_pointer_built_a_segment_at_a_time() {
+    // What the code looked like before: `pointer: String` fields, and
+    // pointers written with `format!` (`"/{field}"`, `"{pointer}/{i}"`).
+    let patterns = [
+        "pointer: String",
+        "pointer: &'static str",
+        "format!(\"/",
+        "format!(\"{pointer}/",
+        "Pointer::at(format!",
+    ];
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        if path.ends_with("pointer.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if let Some(pattern) = patterns.iter().find(|p| line.contains(*p)) {
+                let name = path.strip_prefix(root()).unwrap().display();
+                found.push(format!("{name}:{}: {pattern}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a JSON pointer kept as text or written with format! (use pointer::Pointer, key and index):\n{}",
+        found.join("\n")
+    );
+}
