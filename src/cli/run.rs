@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::progress::{Progress, ProgressMode};
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
@@ -12,25 +12,6 @@ use crate::harness::{
     BudgetLimits, Clock, PreparedRun, RunEnding, RunError, RunRequest, Shard, Spent,
 };
 use crate::pipeline::FeedbackStyle;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ClockArg {
-    Virtual,
-    Real,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum FeedbackArg {
-    PointerList,
-    Json,
-    Bare,
-    /// BFCL's multi-turn executor: `Error during execution: <exception>`
-    Bfcl,
-    /// inspect_ai: python-jsonschema's messages as a list without paths
-    Inspect,
-    /// tau2-bench: `Error: <exception>`
-    Tau2,
-}
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -84,10 +65,10 @@ pub struct RunArgs {
     /// `virtual`: simulated latency costs no wall time and timings are
     /// exact; `real`: wall time [default: virtual].
     #[arg(long, value_enum)]
-    pub clock: Option<ClockArg>,
+    pub clock: Option<Clock>,
     /// How errors are worded for the model [default: pointer-list].
     #[arg(long, value_enum)]
-    pub feedback: Option<FeedbackArg>,
+    pub feedback: Option<FeedbackStyle>,
     /// Run every call of a turn alone, one after the other.
     #[arg(long)]
     pub serial: bool,
@@ -175,18 +156,8 @@ impl RunArgs {
             trials: self.trials,
             seed: self.seed,
             concurrency: self.concurrency,
-            clock: self.clock.map(|clock| match clock {
-                ClockArg::Virtual => Clock::Virtual,
-                ClockArg::Real => Clock::Real,
-            }),
-            feedback: self.feedback.map(|feedback| match feedback {
-                FeedbackArg::PointerList => FeedbackStyle::PointerList,
-                FeedbackArg::Json => FeedbackStyle::Json,
-                FeedbackArg::Bare => FeedbackStyle::Bare,
-                FeedbackArg::Bfcl => FeedbackStyle::Bfcl,
-                FeedbackArg::Inspect => FeedbackStyle::Inspect,
-                FeedbackArg::Tau2 => FeedbackStyle::Tau2,
-            }),
+            clock: self.clock,
+            feedback: self.feedback,
             serial: self.serial,
             no_session: self.no_session,
             out: self.out.clone(),

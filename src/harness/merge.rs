@@ -111,14 +111,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         return Err(MergeError::Incomplete { held, expected });
     }
     // Every shard's log whole, or nothing is written.
-    if !run_file.no_session {
+    if !run_file.settings.no_session {
         for dir in dirs {
             check_log(&dir.join("session.jsonl"))?;
         }
     }
 
     crate::whole_file::make_folder(out).map_err(at(out))?;
-    run_file.shard = None;
+    run_file.settings.shard = None;
     run_file.write(out).map_err(at(out))?;
     let mut files = RunFiles::create(out, None).map_err(at(out))?;
     let mut shards = dirs
@@ -133,7 +133,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
             .map_err(at(out))?;
         send_in_job_order(&mut shards, &info, &mut reporters, out)?;
         // The log is whole before the reports that read it are written.
-        if !run_file.no_session {
+        if !run_file.settings.no_session {
             merge_session_logs(dirs, out)?;
         }
         let (batches, torn) = crate::batch::ledger::merge(dirs, out).map_err(at(out))?;
@@ -211,10 +211,8 @@ fn check_same_configuration(
 ) -> Result<(), MergeError> {
     for dir in others {
         let other = RunFile::read(dir)?;
-        let same = RunFile {
-            shard: run_file.shard,
-            ..other.clone()
-        };
+        let mut same = other.clone();
+        same.settings.shard = run_file.settings.shard;
         if same != *run_file {
             return Err(MergeError::OtherConfiguration {
                 first: first.to_owned(),
@@ -278,7 +276,7 @@ fn check_shards(dirs: &[PathBuf]) -> Result<(), MergeError> {
     let mut seen: Vec<(PathBuf, PathBuf, Option<super::Shard>)> = Vec::new();
     for dir in dirs {
         let canonical = dir.canonicalize().map_err(at(dir))?;
-        let shard = RunFile::read(dir)?.shard;
+        let shard = RunFile::read(dir)?.settings.shard;
         for (earlier, earlier_canonical, earlier_shard) in &seen {
             if *earlier_canonical == canonical {
                 return Err(MergeError::GivenTwice { dir: dir.clone() });
@@ -320,7 +318,7 @@ fn run_info(run_file: &RunFile) -> Result<report::RunInfo, MergeError> {
     })?;
     // Servers the suite starts stop when `servers` goes.
     let servers = crate::tool::mcp::ToolServers::new();
-    let scenarios = load_suites(&run_file.suite.0, sandbox.path(), &servers)
+    let scenarios = load_suites(&run_file.settings.suite.0, sandbox.path(), &servers)
         .map_err(MergeError::Suite)?
         .scenarios;
     run_file.check_suite(&scenarios)?;

@@ -82,7 +82,7 @@ impl Models {
         recorded: Option<&RunFile>,
         out: &Path,
     ) -> Result<Models, SetupError> {
-        let batch = request.batch || recorded.is_some_and(|run| run.batch);
+        let batch = request.batch || recorded.is_some_and(|run| run.settings.batch);
         let files = match recorded {
             Some(run) => models_of_run_file(request, run)?,
             None => model::load_files(

@@ -10,11 +10,21 @@ use crate::scenario::{Scenario, Task};
 use std::sync::Arc;
 
 /// Which clock latencies run on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Clock {
-    /// tokio's paused clock: simulated latency costs no wall time and
-    /// timings are exact.
+    // tokio's paused clock: simulated latency costs no wall time and
+    // timings are exact (a comment, not a doc: `--clock`'s help says it).
     #[default]
     Virtual,
     Real,

@@ -5,10 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::Clock;
 use crate::model::ModelFile;
-use crate::pipeline::FeedbackStyle;
-use crate::report::{ModelInfo, RunInfo, Thresholds};
+use crate::report::{ModelInfo, RunInfo};
 use crate::scenario::Scenario;
 use crate::source::{self, FileError};
 
@@ -68,30 +66,15 @@ pub enum SuiteChanged {
     Edited { suite: SuitePaths },
 }
 
+use super::Settings;
+
 /// run.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFile {
     pub toolgauge: String,
-    pub suite: SuitePaths,
-    pub trials: u32,
-    pub seed: u64,
-    pub concurrency: usize,
-    pub clock: Clock,
-    pub feedback: FeedbackStyle,
-    pub serial: bool,
-    /// Run with `--no-session`: a resume writes no log either.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub no_session: bool,
-    pub shard: Option<super::Shard>,
-    /// Run with `--batch`: a resume follows its batches.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub batch: bool,
-    pub min_success: Option<f64>,
-    pub min_pass_k: Option<(u64, f64)>,
-    /// The share of a cell's trials it may lose to infrastructure
-    /// (`--max-lost`; 0: any lost trial fails the run).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub max_lost: f64,
+    /// The run's settings, whole: what `--resume` continues with.
+    #[serde(flatten)]
+    pub settings: Settings,
     pub models: Vec<ModelFile>,
     pub scenarios: Vec<String>,
     /// What reports need of each scenario, in order: `report merge` and
@@ -110,10 +93,6 @@ pub struct RunFile {
     /// (written when the run ends).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_sources: Vec<crate::tool::mcp::SourceStats>,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 impl RunFile {
@@ -137,7 +116,7 @@ impl RunFile {
             let added = now.iter().filter(|n| !then.contains(*n)).count();
             let removed = then.len() - (now.len() - added);
             return Err(SuiteChanged::Scenarios {
-                suite: self.suite.clone(),
+                suite: self.settings.suite.clone(),
                 added,
                 removed,
             });
@@ -145,18 +124,10 @@ impl RunFile {
         match &self.suite_digest {
             Some(digest) if *digest != crate::scenario::suite_digest(scenarios) => {
                 Err(SuiteChanged::Edited {
-                    suite: self.suite.clone(),
+                    suite: self.settings.suite.clone(),
                 })
             }
             _ => Ok(()),
-        }
-    }
-
-    pub fn thresholds(&self) -> Thresholds {
-        Thresholds {
-            min_success: self.min_success,
-            min_pass_k: self.min_pass_k,
-            max_lost: self.max_lost,
         }
     }
 
@@ -181,20 +152,23 @@ impl RunFile {
                 .map(|file| ModelInfo {
                     name: file.name.clone(),
                     // As the run charged them: a batch's at the batch rate.
-                    prices: file.api().and_then(|a| a.prices).map(|p| match self.batch {
-                        true => crate::batch::at_batch_rate(p),
-                        false => p,
-                    }),
+                    prices: file
+                        .api()
+                        .and_then(|a| a.prices)
+                        .map(|p| match self.settings.batch {
+                            true => crate::batch::at_batch_rate(p),
+                            false => p,
+                        }),
                     max_attempts: file.kind().max_attempts(),
                 })
                 .collect(),
             scenarios,
-            trials: self.trials,
-            seed: self.seed,
-            feedback: super::file_name(&self.feedback),
-            clock: super::file_name(&self.clock),
-            thresholds: self.thresholds(),
-            batch: self.batch,
+            trials: self.settings.trials,
+            seed: self.settings.seed,
+            feedback: super::file_name(&self.settings.feedback),
+            clock: super::file_name(&self.settings.clock),
+            thresholds: self.settings.thresholds.clone(),
+            batch: self.settings.batch,
         }
     }
 }

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::run_file::{RunFile, SuitePaths};
 use super::{Clock, Shard};
@@ -90,8 +91,8 @@ pub const DEFAULT_CONCURRENCY: usize = 64;
 pub const DEFAULT_BATCH_CONCURRENCY: usize = 1_000;
 
 /// The settings of a run, from the request or, when resuming, from the
-/// run's own run.json.
-#[derive(Debug, Clone)]
+/// run's own run.json, which holds them whole (in this order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub suite: SuitePaths,
     pub trials: u32,
@@ -100,11 +101,16 @@ pub struct Settings {
     pub clock: Clock,
     pub feedback: FeedbackStyle,
     pub serial: bool,
+    /// Run with `--no-session`: a resume writes no log either.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_session: bool,
     pub shard: Option<Shard>,
-    pub thresholds: Thresholds,
-    /// Live models answer through their providers' batch APIs.
+    /// Live models answer through their providers' batch APIs; a resume
+    /// follows its batches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub batch: bool,
+    #[serde(flatten)]
+    pub thresholds: Thresholds,
 }
 
 impl Settings {
@@ -181,45 +187,31 @@ impl Settings {
         clock: Option<Clock>,
         run: &RunFile,
     ) -> Result<Settings, SettingsError> {
-        let same = request.suites.len() == run.suite.0.len()
+        let recorded = &run.settings;
+        let same = request.suites.len() == recorded.suite.0.len()
             && request
                 .suites
                 .iter()
-                .zip(&run.suite.0)
+                .zip(&recorded.suite.0)
                 .all(|(a, b)| same_path(a, b));
         if !request.suites.is_empty() && !same {
             let given = SuitePaths(request.suites.clone());
-            return Err(contradiction("SUITE", given, &run.suite));
+            return Err(contradiction("SUITE", given, &recorded.suite));
         }
-        let shard = option_as_in_run_file("--shard", request.shard, run.shard)?;
+        let request = RunRequest {
+            clock,
+            ..request.clone()
+        };
+        for (flag, given, kept) in HELD {
+            if let Some(given) = given(&request)
+                && given != kept(recorded)
+            {
+                return Err(contradiction(flag, shown(&given), shown(&kept(recorded))));
+            }
+        }
         Ok(Settings {
-            suite: run.suite.clone(),
-            trials: as_in_run_file("--trials", request.trials, run.trials)?,
-            seed: as_in_run_file("--seed", request.seed, run.seed)?,
-            concurrency: request.concurrency.unwrap_or(run.concurrency),
-            clock: as_in_run_file("--clock", clock, run.clock)?,
-            feedback: as_in_run_file("--feedback", request.feedback, run.feedback)?,
-            serial: as_in_run_file("--serial", request.serial.then_some(true), run.serial)?,
-            no_session: as_in_run_file(
-                "--no-session",
-                request.no_session.then_some(true),
-                run.no_session,
-            )?,
-            shard,
-            thresholds: Thresholds {
-                min_success: option_as_in_run_file(
-                    "--min-success",
-                    request.min_success,
-                    run.min_success,
-                )?,
-                min_pass_k: option_as_in_run_file(
-                    "--min-pass-k",
-                    request.min_pass_k,
-                    run.min_pass_k,
-                )?,
-                max_lost: as_in_run_file("--max-lost", request.max_lost, run.max_lost)?,
-            },
-            batch: as_in_run_file("--batch", request.batch.then_some(true), run.batch)?,
+            concurrency: request.concurrency.unwrap_or(recorded.concurrency),
+            ..recorded.clone()
         })
     }
 
@@ -252,30 +244,59 @@ impl Settings {
     }
 }
 
-/// A setting given with `--resume` must agree with the run's.
-fn as_in_run_file<T: PartialEq + Serialize>(
-    flag: &str,
-    given: Option<T>,
-    recorded: T,
-) -> Result<T, SettingsError> {
-    match given {
-        Some(value) if value != recorded => {
-            Err(contradiction(flag, shown(&value), shown(&recorded)))
-        }
-        _ => Ok(recorded),
-    }
+/// A setting `--resume` holds to the run's: its flag, what the flags
+/// gave (none: not given) and what the run kept, each as run.json writes
+/// it. `--concurrency` alone may change: it does not change results.
+type Held = (
+    &'static str,
+    fn(&RunRequest) -> Option<Value>,
+    fn(&Settings) -> Value,
+);
+
+const HELD: [Held; 11] = [
+    ("--trials", |r| given(r.trials), |s| json(&s.trials)),
+    ("--seed", |r| given(r.seed), |s| json(&s.seed)),
+    ("--clock", |r| given(r.clock), |s| json(&s.clock)),
+    ("--feedback", |r| given(r.feedback), |s| json(&s.feedback)),
+    (
+        "--serial",
+        |r| given(r.serial.then_some(true)),
+        |s| json(&s.serial),
+    ),
+    (
+        "--no-session",
+        |r| given(r.no_session.then_some(true)),
+        |s| json(&s.no_session),
+    ),
+    ("--shard", |r| given(r.shard), |s| json(&s.shard)),
+    (
+        "--min-success",
+        |r| given(r.min_success),
+        |s| json(&s.thresholds.min_success),
+    ),
+    (
+        "--min-pass-k",
+        |r| given(r.min_pass_k),
+        |s| json(&s.thresholds.min_pass_k),
+    ),
+    (
+        "--max-lost",
+        |r| given(r.max_lost),
+        |s| json(&s.thresholds.max_lost),
+    ),
+    (
+        "--batch",
+        |r| given(r.batch.then_some(true)),
+        |s| json(&s.batch),
+    ),
+];
+
+fn json(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn option_as_in_run_file<T: PartialEq + Serialize>(
-    flag: &str,
-    given: Option<T>,
-    recorded: Option<T>,
-) -> Result<Option<T>, SettingsError> {
-    match (given, recorded) {
-        (Some(value), None) => Err(contradiction(flag, shown(&value), "none")),
-        (Some(value), Some(recorded)) => as_in_run_file(flag, Some(value), recorded).map(Some),
-        (None, recorded) => Ok(recorded),
-    }
+fn given(value: Option<impl Serialize>) -> Option<Value> {
+    value.map(|v| json(&v))
 }
 
 pub(super) fn contradiction(
@@ -290,12 +311,12 @@ pub(super) fn contradiction(
     }
 }
 
-/// A setting as a person would type it (`real`, `3`, `[3,0.8]`).
-fn shown(value: &impl Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => "?".to_owned(),
+/// A setting as a person would type it (`real`, `3`, `[3,0.8]`, `none`).
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "none".to_owned(),
+        other => other.to_string(),
     }
 }
 
@@ -406,5 +427,82 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn every_setting_run_json_keeps_is_held_to_on_resume() {
+        // run.json's settings are Settings whole: each field but the suite
+        // (compared as paths) and the concurrency (free to change) has
+        // its flag in HELD, so a setting added to Settings without one
+        // fails here rather than resuming a run under other settings.
+        let settings = Settings::resolve(&RunRequest::default(), None, false).unwrap();
+        let Value::Object(fields) = serde_json::to_value(Settings {
+            no_session: true,
+            batch: true,
+            thresholds: Thresholds {
+                max_lost: 0.5,
+                ..Thresholds::default()
+            },
+            ..settings
+        })
+        .unwrap() else {
+            panic!("settings are an object");
+        };
+        let held: Vec<String> = HELD
+            .iter()
+            .map(|(flag, _, _)| flag.trim_start_matches("--").replace('-', "_"))
+            .collect();
+        let kept: Vec<&String> = fields
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "suite" | "concurrency"))
+            .collect();
+        assert_eq!(kept.len(), held.len(), "{kept:?} against {held:?}");
+        for key in kept {
+            assert!(
+                held.contains(key),
+                "{key} is kept in run.json but --resume does not hold it"
+            );
+        }
+    }
+
+    #[test]
+    fn run_json_holds_the_settings_whole_in_their_order() {
+        let run = recorded(5, "real");
+        let written = serde_json::to_string(&run).unwrap();
+        assert!(
+            written.starts_with(
+                "{\"toolgauge\":\"0\",\"suite\":\"scenarios/starter\",\"trials\":5,\"seed\":7,\
+                 \"concurrency\":4,\"clock\":\"real\",\"feedback\":\"pointer-list\",\"serial\":false,\
+                 \"shard\":null,\"min_success\":null,\"min_pass_k\":null,\"models\":[]"
+            ),
+            "{written}"
+        );
+        let read: RunFile = serde_json::from_str(&written).unwrap();
+        assert_eq!(read, run);
+    }
+
+    #[test]
+    fn a_boolean_or_threshold_flag_against_the_run_is_named_with_both_values() {
+        let run = recorded(5, "real");
+        let serial = RunRequest {
+            serial: true,
+            ..RunRequest::default()
+        };
+        let error = Settings::resolve(&serial, Some(&run), false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--resume: --serial true contradicts the run being resumed, which has false \
+             (run.json); leave --serial out to continue the run as it was"
+        );
+        let threshold = RunRequest {
+            min_success: Some(0.9),
+            ..RunRequest::default()
+        };
+        let error = Settings::resolve(&threshold, Some(&run), false).unwrap_err();
+        assert!(
+            error.to_string().contains("--min-success 0.9 contradicts"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("which has none"), "{error}");
     }
 }

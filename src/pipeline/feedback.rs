@@ -31,30 +31,46 @@ pub fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a str>) ->
 
 /// How error results are worded when they go back to the model: a run
 /// option, so that users can measure what the wording buys.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FeedbackStyle {
     /// `Validation failed:` and a `- /pointer: message` line per error.
     #[default]
+    #[value(help = "`Validation failed:` and a `- /pointer: message` line per error")]
     PointerList,
     /// The same facts as a JSON object.
+    #[value(help = "the same facts as a JSON object")]
     Json,
     /// What a pipeline that drops the error field sends: a placeholder.
+    #[value(help = "a placeholder, as a pipeline that drops the error sends")]
     Bare,
     /// BFCL's multi-turn executor (`bfcl_eval/eval_checker/multi_turn_eval/
     /// multi_turn_utils.py`, `execute_multi_turn_func_call`): a call is
     /// Python evaluated on the tool's class, and what it raises comes
     /// back as `Error during execution: {exception}`.
+    #[value(help = "BFCL's multi-turn executor: `Error during execution: <exception>`")]
     Bfcl,
     /// inspect_ai (`inspect_ai/model/_call_tools.py`): arguments checked
     /// by python-jsonschema, `Found N validation errors parsing tool input
     /// arguments:` and a `- message` line each, without paths; a tool's
     /// error as `Error: {message}` (its providers' `tool_message`).
+    #[value(help = "inspect_ai: python-jsonschema's messages as a list without paths")]
     Inspect,
     /// tau2-bench (`tau2/environment/environment.py`, `get_response`): the
     /// tool called as a Python method, whatever it raises sent back as
     /// `Error: {exception}`; an unknown tool `Tool '{name}' not found.`
     /// (`tau2/environment/toolkit.py`).
+    #[value(help = "tau2-bench: `Error: <exception>`")]
     Tau2,
 }
 

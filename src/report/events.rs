@@ -225,9 +225,16 @@ pub(crate) fn round(x: f64) -> f64 {
 /// CI thresholds: on final success, on pass^k, and on the share of
 /// trials a cell may lose to infrastructure (0 unless allowed: a lost
 /// trial fails the run).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Thresholds {
     pub min_success: Option<f64>,
     pub min_pass_k: Option<(u64, f64)>,
+    /// The share of a cell's trials it may lose to infrastructure
+    /// (`--max-lost`; 0: any lost trial fails the run).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub max_lost: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
