@@ -90,34 +90,68 @@ pub enum MockKind {
     FeedbackAware,
 }
 
-/// The `kind` a model file names.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
+/// The `kind` a model file names: a mock's, a published run's, or a live
+/// model's, which is its wire format by [`Provider`]'s own names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelKind {
     Scripted,
     Stochastic,
     FeedbackAware,
     BfclResults,
     Tau2Results,
-    #[serde(rename = "openai")]
-    #[strum(serialize = "openai")]
-    OpenAi,
-    #[serde(rename = "openai-responses")]
-    #[strum(serialize = "openai-responses")]
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
+    Live(Provider),
+}
+
+impl Serialize for ModelKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        ModelKind::all()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| {
+                // serde's own words for an unknown variant, over every kind.
+                let expected: Vec<String> = ModelKind::all()
+                    .map(|k| format!("`{}`", k.name()))
+                    .collect();
+                serde::de::Error::custom(format!(
+                    "unknown variant `{name}`, expected one of {}",
+                    expected.join(", ")
+                ))
+            })
+    }
 }
 
 /// Every kind takes these.
 const COMMON_FIELDS: [&str; 3] = ["name", "kind", "feedback"];
 
 impl ModelKind {
+    /// Every kind: the offline ones, then one live kind per wire format.
+    pub fn all() -> impl Iterator<Item = ModelKind> {
+        [
+            ModelKind::Scripted,
+            ModelKind::Stochastic,
+            ModelKind::FeedbackAware,
+            ModelKind::BfclResults,
+            ModelKind::Tau2Results,
+        ]
+        .into_iter()
+        .chain(Provider::all().map(ModelKind::Live))
+    }
+
     pub fn name(self) -> &'static str {
-        self.into()
+        match self {
+            ModelKind::Scripted => "scripted",
+            ModelKind::Stochastic => "stochastic",
+            ModelKind::FeedbackAware => "feedback-aware",
+            ModelKind::BfclResults => "bfcl-results",
+            ModelKind::Tau2Results => "tau2-results",
+            ModelKind::Live(provider) => provider.as_str(),
+        }
     }
 
     /// "a stochastic model", "an openai model".
@@ -139,10 +173,7 @@ impl ModelKind {
             }
             ModelKind::BfclResults => &["provider", "results", "results_format"],
             ModelKind::Tau2Results => &["provider", "results"],
-            ModelKind::OpenAi
-            | ModelKind::OpenAiResponses
-            | ModelKind::Anthropic
-            | ModelKind::Gemini => &["api"],
+            ModelKind::Live(_) => &["api"],
         }
     }
 
@@ -151,31 +182,8 @@ impl ModelKind {
         match self {
             ModelKind::BfclResults => Some(("results", "the BFCL result file")),
             ModelKind::Tau2Results => Some(("results", "the Results JSON tau2 saved")),
-            ModelKind::OpenAi
-            | ModelKind::OpenAiResponses
-            | ModelKind::Anthropic
-            | ModelKind::Gemini => Some(("api", "its endpoint block (at least \"model\")")),
-            _ => None,
-        }
-    }
-
-    /// The wire format of a live kind.
-    pub fn live_provider(self) -> Option<Provider> {
-        match self {
-            ModelKind::OpenAi => Some(Provider::OpenAi),
-            ModelKind::OpenAiResponses => Some(Provider::OpenAiResponses),
-            ModelKind::Anthropic => Some(Provider::Anthropic),
-            ModelKind::Gemini => Some(Provider::Gemini),
-            _ => None,
-        }
-    }
-
-    fn of_live(provider: Provider) -> ModelKind {
-        match provider {
-            Provider::OpenAi => ModelKind::OpenAi,
-            Provider::OpenAiResponses => ModelKind::OpenAiResponses,
-            Provider::Anthropic => ModelKind::Anthropic,
-            Provider::Gemini => ModelKind::Gemini,
+            ModelKind::Live(_) => Some(("api", "its endpoint block (at least \"model\")")),
+            ModelKind::Scripted | ModelKind::Stochastic | ModelKind::FeedbackAware => None,
         }
     }
 
@@ -308,7 +316,7 @@ impl ModelFile {
             ModelSpec::Mock(MockKind::FeedbackAware, _) => ModelKind::FeedbackAware,
             ModelSpec::BfclResults(_) => ModelKind::BfclResults,
             ModelSpec::Tau2Results(_) => ModelKind::Tau2Results,
-            ModelSpec::Live(live) => ModelKind::of_live(live.provider),
+            ModelSpec::Live(live) => ModelKind::Live(live.provider),
         }
     }
 
@@ -326,7 +334,7 @@ impl ModelFile {
     pub fn api(&self) -> Option<&ApiSettings> {
         match &self.spec {
             ModelSpec::Live(live) => Some(&live.api),
-            _ => None,
+            ModelSpec::Mock(..) | ModelSpec::BfclResults(_) | ModelSpec::Tau2Results(_) => None,
         }
     }
 
@@ -403,11 +411,8 @@ impl ModelFile {
             ModelKind::FeedbackAware => ModelSpec::Mock(MockKind::FeedbackAware, read(&rest)?),
             ModelKind::BfclResults => ModelSpec::BfclResults(read(&rest)?),
             ModelKind::Tau2Results => ModelSpec::Tau2Results(read(&rest)?),
-            ModelKind::OpenAi
-            | ModelKind::OpenAiResponses
-            | ModelKind::Anthropic
-            | ModelKind::Gemini => ModelSpec::Live(LiveSpec {
-                provider: kind.live_provider().expect("a live kind"),
+            ModelKind::Live(provider) => ModelSpec::Live(LiveSpec {
+                provider,
                 api: read(&rest["api"]).map_err(|e| e.under(&Pointer::root().key("api")))?,
             }),
         };
@@ -490,8 +495,7 @@ fn foreign_field(kind: ModelKind, field: &str) -> String {
 
 /// The kinds for which `keep` holds, named as a list.
 fn kind_names(keep: impl Fn(ModelKind) -> bool) -> String {
-    use strum::IntoEnumIterator;
-    ModelKind::iter()
+    ModelKind::all()
         .filter(|&k| keep(k))
         .map(ModelKind::name)
         .collect::<Vec<_>>()
@@ -591,6 +595,7 @@ impl Parameters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn parse(json: Value) -> Result<ModelFile, String> {
         let Value::Object(fields) = json else {
@@ -698,5 +703,23 @@ mod tests {
         let written = serde_json::to_value(&live).unwrap();
         assert_eq!(written["kind"], "anthropic");
         assert_eq!(serde_json::from_value::<ModelFile>(written).unwrap(), live);
+    }
+
+    #[test]
+    fn a_live_kind_is_its_wire_format_by_the_providers_own_name() {
+        for kind in ModelKind::all() {
+            let written = serde_json::to_value(kind).unwrap();
+            assert_eq!(written, json!(kind.name()));
+            assert_eq!(serde_json::from_value::<ModelKind>(written).unwrap(), kind);
+        }
+        for provider in Provider::all() {
+            assert_eq!(ModelKind::Live(provider).name(), provider.as_str());
+        }
+        let error = serde_json::from_value::<ModelKind>(json!("gpt")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown variant `gpt`, expected one of `scripted`, `stochastic`, `feedback-aware`, \
+             `bfcl-results`, `tau2-results`, `openai`, `openai-responses`, `anthropic`, `gemini`"
+        );
     }
 }

@@ -6,6 +6,7 @@
 use super::live::api_key;
 use super::{ModelError, ModelFile, ModelKind};
 use crate::pointer::Pointer;
+use crate::provider::Provider;
 use crate::tool::mcp::JudgeEnv;
 
 /// The public OpenAI endpoint, for a judge file that names no base_url.
@@ -20,7 +21,7 @@ pub fn judge_env(file: &ModelFile, repeats: u32) -> Result<JudgeEnv, ModelError>
         problem: problem.to_owned(),
     };
     let api = match (file.kind(), file.api()) {
-        (ModelKind::OpenAi, Some(api)) => api,
+        (ModelKind::Live(Provider::OpenAi), Some(api)) => api,
         _ => {
             return Err(invalid(
                 Pointer::root().key("kind"),
