@@ -207,7 +207,8 @@ impl RunPlan {
     pub fn max_attempts(&self, model: usize, scenario: usize) -> u32 {
         let allowed = self.scenarios[scenario].max_retries;
         self.models[model]
-            .max_attempts()
+            .terms()
+            .max_attempts
             .map_or(allowed, |m| m.min(allowed))
     }
 
@@ -219,8 +220,8 @@ impl RunPlan {
                 .iter()
                 .map(|m| ModelInfo {
                     name: m.name().to_owned(),
-                    prices: m.prices(),
-                    max_attempts: m.max_attempts(),
+                    prices: m.terms().prices,
+                    max_attempts: m.terms().max_attempts,
                 })
                 .collect(),
             scenarios: scenario_infos(&self.scenarios),
@@ -229,7 +230,7 @@ impl RunPlan {
             feedback: self.feedback_text(),
             clock: file_name(&self.clock),
             thresholds,
-            batch: self.models.iter().any(|m| m.batched()),
+            batch: self.models.iter().any(|m| m.terms().batched),
         }
     }
 }

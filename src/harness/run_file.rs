@@ -1,55 +1,16 @@
 //! run.json: the exact configuration of a run, so that it can be repeated,
 //! resumed and its shards merged.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
+
+use super::{Settings, SuitePaths};
 
 use crate::model::ModelFile;
 use crate::report::{ModelInfo, RunInfo};
 use crate::scenario::Scenario;
 use crate::source::{self, FileError};
-
-/// The suite folders (or files) of a run, in order: one is written as a
-/// path, several as an array of paths.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SuitePaths(pub Vec<PathBuf>);
-
-impl std::fmt::Display for SuitePaths {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, path) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" + ")?;
-            }
-            write!(f, "{}", path.display())?;
-        }
-        Ok(())
-    }
-}
-
-impl Serialize for SuitePaths {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0.as_slice() {
-            [one] => one.serialize(serializer),
-            many => many.serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for SuitePaths {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum OneOrMany {
-            One(PathBuf),
-            Many(Vec<PathBuf>),
-        }
-        Ok(match OneOrMany::deserialize(deserializer)? {
-            OneOrMany::One(path) => SuitePaths(vec![path]),
-            OneOrMany::Many(paths) => SuitePaths(paths),
-        })
-    }
-}
 
 /// A suite that is not the one the run was started with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -65,8 +26,6 @@ pub enum SuiteChanged {
     #[error("the scenario files under {suite} have been edited since the run started")]
     Edited { suite: SuitePaths },
 }
-
-use super::Settings;
 
 /// run.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

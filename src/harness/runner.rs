@@ -179,7 +179,7 @@ pub async fn run_trial(
 fn trials_at_once(plan: &RunPlan) -> Vec<Option<tokio::sync::Semaphore>> {
     plan.models
         .iter()
-        .map(|m| m.trials_at_once().map(tokio::sync::Semaphore::new))
+        .map(|m| m.terms().trials_at_once.map(tokio::sync::Semaphore::new))
         .collect()
 }
 

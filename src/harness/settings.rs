@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::run_file::{RunFile, SuitePaths};
+use super::SuitePaths;
 use super::{Clock, Shard};
 use crate::pipeline::FeedbackStyle;
 use crate::report::Thresholds;
@@ -118,7 +118,7 @@ impl Settings {
     /// clock whatever was asked.
     pub fn resolve(
         request: &RunRequest,
-        recorded: Option<&RunFile>,
+        recorded: Option<&Settings>,
         live_network: bool,
     ) -> Result<Settings, SettingsError> {
         for (flag, rate) in [
@@ -141,7 +141,7 @@ impl Settings {
         });
         let settings = match recorded {
             None => Settings::asked(request, clock, live_network),
-            Some(run) => Settings::recorded(request, clock, run)?,
+            Some(recorded) => Settings::recorded(request, clock, recorded)?,
         };
         settings.check()?;
         Ok(settings)
@@ -185,9 +185,8 @@ impl Settings {
     fn recorded(
         request: &RunRequest,
         clock: Option<Clock>,
-        run: &RunFile,
+        recorded: &Settings,
     ) -> Result<Settings, SettingsError> {
-        let recorded = &run.settings;
         let same = request.suites.len() == recorded.suite.0.len()
             && request
                 .suites
@@ -331,6 +330,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::run_file::RunFile;
 
     fn recorded(trials: u32, clock: &str) -> RunFile {
         serde_json::from_value(serde_json::json!({
@@ -365,14 +365,14 @@ mod tests {
             trials: Some(5),
             ..RunRequest::default()
         };
-        let settings = Settings::resolve(&same, Some(&run), false).unwrap();
+        let settings = Settings::resolve(&same, Some(&run.settings), false).unwrap();
         assert_eq!((settings.trials, settings.seed), (5, 7));
         assert_eq!(settings.clock, Clock::Real);
         let other = RunRequest {
             trials: Some(6),
             ..RunRequest::default()
         };
-        let error = Settings::resolve(&other, Some(&run), false).unwrap_err();
+        let error = Settings::resolve(&other, Some(&run.settings), false).unwrap_err();
         assert!(
             matches!(&error, SettingsError::Contradicts { setting, given, recorded }
                 if setting == "--trials" && given == "6" && recorded == "5"),
@@ -384,7 +384,7 @@ mod tests {
             ..RunRequest::default()
         };
         assert_eq!(
-            Settings::resolve(&faster, Some(&run), false)
+            Settings::resolve(&faster, Some(&run.settings), false)
                 .unwrap()
                 .concurrency,
             64
@@ -488,7 +488,7 @@ mod tests {
             serial: true,
             ..RunRequest::default()
         };
-        let error = Settings::resolve(&serial, Some(&run), false).unwrap_err();
+        let error = Settings::resolve(&serial, Some(&run.settings), false).unwrap_err();
         assert_eq!(
             error.to_string(),
             "--resume: --serial true contradicts the run being resumed, which has false \
@@ -498,7 +498,7 @@ mod tests {
             min_success: Some(0.9),
             ..RunRequest::default()
         };
-        let error = Settings::resolve(&threshold, Some(&run), false).unwrap_err();
+        let error = Settings::resolve(&threshold, Some(&run.settings), false).unwrap_err();
         assert!(
             error.to_string().contains("--min-success 0.9 contradicts"),
             "{error}"

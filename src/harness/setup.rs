@@ -159,7 +159,7 @@ fn budget_of(
         });
     }
     if limits.max_cost.is_some()
-        && let Some(user) = users.iter().flatten().find(|u| u.prices().is_none())
+        && let Some(user) = users.iter().flatten().find(|u| u.terms().prices.is_none())
     {
         return Err(SetupError::BudgetWithoutPrices {
             model: user.name().to_owned(),
@@ -196,7 +196,11 @@ impl PreparedRun {
                 .info
                 .push("live models: running on the real clock".to_owned());
         }
-        let mut settings = Settings::resolve(request, recorded.as_ref(), models.live_network)?;
+        let mut settings = Settings::resolve(
+            request,
+            recorded.as_ref().map(|run| &run.settings),
+            models.live_network,
+        )?;
         crate::whole_file::make_folder(&out).map_err(at(&out))?;
         if !models.replayed {
             diagnose_live_models(&models.files, &out, request, &mut notes)?;

@@ -177,7 +177,7 @@ impl<'t> Play<'t> {
             None => (user, model),
         };
         let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
-        let prices = model.as_ref().and_then(|m| m.prices());
+        let prices = model.as_ref().and_then(|m| m.terms().prices);
         self.simulated(run, task, user, &mut sim, prices).await
     }
 

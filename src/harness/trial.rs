@@ -209,7 +209,7 @@ impl<'p> TrialRun<'p> {
         let mut reply = match answered {
             Ok(reply) => {
                 if let Some(admission) = &admission {
-                    admission.spend(reply.usage, self.model.prices());
+                    admission.spend(reply.usage, self.model.terms().prices);
                 }
                 self.recorded(reply)
             }

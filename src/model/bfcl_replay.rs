@@ -2,7 +2,7 @@
 //! published BFCL run recorded for it (`bfcl::results`), so that run can be
 //! scored again by toolgauge, its latency and tokens replayed with it.
 
-use super::{Model, ModelKind, ModelTrial, Reply, ReplyFuture, TrialStart};
+use super::{Model, ModelKind, ModelTerms, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::bfcl::multi_turn;
 use crate::bfcl::results::{BfclResults, RecordedStep};
 use crate::provider::Provider;
@@ -35,8 +35,11 @@ impl Model for BfclReplay {
         self.provider
     }
 
-    fn max_attempts(&self) -> Option<u32> {
-        ModelKind::BfclResults.max_attempts()
+    fn terms(&self) -> ModelTerms {
+        ModelTerms {
+            max_attempts: ModelKind::BfclResults.max_attempts(),
+            ..ModelTerms::default()
+        }
     }
 
     fn unanswerable<'s>(&self, scenarios: &'s [Scenario]) -> Vec<&'s str> {

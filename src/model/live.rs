@@ -14,10 +14,11 @@ use tokio::sync::mpsc;
 
 use super::recording::{Exchange, Position, Recorder, RecordingError, Replayer};
 use super::{
-    EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
+    EarlyCalls, Model, ModelError, ModelTerms, ModelTrial, Reply, ReplyError, ReplyFuture,
+    TrialStart,
 };
-use crate::batch::{BatchClient, BatchItem, ItemAnswer, RoundError, Rounds};
-use crate::call::{EarlyCall, FunctionSpec, Prices, Usage};
+use crate::batch::{BatchClient, BatchItem, ItemAnswer, OpenTrial, RoundError, Rounds};
+use crate::call::{EarlyCall, FunctionSpec, Usage};
 use crate::provider::{ApiSettings, Ask, Conversation, ParsedResponse, Provider, stream};
 use crate::transport::{Transport, TransportError};
 
@@ -416,32 +417,27 @@ impl Model for LiveModel {
         self.provider
     }
 
-    fn batched(&self) -> bool {
-        matches!(self.source, Source::Batch(_))
-    }
-
-    fn trial_coming(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
-        match &self.source {
-            Source::Batch(rounds) => Some(Box::new(rounds.open_trial())),
-            _ => None,
+    /// A batched request is charged at the batch rate. Unbatched, twice
+    /// the requests it serves at once may be under way: one trial's tools
+    /// run while another's request is answered; batched, as many as the
+    /// run has: a round holds them all.
+    fn terms(&self) -> ModelTerms {
+        let batched = matches!(self.source, Source::Batch(_));
+        ModelTerms {
+            max_attempts: None,
+            prices: self.settings.prices.map(|p| match batched {
+                true => crate::batch::at_batch_rate(p),
+                false => p,
+            }),
+            batched,
+            trials_at_once: (!batched).then(|| 2 * self.settings.concurrency.max(1)),
         }
     }
 
-    /// A batched request is charged at the batch rate.
-    fn prices(&self) -> Option<Prices> {
-        self.settings.prices.map(|p| match self.batched() {
-            true => crate::batch::at_batch_rate(p),
-            false => p,
-        })
-    }
-
-    /// Twice the requests it serves at once: one trial's tools run while
-    /// another's request is answered. Batched, as many as the run has
-    /// under way: a round holds them all.
-    fn trials_at_once(&self) -> Option<usize> {
-        match self.batched() {
-            true => None,
-            false => Some(2 * self.settings.concurrency.max(1)),
+    fn trial_coming(&self) -> Option<OpenTrial> {
+        match &self.source {
+            Source::Batch(rounds) => Some(rounds.open_trial()),
+            Source::Network(_) | Source::Replay(_) => None,
         }
     }
 

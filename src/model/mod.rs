@@ -30,5 +30,6 @@ pub use live::{LiveModel, LiveOptions};
 pub use operators::Operator;
 pub use recording::{NotRecorded, Position, RecordingError, Replayer};
 pub use traits::{
-    EarlyCalls, Model, ModelError, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart,
+    EarlyCalls, Model, ModelError, ModelTerms, ModelTrial, Reply, ReplyError, ReplyFuture,
+    TrialStart,
 };

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
+use crate::batch::OpenTrial;
 use crate::call::{Prices, StreamTiming, Usage};
 use crate::pointer::Pointer;
 use crate::provider::Provider;
@@ -175,6 +176,23 @@ pub struct TrialStart<'a> {
     pub order: u64,
 }
 
+/// What a model asks of the run that holds it, told in one value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelTerms {
+    /// At most this many attempts per trial (`None`: the scenario decides).
+    pub max_attempts: Option<u32>,
+    /// US dollars per million input and output tokens, if known, as the
+    /// run charges them (a batched request at the batch rate).
+    pub prices: Option<Prices>,
+    /// Its requests go through a batch API (`run --batch`).
+    pub batched: bool,
+    /// At most this many of its trials under way at once (`None`: as
+    /// many as the run's concurrency): a model that serves a few requests
+    /// at a time gets a few trials, which then end in order, their rows
+    /// written as the run goes.
+    pub trials_at_once: Option<usize>,
+}
+
 /// A model ready to answer.
 pub trait Model: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
@@ -182,34 +200,16 @@ pub trait Model: Send + Sync + fmt::Debug {
     /// The wire format of its replies.
     fn provider(&self) -> Provider;
 
-    /// At most this many attempts per trial (`None`: the scenario decides).
-    fn max_attempts(&self) -> Option<u32> {
-        None
-    }
-
-    /// US dollars per million input and output tokens, if known.
-    fn prices(&self) -> Option<Prices> {
-        None
-    }
-
-    /// Its requests go through a batch API (`run --batch`).
-    fn batched(&self) -> bool {
-        false
+    /// What it asks of the run, as one value (the defaults: nothing).
+    fn terms(&self) -> ModelTerms {
+        ModelTerms::default()
     }
 
     /// A trial of this model is taken into the run's window: what this
     /// gives is held until the trial ends. A batched model's round waits
-    /// for every trial held (`batch::OpenTrial`), so the harness takes it
-    /// before any trial of the window asks.
-    fn trial_coming(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
-        None
-    }
-
-    /// At most this many of its trials under way at once (`None`: as many
-    /// as the run's concurrency): a model that serves a few requests at a
-    /// time gets a few trials, which then end in order, their rows written
-    /// as the run goes.
-    fn trials_at_once(&self) -> Option<usize> {
+    /// for every trial held, so the harness takes it before any trial of
+    /// the window asks.
+    fn trial_coming(&self) -> Option<OpenTrial> {
         None
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use toolgauge::call::{Failure, Party, Usage};
 use toolgauge::harness::{self, RunPlan};
 use toolgauge::metrics::{Aggregate, TrialOutcome};
-use toolgauge::model::{Model, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
+use toolgauge::model::{Model, ModelTerms, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
 use toolgauge::provider::Provider;
 use toolgauge::report::{FinishedTrial, Notice, Reporter, Reporters, RunInfo, Thresholds};
 use toolgauge::transport::TransportError;
@@ -63,8 +63,11 @@ impl Model for MockExecutor {
         Provider::OpenAi
     }
 
-    fn trials_at_once(&self) -> Option<usize> {
-        self.at_once
+    fn terms(&self) -> ModelTerms {
+        ModelTerms {
+            trials_at_once: self.at_once,
+            ..ModelTerms::default()
+        }
     }
 
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {
