@@ -1,7 +1,7 @@
 //! A stream read whole: its frames, their assembly into the reply's body
 //! and Parse's answer, each event timed, and how a stream failed.
 
-use super::{chat, ending};
+use super::{chat, ending, formats};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -327,7 +327,10 @@ impl Assembly {
         let (signal, recognised) = match &mut self.reader {
             Reader::Chat(reply) => match reply.feed(frame.data.trim()) {
                 Some(read) => (read.signal, read.recognised),
-                None => (ending::signal(self.provider, &frame.data, None), false),
+                None => (
+                    ending::done(&frame.data).unwrap_or(ending::Signal::Goes),
+                    false,
+                ),
             },
             Reader::Values {
                 assembler,
@@ -342,12 +345,12 @@ impl Assembly {
                     (ending::Signal::Goes, true)
                 } else {
                     let event = frame.event();
-                    let signal = ending::signal(self.provider, &frame.data, event.as_ref());
+                    let signal = formats::signal(progress.format, &frame.data, event.as_ref());
                     let Some(event) = event else {
                         self.take(signal);
                         return 0..0;
                     };
-                    let recognised = ending::of_the_format(self.provider, &event);
+                    let recognised = formats::of_the_format(progress.format, &event);
                     progress.feed(&event);
                     assembler.feed(event);
                     (signal, recognised)

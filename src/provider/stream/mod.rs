@@ -21,12 +21,17 @@
 //! carries an error event has failed ([`StreamFailure`]): the server's
 //! failure, which loses the trial, never a reply of the model's.
 
+mod anthropic;
 mod assemble;
 mod assembly;
 mod chat;
 mod ending;
+mod formats;
+mod gemini;
 mod pieces;
+mod positioned;
 mod progress;
+mod responses;
 
 pub use assembly::{
     Assembled, Assembly, Frame, NotAStream, Received, StreamFailure, ask_for_stream, assemble,

@@ -35,17 +35,17 @@ impl ValueFormat {
 /// A stream's progress so far.
 #[derive(Debug)]
 pub struct Progress {
-    format: ValueFormat,
-    token: bool,
-    begun: usize,
-    complete: usize,
+    pub(super) format: ValueFormat,
+    pub(super) token: bool,
+    pub(super) begun: usize,
+    pub(super) complete: usize,
     /// Responses: the output index of each call item. Anthropic: the
     /// block index of each tool block.
-    keys: Vec<(Option<u64>, String)>,
+    pub(super) keys: Vec<(Option<u64>, String)>,
     /// Responses and Anthropic: calls whose end was seen, in any order.
-    ended: Vec<bool>,
+    pub(super) ended: Vec<bool>,
     /// Gemini: the `id` and `name` of a Vertex call still coming in pieces.
-    open: Option<(Value, Value)>,
+    pub(super) open: Option<(Value, Value)>,
 }
 
 impl Progress {
@@ -76,106 +76,14 @@ impl Progress {
         self.token = true;
     }
 
-    /// Read one event of the stream.
-    pub fn feed(&mut self, event: &Value) {
-        match self.format {
-            ValueFormat::Responses => self.responses(event),
-            ValueFormat::Anthropic => self.anthropic(event),
-            ValueFormat::Gemini => self.gemini(event),
-        }
-    }
-
     /// The stream ended: every call begun is complete.
     pub fn end(&mut self) {
         self.complete = self.begun;
     }
 
-    fn responses(&mut self, event: &Value) {
-        let kind = event["type"].as_str().unwrap_or_default();
-        let is_call = event["item"]["type"] == "function_call";
-        match kind {
-            "response.output_item.added" if is_call => {
-                self.token = true;
-                self.keys
-                    .push((event["output_index"].as_u64(), String::new()));
-                self.ended.push(false);
-                self.begun += 1;
-            }
-            "response.output_item.done" if is_call => {
-                let index = event["output_index"].as_u64();
-                if let Some(at) = self.keys.iter().position(|(i, _)| *i == index) {
-                    self.ended[at] = true;
-                }
-                self.complete_in_order();
-            }
-            "response.completed" | "response.incomplete" | "response.failed" => self.end(),
-            _ if kind.ends_with(".delta") => self.token = true,
-            _ => {}
-        }
-    }
-
-    fn anthropic(&mut self, event: &Value) {
-        let index = event["index"].as_u64();
-        match event["type"].as_str().unwrap_or_default() {
-            "content_block_start" if event["content_block"]["type"] == "tool_use" => {
-                self.token = true;
-                self.keys.push((index, String::new()));
-                self.ended.push(false);
-                self.begun += 1;
-            }
-            "content_block_delta" => self.token = true,
-            "content_block_stop" => {
-                if let Some(at) = self.keys.iter().position(|(i, _)| *i == index) {
-                    self.ended[at] = true;
-                }
-                self.complete_in_order();
-            }
-            "message_delta" | "message_stop" => self.end(),
-            _ => {}
-        }
-    }
-
     /// The calls complete so far are the ended ones up to the first that
     /// has not ended.
-    fn complete_in_order(&mut self) {
+    pub(super) fn complete_in_order(&mut self) {
         self.complete = self.ended.iter().take_while(|ended| **ended).count();
-    }
-
-    fn gemini(&mut self, chunk: &Value) {
-        let parts = chunk
-            .pointer("/candidates/0/content/parts")
-            .and_then(Value::as_array);
-        for part in parts.into_iter().flatten() {
-            if part["text"].as_str().is_some_and(|t| !t.is_empty()) {
-                self.token = true;
-            }
-            let Some(call) = part.get("functionCall") else {
-                continue;
-            };
-            self.token = true;
-            // A Vertex piece of the open call names no other call.
-            let named = |key: &str, open: &Value| call[key].is_null() || call[key] == *open;
-            let open = self
-                .open
-                .take()
-                .filter(|(id, name)| named("id", id) && named("name", name));
-            if open.is_none() {
-                self.complete = self.begun;
-                self.begun += 1;
-            }
-            if call["willContinue"] == true {
-                self.open =
-                    Some(open.unwrap_or_else(|| (call["id"].clone(), call["name"].clone())));
-            } else {
-                self.complete = self.begun;
-            }
-        }
-        if !chunk
-            .pointer("/candidates/0/finishReason")
-            .unwrap_or(&Value::Null)
-            .is_null()
-        {
-            self.end();
-        }
     }
 }
