@@ -9,12 +9,17 @@ use std::sync::Mutex;
 
 use crate::call::{Prices, Usage};
 
-/// The limits a run was given.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The limits a run was given (`--max-cost`, `--max-tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, clap::Args)]
 pub struct BudgetLimits {
-    /// US dollars, at the models' prices.
+    /// Stop before a request would take the models' spending past USD
+    /// dollars, at their prices (every live model needs api.prices):
+    /// finished trials are kept, and `--resume` continues the run.
+    #[arg(long, value_name = "USD", value_parser = super::flag_values::parse_dollars, allow_negative_numbers = true)]
     pub max_cost: Option<f64>,
-    /// Input and output tokens of every request.
+    /// Stop before a request would take the models' input and output
+    /// tokens past N; finished trials are kept, and `--resume` continues.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: Option<u64>,
 }
 

@@ -7,6 +7,7 @@
 //! `run_file` is run.json.
 
 mod budget;
+mod flag_values;
 pub mod merge;
 mod models;
 mod plan;

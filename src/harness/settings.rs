@@ -35,51 +35,125 @@ pub enum SettingsError {
     },
 }
 
-/// A run as asked for: every setting left `None` takes its default (or,
+/// A run as asked for, read from the command line by clap (each field's
+/// doc is its `--help`): every setting left `None` takes its default (or,
 /// resuming, the run's own).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunRequest {
-    /// Folders of scenario files, or files, run as one suite.
+    /// Folders of scenario files (read recursively; `models/` and
+    /// `examples/` are skipped), or scenario files, run as one suite. With
+    /// `--resume`, the run's own suites.
+    #[arg(value_name = "SUITE", required_unless_present = "resume")]
     pub suites: Vec<PathBuf>,
-    /// Model files or folders of them; none: the nearest `models/` folder.
+    /// Model files, or folders of them. Default: the nearest models/ folder
+    /// in SUITE or above it.
+    #[arg(long = "models", value_name = "PATH")]
     pub models: Vec<PathBuf>,
-    /// Model files that may play a scenario's simulated user (named by
-    /// their name in `user.model`), not measured themselves.
+    /// A live model file that may play a scenario's simulated user, which
+    /// names it by its name in `task.user.model`; it is not measured. A
+    /// suite may name no key of yours otherwise: a model file inside it
+    /// that plays the user must carry no `api_key_env`.
+    #[arg(long = "user-model", value_name = "FILE")]
     pub user_models: Vec<PathBuf>,
-    /// The model that judges for judging servers, and how many times.
+    /// An OpenAI-compatible chat model (a model file, kind openai) that
+    /// judges for the scenarios' judging servers (`"judge": true`: tau2's
+    /// NL assertions). Its endpoint and key go only to judging servers
+    /// that `toolgauge import tau2` wrote on this machine or that
+    /// --judge-server names, each named when the run starts; a suite
+    /// that marks any other server a judge is refused.
+    #[arg(long = "judge-model", value_name = "FILE")]
     pub judge_model: Option<PathBuf>,
-    pub judge_repeats: u32,
-    /// Servers the user names to take the judge, besides those `import
-    /// tau2` wrote (their commands, as the scenarios write them).
+    /// A judging server that may take the judge though `import tau2` did
+    /// not write it: its command as the scenario writes it, words joined
+    /// by one space (or its URL). Repeatable.
+    #[arg(
+        long = "judge-server",
+        value_name = "COMMAND",
+        requires = "judge_model"
+    )]
     pub judge_servers: Vec<String>,
+    /// Judge each conversation N times, to report how often the verdict
+    /// flips [default: 1]; the first verdict counts.
+    #[arg(long = "judge-repeats", value_name = "N", requires = "judge_model",
+          value_parser = clap::value_parser!(u32).range(1..=20),
+          default_value = "1", hide_default_value = true)]
+    pub judge_repeats: u32,
+    /// Trials per model x scenario [default: 20].
+    #[arg(long)]
     pub trials: Option<u32>,
+    /// Seed of every random choice [default: 1].
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Trials running at once [default: 64]. The only setting `--resume`
+    /// lets change: it does not change results.
+    #[arg(long)]
     pub concurrency: Option<usize>,
-    /// `Virtual` is taken as asked only when nothing needs the real clock.
+    /// `virtual`: simulated latency costs no wall time and timings are
+    /// exact; `real`: wall time [default: virtual].
+    #[arg(long, value_enum)]
     pub clock: Option<Clock>,
+    /// How errors are worded for the model [default: pointer-list].
+    #[arg(long, value_enum)]
     pub feedback: Option<FeedbackStyle>,
+    /// Run every call of a turn alone, one after the other.
+    #[arg(long)]
     pub serial: bool,
-    pub no_session: bool,
-    /// The report folder; none: `reports/<run-id>/`.
+    /// Report folder. Default: reports/<run-id>/.
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Replace a run already in `out`.
+    /// Write into an `--out` folder that already holds a run, replacing it.
+    #[arg(long, requires = "out")]
     pub force: bool,
+    /// Exit 1 when any model x scenario succeeds less often than this.
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub min_success: Option<f64>,
+    /// Exit 1 when pass^K of any model x scenario is under RATE.
+    #[arg(long, value_name = "K:RATE", value_parser = super::flag_values::parse_pass_k)]
     pub min_pass_k: Option<(u64, f64)>,
+    /// The share of a model x scenario's trials it may lose to
+    /// infrastructure (transport errors, replies not of the provider's
+    /// format, tools that cannot run) before the run fails [default: 0,
+    /// any lost trial fails the run].
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub max_lost: Option<f64>,
+    /// Run the K-th of N deterministic parts (1-based); `auto/N` takes K
+    /// from a Kubernetes Indexed Job's JOB_COMPLETION_INDEX (0-based) + 1.
+    #[arg(long, value_name = "K/N", value_parser = super::flag_values::parse_shard)]
     pub shard: Option<Shard>,
-    /// Save every live exchange in this folder.
+    /// Save every live exchange (request and response, keys redacted) in DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
-    /// Answer live models from the recording in this folder.
+    /// Answer live models from a recording in DIR: no network, no keys.
+    #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
-    /// Continue the killed run in this folder.
+    /// Continue a killed run in DIR with the configuration in DIR/run.json:
+    /// trials already in DIR/trials.csv are kept, the rest are run; the
+    /// files come out as from one run. A flag that contradicts run.json is
+    /// an error.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "force"])]
     pub resume: Option<PathBuf>,
-    /// Probe live endpoints before the run.
+    /// Do not write session.jsonl (every call and result of every trial):
+    /// for pure throughput runs.
+    #[arg(long)]
+    pub no_session: bool,
+    /// Probe every live model's endpoint first (`toolgauge doctor`; the
+    /// findings are kept in the run folder as doctor-<model>.json and
+    /// reused on --resume) and warn when tool results or errors do not
+    /// reach the model.
+    #[arg(long)]
     pub doctor: bool,
     /// `--max-cost`, `--max-tokens`: this invocation's spending limits
     /// (a resumed run is given its own).
+    #[command(flatten)]
     pub budget: super::BudgetLimits,
-    /// Live models answer through their providers' batch APIs.
+    /// Send live models' requests through their providers' batch APIs
+    /// (OpenAI Batch, Anthropic Message Batches, Gemini batch mode), at
+    /// half price: trials under way form a round, sent as one batch,
+    /// polled until it ends; a multi-turn trial asks once per round.
+    /// Costs are at the batch rate, batch ids in DIR/batches.jsonl, and
+    /// `--resume` follows a batch already submitted. Replies come whole
+    /// (no streaming); --concurrency (default 1000 here) bounds a round.
+    #[arg(long)]
     pub batch: bool,
 }
 
