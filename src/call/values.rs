@@ -1,12 +1,13 @@
 //! The values that flow between stages: a call, its result, the outcome
 //! vocabulary (each kind written once), usage and prices.
 
-use super::Arguments;
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::Arguments;
 
 /// One well-formed tool call.
 #[derive(Debug, Clone, PartialEq)]

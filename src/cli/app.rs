@@ -1,15 +1,15 @@
 //! The command line's definition (clap), its errors by kind with the one
 //! match from kind to exit code, and the dispatch to each subcommand.
 
-use super::{
-    BenchReportArgs, CheckToolsArgs, DoctorArgs, ExecArgs, FuzzArgs, ImportArgs, ReportArgs,
-    RunArgs, bench_report, check_tools, doctor, exec, fuzz, import, report, signals, tools,
-};
-
 use std::process::ExitCode;
 
-use super::CliError;
 use clap::{Parser, Subcommand};
+
+use super::{
+    BenchReportArgs, CheckToolsArgs, CliError, DoctorArgs, ExecArgs, FuzzArgs, ImportArgs,
+    ReportArgs, RunArgs, bench_report, check_tools, doctor, exec, fuzz, import, report, signals,
+    tools,
+};
 
 /// Measure how LLM agents call tools.
 #[derive(Debug, Parser)]

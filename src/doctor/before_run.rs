@@ -1,8 +1,7 @@
 //! The doctor's entry points: an endpoint probed on a runtime of its own,
 //! and a run folder's cached diagnosis, probed again only when missing.
 
-use super::diagnose;
-use super::{Diagnosis, DoctorError, Finding};
+use super::{Diagnosis, DoctorError, Finding, diagnose};
 use crate::model::ModelFile;
 
 /// Probe the endpoint of a live model file on a runtime of its own.

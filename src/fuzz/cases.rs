@@ -1,12 +1,12 @@
 //! A tool's cases: valid instances and mutants fixed by schema, count and
 //! seed, made and judged in blocks, and their counts.
 
-use super::Mutation;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
+use super::Mutation;
 use crate::pointer::Pointer;
 use crate::schema::{Compiled, generate, mutate};
 

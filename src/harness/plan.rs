@@ -1,13 +1,13 @@
 //! A run's plan: its models, scenarios, jobs in order with their seeds,
 //! the clock, and the limits every trial runs under.
 
+use std::sync::Arc;
+
 use super::{Budget, Shard};
 use crate::model::Model;
 use crate::pipeline::{ExecOptions, FeedbackStyle};
 use crate::report::{ModelInfo, RunInfo, ScenarioInfo, Thresholds};
 use crate::scenario::{Scenario, Task};
-
-use std::sync::Arc;
 
 /// Which clock latencies run on.
 #[derive(

@@ -1,12 +1,9 @@
 //! The runner: a plan's jobs in order, trials at once under the run's
 //! concurrency, and the events the reporters hear.
 
-use super::{Notices, task, trial};
-
 use futures_util::{FutureExt, StreamExt, stream};
 
-use super::RunError;
-use super::{Clock, Job, RunPlan};
+use super::{Clock, Job, Notices, RunError, RunPlan, task, trial};
 use crate::metrics::TrialOutcome;
 use crate::report::{FinishedTrial, Notice, Reporters, RunEvent};
 

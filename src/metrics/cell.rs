@@ -1,10 +1,12 @@
 //! A model x scenario cell's measures (`CellStats`), merged trial by trial.
 
-use super::TrialOutcome;
-use super::{Latencies, RecoveryByKind, StreamStats, TaskStats, recovery, wilson_interval};
-use crate::call::{Failure, Reason, Usage};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+use super::{
+    Latencies, RecoveryByKind, StreamStats, TaskStats, TrialOutcome, recovery, wilson_interval,
+};
+use crate::call::{Failure, Reason, Usage};
 
 /// Running measures of one model x scenario cell: memory that follows
 /// what it holds (a few hundred bytes for one trial).

@@ -1,8 +1,8 @@
 //! A trial's plain outcome and the measures of a model x scenario cell.
 
-use super::{Score, StreamTimes, TaskEnd};
 use std::time::Duration;
 
+use super::{Score, StreamTimes, TaskEnd};
 use crate::call::{Failure, Reason, Usage};
 
 /// The outcome of one attempt (one model turn; in a task, one turn of it).

@@ -1,9 +1,9 @@
 //! Running task measures of one cell: progress over milestones, turns and
 //! calls per task, redundant calls, recovered errors, user turns survived.
 
-use super::TaskEnd;
-use super::{ScoreStats, TrialOutcome};
 use std::collections::BTreeMap;
+
+use super::{ScoreStats, TaskEnd, TrialOutcome};
 
 impl TrialOutcome {
     /// A task's user turns passed before the first that failed (or was

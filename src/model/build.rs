@@ -1,11 +1,11 @@
 //! `build`: a model made from its file, whatever its kind.
 
-use super::{
-    BfclResults, LiveModel, LiveOptions, ModelFile, ModelSpec, Replayer, bfcl_replay, mock,
-    tau2_replay,
-};
-use super::{Model, ModelError};
 use std::sync::Arc;
+
+use super::{
+    BfclResults, LiveModel, LiveOptions, Model, ModelError, ModelFile, ModelSpec, Replayer,
+    bfcl_replay, mock, tau2_replay,
+};
 
 /// Make a model ready to answer: a mock at once, a BFCL replay with its
 /// result file read, a live model with its key, client and recording.

@@ -1,12 +1,12 @@
 //! The `Model` and `ModelTrial` traits, a reply and its errors, and
 //! `build`, a model made from its file.
 
-use super::{RecordingError, recording};
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
+use super::{RecordingError, recording};
 use crate::batch::OpenTrial;
 use crate::call::{Prices, StreamTiming, Usage};
 use crate::pointer::Pointer;

@@ -1,10 +1,10 @@
 //! The pipeline value: its registry and options (how calls run, how much
 //! output is kept, how errors are worded), and a turn's results.
 
-use super::FeedbackStyle;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::FeedbackStyle;
 use crate::call::ToolResult;
 use crate::tool::Registry;
 

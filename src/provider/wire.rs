@@ -1,15 +1,15 @@
 //! What every wire format shares: the `Provider`, what is asked of it,
 //! a parsed response and why a body is refused, calls named and made.
 
-use super::{
-    ApiSettings, Conversation, FunctionSpec, anthropic, gemini, loose, openai, openai_responses,
-    stream,
-};
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
 
+use super::{
+    ApiSettings, Conversation, FunctionSpec, anthropic, gemini, loose, openai, openai_responses,
+    stream,
+};
 use crate::call::{Arguments, ParsedCall, SentArguments, ToolCall, ToolResult, Usage};
 use crate::transport::ApiRequest;
 

@@ -2,11 +2,13 @@
 //! events it hears (`RunEvent`, `Notice`), the `Reporter` trait, and the
 //! small helpers the report files share.
 
+use std::io;
+
+use serde::Serialize;
+
 use super::BatchRecord;
 use crate::call::{Failure, Prices};
 use crate::metrics::{Aggregate, TrialOutcome};
-use serde::Serialize;
-use std::io;
 
 /// What reporters know of a run: names, limits and thresholds, as plain
 /// values.

@@ -1,13 +1,14 @@
 //! Run events, the `Reporter` trait and its fan-out with checkpoints,
 //! what a run is (`RunInfo`), thresholds and the gate.
 
-use super::{HtmlReport, JUnitXml, Markdown, SessionFile, SummaryCsvs, TrialsCsv};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{Gate, Reporter, RunEvent, RunInfo};
-
+use super::{
+    Gate, HtmlReport, JUnitXml, Markdown, Reporter, RunEvent, RunInfo, SessionFile, SummaryCsvs,
+    TrialsCsv,
+};
 use crate::metrics::Aggregate;
 
 /// The file that shows `dir` already holds a run's reports, if any: a

@@ -1,12 +1,11 @@
 //! The scenario file's serde types, and a scenario as loaded.
 
-use super::{Order, Rules, task};
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::ExpectedCallFile;
+use super::{ExpectedCallFile, Order, Rules, task};
 use crate::tool::ToolDef;
 
 /// The default number of attempts a model gets.

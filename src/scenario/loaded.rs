@@ -1,12 +1,13 @@
 //! A scenario as loaded and compiled: its tools, prompt, expectation and
 //! task, and the digest that names a suite.
 
-use super::ScriptTurn;
-use super::{Expectation, Task};
-use crate::tool::Registry;
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Expectation, ScriptTurn, Task};
+use crate::tool::Registry;
 
 /// A loaded scenario: checked, with its tools registered and its
 /// validators compiled, ready for any number of trials.

@@ -1,14 +1,14 @@
 //! A schema's draft, its problems, and `Compiled`: compiled once, the
 //! general validator with the fast check beside it.
 
-use super::{ArgumentError, Draft, errors, fast};
 use std::fmt;
 
+use fast::FastSchema;
 use serde_json::Value;
 
+use super::{ArgumentError, Draft, errors, fast};
 use crate::call::Arguments;
 use crate::pointer::Pointer;
-use fast::FastSchema;
 
 /// A problem with a schema itself, at a pointer inside it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,13 +1,13 @@
 //! Input files opened as regular files and read as JSON, with errors
 //! located by line, column and pointer.
 
-use super::locate;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::locate;
 use crate::pointer::{Located, Pointer};
 
 /// Something wrong with an input file.

@@ -1,13 +1,13 @@
 //! The HTTP client: requests with retries, backoff and rate limits, where
 //! each request's time went, and one redirect policy.
 
-use super::{OrderedPermits, rate_limit};
 use std::time::{Duration, SystemTime};
 
+use rate_limit::RateLimits;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use rate_limit::RateLimits;
+use super::{OrderedPermits, rate_limit};
 
 /// A request ready to send: a POST of a JSON body (the transport sets
 /// `content-type`).

@@ -1,10 +1,8 @@
 //! Prompt-mode output decoded into calls through tree-sitter's grammars,
 //! and the ground truth's call syntax.
 
-use super::{java, javascript, python};
-
 use super::super::Language;
-use super::{DecodeError, PositionalCall, PromptCall};
+use super::{DecodeError, PositionalCall, PromptCall, java, javascript, python};
 
 /// Read one Python call of BFCL's multi-turn ground truth, positional
 /// values kept (see `python::decode_positional`).

@@ -3,13 +3,15 @@
 //! parts), its delta events read typed, when a call is complete, and the
 //! events that end it or say the server failed.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
 use super::ending::{Signal, worded};
 use super::pieces::{append, append_str};
 use super::positioned::{Positioned, take};
 use super::progress::Progress;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use std::borrow::Cow;
 
 /// The fields of an Anthropic `content_block_delta`, each strictly of its
 /// type.

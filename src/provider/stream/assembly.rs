@@ -1,7 +1,6 @@
 //! A stream read whole: its frames, their assembly into the reply's body
 //! and Parse's answer, each event timed, and how a stream failed.
 
-use super::{chat, ending, formats};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -12,6 +11,7 @@ use serde_json::{Value, json};
 use super::super::{ParsedResponse, Provider, ResponseError};
 use super::assemble::Assembler;
 use super::progress::{Progress, ValueFormat};
+use super::{chat, ending, formats};
 use crate::call::{ParsedCall, StreamTiming};
 
 /// One server-sent event: its `event:` name, if it had one, and its data.

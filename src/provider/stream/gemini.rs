@@ -2,10 +2,11 @@
 //! when a call is complete, and the chunk that ends it or says the server
 //! failed.
 
+use serde_json::{Map, Value, json};
+
 use super::ending::{Signal, worded};
 use super::pieces::GeminiParts;
 use super::progress::Progress;
-use serde_json::{Map, Value, json};
 
 /// A Gemini stream's reply so far.
 #[derive(Debug, Default)]

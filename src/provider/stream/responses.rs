@@ -3,13 +3,15 @@
 //! whole response, and wins), its delta events read typed, when a call is
 //! complete, and the events that end it or say the server failed.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
 use super::ending::{Signal, worded};
 use super::pieces::{append, append_str};
 use super::positioned::{Positioned, take};
 use super::progress::Progress;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use std::borrow::Cow;
 
 /// The fields of a Responses delta event, each strictly of its type.
 #[derive(Deserialize)]

@@ -1,7 +1,6 @@
 //! An MCP server as a scenario names it, its tools as served tools, and
 //! its errors.
 
-use super::Answers;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -10,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::super::ToolBackend;
+use super::Answers;
 use crate::tool::ToolDef;
 
 /// A tool of a server: its definition and what runs it.
