@@ -259,8 +259,8 @@ impl<'t> Play<'t> {
                 Ok(said) => said,
                 Err(failed) => return Ok(self.user_failed(run, &failed.0)),
             };
-            last.user_usage += usage;
-            last.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+            last.user.usage += usage;
+            last.user.cost += prices.map_or(0.0, |p| p.cost(usage));
             let text = match said {
                 Said::Message(text) => text,
                 Said::Stop(text) => {
@@ -326,8 +326,8 @@ impl<'t> Play<'t> {
         let answer = self.user_turn(run, task, 1).await?;
         // Its tokens go on the turn that answered it.
         if let Some(first) = self.turns.first_mut() {
-            first.user_usage += usage;
-            first.user_cost += prices.map_or(0.0, |p| p.cost(usage));
+            first.user.usage += usage;
+            first.user.cost += prices.map_or(0.0, |p| p.cost(usage));
         }
         Ok(ControlFlow::Continue(answer))
     }
@@ -427,7 +427,7 @@ impl<'t> Play<'t> {
             }
         };
         if let Some(last) = self.turns.last_mut() {
-            last.user_turn_passed = Some(passed);
+            last.turn.user_turn_passed = Some(passed);
         }
         passed
     }
@@ -447,7 +447,7 @@ impl<'t> Play<'t> {
             let (turn, mut record) = match run.step(number, self.returned.as_deref()).await? {
                 Step::Turn(turn, record) => (turn, record),
                 Step::Lost(mut record) => {
-                    record.user_turn = user_turn;
+                    record.turn.user_turn = user_turn;
                     self.turns.push(record);
                     self.ending = Ending::Lost;
                     return Ok(None);
@@ -457,9 +457,9 @@ impl<'t> Play<'t> {
                 transcript.turn(&turn);
             }
             let marks = self.judge.observe(turn.calls(), &turn.batch.results);
-            record.user_turn = user_turn;
-            record.milestones = marks.milestones;
-            record.redundant = marks.redundant;
+            record.turn.user_turn = user_turn;
+            record.turn.milestones = marks.milestones;
+            record.turn.redundant = marks.redundant;
             record.failures.extend(std::iter::repeat_n(
                 Failure::ForbiddenCall,
                 marks.forbidden as usize,
@@ -528,7 +528,7 @@ fn mark_recovered(turns: &mut [AttemptOutcome]) {
     let mut clean_later = false;
     for turn in turns.iter_mut().rev() {
         if clean_later {
-            turn.recovered = turn.failures.iter().filter(|f| f.is_call_error()).count() as u32;
+            turn.turn.recovered = turn.failures.iter().filter(|f| f.is_call_error()).count() as u32;
         }
         clean_later |= clean(turn);
     }
@@ -663,7 +663,7 @@ mod tests {
             turn(0, &[]),
         ];
         mark_recovered(&mut turns);
-        let recovered: Vec<u32> = turns.iter().map(|t| t.recovered).collect();
+        let recovered: Vec<u32> = turns.iter().map(|t| t.turn.recovered).collect();
         assert_eq!(recovered, [2, 1, 0, 0, 0]);
     }
 }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::{Admission, Budget, Job, RunError, RunPlan, splitmix};
 use crate::call::Failure;
-use crate::metrics::{AttemptOutcome, StreamTimes, TrialOutcome};
+use crate::metrics::{AttemptOutcome, AttemptTime, StreamTimes, TrialOutcome};
 use crate::model::{Model, ModelTrial, Reply, ReplyError, TrialStart};
 use crate::pipeline::{Coordinates, EarlyRun, Pipeline, SessionLog, Streamed, Turn};
 use crate::report::Notice;
@@ -306,7 +306,10 @@ impl<'p> TrialRun<'p> {
         Step::Lost(AttemptOutcome {
             attempt,
             failures: vec![Failure::TransportError],
-            model_time: asked.elapsed(),
+            time: AttemptTime {
+                model: asked.elapsed(),
+                ..AttemptTime::default()
+            },
             ..AttemptOutcome::default()
         })
     }
@@ -379,13 +382,15 @@ fn attempt_outcome(
             .call_written_as_text()
             .then_some(crate::call::Reason::CallAsText),
         calls: turn.calls().len() as u32,
-        model_time: timing.request,
-        queue_time: timing.queued,
-        retries: timing.retries,
-        retry_time: timing.retrying,
-        tool_time: turn.batch.makespan,
-        serial_time: turn.batch.serial_makespan(),
-        ideal_time: turn.batch.ideal_makespan,
+        time: AttemptTime {
+            model: timing.request,
+            queue: timing.queued,
+            retries: timing.retries,
+            retry: timing.retrying,
+            tool: turn.batch.makespan,
+            serial: turn.batch.serial_makespan(),
+            ideal: turn.batch.ideal_makespan,
+        },
         usage,
         stream,
         ..AttemptOutcome::default()

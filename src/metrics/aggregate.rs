@@ -97,8 +97,6 @@ impl Aggregate {
 mod tests {
     use super::*;
     use crate::metrics::AttemptOutcome;
-    use std::time::Duration;
-
     fn trial(model: usize, trial: u32, success: bool) -> TrialOutcome {
         TrialOutcome {
             model,
@@ -110,10 +108,6 @@ mod tests {
                 failures: Vec::new(),
                 reason: None,
                 calls: 1,
-                model_time: Duration::ZERO,
-                tool_time: Duration::ZERO,
-                serial_time: Duration::ZERO,
-                ideal_time: Duration::ZERO,
                 ..Default::default()
             }],
             task: None,

@@ -92,9 +92,9 @@ impl CellStats {
     pub fn add(&mut self, trial: &TrialOutcome) {
         for attempt in &trial.attempts {
             self.usage += attempt.usage;
-            self.busy += attempt.model_time + attempt.tool_time;
-            self.queue += attempt.queue_time;
-            self.retries += u64::from(attempt.retries);
+            self.busy += attempt.time.model + attempt.time.tool;
+            self.queue += attempt.time.queue;
+            self.retries += u64::from(attempt.time.retries);
         }
         // A trial lost to infrastructure says nothing about the model.
         if let Some(cause) = trial.lost() {
@@ -119,17 +119,17 @@ impl CellStats {
             if attempt.reason == Some(Reason::CallAsText) {
                 self.calls_as_text += 1;
             }
-            self.model_ms.record(attempt.model_time);
-            self.tool_ms.record(attempt.tool_time);
+            self.model_ms.record(attempt.time.model);
+            self.tool_ms.record(attempt.time.tool);
             if let Some(stream) = &attempt.stream {
                 self.stream
                     .get_or_insert_default()
-                    .add(stream, attempt.calls, attempt.ideal_time);
+                    .add(stream, attempt.calls, attempt.time.ideal);
             }
-            if attempt.calls >= 2 && !attempt.tool_time.is_zero() {
-                let serial = attempt.serial_time.as_secs_f64();
-                let parallel = attempt.tool_time.as_secs_f64();
-                let ideal = attempt.ideal_time.as_secs_f64().max(f64::MIN_POSITIVE);
+            if attempt.calls >= 2 && !attempt.time.tool.is_zero() {
+                let serial = attempt.time.serial.as_secs_f64();
+                let parallel = attempt.time.tool.as_secs_f64();
+                let ideal = attempt.time.ideal.as_secs_f64().max(f64::MIN_POSITIVE);
                 self.parallel_turns += 1;
                 self.sum_speedup += serial / parallel;
                 self.sum_ideal_speedup += serial / ideal;
@@ -329,10 +329,13 @@ mod tests {
             reason: None,
             usage: Default::default(),
             calls: 3,
-            model_time: Duration::from_millis(100),
-            tool_time: Duration::from_millis(100),
-            serial_time: Duration::from_millis(300),
-            ideal_time: Duration::from_millis(100),
+            time: crate::metrics::AttemptTime {
+                model: Duration::from_millis(100),
+                tool: Duration::from_millis(100),
+                serial: Duration::from_millis(300),
+                ideal: Duration::from_millis(100),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }

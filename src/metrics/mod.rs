@@ -18,7 +18,7 @@ mod task_stats;
 pub use aggregate::{Aggregate, Paired};
 pub use cell::CellStats;
 pub use latency::Latencies;
-pub use outcome::{AttemptOutcome, TrialOutcome};
+pub use outcome::{AttemptOutcome, AttemptTime, TrialOutcome, TurnMeasures, UserSpend};
 pub use recovery::{ErrorClass, NextMove, Recovery, RecoveryByKind, RecoveryCounts};
 pub use score::{JudgeUse, PASSED, Score, ScoreStats};
 pub use stats::{mcnemar_p_value, pass_hat_k, pass_hat_k_curve, pass_k_ladder, wilson_interval};

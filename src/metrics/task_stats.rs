@@ -11,7 +11,7 @@ impl TrialOutcome {
     pub fn user_turns_survived(&self) -> u32 {
         self.attempts
             .iter()
-            .filter_map(|a| a.user_turn_passed)
+            .filter_map(|a| a.turn.user_turn_passed)
             .take_while(|passed| *passed)
             .count() as u32
     }
@@ -50,9 +50,9 @@ impl TaskStats {
         self.milestones_possible += u64::from(end.milestones);
         let mut calls = 0;
         for turn in &trial.attempts {
-            self.milestones_reached += u64::from(turn.milestones);
-            self.redundant_calls += u64::from(turn.redundant);
-            self.recovered += u64::from(turn.recovered);
+            self.milestones_reached += u64::from(turn.turn.milestones);
+            self.redundant_calls += u64::from(turn.turn.redundant);
+            self.recovered += u64::from(turn.turn.recovered);
             self.errors += turn.failures.iter().filter(|f| f.is_call_error()).count() as u64;
             calls += turn.calls;
         }
@@ -62,13 +62,13 @@ impl TaskStats {
         self.user_turns_passed += trial
             .attempts
             .iter()
-            .filter(|a| a.user_turn_passed == Some(true))
+            .filter(|a| a.turn.user_turn_passed == Some(true))
             .count() as u64;
         self.survived += u64::from(trial.user_turns_survived());
         self.user_tokens += trial
             .attempts
             .iter()
-            .map(|a| a.user_usage.input_tokens + a.user_usage.output_tokens)
+            .map(|a| a.user.usage.input_tokens + a.user.usage.output_tokens)
             .sum::<u64>();
         for score in trial.attempts.iter().filter_map(|a| a.score.as_ref()) {
             self.scores.add(score);

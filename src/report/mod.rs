@@ -26,6 +26,7 @@ mod summary;
 pub mod svg;
 #[cfg(test)]
 pub(crate) mod test_runs;
+mod trial_row;
 pub mod trials;
 
 pub use batches::BatchRecord;
@@ -42,4 +43,5 @@ pub use recovery::{RecoveryRow, recovery_rows, recovery_table, write_recovery_cs
 pub use reporters::{Reporters, RunFiles, held_run};
 pub use session::{JobKey, SessionFile};
 pub use summary::SummaryCsvs;
-pub use trials::{TrialReader, TrialRow, TrialsCsv};
+pub use trial_row::TrialRow;
+pub use trials::{TrialReader, TrialsCsv};
