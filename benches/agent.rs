@@ -13,9 +13,9 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
 use serde_json::json;
-use toolgauge::harness::{self, RunPlan};
+use toolgauge::harness::{self, RunPlan, Settings};
 use toolgauge::model::{LiveOptions, Model, ModelFile};
-use toolgauge::report::{Reporters, Thresholds};
+use toolgauge::report::Reporters;
 use toolgauge::scenario::{Scenario, load_scenario, load_suite};
 
 // As in the binary.
@@ -29,12 +29,12 @@ fn model(name: &str) -> Arc<dyn Model> {
 }
 
 fn plan(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> RunPlan {
-    RunPlan::new(scenarios, models, trials)
+    RunPlan::new(scenarios, models, Settings::of_trials(trials))
 }
 
 /// Run the plan; the turns (attempts) it took.
 fn run(plan: &RunPlan) -> u64 {
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut reporters = Reporters::new(&info, Vec::new());
     harness::run(plan, &mut reporters, None).unwrap();
     let stats = reporters.stats();

@@ -25,11 +25,11 @@ use serde_json::{Value, json};
 use toolgauge::bfcl::Language;
 use toolgauge::call::{ParsedCall, ToolCall};
 use toolgauge::cli::Cli;
-use toolgauge::harness::{self, RunPlan};
+use toolgauge::harness::{self, RunPlan, Settings};
 use toolgauge::model::{LiveOptions, ModelFile};
 use toolgauge::pipeline::{ExecOptions, Pipeline, SessionLog, validate};
 use toolgauge::provider::Provider;
-use toolgauge::report::{Reporters, Thresholds};
+use toolgauge::report::Reporters;
 use toolgauge::scenario::load_scenario;
 use toolgauge::schema::Compiled;
 use toolgauge::tool::mcp::ToolServers;
@@ -318,27 +318,26 @@ fn trials_plan() -> RunPlan {
         load_scenario(&scenarios.join(path), &sandbox, &servers).expect("the scenario loads")
     };
     let file = ModelFile::load(&scenarios.join("models/careless.json")).expect("the model loads");
-    RunPlan {
-        concurrency: 1,
-        session_log: true,
-        ..RunPlan::new(
-            vec![
-                load("starter/currency_convert.json"),
-                load("agent/convert_order_total.json"),
-            ],
-            vec![
-                toolgauge::model::build(&file, &LiveOptions::default(), None)
-                    .expect("the mock builds"),
-            ],
-            10,
-        )
-    }
+    RunPlan::new(
+        vec![
+            load("starter/currency_convert.json"),
+            load("agent/convert_order_total.json"),
+        ],
+        vec![
+            toolgauge::model::build(&file, &LiveOptions::default(), None).expect("the mock builds"),
+        ],
+        Settings {
+            concurrency: 1,
+            no_session: false,
+            ..Settings::of_trials(10)
+        },
+    )
 }
 
 #[library_benchmark]
 #[bench::careless_20_trials(setup = trials_plan, config = limit("harness/careless_20_trials"))]
 fn harness_trials(plan: RunPlan) -> (u64, RunPlan) {
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut reporters = Reporters::new(&info, Vec::new());
     harness::run(&plan, &mut reporters, None).expect("the run ends");
     let trials = reporters.stats().cells[0][0].trials;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use mimalloc::MiMalloc;
-use toolgauge::harness::{self, RunPlan};
+use toolgauge::harness::{self, RunPlan, Settings};
 use toolgauge::model::{LiveOptions, ModelFile};
-use toolgauge::report::{Reporter, Reporters, SessionFile, Thresholds};
+use toolgauge::report::{Reporter, Reporters, SessionFile};
 use toolgauge::scenario::load_suite;
 
 // As in the binary.
@@ -34,11 +34,15 @@ fn bench(c: &mut Criterion) {
             toolgauge::model::build(&file, &LiveOptions::default(), None).unwrap()
         })
         .collect();
-    let plan = RunPlan {
-        session_log: true,
-        ..RunPlan::new(scenarios, models, TRIALS)
-    };
-    let info = plan.info(Thresholds::default());
+    let plan = RunPlan::new(
+        scenarios,
+        models,
+        Settings {
+            no_session: false,
+            ..Settings::of_trials(TRIALS)
+        },
+    );
+    let info = plan.info();
     let dir = tempfile::tempdir().unwrap();
     let trials = plan.jobs().count() as u64;
     let mut group = c.benchmark_group("suite");
@@ -65,7 +69,10 @@ fn bench(c: &mut Criterion) {
     });
     // `run --no-session`: nothing recorded.
     let unrecorded = RunPlan {
-        session_log: false,
+        settings: Settings {
+            no_session: true,
+            ..plan.settings.clone()
+        },
         users: Vec::new(),
         ..plan
     };

@@ -7,6 +7,7 @@
 //! `run_file` is run.json.
 
 mod budget;
+mod clock;
 mod flag_values;
 pub mod merge;
 mod models;
@@ -24,7 +25,8 @@ mod transcript;
 mod trial;
 
 pub use budget::{Admission, Budget, BudgetLimits, Spent};
-pub use plan::{Clock, Job, RunPlan, scenario_infos};
+pub use clock::Clock;
+pub use plan::{Job, RunPlan, scenario_infos};
 pub(crate) use plan::{file_name, splitmix};
 pub use run_error::RunError;
 pub use runner::{Replay, batch_records, run, run_trial, run_until};

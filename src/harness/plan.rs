@@ -3,52 +3,25 @@
 
 use std::sync::Arc;
 
-use super::{Budget, Shard};
+use super::{Budget, Settings};
 use crate::model::Model;
-use crate::pipeline::{ExecOptions, FeedbackStyle};
-use crate::report::{ModelInfo, RunInfo, ScenarioInfo, Thresholds};
+use crate::pipeline::{ExecMode, ExecOptions, FeedbackStyle};
+use crate::report::{ModelInfo, RunInfo, ScenarioInfo};
 use crate::scenario::{Scenario, Task};
-
-/// Which clock latencies run on.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Clock {
-    // tokio's paused clock: simulated latency costs no wall time and
-    // timings are exact (a comment, not a doc: `--clock`'s help says it).
-    #[default]
-    Virtual,
-    Real,
-}
 
 /// Everything a run needs, validated.
 #[derive(Debug)]
 pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
     pub models: Vec<Arc<dyn Model>>,
-    pub trials: u32,
-    pub seed: u64,
-    pub concurrency: usize,
-    pub clock: Clock,
-    /// How calls run and how their errors are worded.
-    pub exec: ExecOptions,
+    /// The run's settings, lent: trials, seed, concurrency, clock, how
+    /// calls run and how their errors are worded, shard, session log.
+    pub settings: Settings,
     /// By model: the feedback style its file names, over `exec`'s.
     pub model_feedback: Vec<Option<FeedbackStyle>>,
     /// By model: it takes images (its `api.images`), which tools' results
     /// then carry as image parts.
     pub model_images: Vec<bool>,
-    pub shard: Option<Shard>,
-    /// Record every turn of every trial (session.jsonl).
-    pub session_log: bool,
     /// By scenario: the live model that plays its simulated user, when a
     /// model does (none given: none does).
     pub users: Vec<Option<Arc<crate::model::live::LiveModel>>>,
@@ -67,23 +40,20 @@ pub struct Job {
 }
 
 impl RunPlan {
-    /// `trials` trials of each of `models` on each of `scenarios`: seed 1,
-    /// 64 at once, the virtual clock, calls in parallel worded
-    /// pointer-list, no session log, no shard, no budget; each field set
-    /// apart with `RunPlan { field, ..RunPlan::new(..) }`.
-    pub fn new(scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>, trials: u32) -> RunPlan {
+    /// `settings`'s run of `models` on `scenarios`: no model's own
+    /// feedback or images, no live user, no budget, no batches; each
+    /// field set apart with `RunPlan { field, ..RunPlan::new(..) }`.
+    pub fn new(
+        scenarios: Vec<Scenario>,
+        models: Vec<Arc<dyn Model>>,
+        settings: Settings,
+    ) -> RunPlan {
         RunPlan {
             scenarios,
             models,
-            trials,
-            seed: 1,
-            concurrency: 64,
-            clock: Clock::Virtual,
-            exec: ExecOptions::default(),
+            settings,
             model_feedback: Vec::new(),
             model_images: Vec::new(),
-            shard: None,
-            session_log: false,
             users: Vec::new(),
             budget: None,
             batches: None,
@@ -93,9 +63,14 @@ impl RunPlan {
     /// How `model`'s calls run and how its errors are worded.
     pub fn exec_of(&self, model: usize) -> ExecOptions {
         ExecOptions {
+            mode: if self.settings.serial {
+                ExecMode::Serial
+            } else {
+                ExecMode::Parallel
+            },
             feedback: self.feedback_of(model),
             images: self.model_images.get(model).copied().unwrap_or(false),
-            ..self.exec
+            ..ExecOptions::default()
         }
     }
 
@@ -112,7 +87,7 @@ impl RunPlan {
                 )
             })
             .collect();
-        let default = file_name(&self.exec.feedback);
+        let default = file_name(&self.settings.feedback);
         match own.len() {
             0 => default,
             n if n == self.models.len() => own.join(", "),
@@ -123,7 +98,7 @@ impl RunPlan {
     /// `job`'s place among its model's jobs in the report order: a live
     /// model serves the trial it started first before starting another.
     pub fn order_of(&self, job: Job) -> u64 {
-        job.scenario as u64 * u64::from(self.trials) + u64::from(job.trial)
+        job.scenario as u64 * u64::from(self.settings.trials) + u64::from(job.trial)
     }
 
     fn feedback_of(&self, model: usize) -> FeedbackStyle {
@@ -131,7 +106,7 @@ impl RunPlan {
             .get(model)
             .copied()
             .flatten()
-            .unwrap_or(self.exec.feedback)
+            .unwrap_or(self.settings.feedback)
     }
 
     /// Whether a trial waits on sockets or processes (a real tool, a
@@ -144,7 +119,11 @@ impl RunPlan {
 
     /// Every job of this run (this shard), in report order.
     pub fn jobs(&self) -> impl Iterator<Item = Job> + '_ {
-        let (models, scenarios, trials) = (self.models.len(), self.scenarios.len(), self.trials);
+        let (models, scenarios, trials) = (
+            self.models.len(),
+            self.scenarios.len(),
+            self.settings.trials,
+        );
         (0..models)
             .flat_map(move |model| {
                 (0..scenarios).flat_map(move |scenario| {
@@ -162,15 +141,15 @@ impl RunPlan {
     pub fn includes(&self, job: Job) -> bool {
         job.model < self.models.len()
             && job.scenario < self.scenarios.len()
-            && job.trial < self.trials
+            && job.trial < self.settings.trials
             && self.in_shard(job)
     }
 
     /// Shards take every N-th job of the report order.
     fn in_shard(&self, job: Job) -> bool {
-        self.shard.is_none_or(|shard| {
+        self.settings.shard.is_none_or(|shard| {
             let index = (job.model * self.scenarios.len() + job.scenario) as u64
-                * u64::from(self.trials)
+                * u64::from(self.settings.trials)
                 + u64::from(job.trial);
             shard.includes(index)
         })
@@ -178,7 +157,7 @@ impl RunPlan {
 
     /// The seed of one trial: independent of scheduling and of other trials.
     pub fn trial_seed(&self, job: Job) -> u64 {
-        let mut hash = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+        let mut hash = self.settings.seed ^ 0x9e37_79b9_7f4a_7c15;
         for part in [
             self.models[job.model].name(),
             self.scenarios[job.scenario].name.as_str(),
@@ -195,7 +174,7 @@ impl RunPlan {
     /// scenario, the trial), so paired arms draw alike and differ by what
     /// they were shown.
     pub fn shared_seed(&self, job: Job) -> u64 {
-        let mut hash = self.seed ^ 0x5eed_5eed_5eed_5eed;
+        let mut hash = self.settings.seed ^ 0x5eed_5eed_5eed_5eed;
         for byte in self.scenarios[job.scenario].name.bytes() {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -213,7 +192,7 @@ impl RunPlan {
     }
 
     /// What reporters know of this run.
-    pub fn info(&self, thresholds: Thresholds) -> RunInfo {
+    pub fn info(&self) -> RunInfo {
         RunInfo {
             models: self
                 .models
@@ -225,11 +204,11 @@ impl RunPlan {
                 })
                 .collect(),
             scenarios: scenario_infos(&self.scenarios),
-            trials: self.trials,
-            seed: self.seed,
+            trials: self.settings.trials,
+            seed: self.settings.seed,
             feedback: self.feedback_text(),
-            clock: file_name(&self.clock),
-            thresholds,
+            clock: file_name(&self.settings.clock),
+            thresholds: self.settings.thresholds.clone(),
             batch: self.models.iter().any(|m| m.terms().batched),
         }
     }

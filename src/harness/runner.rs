@@ -45,7 +45,7 @@ pub fn run_until(
             let replayed = replayed_trial(&mut pending_replay, &mut replay, job);
             job_run(plan, job, replayed, admission, notices)
         });
-        let mut finished = stream::iter(jobs).buffered(plan.concurrency.max(1));
+        let mut finished = stream::iter(jobs).buffered(plan.settings.concurrency.max(1));
         let mut stop = std::pin::pin!(stop);
         let mut budget_ended = std::pin::pin!(budget_ended(plan));
         let mut waiting = plan
@@ -266,7 +266,7 @@ fn replayed_trial(
 
 /// The runtime a run's trials run on: its clock's.
 fn runtime_for(plan: &RunPlan) -> std::io::Result<tokio::runtime::Runtime> {
-    match plan.clock {
+    match plan.settings.clock {
         // Setup puts real tools and live models on the real clock, and
         // signals are watched on a thread of their own: with no I/O driver,
         // an idle moment advances the paused clock without a syscall (an

@@ -188,6 +188,26 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// `trials` trials, every other setting at the library's default: seed
+    /// 1, 64 at once, the virtual clock, calls in parallel worded
+    /// pointer-list, no session log, no shard, no thresholds; each set
+    /// apart with `Settings { field, ..Settings::of_trials(n) }`.
+    pub fn of_trials(trials: u32) -> Settings {
+        Settings {
+            suite: SuitePaths(Vec::new()),
+            trials,
+            seed: DEFAULT_SEED,
+            concurrency: DEFAULT_CONCURRENCY,
+            clock: Clock::Virtual,
+            feedback: FeedbackStyle::PointerList,
+            serial: false,
+            no_session: true,
+            shard: None,
+            batch: false,
+            thresholds: Thresholds::default(),
+        }
+    }
+
     /// `live_network`: the run talks to live models, so it needs the real
     /// clock whatever was asked.
     pub fn resolve(

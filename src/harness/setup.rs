@@ -37,7 +37,6 @@ use super::setup_error::{ForeignTrial, SetupError};
 use super::{Budget, BudgetLimits, Clock, Job, RunError, RunPlan, Spent};
 use crate::metrics::Aggregate;
 use crate::model::{self, Model, ModelFile};
-use crate::pipeline::{ExecMode, ExecOptions};
 use crate::report::{
     self, JobKey, Reporter, Reporters, RunFiles, RunInfo, SessionFile, TrialReader, Violation,
 };
@@ -54,7 +53,6 @@ fn at(path: &Path) -> impl FnOnce(std::io::Error) -> SetupError + use<> {
 pub struct PreparedRun {
     pub plan: RunPlan,
     pub info: RunInfo,
-    pub settings: Settings,
     /// The report folder.
     pub out: PathBuf,
     /// What a person should hear before the run starts.
@@ -229,13 +227,15 @@ impl PreparedRun {
         }
         let budget = budget_of(request.budget, &models, &users, &mut notes)?;
         let batches = models.batch_ledger();
-        let mut plan = plan_of(&settings, scenarios, models.models);
-        plan.budget = budget;
-        plan.batches = batches;
-        plan.users = users;
-        plan.model_feedback = models.files.iter().map(|file| file.feedback).collect();
-        plan.model_images = models.files.iter().map(ModelFile::takes_images).collect();
-        let info = plan.info(settings.thresholds.clone());
+        let plan = RunPlan {
+            budget,
+            batches,
+            users,
+            model_feedback: models.files.iter().map(|file| file.feedback).collect(),
+            model_images: models.files.iter().map(ModelFile::takes_images).collect(),
+            ..RunPlan::new(scenarios, models.models, settings)
+        };
+        let info = plan.info();
         let (earlier, last_kept) = match request.resume {
             Some(_) => {
                 let (path, last) = set_aside_finished_trials(&plan, &info, &out)?;
@@ -243,7 +243,7 @@ impl PreparedRun {
             }
             None => (None, None),
         };
-        let session = session_file(&settings, request, &out, &info, last_kept)?;
+        let session = session_file(&plan.settings, request, &out, &info, last_kept)?;
         let prepared = PreparedRun {
             files: RunFiles::create(&out, session).map_err(at(&out))?,
             tool_sources: ToolSourcesCsv {
@@ -252,7 +252,6 @@ impl PreparedRun {
             },
             plan,
             info,
-            settings,
             out,
             notes,
             models: models.files,
@@ -337,10 +336,10 @@ impl PreparedRun {
     }
 
     fn write_run_json(&self) -> Result<(), SetupError> {
-        let (plan, settings) = (&self.plan, &self.settings);
+        let plan = &self.plan;
         let run_file = RunFile {
             toolgauge: env!("CARGO_PKG_VERSION").to_owned(),
-            settings: settings.clone(),
+            settings: plan.settings.clone(),
             models: self.models.clone(),
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             scenario_infos: super::scenario_infos(&plan.scenarios),
@@ -435,26 +434,6 @@ fn load_checked(
     Ok(suite.scenarios)
 }
 
-fn plan_of(settings: &Settings, scenarios: Vec<Scenario>, models: Vec<Arc<dyn Model>>) -> RunPlan {
-    RunPlan {
-        seed: settings.seed,
-        concurrency: settings.concurrency,
-        clock: settings.clock,
-        exec: ExecOptions {
-            mode: if settings.serial {
-                ExecMode::Serial
-            } else {
-                ExecMode::Parallel
-            },
-            feedback: settings.feedback,
-            ..ExecOptions::default()
-        },
-        shard: settings.shard,
-        session_log: !settings.no_session,
-        ..RunPlan::new(scenarios, models, settings.trials)
-    }
-}
-
 /// The run being resumed, as its run.json describes it.
 fn read_run_file(dir: &Path) -> Result<RunFile, SetupError> {
     let trials = dir.join("trials.csv");
@@ -522,8 +501,9 @@ fn set_aside_finished_trials(
                     trial: trial.trial,
                     model: plan.models[trial.model].name().to_owned(),
                     scenario: plan.scenarios[trial.scenario].name.clone(),
-                    trials: plan.trials,
+                    trials: plan.settings.trials,
                     shard: plan
+                        .settings
                         .shard
                         .map(|s| format!(", shard {s}"))
                         .unwrap_or_default(),

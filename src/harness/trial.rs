@@ -150,7 +150,7 @@ impl<'p> TrialRun<'p> {
             model_trial,
             tools,
             pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
-            log: plan.session_log.then(|| SessionLog::new(Vec::new())),
+            log: (!plan.settings.no_session).then(|| SessionLog::new(Vec::new())),
             notices,
             failed_before: Vec::new(),
         }

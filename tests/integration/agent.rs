@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgauge::harness::{self, RunPlan};
+use toolgauge::harness::{self, RunPlan, Settings};
 use toolgauge::metrics::{Aggregate, CellStats, Ending, TaskStats};
 use toolgauge::model::{LiveOptions, Model, ModelFile, ModelTrial, ReplyFuture, TrialStart};
-use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
+use toolgauge::pipeline::FeedbackStyle;
 use toolgauge::provider::Provider;
-use toolgauge::report::{Reporters, Thresholds, TrialRow};
+use toolgauge::report::{Reporters, TrialRow};
 use toolgauge::scenario::{Scenario, load_suite};
 
 use crate::run::{FILES, read};
@@ -33,28 +33,25 @@ fn agent_plan(
     feedback: FeedbackStyle,
     sandbox: &Path,
 ) -> RunPlan {
-    RunPlan {
-        seed: 3,
-        exec: ExecOptions {
-            feedback,
-            ..ExecOptions::default()
-        },
-        ..RunPlan::new(
-            load_suite(
-                &root().join("agent"),
-                sandbox,
-                &toolgauge::tool::mcp::ToolServers::new(),
-            )
-            .unwrap()
-            .scenarios,
-            vec![model],
-            trials,
+    RunPlan::new(
+        load_suite(
+            &root().join("agent"),
+            sandbox,
+            &toolgauge::tool::mcp::ToolServers::new(),
         )
-    }
+        .unwrap()
+        .scenarios,
+        vec![model],
+        Settings {
+            seed: 3,
+            feedback,
+            ..Settings::of_trials(trials)
+        },
+    )
 }
 
 fn aggregate(plan: &RunPlan) -> Aggregate {
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut reporters = Reporters::new(&info, vec![]);
     harness::run(plan, &mut reporters, None).unwrap();
     reporters.stats().clone()

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use toolgauge::harness::{self, Clock, RunPlan};
+use toolgauge::harness::{self, Clock, RunPlan, Settings};
 use toolgauge::metrics::{Aggregate, TrialOutcome};
 use toolgauge::model::{LiveOptions, ModelFile};
-use toolgauge::pipeline::{ExecOptions, FeedbackStyle};
-use toolgauge::report::{FinishedTrial, Reporter, Reporters, RunInfo, Thresholds};
+use toolgauge::pipeline::FeedbackStyle;
+use toolgauge::report::{FinishedTrial, Reporter, Reporters, RunInfo};
 use toolgauge::scenario::load_scenario;
 
 fn plan(
@@ -18,41 +18,38 @@ fn plan(
     sandbox: &Path,
 ) -> RunPlan {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    RunPlan {
-        seed: 7,
-        concurrency: 256,
-        exec: ExecOptions {
-            feedback,
-            ..ExecOptions::default()
-        },
-        ..RunPlan::new(
-            scenarios
-                .iter()
-                .map(|s| {
-                    load_scenario(
-                        &root.join(format!("starter/{s}.json")),
-                        sandbox,
-                        &toolgauge::tool::mcp::ToolServers::new(),
-                    )
-                    .unwrap()
-                })
-                .collect(),
-            vec![
-                toolgauge::model::build(
-                    &ModelFile::load(&root.join(format!("models/{model}.json"))).unwrap(),
-                    &LiveOptions::default(),
-                    None,
+    RunPlan::new(
+        scenarios
+            .iter()
+            .map(|s| {
+                load_scenario(
+                    &root.join(format!("starter/{s}.json")),
+                    sandbox,
+                    &toolgauge::tool::mcp::ToolServers::new(),
                 )
-                .unwrap(),
-            ],
-            trials,
-        )
-    }
+                .unwrap()
+            })
+            .collect(),
+        vec![
+            toolgauge::model::build(
+                &ModelFile::load(&root.join(format!("models/{model}.json"))).unwrap(),
+                &LiveOptions::default(),
+                None,
+            )
+            .unwrap(),
+        ],
+        Settings {
+            seed: 7,
+            concurrency: 256,
+            feedback,
+            ..Settings::of_trials(trials)
+        },
+    )
 }
 
 /// Run the plan into `reporter`; the run's measures.
 fn run(plan: &RunPlan, reporter: &mut dyn Reporter) -> Aggregate {
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut reporters = Reporters::new(&info, vec![reporter]);
     harness::run(plan, &mut reporters, None).unwrap();
     reporters.stats().clone()
@@ -124,7 +121,7 @@ fn the_same_seed_gives_the_same_trials_whatever_the_concurrency() {
             FeedbackStyle::PointerList,
             sandbox.path(),
         );
-        plan.concurrency = concurrency;
+        plan.settings.concurrency = concurrency;
         let mut sink = Collect(Vec::new());
         run(&plan, &mut sink);
         sink.0
@@ -206,7 +203,7 @@ fn a_stopped_run_has_handed_every_finished_trial_over_in_job_order() {
         stop_after: 37,
         stop: Some(stop),
     };
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut reporters = Reporters::new(&info, vec![&mut sink]);
     let outcome = harness::run_until(&plan, &mut reporters, None, async {
         let _ = stopped.await;
@@ -325,8 +322,8 @@ fn a_stopped_run_leaves_its_finished_trials_in_the_files_with_their_logs() {
         FeedbackStyle::PointerList,
         sandbox.path(),
     );
-    plan.session_log = true;
-    let info = plan.info(Thresholds::default());
+    plan.settings.no_session = false;
+    let info = plan.info();
     let session =
         toolgauge::report::SessionFile::create(&out.path().join("session.jsonl")).unwrap();
     let mut files = toolgauge::report::RunFiles::create(out.path(), Some(session)).unwrap();
@@ -404,7 +401,7 @@ fn a_lost_trial_is_a_notice_to_the_reporters_not_a_line_the_library_prints() {
     let mut plan = plan(&[], "scripted", 2, FeedbackStyle::PointerList, dir.path());
     plan.scenarios =
         vec![load_scenario(&file, dir.path(), &toolgauge::tool::mcp::ToolServers::new()).unwrap()];
-    plan.clock = Clock::Real;
+    plan.settings.clock = Clock::Real;
     let mut heard = Notices(Vec::new());
     let stats = run(&plan, &mut heard);
     assert_eq!(stats.measured_trials(), 0);

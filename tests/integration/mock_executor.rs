@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use toolgauge::call::{Failure, Party, Usage};
-use toolgauge::harness::{self, RunPlan};
+use toolgauge::harness::{self, RunPlan, Settings};
 use toolgauge::metrics::{Aggregate, TrialOutcome};
 use toolgauge::model::{Model, ModelTerms, ModelTrial, Reply, ReplyError, ReplyFuture, TrialStart};
 use toolgauge::provider::Provider;
-use toolgauge::report::{FinishedTrial, Notice, Reporter, Reporters, RunInfo, Thresholds};
+use toolgauge::report::{FinishedTrial, Notice, Reporter, Reporters, RunInfo};
 use toolgauge::transport::TransportError;
 
 /// What the double does on one trial.
@@ -128,14 +128,14 @@ fn plan(executor: std::sync::Arc<MockExecutor>, trials: u32, sandbox: &Path) -> 
     });
     std::fs::write(&file, scenario.to_string()).unwrap();
     let servers = toolgauge::tool::mcp::ToolServers::new();
-    RunPlan {
-        concurrency: 8,
-        ..RunPlan::new(
-            vec![toolgauge::scenario::load_scenario(&file, sandbox, &servers).unwrap()],
-            vec![executor],
-            trials,
-        )
-    }
+    RunPlan::new(
+        vec![toolgauge::scenario::load_scenario(&file, sandbox, &servers).unwrap()],
+        vec![executor],
+        Settings {
+            concurrency: 8,
+            ..Settings::of_trials(trials)
+        },
+    )
 }
 
 /// Hears the trials in the order they are handed over, and the notices.
@@ -164,7 +164,7 @@ fn run(plan: &RunPlan) -> (Heard, Aggregate) {
 
 /// The run's measures, or why it ended before its end.
 fn run_to_end(plan: &RunPlan) -> (Heard, Result<Aggregate, harness::RunError>) {
-    let info = plan.info(Thresholds::default());
+    let info = plan.info();
     let mut heard = Heard::default();
     let ended = {
         let mut reporters = Reporters::new(&info, vec![&mut heard]);
