@@ -5,7 +5,8 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand};
 
 use super::CliError;
 use crate::provider::Provider;
@@ -38,18 +39,30 @@ pub struct ListArgs {
     pub source: String,
     /// The format to print: toolgauge's own definitions, or a provider's
     /// `tools` value.
-    #[arg(long, value_enum, default_value_t = Format::Toolgauge)]
+    #[arg(long, value_name = "FORMAT", default_value = OWN_FORMAT, value_parser = formats())]
     pub format: Format,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+/// What `tools list` prints.
+#[derive(Debug, Clone, Copy)]
 pub enum Format {
     Toolgauge,
-    Openai,
-    /// OpenAI's Responses API: flat function tools.
-    OpenaiResponses,
-    Anthropic,
-    Gemini,
+    /// A wire format's `tools` value.
+    Wire(Provider),
+}
+
+/// `--format`'s value for toolgauge's own definitions.
+const OWN_FORMAT: &str = "toolgauge";
+
+/// `toolgauge`, or a wire format by `Provider`'s own name, each named
+/// with its API in `--help`.
+fn formats() -> impl TypedValueParser<Value = Format> {
+    let own = PossibleValue::new(OWN_FORMAT).help("toolgauge's own definitions");
+    let wire = Provider::all().map(|p| PossibleValue::new(p.as_str()).help(p.api_name()));
+    PossibleValuesParser::new(std::iter::once(own).chain(wire)).map(|name| match name.parse() {
+        Ok(provider) => Format::Wire(provider),
+        Err(_) => Format::Toolgauge,
+    })
 }
 
 pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
@@ -62,10 +75,7 @@ pub fn run(args: &ToolsArgs) -> Result<ExitCode, CliError> {
     let specs: Vec<_> = tools.defs.iter().map(|d| d.spec()).collect();
     let printed = match args.format {
         Format::Toolgauge => serde_json::to_value(&tools.defs)?,
-        Format::Openai => Provider::OpenAi.format_tools(&specs),
-        Format::OpenaiResponses => Provider::OpenAiResponses.format_tools(&specs),
-        Format::Anthropic => Provider::Anthropic.format_tools(&specs),
-        Format::Gemini => Provider::Gemini.format_tools(&specs),
+        Format::Wire(provider) => provider.format_tools(&specs),
     };
     println!("{}", serde_json::to_string_pretty(&printed)?);
     for problem in &tools.problems {

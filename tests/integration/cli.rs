@@ -685,6 +685,30 @@ fn differential_fuzzing_finds_where_python_jsonschema_departs_from_ecma_patterns
 }
 
 #[test]
+fn tools_list_takes_every_wire_format_by_its_provider_name() {
+    use toolgauge::provider::Provider;
+    let specs: Vec<_> = toolgauge::tool::BUILTIN_NAMES
+        .iter()
+        .map(|name| toolgauge::tool::builtin_definition(name).unwrap().spec())
+        .collect();
+    for provider in Provider::all() {
+        let output = toolgauge(&["tools", "list", "builtin", "--format", provider.as_str()]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let printed: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(
+            printed,
+            provider.format_tools(&specs),
+            "{}",
+            provider.as_str()
+        );
+    }
+    let help = stdout(&toolgauge(&["tools", "list", "--help"]));
+    for provider in Provider::all() {
+        assert!(help.contains(provider.api_name()), "{help}");
+    }
+}
+
+#[test]
 fn tools_list_builtin_prints_every_built_in_tool_with_its_schema() {
     let output = toolgauge(&["tools", "list", "builtin"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

@@ -219,3 +219,8 @@ pub(super) fn progress(p: &mut Progress, event: &Value) {
         _ => {}
     }
 }
+
+/// Anthropic asks with `stream: true`.
+pub(super) fn ask_for_stream(request: &mut crate::transport::ApiRequest) {
+    request.body["stream"] = json!(true);
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt, Stream, StreamExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::super::{ParsedResponse, Provider, ResponseError};
 use super::assemble::Assembler;
@@ -45,24 +45,6 @@ where
         }
     }
     Ok(frames)
-}
-
-/// Make `request` ask for a streamed reply, as `provider`'s API wants it
-/// asked: `stream: true` (with the usage in the last chunk, for Chat), or
-/// Gemini's `streamGenerateContent` endpoint with `alt=sse`.
-pub fn ask_for_stream(provider: Provider, request: &mut crate::transport::ApiRequest) {
-    match provider {
-        Provider::Gemini => {
-            request.url = request
-                .url
-                .replace(":generateContent", ":streamGenerateContent?alt=sse");
-        }
-        Provider::OpenAi => {
-            request.body["stream"] = json!(true);
-            request.body["stream_options"] = json!({"include_usage": true});
-        }
-        Provider::OpenAiResponses | Provider::Anthropic => request.body["stream"] = json!(true),
-    }
 }
 
 /// What Parse reads of a streamed reply read at once, no body written.

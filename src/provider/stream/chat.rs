@@ -322,6 +322,12 @@ impl ChatReply {
     }
 }
 
+/// Chat asks with `stream: true`, and for the usage in the last chunk.
+pub(super) fn ask_for_stream(request: &mut crate::transport::ApiRequest) {
+    request.body["stream"] = serde_json::json!(true);
+    request.body["stream_options"] = serde_json::json!({"include_usage": true});
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

@@ -1,12 +1,25 @@
-//! Which file reads each format whose events are kept as JSON values
-//! (Chat's reads itself): the one place that names them all, so that a
-//! format's own arms live whole in its file.
+//! Which file asks for and reads each format's stream (Chat's events,
+//! read typed, read themselves): the one place that names them all, so
+//! that a format's own arms live whole in its file.
 
 use serde_json::Value;
 
+use super::super::Provider;
 use super::ending::{Signal, done};
 use super::progress::{Progress, ValueFormat};
-use super::{anthropic, gemini, responses};
+use super::{anthropic, chat, gemini, responses};
+use crate::transport::ApiRequest;
+
+/// Make `request` ask for a streamed reply, as `provider`'s API wants it
+/// asked.
+pub fn ask_for_stream(provider: Provider, request: &mut ApiRequest) {
+    match provider {
+        Provider::OpenAi => chat::ask_for_stream(request),
+        Provider::OpenAiResponses => responses::ask_for_stream(request),
+        Provider::Anthropic => anthropic::ask_for_stream(request),
+        Provider::Gemini => gemini::ask_for_stream(request),
+    }
+}
 
 /// What the event with `data` (read as JSON: `event`) says of the end.
 pub(super) fn signal(format: ValueFormat, data: &str, event: Option<&Value>) -> Signal {

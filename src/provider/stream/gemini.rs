@@ -114,3 +114,10 @@ pub(super) fn progress(p: &mut Progress, chunk: &Value) {
         p.end();
     }
 }
+
+/// Gemini asks at its `streamGenerateContent` endpoint, with `alt=sse`.
+pub(super) fn ask_for_stream(request: &mut crate::transport::ApiRequest) {
+    request.url = request
+        .url
+        .replace(":generateContent", ":streamGenerateContent?alt=sse");
+}

@@ -34,6 +34,7 @@ mod progress;
 mod responses;
 
 pub use assembly::{
-    Assembled, Assembly, Frame, NotAStream, Received, StreamFailure, ask_for_stream, assemble,
-    frames, parse_whole, read, replay, whole_body,
+    Assembled, Assembly, Frame, NotAStream, Received, StreamFailure, assemble, frames, parse_whole,
+    read, replay, whole_body,
 };
+pub use formats::ask_for_stream;

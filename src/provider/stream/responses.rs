@@ -214,3 +214,8 @@ pub(super) fn progress(p: &mut Progress, event: &Value) {
         _ => {}
     }
 }
+
+/// The Responses API asks with `stream: true`.
+pub(super) fn ask_for_stream(request: &mut crate::transport::ApiRequest) {
+    request.body["stream"] = json!(true);
+}
