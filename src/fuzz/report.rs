@@ -59,17 +59,23 @@ struct DisagreementRow<'a> {
     replay: String,
 }
 
+/// What a fuzz run found, and where its files go.
+pub struct Findings<'a> {
+    pub dir: &'a Path,
+    pub seed: u64,
+    pub validators: &'a [Named],
+    pub results: &'a [ToolResult],
+}
+
 /// fuzz.csv in `dir` and its table; whether any validator let a mutant
 /// through or rejected a valid instance.
 pub fn write_fuzz_csv(
-    dir: &Path,
-    seed: u64,
-    validators: &[Named],
-    results: &[ToolResult],
+    found: &Findings<'_>,
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> io::Result<bool> {
-    let path = dir.join("fuzz.csv");
+    let (seed, validators) = (found.seed, found.validators);
+    let path = found.dir.join("fuzz.csv");
     let mut writer = csv::Writer::from_path(&path)?;
     let mut failed = false;
     for (v, validator) in validators.iter().enumerate() {
@@ -85,7 +91,7 @@ pub fn write_fuzz_csv(
             ("false rejects", Align::Right),
             ("kill rate", Align::Right),
         ]);
-        for result in results {
+        for result in found.results {
             let Some(report) = result.reports.get(v) else {
                 continue;
             };
@@ -205,26 +211,24 @@ fn write_examples(
 /// disagreements.csv and the disagreements on the terminal; whether
 /// there were any.
 pub fn write_disagreements(
-    dir: &Path,
-    seed: u64,
-    validators: &[Named],
-    results: &[ToolResult],
+    found: &Findings<'_>,
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> io::Result<bool> {
-    let path = dir.join("disagreements.csv");
+    let (seed, validators) = (found.seed, found.validators);
+    let path = found.dir.join("disagreements.csv");
     let mut writer = csv::WriterBuilder::new()
         .has_headers(false)
         .from_path(&path)?;
     writer.write_record(DISAGREEMENT_COLUMNS)?;
-    let total: usize = results.iter().map(|r| r.disagreements.len()).sum();
+    let total: usize = found.results.iter().map(|r| r.disagreements.len()).sum();
     writeln!(
         out,
         "\n{} site(s) where the {} validators disagree",
         total,
         validators.len()
     )?;
-    for result in results {
+    for result in found.results {
         for d in &result.disagreements {
             let verdicts = validators
                 .iter()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ToolFuzz;
-use super::report::{write_disagreements, write_fuzz_csv};
+use super::report::{Findings, write_disagreements, write_fuzz_csv};
 use super::session::{
     BadValidator, Fault, Judged, Named, ServerJudge, ToolFault, Validator, fuzz_tools,
 };
@@ -174,12 +174,15 @@ impl FuzzRun {
             source,
         };
         crate::whole_file::make_folder(&request.out).map_err(written)?;
-        let (dir, seed, validators) = (request.out.as_path(), request.seed, &self.validators);
-        let mut failed =
-            write_fuzz_csv(dir, seed, validators, &fuzzed.results, out, notes).map_err(written)?;
-        if validators.len() > 1 {
-            failed |= write_disagreements(dir, seed, validators, &fuzzed.results, out, notes)
-                .map_err(written)?;
+        let found = Findings {
+            dir: &request.out,
+            seed: request.seed,
+            validators: &self.validators,
+            results: &fuzzed.results,
+        };
+        let mut failed = write_fuzz_csv(&found, out, notes).map_err(written)?;
+        if found.validators.len() > 1 {
+            failed |= write_disagreements(&found, out, notes).map_err(written)?;
         }
         // Stopped on request: what was judged is kept, and said.
         if let Some(failure) = fuzzed.failure

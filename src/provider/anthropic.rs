@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 
+use super::declared::{SchemaAt, declarations, declared};
 use super::loose::{Loose, LooseCount, LooseStr, LooseText};
 use super::settings::{CacheMode, ToolChoice};
 use super::{
@@ -289,28 +290,15 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
 }
 
 pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
-    let items = tools
-        .as_array()
-        .ok_or_else(|| Located::here("must be an array"))?;
-    items
-        .iter()
-        .enumerate()
+    declarations(tools)?
         .map(|(i, tool)| {
-            Ok(FunctionSpec {
-                name: str_field(tool, "name")
-                    .ok_or_else(|| Located::new(Pointer::root().index(i), "has no name"))?,
-                description: str_field(tool, "description").unwrap_or_default(),
-                parameters: tool
-                    .get("input_schema")
-                    .cloned()
-                    .ok_or_else(|| Located::new(Pointer::root().index(i), "has no input_schema"))?,
-            })
+            let schema = SchemaAt {
+                keys: &["input_schema"],
+                required: true,
+            };
+            declared(tool, || Pointer::root().index(i), schema)
         })
         .collect()
-}
-
-fn str_field(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// A message as the API sends it, written straight into `out`.

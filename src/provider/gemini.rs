@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
+use super::declared::{SchemaAt, declarations, declared};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
@@ -197,43 +198,27 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
 }
 
 pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
-    let groups = tools
-        .as_array()
-        .ok_or_else(|| Located::here("must be an array"))?;
     let mut specs = Vec::new();
-    for (g, group) in groups.iter().enumerate() {
+    for (g, group) in declarations(tools)? {
         let Some(declarations) = group.get("functionDeclarations").and_then(Value::as_array) else {
             continue; // built-in tools such as googleSearch
         };
         for (i, declaration) in declarations.iter().enumerate() {
-            let name = declaration
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    let at = Pointer::root()
-                        .index(g)
-                        .key("functionDeclarations")
-                        .index(i);
-                    Located::new(at, "has no name")
-                })?;
-            let parameters = [
-                "parametersJsonSchema",
-                "parameters_json_schema",
-                "parameters",
-            ]
-            .iter()
-            .find_map(|key| declaration.get(*key))
-            .cloned()
-            .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-            specs.push(FunctionSpec {
-                name: name.to_owned(),
-                description: declaration
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                parameters,
-            });
+            let at = || {
+                Pointer::root()
+                    .index(g)
+                    .key("functionDeclarations")
+                    .index(i)
+            };
+            let schema = SchemaAt {
+                keys: &[
+                    "parametersJsonSchema",
+                    "parameters_json_schema",
+                    "parameters",
+                ],
+                required: false,
+            };
+            specs.push(declared(declaration, at, schema)?);
         }
     }
     Ok(specs)

@@ -7,6 +7,7 @@
 
 mod anthropic;
 pub mod conversation;
+mod declared;
 mod gemini;
 mod loose;
 mod openai;

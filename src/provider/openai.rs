@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::declared::{PARAMETERS, declarations, declared};
 use super::loose::{Loose, LooseCount, LooseStr, present};
 use super::settings::ToolChoice;
 use super::{
@@ -224,34 +225,13 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
 }
 
 pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
-    let items = tools
-        .as_array()
-        .ok_or_else(|| Located::here("must be an array"))?;
-    items
-        .iter()
-        .enumerate()
+    declarations(tools)?
         .map(|(i, tool)| {
             let function = tool
                 .get("function")
                 .ok_or_else(|| Located::new(Pointer::root().index(i), "has no function"))?;
-            Ok(FunctionSpec {
-                name: function
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        Located::new(Pointer::root().index(i).key("function"), "has no name")
-                    })?
-                    .to_owned(),
-                description: function
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                parameters: function
-                    .get("parameters")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            })
+            let at = || Pointer::root().index(i).key("function");
+            declared(function, at, PARAMETERS)
         })
         .collect()
 }

@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::declared::{PARAMETERS, declarations, declared};
 use super::loose::{Loose, LooseCount, LooseStr, LooseText, present};
 use super::openai::{CachedTokens, ReasoningTokens};
 use super::{
@@ -202,27 +203,9 @@ pub(super) fn format_tools(tools: &[FunctionSpec]) -> Value {
 }
 
 pub(super) fn parse_tools(tools: &Value) -> Result<Vec<FunctionSpec>, Located> {
-    let items = tools
-        .as_array()
-        .ok_or_else(|| Located::here("must be an array"))?;
-    items
-        .iter()
-        .enumerate()
+    declarations(tools)?
         .filter(|(_, tool)| tool["type"] == "function")
-        .map(|(i, tool)| {
-            Ok(FunctionSpec {
-                name: tool["name"]
-                    .as_str()
-                    .ok_or_else(|| Located::new(Pointer::root().index(i), "has no name"))?
-                    .to_owned(),
-                description: tool["description"].as_str().unwrap_or_default().to_owned(),
-                parameters: tool
-                    .get("parameters")
-                    .filter(|p| !p.is_null())
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            })
-        })
+        .map(|(i, tool)| declared(tool, || Pointer::root().index(i), PARAMETERS))
         .collect()
 }
 
