@@ -160,30 +160,7 @@ pub fn scenario(
         .filter_map(|f| f["name"].as_str().map(str::to_owned))
         .collect();
     only.push(CHECK_TURN.to_owned());
-    let mut turns = Vec::new();
-    for (k, calls) in answer.ground_truth.iter().enumerate() {
-        let reference = calls
-            .iter()
-            .map(|call| reference_call(call, &entry.involved_classes, docs))
-            .collect::<Result<Vec<_>, _>>()?;
-        let probe = json!({"probe": {
-            "tool": CHECK_TURN,
-            "arguments": {"turn": k},
-            "result": {"valid": true},
-        }});
-        let added = entry.missed_function.get(&k.to_string());
-        let user = match added {
-            Some(_) => ADDED_FUNCTIONS_PROMPT.to_owned(),
-            None => {
-                user_words(&entry.question[k]).ok_or(format!("turn {k} has no user message"))?
-            }
-        };
-        let mut turn = json!({"user": user, "reference": reference, "final_state": probe});
-        if let Some(added) = added {
-            turn["add_tools"] = json!(added);
-        }
-        turns.push(turn);
-    }
+    let mut turns = turns(entry, answer, docs)?;
     let first = turns.remove(0);
     let messages = entry.question.first().filter(|m| !m.is_empty());
     Ok(json!({
@@ -210,6 +187,36 @@ pub fn scenario(
             "turns": turns,
         },
     }))
+}
+
+/// Each turn of `entry`: the user's words (or the added functions'
+/// prompt), the reference calls and the probe that checks the turn.
+fn turns(entry: &Entry, answer: &Answer, docs: &FunctionDocs) -> Result<Vec<Value>, NotImportable> {
+    let mut turns = Vec::new();
+    for (k, calls) in answer.ground_truth.iter().enumerate() {
+        let reference = calls
+            .iter()
+            .map(|call| reference_call(call, &entry.involved_classes, docs))
+            .collect::<Result<Vec<_>, _>>()?;
+        let probe = json!({"probe": {
+            "tool": CHECK_TURN,
+            "arguments": {"turn": k},
+            "result": {"valid": true},
+        }});
+        let added = entry.missed_function.get(&k.to_string());
+        let user = match added {
+            Some(_) => ADDED_FUNCTIONS_PROMPT.to_owned(),
+            None => {
+                user_words(&entry.question[k]).ok_or(format!("turn {k} has no user message"))?
+            }
+        };
+        let mut turn = json!({"user": user, "reference": reference, "final_state": probe});
+        if let Some(added) = added {
+            turn["add_tools"] = json!(added);
+        }
+        turns.push(turn);
+    }
+    Ok(turns)
 }
 
 /// A turn's words: its user messages, joined.

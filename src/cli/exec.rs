@@ -114,6 +114,12 @@ fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     let text = serde_json::to_string_pretty(&messages).expect("result messages always serialize");
     println!("{text}");
 
+    eprintln!("{}", batch_line(batch));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `3 call(s): 2 ok, 1 failed (validation: 1); makespan 1.000 ms`.
+fn batch_line(batch: &crate::pipeline::Batch) -> String {
     let mut errors: BTreeMap<&str, usize> = BTreeMap::new();
     for result in &batch.results {
         if let Some(kind) = result.error_kind {
@@ -122,7 +128,7 @@ fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
     }
     let failed = batch.error_count();
     let detail: Vec<String> = errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-    eprintln!(
+    format!(
         "{} call(s): {} ok, {} failed{}; makespan {:.3} ms",
         batch.results.len(),
         batch.results.len() - failed,
@@ -133,8 +139,7 @@ fn exec(args: &ExecArgs, servers: &ToolServers) -> Result<ExitCode, CliError> {
             format!(" ({})", detail.join(", "))
         },
         batch.makespan.as_secs_f64() * 1e3
-    );
-    Ok(ExitCode::SUCCESS)
+    )
 }
 
 fn build_registry(args: &ExecArgs, servers: &ToolServers) -> Result<Registry, CliError> {

@@ -9,6 +9,7 @@ use clap::Args;
 use super::progress::{Progress, ProgressMode};
 use super::{CliError, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::harness::{BudgetLimits, PreparedRun, RunEnding, RunError, RunRequest, Spent};
+use crate::report::Violation;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -89,18 +90,23 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, CliError> {
     if !args.quiet {
         eprintln!("reports written to {}", out.display());
     }
+    Ok(verdict(&violations))
+}
+
+/// A finished run passes, or its results below threshold are told.
+fn verdict(violations: &[Violation]) -> ExitCode {
     if violations.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
     eprintln!(
         "{} model x scenario result(s) below threshold:",
         violations.len()
     );
-    for v in &violations {
+    for v in violations {
         let line = format!("  {} / {}: {}", v.model, v.scenario, v.message);
         eprintln!("{}", super::for_terminal(&line));
     }
-    Ok(ExitCode::from(EXIT_FAILED))
+    ExitCode::from(EXIT_FAILED)
 }
 
 /// What setting the run up found: warnings always, the rest unless quiet.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::differential::{self, Disagreement, Found};
 use super::external::ExternalValidator;
-use super::{CaseBlocks, ToolFuzz};
+use super::{CaseBlocks, Cases, ToolFuzz};
 use crate::call::Arguments;
 use crate::tool::{Registry, ToolDef};
 
@@ -213,6 +213,42 @@ pub struct Fuzzed {
     pub stopped: bool,
 }
 
+/// One tool's fuzzing so far: one report per validator that judged, the
+/// disagreements found, the cases judged, and what stopped it.
+#[derive(Default)]
+struct ToolRun {
+    reports: Vec<ToolFuzz>,
+    found: Found,
+    cases: u64,
+    tool_fault: Option<ToolFault>,
+    failed: Option<Fault>,
+}
+
+impl ToolRun {
+    /// Judge one block (one in memory at a time); whether to go on.
+    fn judge(
+        &mut self,
+        validators: &[Named],
+        tool: &str,
+        reference: &crate::schema::Compiled,
+        block: &Cases,
+    ) -> bool {
+        let (verdicts, fault) = judge_block(validators, tool, reference, &block.instances);
+        match fault {
+            Some(Fault::Tool(why)) => self.tool_fault = Some(why),
+            Some(validator) => self.failed = Some(validator),
+            None => {}
+        }
+        tally(&mut self.reports, block, &verdicts);
+        let short = self.failed.is_some() || self.tool_fault.is_some();
+        if validators.len() > 1 && !short {
+            differential::collect(&mut self.found, block, &verdicts);
+        }
+        self.cases += block.len() as u64;
+        !short
+    }
+}
+
 /// Fuzz every tool of `registry` that `allowed` lets be called, with
 /// `cases` cases from `seed` (objects only for a served source), through
 /// each validator; disagreements between validators are minimised. A
@@ -246,42 +282,35 @@ pub fn fuzz_tools(
             offset += blocks.map(|block| block.len() as u64).sum::<u64>();
             continue;
         }
-        // One report per validator that judged; one block in memory at a time.
-        let mut reports: Vec<ToolFuzz> = Vec::with_capacity(validators.len());
-        let mut found = Found::new();
-        let mut tool_cases = 0;
-        let mut tool_fault = None;
+        let mut tool = ToolRun::default();
         for block in blocks {
-            let (verdicts, fault) = judge_block(validators, &def.name, reference, &block.instances);
-            match fault {
-                Some(Fault::Tool(why)) => tool_fault = Some(why),
-                Some(validator) => failure = Some(validator),
-                None => {}
-            }
-            tally(&mut reports, &block, &verdicts);
-            let short = failure.is_some() || tool_fault.is_some();
-            if validators.len() > 1 && !short {
-                differential::collect(&mut found, &block, &verdicts);
-            }
-            tool_cases += block.len() as u64;
+            let go_on = tool.judge(validators, &def.name, reference, &block);
             judged += block.len() as u64;
-            if short {
+            if !go_on {
                 break;
             }
-            let tool = &def.name;
             if !after_block(Judged {
-                tool,
+                tool: &def.name,
                 cases: judged,
             }) {
                 stopped = true;
                 break;
             }
         }
-        let found = minimised(found, validators, &def.name, reference);
+        let ToolRun {
+            reports,
+            found,
+            cases: tool_cases,
+            tool_fault,
+            failed,
+        } = tool;
+        if failed.is_some() {
+            failure = failed;
+        }
         results.push(ToolResult {
             tool: def.name.clone(),
             reports,
-            disagreements: found,
+            disagreements: minimised(found, validators, &def.name, reference),
             offset,
         });
         offset += tool_cases;

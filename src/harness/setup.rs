@@ -101,6 +101,26 @@ pub enum RunEnding {
 impl Notes {
     /// Put a run on the real clock for `what`, which takes real time (on
     /// the paused clock every timeout would fire at once), and say so.
+    /// Real tools (MCP servers, endpoints, commands) and simulated users
+    /// played over the network take real time: on the paused clock every
+    /// call's timeout would fire at once.
+    fn real_time_where_needed(
+        &mut self,
+        settings: &mut Settings,
+        scenarios: &[Scenario],
+        live_users: bool,
+    ) {
+        if scenarios.iter().any(|s| s.registry.has_real_tools()) {
+            self.real_clock(
+                settings,
+                "real tools (MCP servers, HTTP endpoints, commands)",
+            );
+        }
+        if live_users {
+            self.real_clock(settings, "simulated users played by live models");
+        }
+    }
+
     fn real_clock(&mut self, settings: &mut Settings, what: &str) {
         if settings.clock == Clock::Virtual {
             self.info.push(format!("{what}: running on the real clock"));
@@ -166,6 +186,25 @@ fn budget_of(
     Ok(Some(Arc::new(Budget::new(limits))))
 }
 
+/// A resumed run's finished trials set aside (their file), and
+/// session.jsonl, new or resumed after the last trial kept.
+fn resumed_files(
+    request: &RunRequest,
+    plan: &RunPlan,
+    info: &RunInfo,
+    out: &Path,
+) -> Result<(Option<PathBuf>, Option<SessionFile>), SetupError> {
+    let (earlier, last_kept) = match request.resume {
+        Some(_) => {
+            let (path, last) = set_aside_finished_trials(plan, info, out)?;
+            (Some(path), last)
+        }
+        None => (None, None),
+    };
+    let session = session_file(&plan.settings, request, out, info, last_kept)?;
+    Ok((earlier, session))
+}
+
 /// session.jsonl, new, or resumed after the last trial kept (`None`:
 /// the session log is off).
 fn session_file(
@@ -207,24 +246,14 @@ impl PreparedRun {
         let servers = Arc::new(tool_servers(request)?);
         let scenarios = load_checked(&settings, &sandboxes, &servers, &mut notes)?;
         say_who_is_judged(request, &servers, &mut notes);
-        // Real tools (MCP servers, endpoints, commands) take real time: on
-        // the paused clock every call's timeout would fire at once.
-        if scenarios.iter().any(|s| s.registry.has_real_tools()) {
-            notes.real_clock(
-                &mut settings,
-                "real tools (MCP servers, HTTP endpoints, commands)",
-            );
-        }
         if let Some(run) = &recorded {
             run.check_suite(&scenarios)
                 .map_err(SetupError::SuiteChanged)?;
         }
         models.check_answerable(&scenarios)?;
         let users = models.users(&scenarios, &settings.suite.0)?;
-        // A simulated user played over the network needs the real clock.
-        if models.replayer.is_none() && users.iter().any(Option::is_some) {
-            notes.real_clock(&mut settings, "simulated users played by live models");
-        }
+        let live_users = models.replayer.is_none() && users.iter().any(Option::is_some);
+        notes.real_time_where_needed(&mut settings, &scenarios, live_users);
         let budget = budget_of(request.budget, &models, &users, &mut notes)?;
         let batches = models.batch_ledger();
         let plan = RunPlan {
@@ -236,14 +265,7 @@ impl PreparedRun {
             ..RunPlan::new(scenarios, models.models, settings)
         };
         let info = plan.info();
-        let (earlier, last_kept) = match request.resume {
-            Some(_) => {
-                let (path, last) = set_aside_finished_trials(&plan, &info, &out)?;
-                (Some(path), last)
-            }
-            None => (None, None),
-        };
-        let session = session_file(&plan.settings, request, &out, &info, last_kept)?;
+        let (earlier, session) = resumed_files(request, &plan, &info, &out)?;
         let prepared = PreparedRun {
             files: RunFiles::create(&out, session).map_err(at(&out))?,
             tool_sources: ToolSourcesCsv {

@@ -196,6 +196,7 @@ impl<'p> TrialRun<'p> {
         attempt: u32,
         returned: Option<&[u8]>,
     ) -> Result<Step, RunError> {
+        self.log_attempt(attempt);
         let admission = self.admitted().await;
         let asked = Instant::now();
         let (answered, early) = ask(
@@ -225,14 +226,6 @@ impl<'p> TrialRun<'p> {
             request: asked.elapsed(),
             ..Default::default()
         });
-        if let Some(log) = &mut self.log {
-            log.set_coordinates(Coordinates {
-                model: self.model.name(),
-                scenario: &self.scenario.name,
-                trial: self.trial,
-                attempt,
-            });
-        }
         let ran_early = early.as_ref().map_or(0, |run| run.ran() as u32);
         let provider = self.model.provider();
         let turn = self
@@ -254,7 +247,26 @@ impl<'p> TrialRun<'p> {
         let measured = reply
             .timing
             .map(|t| asked.elapsed().saturating_sub(t.queued + t.retrying));
-        let stream = reply.stream.map(|timing| StreamTimes {
+        let stream = reply
+            .stream
+            .map(|timing| self.stream_times(&turn, timing, measured, ran_early));
+        let mut outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
+        outcome.repeated_failed_call = self.repeats_a_failed_call(&turn);
+        if outcome.failures.iter().any(|f| f.is_infrastructure()) {
+            return Ok(Step::Lost(self.lost(&turn, outcome)));
+        }
+        Ok(Step::Turn(Box::new(turn), outcome))
+    }
+
+    /// A streamed reply's times, and what running its calls early bought.
+    fn stream_times(
+        &self,
+        turn: &Turn,
+        timing: crate::call::StreamTiming,
+        measured: Option<std::time::Duration>,
+        ran_early: u32,
+    ) -> StreamTimes {
+        StreamTimes {
             early_ideal: self.pipeline.ideal_early(
                 turn.calls(),
                 &turn.batch.results,
@@ -263,13 +275,19 @@ impl<'p> TrialRun<'p> {
             turn: measured.unwrap_or_default(),
             ran_early,
             timing,
-        });
-        let mut outcome = attempt_outcome(attempt, &turn, timing, reply.usage, stream);
-        outcome.repeated_failed_call = self.repeats_a_failed_call(&turn);
-        if outcome.failures.iter().any(|f| f.is_infrastructure()) {
-            return Ok(Step::Lost(self.lost(&turn, outcome)));
         }
-        Ok(Step::Turn(Box::new(turn), outcome))
+    }
+
+    /// The session log's next lines are `attempt`'s.
+    fn log_attempt(&mut self, attempt: u32) {
+        if let Some(log) = &mut self.log {
+            log.set_coordinates(Coordinates {
+                model: self.model.name(),
+                scenario: &self.scenario.name,
+                trial: self.trial,
+                attempt,
+            });
+        }
     }
 
     /// Does `turn` make again a call that failed in the turn before? Its

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::outcome::AttemptOutcome;
 use super::{
     Latencies, RecoveryByKind, StreamStats, TaskStats, TrialOutcome, recovery, wilson_interval,
 };
@@ -113,28 +114,7 @@ impl CellStats {
             self.first_success[slot] += 1;
         }
         for attempt in &trial.attempts {
-            for kind in &attempt.failures {
-                *self.failures.entry(*kind).or_default() += 1;
-            }
-            if attempt.reason == Some(Reason::CallAsText) {
-                self.calls_as_text += 1;
-            }
-            self.model_ms.record(attempt.time.model);
-            self.tool_ms.record(attempt.time.tool);
-            if let Some(stream) = &attempt.stream {
-                self.stream
-                    .get_or_insert_default()
-                    .add(stream, attempt.calls, attempt.time.ideal);
-            }
-            if attempt.calls >= 2 && !attempt.time.tool.is_zero() {
-                let serial = attempt.time.serial.as_secs_f64();
-                let parallel = attempt.time.tool.as_secs_f64();
-                let ideal = attempt.time.ideal.as_secs_f64().max(f64::MIN_POSITIVE);
-                self.parallel_turns += 1;
-                self.sum_speedup += serial / parallel;
-                self.sum_ideal_speedup += serial / ideal;
-                self.sum_efficiency += ideal / parallel;
-            }
+            self.add_measured(attempt);
         }
         if let Some(end) = trial.task {
             // Self-correction inside a task is its recovered errors.
@@ -164,6 +144,32 @@ impl CellStats {
                 entry.0 += 1;
                 entry.1 += u64::from(trial.success());
             }
+        }
+    }
+
+    /// A measured trial's attempt: its failures, times and speedups.
+    fn add_measured(&mut self, attempt: &AttemptOutcome) {
+        for kind in &attempt.failures {
+            *self.failures.entry(*kind).or_default() += 1;
+        }
+        if attempt.reason == Some(Reason::CallAsText) {
+            self.calls_as_text += 1;
+        }
+        self.model_ms.record(attempt.time.model);
+        self.tool_ms.record(attempt.time.tool);
+        if let Some(stream) = &attempt.stream {
+            self.stream
+                .get_or_insert_default()
+                .add(stream, attempt.calls, attempt.time.ideal);
+        }
+        if attempt.calls >= 2 && !attempt.time.tool.is_zero() {
+            let serial = attempt.time.serial.as_secs_f64();
+            let parallel = attempt.time.tool.as_secs_f64();
+            let ideal = attempt.time.ideal.as_secs_f64().max(f64::MIN_POSITIVE);
+            self.parallel_turns += 1;
+            self.sum_speedup += serial / parallel;
+            self.sum_ideal_speedup += serial / ideal;
+            self.sum_efficiency += ideal / parallel;
         }
     }
 
@@ -319,7 +325,6 @@ fn ratio(part: u64, whole: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::AttemptOutcome;
 
     fn attempt(n: u32, success: bool, failures: &[Failure]) -> AttemptOutcome {
         AttemptOutcome {

@@ -121,19 +121,7 @@ pub fn load_suites(
     let mut skipped = Vec::new();
     // Scenario files given by name, not found in a folder.
     let named: Vec<PathBuf> = dirs.iter().filter(|d| d.is_file()).cloned().collect();
-    // The same suite twice would run each scenario twice under one name.
-    let canonical: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
-    for (i, dir) in dirs.iter().enumerate() {
-        if let Some(Some(earlier)) = canonical[..i]
-            .iter()
-            .find(|c| c.is_some() && **c == canonical[i])
-        {
-            return Err(vec![LoadError::Suite {
-                path: dir.to_owned(),
-                message: format!("is given twice (as {})", earlier.display()),
-            }]);
-        }
-    }
+    refuse_a_suite_given_twice(dirs)?;
     for dir in dirs {
         let (found, passed_over) = if dir.is_file() {
             (vec![dir.to_owned()], Vec::new())
@@ -185,6 +173,35 @@ pub fn load_suites(
     } else {
         Err(errors)
     }
+}
+
+/// The scenario's own sandbox, made when it has files or a built-in tool
+/// that works in one.
+fn sandbox_of(file: &ScenarioFile, sandbox_root: &Path) -> Result<Option<PathBuf>, Located> {
+    let needs_sandbox = !file.files.is_empty()
+        || file.tools.iter().any(
+            |t| matches!(t, ToolEntry::Builtin(name) if crate::tool::builtin_needs_sandbox(name)),
+        );
+    needs_sandbox
+        .then(|| make_sandbox(sandbox_root, file))
+        .transpose()
+}
+
+/// The same suite twice would run each scenario twice under one name.
+fn refuse_a_suite_given_twice(dirs: &[PathBuf]) -> Result<(), Vec<LoadError>> {
+    let canonical: Vec<Option<PathBuf>> = dirs.iter().map(|d| d.canonicalize().ok()).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        if let Some(Some(earlier)) = canonical[..i]
+            .iter()
+            .find(|c| c.is_some() && **c == canonical[i])
+        {
+            return Err(vec![LoadError::Suite {
+                path: dir.to_owned(),
+                message: format!("is given twice (as {})", earlier.display()),
+            }]);
+        }
+    }
+    Ok(())
 }
 
 /// The scenario files under `dir`, sorted by path. Links are followed,
@@ -271,15 +288,7 @@ pub fn load_scenario(
         }
     };
     let file = read_file(path, &bytes, &invalid)?;
-    let needs_sandbox = !file.files.is_empty()
-        || file.tools.iter().any(
-            |t| matches!(t, ToolEntry::Builtin(name) if crate::tool::builtin_needs_sandbox(name)),
-        );
-    let sandbox_dir = if needs_sandbox {
-        Some(make_sandbox(sandbox_root, &file).map_err(&invalid)?)
-    } else {
-        None
-    };
+    let sandbox_dir = sandbox_of(&file, sandbox_root).map_err(&invalid)?;
     let store = Store::seeded(&file.state).map_err(|e| {
         invalid(Located::new(
             Pointer::root().key("state").join(&e.pointer),

@@ -115,28 +115,7 @@ impl Registry {
                     defs.push(def);
                 }
                 ToolSource::Defined(def) => {
-                    let served = super::backend::served::backend_of(&def, env.base_dir.as_deref())
-                        .transpose()
-                        .map_err(|message| {
-                            RegistryError::Definitions(vec![DefinitionProblem {
-                                tool: def.name.clone(),
-                                pointer: crate::pointer::Pointer::root(),
-                                message: message.to_string(),
-                            }])
-                        })?;
-                    backends.push(match (served, &def.simulate) {
-                        (Some(served), _) => served,
-                        (None, Some(simulate)) => {
-                            Arc::new(Simulated::new(simulate.clone()).map_err(|problem| {
-                                RegistryError::Definitions(vec![DefinitionProblem {
-                                    tool: def.name.clone(),
-                                    pointer: problem.pointer,
-                                    message: problem.message,
-                                }])
-                            })?)
-                        }
-                        (None, None) => Arc::new(EchoArguments),
-                    });
+                    backends.push(Self::defined_backend(&def, &env)?);
                     defs.push(def);
                 }
                 ToolSource::Backend(def, backend) => {
@@ -173,6 +152,32 @@ impl Registry {
             names,
             sandbox: env.sandbox,
             store: env.store,
+        })
+    }
+
+    /// A defined tool's backend: the server it names, else its
+    /// simulation, else the echo of its arguments.
+    fn defined_backend(
+        def: &ToolDef,
+        env: &ToolEnv,
+    ) -> Result<Arc<dyn ToolBackend>, RegistryError> {
+        let problem = |pointer, message| {
+            RegistryError::Definitions(vec![DefinitionProblem {
+                tool: def.name.clone(),
+                pointer,
+                message,
+            }])
+        };
+        let served = super::backend::served::backend_of(def, env.base_dir.as_deref())
+            .transpose()
+            .map_err(|message| problem(crate::pointer::Pointer::root(), message.to_string()))?;
+        Ok(match (served, &def.simulate) {
+            (Some(served), _) => served,
+            (None, Some(simulate)) => Arc::new(
+                Simulated::new(simulate.clone())
+                    .map_err(|located| problem(located.pointer, located.message))?,
+            ),
+            (None, None) => Arc::new(EchoArguments),
         })
     }
 

@@ -269,15 +269,9 @@ impl Transport {
         let (mut rate_limited, mut free_tries) = (Duration::ZERO, 0);
         loop {
             tries += 1;
-            let queued = Instant::now();
-            let (outcome, sent) = {
-                let _permit = self.in_flight.acquire(order).await;
-                self.wait_for_pace().await;
-                hold(self.limits.wait_before_try()).await;
-                timing.queued += queued.elapsed();
-                let sent = Instant::now();
-                (self.try_once(&method, target, headers, body).await, sent)
-            };
+            let (outcome, sent) = self
+                .try_in_turn(&method, target, headers, body, order, &mut timing)
+                .await;
             let retry_after = match outcome {
                 Ok(Tried::Open(response)) => {
                     timing.retries = tries - 1;
@@ -344,6 +338,26 @@ impl Transport {
 
     /// One try: a 2xx answer with its body unread, or a refusal read
     /// whole with how long it asks us to wait before the next try.
+    /// One try once its turn comes (a permit, the pace), the wait added
+    /// to `timing`'s queue: its outcome, and when it was sent.
+    async fn try_in_turn(
+        &self,
+        method: &reqwest::Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Payload<'_>,
+        order: u64,
+        timing: &mut Timing,
+    ) -> (Result<Tried, reqwest::Error>, Instant) {
+        let queued = Instant::now();
+        let _permit = self.in_flight.acquire(order).await;
+        self.wait_for_pace().await;
+        hold(self.limits.wait_before_try()).await;
+        timing.queued += queued.elapsed();
+        let sent = Instant::now();
+        (self.try_once(method, url, headers, body).await, sent)
+    }
+
     async fn try_once(
         &self,
         method: &reqwest::Method,
