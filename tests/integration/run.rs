@@ -103,6 +103,110 @@ fn a_killed_run_resumed_gives_the_rows_of_an_uninterrupted_run() {
     assert_eq!(entries(&killed), entries(&full));
 }
 
+/// The columns of trials.csv that every release wrote (every later one
+/// has a default, so that older files still read).
+const FIRST_COLUMNS: [&str; 12] = [
+    "model",
+    "scenario",
+    "trial",
+    "attempt",
+    "attempt_success",
+    "trial_success",
+    "failures",
+    "calls",
+    "model_ms",
+    "tool_ms",
+    "serial_ms",
+    "ideal_ms",
+];
+
+/// `text`'s columns named in `keep`, in their order.
+fn only_columns(text: &str, keep: &[&str]) -> Vec<Vec<String>> {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let at: Vec<usize> = keep
+        .iter()
+        .map(|name| header.iter().position(|h| h == *name).unwrap())
+        .collect();
+    let mut rows = vec![keep.iter().map(|k| k.to_string()).collect()];
+    for record in reader.records() {
+        let record = record.unwrap();
+        rows.push(at.iter().map(|&i| record[i].to_owned()).collect());
+    }
+    rows
+}
+
+/// trials.csv as the first release wrote it.
+fn first_release(text: &str) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in only_columns(text, &FIRST_COLUMNS) {
+        writer.write_record(&row).unwrap();
+    }
+    String::from_utf8(writer.into_inner().unwrap()).unwrap()
+}
+
+/// Each row's trial and verdict, as every release wrote them.
+fn verdict_columns(dir: &Path) -> Vec<Vec<String>> {
+    only_columns(&read(dir, "trials.csv"), &FIRST_COLUMNS[..8])
+}
+
+#[test]
+fn a_trials_csv_written_before_later_columns_resumes_and_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    assert_success(&run_into(&full, &[]));
+    let old = first_release(&read(&full, "trials.csv"));
+
+    // Resumed after its first half of whole lines.
+    let killed = dir.path().join("killed");
+    std::fs::create_dir(&killed).unwrap();
+    let lines: Vec<&str> = old.lines().collect();
+    let kept: String = lines[..lines.len() / 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(killed.join("trials.csv"), kept).unwrap();
+    std::fs::copy(full.join("run.json"), killed.join("run.json")).unwrap();
+    let resumed = toolgauge(&["run", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    assert_success(&resumed);
+    assert_eq!(verdict_columns(&killed), verdict_columns(&full));
+    // The kept rows were read, not run again: the columns they lacked
+    // came back at their defaults.
+    let schema_errors = |dir: &Path| only_columns(&read(dir, "trials.csv"), &["schema_errors"]);
+    let (was, is) = (schema_errors(&full), schema_errors(&killed));
+    let kept = lines.len() / 2;
+    assert!(was[1..kept].iter().any(|row| row[0] != "0"), "{was:?}");
+    assert!(is[1..kept].iter().all(|row| row[0] == "0"), "{is:?}");
+    assert_eq!(was[kept..], is[kept..]);
+
+    // Merged with a shard of today's columns.
+    let shards: Vec<PathBuf> = (1..=2)
+        .map(|k| dir.path().join(format!("shard{k}")))
+        .collect();
+    for (k, shard) in shards.iter().enumerate() {
+        assert_success(&run_into(shard, &["--shard", &format!("{}/2", k + 1)]));
+    }
+    let first = first_release(&read(&shards[0], "trials.csv"));
+    std::fs::write(shards[0].join("trials.csv"), first).unwrap();
+    let merged = dir.path().join("merged");
+    let mut args = vec!["report", "merge"];
+    args.extend(shards.iter().map(|s| s.to_str().unwrap()));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    assert_success(&toolgauge(&args));
+    assert_eq!(verdict_columns(&merged), verdict_columns(&full));
+    let zeros = schema_errors(&merged)
+        .iter()
+        .filter(|row| row[0] == "0")
+        .count();
+    assert!(
+        zeros
+            > schema_errors(&full)
+                .iter()
+                .filter(|row| row[0] == "0")
+                .count()
+    );
+}
+
 #[test]
 fn merged_shards_equal_one_run() {
     let dir = tempfile::tempdir().unwrap();
