@@ -229,19 +229,24 @@ impl Settings {
                 });
             }
         }
-        let clock = request.clock.map(|clock| match clock {
-            Clock::Virtual if !live_network => Clock::Virtual,
-            _ => Clock::Real,
-        });
+        // Live models need the real clock, whatever was asked: the
+        // request as this run can take it, lent to both readings.
+        let request = &RunRequest {
+            clock: request.clock.map(|clock| match clock {
+                Clock::Virtual if !live_network => Clock::Virtual,
+                _ => Clock::Real,
+            }),
+            ..request.clone()
+        };
         let settings = match recorded {
-            None => Settings::asked(request, clock, live_network),
-            Some(recorded) => Settings::recorded(request, clock, recorded)?,
+            None => Settings::asked(request, live_network),
+            Some(recorded) => Settings::recorded(request, recorded)?,
         };
         settings.check()?;
         Ok(settings)
     }
 
-    fn asked(request: &RunRequest, clock: Option<Clock>, live_network: bool) -> Settings {
+    fn asked(request: &RunRequest, live_network: bool) -> Settings {
         Settings {
             // Whole paths: `--resume` works from any folder.
             suite: SuitePaths(
@@ -258,7 +263,7 @@ impl Settings {
             } else {
                 DEFAULT_CONCURRENCY
             }),
-            clock: clock.unwrap_or(if live_network {
+            clock: request.clock.unwrap_or(if live_network {
                 Clock::Real
             } else {
                 Clock::Virtual
@@ -276,11 +281,7 @@ impl Settings {
         }
     }
 
-    fn recorded(
-        request: &RunRequest,
-        clock: Option<Clock>,
-        recorded: &Settings,
-    ) -> Result<Settings, SettingsError> {
+    fn recorded(request: &RunRequest, recorded: &Settings) -> Result<Settings, SettingsError> {
         let same = request.suites.len() == recorded.suite.0.len()
             && request
                 .suites
@@ -291,12 +292,8 @@ impl Settings {
             let given = SuitePaths(request.suites.clone());
             return Err(contradiction("SUITE", given, &recorded.suite));
         }
-        let request = RunRequest {
-            clock,
-            ..request.clone()
-        };
         for (flag, given, kept) in HELD {
-            if let Some(given) = given(&request)
+            if let Some(given) = given(request)
                 && given != kept(recorded)
             {
                 return Err(contradiction(flag, shown(&given), shown(&kept(recorded))));

@@ -93,6 +93,8 @@ pub(super) struct TrialRun<'p> {
     /// The trial as the budget counts its spend: (model, scenario, trial).
     pub(super) key: super::budget::TrialKey,
     pub(super) budget: Option<&'p Budget>,
+    /// The model's prices, which its requests spend from the budget at.
+    prices: Option<crate::call::Prices>,
     pub(super) model_trial: Box<dyn ModelTrial + 'p>,
     pub(super) tools: ToolState,
     pub(super) pipeline: Pipeline,
@@ -147,6 +149,7 @@ impl<'p> TrialRun<'p> {
             trial: job.trial,
             key: (job.model, job.scenario, job.trial),
             budget: plan.budget.as_deref(),
+            prices: model.terms().prices,
             model_trial,
             tools,
             pipeline: Pipeline::new(scenario.registry.clone(), plan.exec_of(job.model)),
@@ -210,7 +213,7 @@ impl<'p> TrialRun<'p> {
         let mut reply = match answered {
             Ok(reply) => {
                 if let Some(admission) = &admission {
-                    admission.spend(reply.usage, self.model.terms().prices);
+                    admission.spend(reply.usage, self.prices);
                 }
                 self.recorded(reply)
             }

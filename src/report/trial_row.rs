@@ -364,7 +364,7 @@ fn bad(path: &Path, column: &str, value: &str, accepted: &str) -> io::Error {
     ))
 }
 
-pub(super) fn millis(d: Duration) -> f64 {
+fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
