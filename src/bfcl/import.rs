@@ -40,6 +40,14 @@ pub enum ImportError {
     )]
     UnsupportedCategory { path: PathBuf, category: String },
     #[error(
+        "{}: BFCL runs format_sensitivity on prompting (non-FC) models only, each entry \
+         under 26 system prompts of its own format (return format, tool-call tag, function \
+         docs); toolgauge sends tools through each API's function calling, so it does not \
+         import them",
+        path.display()
+    )]
+    PromptModeOnly { path: PathBuf },
+    #[error(
         "{}: multi-turn entries run on BFCL's own classes: give --bridge with the command \
          that starts scripts/bfcl_bridge/bridge.py (e.g. --bridge \"VENV/bin/python \
          scripts/bfcl_bridge/bridge.py\")",
@@ -52,6 +60,11 @@ pub enum ImportError {
         source: std::io::Error,
     },
 }
+
+/// The category BFCL generates only in prompt mode, under its own prompt
+/// formats (`bfcl_eval.utils.get_all_format_sensitivity_configs`), and
+/// skips for function-calling models.
+const PROMPT_MODE_ONLY: &str = "format_sensitivity";
 
 /// The possible-answer file BFCL keeps beside a question file:
 /// `possible_answer/<same name>`.
@@ -73,6 +86,11 @@ pub fn import(
     bridge: Option<&[String]>,
 ) -> Result<Imported, ImportError> {
     if let Some(category) = unsupported_category(questions) {
+        if category == PROMPT_MODE_ONLY {
+            return Err(ImportError::PromptModeOnly {
+                path: questions.to_owned(),
+            });
+        }
         if !MULTI_TURN_CATEGORIES.contains(&category.as_str()) {
             return Err(ImportError::UnsupportedCategory {
                 path: questions.to_owned(),

@@ -515,7 +515,7 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
 #[test]
 fn import_of_a_category_it_does_not_take_says_so_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    for category in ["memory", "web_search", "format_sensitivity"] {
+    for category in ["memory", "web_search"] {
         let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
         // Renamed, the entries' ids still tell (format_sensitivity has none).
         let renamed = dir.path().join(format!("{category}-questions.json"));
@@ -542,6 +542,28 @@ fn import_of_a_category_it_does_not_take_says_so_by_name() {
         }
     }
     assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn format_sensitivity_is_refused_as_prompt_mode_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = corpora().join("bfcl/BFCL_v4_format_sensitivity.json");
+    let out = dir.path().join("out");
+    let output = toolgauge(&[
+        "import",
+        "bfcl",
+        questions.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(
+        message.contains("format_sensitivity on prompting (non-FC) models only"),
+        "{message}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]
