@@ -1,10 +1,11 @@
-//! The runner: models x scenarios x trials, the self-correction loop,
-//! the virtual or real clock, concurrency and sharding. Each turn of a
-//! trial goes through the pipeline whole ([`Pipeline::turn`]); finished
-//! trials go to the reporters as events in a fixed order (model, scenario,
-//! trial) whatever order they finish in, so seeded runs write identical
-//! files. `merge` replays shards' trials through the same reporters;
-//! `run_file` is run.json.
+//! The runner: models x scenarios x trials, the self-correction loop, the
+//! virtual or real clock, concurrency and sharding. Each turn of a trial
+//! goes through the pipeline whole
+//! ([`Pipeline::turn`](crate::pipeline::Pipeline::turn)); finished trials
+//! go to the reporters as events in a fixed order (model, scenario, trial)
+//! whatever order they finish in, so seeded runs write identical files.
+//! `merge` replays shards' trials through the same reporters; `run_file`
+//! is run.json.
 
 mod budget;
 mod clock;

@@ -158,7 +158,7 @@ fn job_run<'p>(
 }
 
 /// One trial: a task's agent loop, or attempts until success (see
-/// [`trial`]). Gives the outcome and what Record logged. `Err` is a fault
+/// `trial`). Gives the outcome and what Record logged. `Err` is a fault
 /// that stops the run.
 pub async fn run_trial(
     plan: &RunPlan,

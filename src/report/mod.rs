@@ -1,8 +1,8 @@
-//! Reports, fed plain trial outcomes and events: a [`RunEvent`] goes to every
-//! [`Reporter`] through one fan-out ([`Reporters`]), which also keeps the
-//! run's measures ([`Aggregate`]). Each file has its reporter: trials.csv
-//! (`trials`), session.jsonl (`session`), the summary CSVs (`summary`;
-//! scores.csv from `scores`),
+//! Reports, fed plain trial outcomes and events: a [`RunEvent`] goes to
+//! every [`Reporter`] through one fan-out ([`Reporters`]), which also
+//! keeps the run's measures ([`Aggregate`](crate::metrics::Aggregate)).
+//! Each file has its reporter: trials.csv (`trials`), session.jsonl
+//! (`session`), the summary CSVs (`summary`; scores.csv from `scores`),
 //! summary.md (`markdown`), junit.xml (`junit`), and the threshold gate
 //! for CI ([`Gate`]). `compare` reads two runs' summaries. CSV rows are
 //! serde structs: the struct is the column contract, documented in

@@ -97,7 +97,7 @@ pub struct Metadata {
 pub struct Simulate {
     /// Returned on success: a string as is, any other JSON serialized.
     /// Placeholders (`{{args.order}}`, `{{store.orders.o-1}}`) are filled
-    /// from the call (see [`template`]).
+    /// from the call (see [`template`](super::template)).
     #[serde(default)]
     pub result: Value,
     /// Simulated latency before the result comes back.
