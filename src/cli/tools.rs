@@ -59,9 +59,9 @@ const OWN_FORMAT: &str = "toolgauge";
 fn formats() -> impl TypedValueParser<Value = Format> {
     let own = PossibleValue::new(OWN_FORMAT).help("toolgauge's own definitions");
     let wire = Provider::all().map(|p| PossibleValue::new(p.as_str()).help(p.api_name()));
-    PossibleValuesParser::new(std::iter::once(own).chain(wire)).map(|name| match name.parse() {
-        Ok(provider) => Format::Wire(provider),
-        Err(_) => Format::Toolgauge,
+    PossibleValuesParser::new(std::iter::once(own).chain(wire)).map(|name| match name.as_str() {
+        OWN_FORMAT => Format::Toolgauge,
+        wire => Format::Wire(wire.parse().expect("a possible value is a Provider's name")),
     })
 }
 

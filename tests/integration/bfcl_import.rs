@@ -517,23 +517,11 @@ fn import_of_a_category_it_does_not_take_says_so_by_name() {
     let dir = tempfile::tempdir().unwrap();
     for category in ["memory", "web_search"] {
         let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
-        // Renamed, the entries' ids still tell (format_sensitivity has none).
+        // Renamed, the entries' ids still tell.
         let renamed = dir.path().join(format!("{category}-questions.json"));
         std::fs::copy(&questions, &renamed).unwrap();
-        let mut files = vec![questions];
-        if category != "format_sensitivity" {
-            files.push(renamed);
-        }
-        for file in files {
-            let output = toolgauge(&[
-                "import",
-                "bfcl",
-                file.to_str().unwrap(),
-                "--out",
-                dir.path().join("out").to_str().unwrap(),
-            ]);
-            assert_eq!(output.status.code(), Some(2));
-            let message = stderr(&output);
+        for file in [questions, renamed] {
+            let message = refused_import(&file, &dir.path().join("out"));
             assert!(
                 message.contains(&format!("BFCL category {category:?} is not supported")),
                 "{}: {message}",
@@ -541,14 +529,11 @@ fn import_of_a_category_it_does_not_take_says_so_by_name() {
             );
         }
     }
-    assert!(!dir.path().join("out").exists());
 }
 
-#[test]
-fn format_sensitivity_is_refused_as_prompt_mode_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let questions = corpora().join("bfcl/BFCL_v4_format_sensitivity.json");
-    let out = dir.path().join("out");
+/// `import bfcl QUESTIONS --out OUT`, which must be refused (exit 2)
+/// writing nothing: what it said.
+fn refused_import(questions: &Path, out: &Path) -> String {
     let output = toolgauge(&[
         "import",
         "bfcl",
@@ -557,13 +542,20 @@ fn format_sensitivity_is_refused_as_prompt_mode_only() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(output.status.code(), Some(2));
-    let message = stderr(&output);
+    assert!(!out.exists());
+    stderr(&output)
+}
+
+#[test]
+fn format_sensitivity_is_refused_as_prompt_mode_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = corpora().join("bfcl/BFCL_v4_format_sensitivity.json");
+    let message = refused_import(&questions, &dir.path().join("out"));
     assert_eq!(message.lines().count(), 1, "{message}");
     assert!(
         message.contains("format_sensitivity on prompting (non-FC) models only"),
         "{message}"
     );
-    assert!(!out.exists());
 }
 
 #[test]
@@ -571,20 +563,11 @@ fn import_of_multi_turn_entries_asks_for_the_bridge_that_runs_bfcls_classes() {
     let dir = tempfile::tempdir().unwrap();
     let questions = corpora().join("bfcl/BFCL_v4_multi_turn_base.json");
     let out = dir.path().join("out");
-    let output = toolgauge(&[
-        "import",
-        "bfcl",
-        questions.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    let message = stderr(&output);
+    let message = refused_import(&questions, &out);
     assert!(
         message.contains("BFCL_v4_multi_turn_base.json: multi-turn entries run on BFCL's own classes: give --bridge"),
         "{message}"
     );
-    assert!(!out.exists());
     // With one, every entry is a conversation task on its classes (no
     // Python is needed to import them, only to run them).
     let output = toolgauge(&[
