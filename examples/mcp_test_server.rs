@@ -11,6 +11,10 @@
 //! `weather_unchecked`, whose outputSchema does not compile.
 //! With `$MCP_TEST_LOG` set, every call's tool name is appended to that
 //! file, so tests can tell which tools were called.
+//!
+//! Started with a listening Unix socket as its stdin (`"forks": true`),
+//! it forks a child per connection, which reads the connection's first
+//! line (a JSON list of arguments more) and serves on it.
 
 // Benches, tests and examples say what they measured, skipped or served.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -405,9 +409,69 @@ impl ServerHandler for TestServer {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
+    let runtime = || tokio::runtime::Runtime::new();
+    let Some(listener) = listening_stdin() else {
+        return runtime()?.block_on(serve(args, None));
+    };
+    // Forked before any thread is made: the child is whole.
+    loop {
+        let (connection, _) = listener.accept()?;
+        // SAFETY: this process has one thread; the child runs on.
+        match unsafe { libc::fork() } {
+            0 => {
+                drop(listener);
+                let (more, connection) = trial_args(connection)?;
+                let args = args.into_iter().chain(more).collect();
+                runtime()?.block_on(serve(args, Some(connection)))?;
+                std::process::exit(0);
+            }
+            -1 => return Err(std::io::Error::last_os_error().into()),
+            _ => drop(connection),
+        }
+    }
+}
+
+/// The listening socket given as stdin, if one was.
+fn listening_stdin() -> Option<std::os::unix::net::UnixListener> {
+    use std::os::fd::FromRawFd;
+    let mut listening: libc::c_int = 0;
+    let mut size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: fd 0 is read, never closed, unless it is a listening socket.
+    let asked = unsafe {
+        libc::getsockopt(
+            0,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&raw mut listening).cast(),
+            &raw mut size,
+        )
+    };
+    // SAFETY: fd 0 is a listening socket this process owns from here.
+    (asked == 0 && listening != 0)
+        .then(|| unsafe { std::os::unix::net::UnixListener::from_raw_fd(0) })
+}
+
+/// The connection's first line, a JSON list of arguments, read a byte
+/// at a time: what follows is MCP's.
+fn trial_args(
+    mut connection: std::os::unix::net::UnixStream,
+) -> std::io::Result<(Vec<String>, std::os::unix::net::UnixStream)> {
+    use std::io::Read as _;
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while connection.read(&mut byte)? == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let args = serde_json::from_slice(&line).map_err(std::io::Error::other)?;
+    Ok((args, connection))
+}
+
+async fn serve(
+    args: Vec<String>,
+    forked: Option<std::os::unix::net::UnixStream>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let protocol = args
         .iter()
         .position(|a| a == "--protocol")
@@ -419,7 +483,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bad_output_schema: args.iter().any(|a| a == "--bad-output-schema"),
         protocol,
     };
-    if !std::env::args().any(|a| a == "--http") {
+    if let Some(connection) = forked {
+        connection.set_nonblocking(true)?;
+        let (read, write) = tokio::net::UnixStream::from_std(connection)?.into_split();
+        server.serve((read, write)).await?.waiting().await?;
+        return Ok(());
+    }
+    if !args.iter().any(|a| a == "--http") {
         server
             .serve(rmcp::transport::stdio())
             .await?

@@ -4,6 +4,12 @@
     bridge.py --entry ID      serve entry ID: its classes loaded with the
                               entry's initial_config (long context too)
 
+Started with a listening Unix socket as its stdin (toolgauge's `"forks":
+true`, scripts/forking.py), the bridge imports BFCL and reads its
+multi-turn data once, and forks a child for each connection, which serves
+as above with the arguments the connection's first line gives
+(`["--entry", "ID"]` or none): each trial's instances are its own.
+
 Everything the model sees comes from the pinned `bfcl-eval` package, never a
 port: the entry and its ground truth from BFCL's own data files, the tool
 definitions as BFCL's function-calling handlers build them (`convert_to_tool`
@@ -21,8 +27,10 @@ results so far), as JSON: {"valid": true} or {"valid": false, "error_type",
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
+from pathlib import Path
 
 import mcp.server.stdio
 import mcp.types as types
@@ -53,6 +61,9 @@ from bfcl_eval.utils import (
     load_file,
     populate_test_cases_with_predefined_functions,
 )
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+import forking  # noqa: E402  (scripts/forking.py)
 
 CHECK = "bfcl_check_turn"
 MULTI_TURN_CLASSES = [
@@ -107,6 +118,20 @@ def as_tools(functions):
     return tools
 
 
+@functools.cache
+def data_file(path):
+    """A BFCL data file as load_file reads it, read once per process."""
+    return load_file(path)
+
+
+def warm():
+    """BFCL's multi-turn entries and answers read before forking, so that
+    no trial reads them again (the package itself is imported already)."""
+    for folder in (PROMPT_PATH, POSSIBLE_ANSWER_PATH):
+        for path in sorted(folder.glob(f"{VERSION_PREFIX}_multi_turn_*.json")):
+            data_file(path)
+
+
 class Entry:
     """One entry's two sides: the model's instances and the ground truth's."""
 
@@ -115,12 +140,12 @@ class Entry:
         name = f"{VERSION_PREFIX}_{category}.json"
         # As BFCL's load_dataset_entry and load_ground_truth_entry give a
         # multi-turn entry, for this one entry only (a trial's start-up).
-        entries = [e for e in load_file(PROMPT_PATH / name) if e["id"] == entry_id]
+        entries = [e for e in data_file(PROMPT_PATH / name) if e["id"] == entry_id]
         if not entries:
             raise SystemExit(f"bridge.py: no BFCL entry {entry_id!r} in {name}")
         entries = populate_test_cases_with_predefined_functions(entries)
         self.entry = add_language_specific_hint_to_function_doc(entries)[0]
-        answers = [a for a in load_file(POSSIBLE_ANSWER_PATH / name) if a["id"] == entry_id]
+        answers = [a for a in data_file(POSSIBLE_ANSWER_PATH / name) if a["id"] == entry_id]
         self.ground_truth = answers[0]["ground_truth"]
         self.long_context = "long_context" in category or "composite" in category
         functions = list(self.entry["function"])
@@ -201,7 +226,14 @@ def serve(tools, entry):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entry", help="a multi-turn entry id, e.g. multi_turn_base_0")
-    args = parser.parse_args()
+    forking.main(
+        sys.argv[1:],
+        run=lambda argv: run(parser.parse_args(argv)),
+        warm=lambda _argv: warm(),
+    )
+
+
+def run(args):
     if args.entry:
         entry = Entry(args.entry)
         serve(entry.tools, entry)

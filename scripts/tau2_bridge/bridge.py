@@ -11,6 +11,14 @@
                               on an environment with the task's initial
                               state applied
 
+Started with a listening Unix socket as its stdin (toolgauge's `"forks":
+true`, scripts/forking.py), the bridge loads tau2 and the domain once and
+forks a child for each connection, which serves as above with the
+arguments the connection's first line gives (`["--task", "ID"]` or none).
+The child has the domain's environment as the loaded bridge built it, its
+own copy: a fresh environment, as tau2 gives each simulation, in
+milliseconds where a new Python takes seconds.
+
 Everything comes from tau2 itself (`../shared/oracles/tau2`), never a port:
 the tools as `Tool.openai_schema` gives them, each call answered by
 `Environment.get_response` (the same text, and the same "Error: ..." a model
@@ -21,7 +29,8 @@ ends and never shown to the model. toolgauge fills its `transcript`
 argument with the whole conversation ({"messages": [...], "ended_by": ...});
 the bridge rebuilds tau2's messages from it and answers tau2's
 `evaluate_simulation` verdict as JSON: {"reward", "tau2": {"reward_basis",
-"breakdown", "db_match", "communicate", "actions", "note", "ended_by"}}.
+"breakdown", "db_match", "communicate", "actions", "note", "ended_by",
+"db_hash"}}, the last the hash tau2 gives the trial's database.
 A conversation tau2 would have cut short (its `DEFAULT_MAX_ERRORS` tool
 errors, or `DEFAULT_MAX_STEPS` steps) is judged as tau2 judges one that
 ended so: 0.
@@ -36,15 +45,20 @@ NL_ASSERTION verdict each time, whether they differ, and its tokens.
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import uuid
+from pathlib import Path
 
 import mcp.server.stdio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
 import tau2_ready  # before tau2: see its doc
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+import forking  # noqa: E402  (scripts/forking.py)
 
 tau2_ready.quiet("WARNING")
 
@@ -77,9 +91,26 @@ ENDINGS = {
 }
 
 
+@functools.cache
 def tasks_of(domain, split=None):
     loader = registry.get_tasks_loader(domain)
     return loader(task_split_name=split) if split else loader()
+
+
+# The environment a forking bridge built before it forked: each child
+# takes its own copy once.
+BUILT = {}
+
+
+@functools.cache
+def listed(domain):
+    """The domain's tools as MCP lists them: the same for every task."""
+    return as_tools(registry.get_env_constructor(domain)().get_tools())
+
+
+def fresh_environment(domain):
+    built = BUILT.pop(domain, None)
+    return built if built is not None else registry.get_env_constructor(domain)()
 
 
 def export(domain, split):
@@ -178,14 +209,14 @@ class Trial:
             raise SystemExit(f"bridge.py: no tau2 task {task_id!r} in domain {domain}")
         self.domain = domain
         self.task = tasks[0]
-        self.environment = registry.get_env_constructor(domain)()
+        self.environment = fresh_environment(domain)
         initial = self.task.initial_state
         self.environment.set_state(
             initialization_data=initial.initialization_data if initial else None,
             initialization_actions=initial.initialization_actions if initial else None,
             message_history=[],
         )
-        self.tools = as_tools(self.environment.get_tools())
+        self.tools = listed(domain)
         self.errors = 0
 
     def call(self, name, arguments, call_id):
@@ -236,7 +267,15 @@ class Trial:
             for _ in range(JUDGE.repeats if judged else 1)
         ]
         info = infos[0]
-        result = {"reward": info.reward, "tau2": {**verdict(info), "ended_by": reason.value}}
+        result = {
+            "reward": info.reward,
+            "tau2": {
+                **verdict(info),
+                "ended_by": reason.value,
+                # The trial's database as the conversation left it.
+                "db_hash": self.environment.get_db_hash(),
+            },
+        }
         if judged:
             # The judge's own verdict each time (its part of the reward):
             # a DB check that fails would hide a flip in the reward.
@@ -249,7 +288,7 @@ class Listing:
     """A domain's tools, for toolgauge to load a suite with: no calls."""
 
     def __init__(self, domain):
-        self.tools = as_tools(registry.get_env_constructor(domain)().get_tools())
+        self.tools = listed(domain)
 
     def call(self, name, arguments, call_id):
         raise ValueError("this bridge lists tools only: start it with --task ID to run calls")
@@ -373,19 +412,54 @@ def serve(trial):
     asyncio.run(run())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domain", required=True, help="airline, retail, telecom or mock")
-    parser.add_argument("--task", help="serve this task's environment")
-    parser.add_argument("--export", action="store_true", help="print every task as JSON lines")
-    parser.add_argument("--split", help="with --export: a split of the domain (test, train, base)")
-    args = parser.parse_args()
+def warm(domain):
+    """What tau2 builds on first use (its tasks, pydantic's models of the
+    tools), built once before forking: no child builds it again. tau2's
+    evaluator is run for it on no conversation, the judge never asked."""
+    listed(domain)
+    task = tasks_of(domain)[0]
+    simulation = SimulationRun(
+        id="warm-up",
+        task_id=task.id,
+        start_time="",
+        end_time="",
+        duration=0.0,
+        termination_reason=TerminationReason.USER_STOP,
+        messages=[],
+    )
+    evaluate_simulation(
+        simulation=simulation,
+        task=task,
+        evaluation_type=EvaluationType.ENV,
+        solo_mode=False,
+        domain=domain,
+    )
+    # Built once and never used here: each child's copy is as fresh as
+    # the constructor made it.
+    BUILT[domain] = registry.get_env_constructor(domain)()
+
+
+def run(args):
+    """What the arguments ask: an export, a trial's server, the listing."""
     if args.export:
         export(args.domain, args.split)
     elif args.task is not None:
         serve(Trial(args.domain, args.task))
     else:
         serve(Listing(args.domain))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", required=True, help="airline, retail, telecom or mock")
+    parser.add_argument("--task", help="serve this task's environment")
+    parser.add_argument("--export", action="store_true", help="print every task as JSON lines")
+    parser.add_argument("--split", help="with --export: a split of the domain (test, train, base)")
+    forking.main(
+        sys.argv[1:],
+        run=lambda argv: run(parser.parse_args(argv)),
+        warm=lambda argv: warm(parser.parse_args(argv).domain),
+    )
 
 
 if __name__ == "__main__":

@@ -171,7 +171,8 @@ pub fn scenario(
         ),
         "tags": ["bfcl", category, "multi_turn"],
         "tools": [{
-            "mcp": {"command": bridge},
+            // BFCL is imported once; each trial's server is a fork.
+            "mcp": {"command": bridge, "forks": true},
             "only": only,
             "per_trial": true,
             "trial_args": ["--entry", entry.id],

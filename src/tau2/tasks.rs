@@ -211,10 +211,12 @@ pub fn scenario(
         "tags": tags,
         "tools": [{
             // tau2 and litellm take seconds to import and the airline
-            // database to parse, longer on loaded cores.
+            // database to parse, longer on loaded cores: the bridge does
+            // it once and forks each trial's server from there.
             // Only a task whose verdict weighs NL assertions calls a judge.
             "mcp": {
                 "command": command,
+                "forks": true,
                 "startup_timeout_ms": BRIDGE_TIMEOUT_MS,
                 "judge": needs_judge(task),
             },

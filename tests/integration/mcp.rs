@@ -922,3 +922,76 @@ fn a_probes_tool_cannot_be_given_to_the_model_later() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forking_server_starts_once_and_gives_each_trial_a_fresh_child() {
+    use crate::processes::{all_exit_within, processes_with};
+    let servers = ToolServers::new();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("--forks-{}", std::process::id());
+    let entry = json!({
+        "mcp": {"command": [test_server().display().to_string(), marker], "forks": true},
+        "only": ["counter_increment", "crash"],
+        "per_trial": true,
+        // Seen in the protocol the trial's child answers with.
+        "trial_args": ["--protocol", "2025-03-26"],
+    });
+    let registry = registry_for(dir.path(), entry, &servers);
+    let stats = || {
+        servers
+            .stats()
+            .into_iter()
+            .find(|s| s.source.ends_with(&marker))
+            .unwrap()
+    };
+    assert_ne!(
+        stats().protocol,
+        "2025-03-26",
+        "the listing has no trial arguments"
+    );
+    // A forked child's parent runs the same command: only one was started.
+    let started = || {
+        let found = processes_with(&marker);
+        found
+            .iter()
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let parent = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|s| s.split_whitespace().nth(1));
+                !found.iter().any(|p| Some(p.to_string().as_str()) == parent)
+            })
+            .count()
+    };
+    for trial in 0..3 {
+        let state = registry.new_state();
+        registry.ready(&state).await;
+        // Each trial's counter starts from nothing: its own child.
+        for expected in ["1", "2"] {
+            let counted = call(&registry, &state, "counter_increment", json!({}));
+            assert_eq!(counted.await.unwrap(), expected, "trial {trial}");
+        }
+        assert_eq!(
+            stats().protocol,
+            "2025-03-26",
+            "the trial's arguments reached its child"
+        );
+        assert_eq!(started(), 1, "trial {trial}: the command was started again");
+        if trial == 0 {
+            // A child that crashes is the server's failure, and only its
+            // trial's: the next trial gets a child of its own.
+            let crashed = call(&registry, &state, "crash", json!({}))
+                .await
+                .unwrap_err();
+            assert_eq!(crashed.kind, ToolFailureKind::Unavailable, "{crashed:?}");
+        }
+    }
+    assert_eq!(stats().startups, 4, "the listing's child and three trials'");
+    servers.stop();
+    assert!(
+        all_exit_within(&marker, std::time::Duration::from_secs(5)),
+        "the forker or a child outlived its owner: {:?}",
+        processes_with(&marker)
+    );
+}

@@ -4,10 +4,9 @@
 //! [`MESSAGE_LIMIT`]: a longer one ends the connection, named as such,
 //! where rmcp alone would drop it unread and leave the call to time out.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -17,33 +16,10 @@ use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
 use super::client::{Asked, Client};
+use super::fork::{ForkSlot, Forker};
 use super::hub::{Hub, JudgeEnv};
+use super::process::{StderrTail, spawn_owned};
 use super::{McpError, McpServerSpec, worded};
-
-/// Lines of a server's stderr kept for error messages.
-const STDERR_LINES: usize = 8;
-
-/// The last lines a server wrote to stderr.
-#[derive(Debug, Clone, Default)]
-pub(super) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
-
-impl StderrTail {
-    pub(super) fn push(&self, line: String) {
-        if let Ok(mut lines) = self.0.lock() {
-            if lines.len() == STDERR_LINES {
-                lines.pop_front();
-            }
-            lines.push_back(line);
-        }
-    }
-
-    pub(super) fn text(&self) -> String {
-        self.0
-            .lock()
-            .map(|lines| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
-            .unwrap_or_default()
-    }
-}
 
 /// The most bytes one message of a server (one line of JSON-RPC on its
 /// stdout) may hold.
@@ -56,6 +32,16 @@ struct LineLimit<R> {
     inner: R,
     line: usize,
     oversized: Arc<AtomicBool>,
+}
+
+impl<R> LineLimit<R> {
+    fn new(inner: R, oversized: &Arc<AtomicBool>) -> Self {
+        LineLimit {
+            inner,
+            line: 0,
+            oversized: oversized.clone(),
+        }
+    }
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for LineLimit<R> {
@@ -86,6 +72,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineLimit<R> {
     }
 }
 
+/// How a connection reaches its server.
+#[derive(Debug, Clone)]
+pub(super) enum Route {
+    /// The spec's URL, or a process of its own from the spec's command.
+    Own,
+    /// A child of the server's forker, sent these trial arguments.
+    Forked(Arc<ForkSlot>, Vec<String>),
+}
+
 /// A start under way on the servers' runtime: the connection (or why
 /// not) and how long the start took.
 pub(super) type Starting = tokio::task::JoinHandle<(Result<Connection, McpError>, Duration)>;
@@ -107,6 +102,8 @@ pub(super) struct Connection {
     /// The server sent a message over [`MESSAGE_LIMIT`]: the connection
     /// ended there.
     pub(super) oversized: Arc<AtomicBool>,
+    /// The forker whose child this is, kept running while it is used.
+    _forker: Option<Arc<Forker>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -121,6 +118,7 @@ impl Connection {
         given: &JudgeEnv,
         stderr: StderrTail,
         asked: Arc<Asked>,
+        forker: Option<(Arc<Forker>, Vec<String>)>,
     ) -> Result<Connection, McpError> {
         let label = spec.label();
         let start_error = |message: String, stderr: &StderrTail| McpError::Start {
@@ -131,23 +129,27 @@ impl Connection {
         let (mut group, mut child) = (None, None);
         let oversized = Arc::new(AtomicBool::new(false));
         let client = Client::new(spec.answers.clone(), asked);
-        let service = if let Some(url) = &spec.url {
+        let served = if let Some(url) = &spec.url {
             crate::transport::tls_ready();
             let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
-            client
-                .serve(transport)
+            client.serve(transport).await
+        } else if let Some((forker, trial_args)) = &forker {
+            let stream = forker
+                .connect(trial_args)
                 .await
-                .map_err(|e| start_error(worded(&e.to_string()), &stderr))?
+                .map_err(|e| start_error(e.to_string(), &stderr))?;
+            let (read, write) = stream.into_split();
+            // The limit is ours: a line over it ends the stream, named.
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(
+                LineLimit::new(read, &oversized),
+                write,
+            )
+            .with_max_line_length(usize::MAX);
+            client.serve(transport).await
         } else {
-            let command = server_command(spec, given);
-            let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
-            // Its whole process group goes when it is stopped.
-            wrapped
-                .wrap(process_wrap::tokio::ProcessGroup::leader())
-                .wrap(process_wrap::tokio::KillOnDrop);
-            let (mut spawned, guard) =
-                crate::child::GroupGuard::spawned(|| wrapped.spawn(), |child| child.id())
-                    .map_err(|e| start_error(e.to_string(), &stderr))?;
+            let piped = (std::process::Stdio::piped(), std::process::Stdio::piped());
+            let (mut spawned, guard) = spawn_owned(spec, given, piped, &stderr)
+                .map_err(|e| start_error(e.to_string(), &stderr))?;
             group = guard;
             let (Some(stdin), Some(stdout)) = (spawned.stdin().take(), spawned.stdout().take())
             else {
@@ -156,25 +158,22 @@ impl Connection {
                     &stderr,
                 ));
             };
-            if let Some(child_stderr) = spawned.stderr().take() {
-                keep_tail(child_stderr, stderr.clone());
-            }
             child = Some(spawned);
-            let stdout = LineLimit {
-                inner: stdout,
-                line: 0,
-                oversized: oversized.clone(),
-            };
-            // The limit is ours: a line over it ends the stream, named.
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdout, stdin)
-                .with_max_line_length(usize::MAX);
-            match client.serve(transport).await {
-                Ok(service) => service,
-                Err(e) => {
-                    // Let the stderr reader catch the server's last words.
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(
+                LineLimit::new(stdout, &oversized),
+                stdin,
+            )
+            .with_max_line_length(usize::MAX);
+            client.serve(transport).await
+        };
+        let service = match served {
+            Ok(service) => service,
+            Err(e) => {
+                // Let the stderr reader catch the server's last words.
+                if spec.url.is_none() {
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    return Err(start_error(worded(&e.to_string()), &stderr));
                 }
+                return Err(start_error(worded(&e.to_string()), &stderr));
             }
         };
         let protocol = answered_protocol(&service, &label, &stderr)?;
@@ -185,6 +184,7 @@ impl Connection {
             _group: group,
             child,
             oversized,
+            _forker: forker.map(|(forker, _)| forker),
         })
     }
 
@@ -195,8 +195,9 @@ impl Connection {
         hub: &Hub,
         spec: &McpServerSpec,
         asked: &Arc<Asked>,
+        route: Route,
     ) -> Result<Connection, McpError> {
-        let starting = Connection::start_later(hub, spec, asked)?;
+        let starting = Connection::start_later(hub, spec, asked, route)?;
         hub.block_on(starting)?.map_err(|_| McpError::Panicked)?.0
     }
 
@@ -208,6 +209,7 @@ impl Connection {
         hub: &Hub,
         spec: &McpServerSpec,
         asked: &Arc<Asked>,
+        route: Route,
     ) -> Result<Starting, McpError> {
         let deadline = spec.startup_timeout();
         let asked = asked.clone();
@@ -216,7 +218,6 @@ impl Connection {
         let gate = hub.start_gate();
         Ok(hub.runtime()?.spawn(async move {
             let spec = &owned;
-            let stderr = StderrTail::default();
             let Some(_turn) = gate.turn().await else {
                 let stopped = McpError::Start {
                     label: spec.label(),
@@ -226,8 +227,20 @@ impl Connection {
                 return (Err(stopped), std::time::Duration::ZERO);
             };
             let began = std::time::Instant::now();
+            // A forked child's stderr is its forker's.
+            let forker = match route {
+                Route::Own => None,
+                Route::Forked(slot, trial_args) => match slot.forker(spec, &given).await {
+                    Ok(forker) => Some((forker, trial_args)),
+                    Err(e) => return (Err(e), began.elapsed()),
+                },
+            };
+            let stderr = forker
+                .as_ref()
+                .map_or_else(StderrTail::default, |(f, _)| f.stderr.clone());
+            let starting = Connection::start_with(spec, &given, stderr.clone(), asked, forker);
             let started =
-                match tokio::time::timeout(deadline, Connection::start_with(spec, &given, stderr.clone(), asked))
+                match tokio::time::timeout(deadline, starting)
                     .await
                 {
                     Ok(started) => started,
@@ -298,41 +311,4 @@ fn answered_protocol(
         super::client::spoken(),
         super::client::OFFERED
     )))
-}
-
-/// The command that starts `spec`'s server, its pipes set: a suite's
-/// server gets the run's judge (`given`) and no key of ours it was not
-/// given.
-fn server_command(spec: &McpServerSpec, given: &JudgeEnv) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(&spec.command[0]);
-    // A suite's server gets no key of ours it was not given.
-    if !spec.users_own {
-        crate::child::suite_env(command.as_std_mut());
-    }
-    command
-        .args(&spec.command[1..])
-        .envs(&spec.env)
-        .envs(given.0.iter().map(|(k, v)| (k, v)));
-    // Killed with toolgauge, however it dies; this runs on the
-    // servers' runtime, whose thread lives as long as its owner.
-    crate::child::die_with_us(&mut command);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
-    command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    command
-}
-
-/// The server's stderr read line by line into `tail`, until it closes.
-fn keep_tail(child_stderr: tokio::process::ChildStderr, tail: StderrTail) {
-    tokio::spawn(async move {
-        use tokio::io::AsyncBufReadExt;
-        let mut lines = tokio::io::BufReader::new(child_stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tail.push(line);
-        }
-    });
 }

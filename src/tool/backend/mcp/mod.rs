@@ -14,9 +14,11 @@
 mod client;
 mod connection;
 mod content;
+mod fork;
 mod hub;
 pub mod judges;
 mod output;
+mod process;
 mod resources;
 mod server;
 mod servers;

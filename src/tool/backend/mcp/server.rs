@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::client::Asked;
-use super::connection::{Connection, Starting, StderrTail};
+use super::connection::{Connection, Route, Starting};
+use super::fork::ForkSlot;
 use super::hub::Hub;
 use super::output;
+use super::process::StderrTail;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 use crate::tool::registry::TrialResource;
@@ -86,6 +88,8 @@ pub struct McpServer {
     measures: Mutex<Measures>,
     /// The server's requests of the client, over all its connections.
     asked: Arc<Asked>,
+    /// Its forker, for a server that forks a child per connection.
+    fork: Option<Arc<ForkSlot>>,
 }
 
 impl McpServer {
@@ -95,9 +99,11 @@ impl McpServer {
         connection: Connection,
         startup: Duration,
         asked: Arc<Asked>,
+        fork: Option<Arc<ForkSlot>>,
     ) -> McpServer {
         McpServer {
             hub,
+            fork,
             label: spec.label(),
             spec,
             measures: Mutex::new(Measures {
@@ -292,8 +298,9 @@ impl McpServer {
             }
         }
         let started = Instant::now();
-        let connection = Connection::start_blocking(&self.hub, &self.spec, &self.asked)
-            .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
+        let connection =
+            Connection::start_blocking(&self.hub, &self.spec, &self.asked, self.route(&[]))
+                .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
         self.measured(|m| {
             m.startups.push(started.elapsed());
             m.protocol.clone_from(&connection.protocol);
@@ -301,6 +308,15 @@ impl McpServer {
         let connection = Arc::new(connection);
         *slot = Some(connection.clone());
         Ok(connection)
+    }
+
+    /// How a connection given `trial_args` reaches the server: a child of
+    /// its forker, or a process (or endpoint) of its own.
+    fn route(&self, trial_args: &[String]) -> Route {
+        match &self.fork {
+            Some(slot) => Route::Forked(slot.clone(), trial_args.to_vec()),
+            None => Route::Own,
+        }
     }
 
     /// How a trial's state names this server.
@@ -314,10 +330,14 @@ impl McpServer {
         }
     }
 
-    /// Stopped by the owner.
+    /// Stopped by the owner: its forker goes with the last connection
+    /// that holds it.
     pub(super) fn stop(&self) {
         if let Ok(mut slot) = self.slot.lock() {
             self.take_down(&mut slot);
+        }
+        if let Some(forker) = self.fork.as_ref().and_then(|f| f.take()) {
+            self.hub.drop_inside(forker);
         }
     }
 
@@ -554,7 +574,12 @@ impl TrialServer {
                 *starting = None;
                 match outcome {
                     Ok((started, took)) => {
-                        server.measured(|m| m.startups.push(took));
+                        server.measured(|m| {
+                            m.startups.push(took);
+                            if let Ok(connection) = &started {
+                                m.protocol.clone_from(&connection.protocol);
+                            }
+                        });
                         started.map_err(|e| ToolFailure::unavailable(e.to_string()))
                     }
                     Err(_) => Err(ToolFailure::unavailable(format!(
@@ -600,8 +625,11 @@ impl McpTool {
         }
         state.resource(server.key(), || {
             let mut spec = server.spec.clone();
-            spec.command.extend(trial_args.iter().cloned());
-            let starting = Connection::start_later(&server.hub, &spec, &server.asked)
+            if server.fork.is_none() {
+                spec.command.extend(trial_args.iter().cloned());
+            }
+            let route = server.route(trial_args);
+            let starting = Connection::start_later(&server.hub, &spec, &server.asked, route)
                 .map_err(|e| ToolFailure::unavailable(e.to_string()))?;
             let own = TrialServer {
                 hub: server.hub.clone(),

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::McpError;
-use super::connection::Connection;
+use super::connection::{Connection, Route};
+use super::fork::ForkSlot;
 use super::hub::{Hub, JudgeEnv};
 use super::judges::JudgeTrust;
 use super::server::{McpServer, SourceStats};
@@ -54,13 +55,19 @@ impl ToolServers {
         }
         let started = Instant::now();
         let asked = Arc::default();
-        let connection = Connection::start_blocking(&self.hub, spec, &asked)?;
+        let fork = spec.forks.then(|| Arc::new(ForkSlot::default()));
+        let route = match &fork {
+            Some(slot) => Route::Forked(slot.clone(), Vec::new()),
+            None => Route::Own,
+        };
+        let connection = Connection::start_blocking(&self.hub, spec, &asked, route)?;
         let server = Arc::new(McpServer::new(
             self.hub.clone(),
             spec.clone(),
             connection,
             started.elapsed(),
             asked,
+            fork,
         ));
         servers.push(server.clone());
         Ok(server)

@@ -31,6 +31,14 @@ pub struct McpServerSpec {
     /// The command's working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
+    /// The command is started once for the run with a listening Unix
+    /// socket as its stdin, and forks a child for each connection: the
+    /// shared one, and each trial's own (`per_trial`), whose
+    /// `trial_args` come as the connection's first line (a JSON list)
+    /// before MCP. A trial starts in milliseconds where a fresh process
+    /// would import its package again. Needs a `command`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forks: bool,
     /// A streamable HTTP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -106,6 +114,11 @@ impl McpServerSpec {
 
     /// Exactly one of a command and a URL.
     pub fn check(&self) -> Result<(), McpError> {
+        if self.forks && self.url.is_some() {
+            return Err(McpError::Spec(
+                "\"forks\": true is for a server toolgauge starts: it needs a \"command\", not a \"url\"".into(),
+            ));
+        }
         match (self.command.is_empty(), &self.url) {
             (false, None) | (true, Some(_)) => Ok(()),
             _ => Err(McpError::Spec(
