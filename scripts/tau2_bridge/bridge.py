@@ -267,13 +267,16 @@ class Trial:
             for _ in range(JUDGE.repeats if judged else 1)
         ]
         info = infos[0]
+        said = verdict(info)
         result = {
             "reward": info.reward,
             "tau2": {
-                **verdict(info),
+                **said,
                 "ended_by": reason.value,
                 # The trial's database as the conversation left it.
                 "db_hash": self.environment.get_db_hash(),
+                # tau2's compute_metrics counts it apart from the reward.
+                "checks": {"db_match": said["db_match"]},
             },
         }
         if judged:

@@ -1,4 +1,4 @@
-//! `toolgauge report merge|compare`
+//! `toolgauge report merge|html|compare|recovery|tau2`
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_FAILED};
-use crate::harness::merge::{Merged, html_report, merge};
+use crate::harness::merge::{Merged, html_report, measured, merge};
 use crate::markup::{Align, Table};
 use crate::report;
 
@@ -68,6 +68,18 @@ pub enum ReportCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// tau2's own summary of a run's tau2 domains, per model, as tau2's
+    /// compute_metrics gives it: average reward, pass^k, the trials by
+    /// why they ended, the database check and each reward component.
+    /// Printed, and written to tau2_metrics.json.
+    Tau2 {
+        /// The run folder (it holds run.json and trials.csv).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The folder tau2_metrics.json is written to [default: DIR].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
@@ -80,7 +92,92 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportCommand::Merge { dirs, out, force } => merge_shards(dirs, out, *force),
         ReportCommand::Compare { baseline, current } => compare_runs(baseline, current),
         ReportCommand::Recovery { bfcl, tau2, out } => recorded_recovery(bfcl, tau2, out),
+        ReportCommand::Tau2 { dir, out } => tau2_summary(dir, out.as_deref().unwrap_or(dir)),
     }
+}
+
+/// `report tau2`: tau2's metrics of the run in `dir`, printed and
+/// written to `out`/tau2_metrics.json.
+fn tau2_summary(dir: &Path, out: &Path) -> Result<ExitCode, CliError> {
+    let (info, stats) = measured(dir)?;
+    let metrics = report::tau2_metrics(&info, &stats);
+    if metrics.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: the run has no tau2 scenario (tagged \"tau2\", as `import tau2` writes them)",
+            dir.display()
+        )));
+    }
+    crate::whole_file::make_folder(out).map_err(|e| {
+        CliError::Usage(format!(
+            "--out {}: cannot make the folder: {e}",
+            out.display()
+        ))
+    })?;
+    let path = out.join("tau2_metrics.json");
+    let text = serde_json::to_string_pretty(&metrics).map_err(std::io::Error::other);
+    text.and_then(|text| crate::whole_file::write(&path, text + "\n"))
+        .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", path.display())))?;
+    println!("{}", tau2_table(&metrics));
+    eprintln!("wrote {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per model and domain: tau2's headline numbers.
+fn tau2_table(metrics: &[report::Tau2Metrics]) -> String {
+    let most_k = metrics
+        .iter()
+        .map(|m| m.pass_hat_ks.len())
+        .max()
+        .unwrap_or(0);
+    let ks: Vec<String> = (1..=most_k).map(|k| format!("pass^{k}")).collect();
+    let mut header = vec![
+        ("model", Align::Left),
+        ("domain", Align::Left),
+        ("avg reward", Align::Right),
+    ];
+    header.extend(ks.iter().map(|k| (k.as_str(), Align::Right)));
+    header.extend([
+        ("sims", Align::Right),
+        ("tasks", Align::Right),
+        ("infra", Align::Right),
+        ("db match", Align::Right),
+        ("ended", Align::Left),
+    ]);
+    let mut table = Table::new(&header);
+    for m in metrics {
+        let mut row = vec![
+            m.model.clone(),
+            m.domain.clone(),
+            format!("{:.4}", m.avg_reward),
+        ];
+        for k in 1..=most_k as u64 {
+            row.push(
+                m.pass_hat_ks
+                    .get(&k)
+                    .map_or("-".into(), |v| format!("{v:.4}")),
+            );
+        }
+        let ended = format!(
+            "user {} agent {} max_steps {} error {}",
+            m.termination_user_stop,
+            m.termination_agent_stop,
+            m.termination_max_steps,
+            m.termination_error
+        );
+        row.extend([
+            m.total_simulations.to_string(),
+            m.total_tasks.to_string(),
+            m.infra_error_count.to_string(),
+            format!(
+                "{}/{}",
+                m.db_match_count,
+                m.db_match_count + m.db_mismatch_count
+            ),
+            ended,
+        ]);
+        table.row(row);
+    }
+    table.into_string()
 }
 
 /// `LABEL=FILE` or `FILE`, labelled by `default`.

@@ -334,6 +334,18 @@ fn at(path: &Path) -> impl FnOnce(io::Error) -> MergeError + use<> {
 /// shards; made before report.html existed too): its trials are replayed
 /// through the HTML reporter, its session.jsonl read for the failed
 /// trials' conversations. Gives the report's path.
+/// A finished run folder's measures, read back from its trials.csv.
+pub fn measured(dir: &Path) -> Result<(report::RunInfo, crate::metrics::Aggregate), MergeError> {
+    let run_file = RunFile::read(dir)?;
+    let info = run_info(&run_file)?;
+    let trials = dir.join("trials.csv");
+    let mut stats = info.aggregate();
+    for trial in TrialReader::open(&info, &trials).map_err(at(&trials))? {
+        stats.add(&trial.map_err(at(&trials))?);
+    }
+    Ok((info, stats))
+}
+
 pub fn html_report(dir: &Path) -> Result<PathBuf, MergeError> {
     let run_file = RunFile::read(dir)?;
     let info = run_info(&run_file)?;

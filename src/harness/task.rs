@@ -605,6 +605,18 @@ fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
         .as_deref()
         .and_then(|at| result.pointer(at)?.as_str())
         .map(str::to_owned);
+    let checks = file
+        .checks
+        .as_deref()
+        .and_then(|at| result.pointer(at)?.as_object())
+        .map(|checks| {
+            checks
+                .iter()
+                .filter(|(_, v)| v.is_boolean() || v.is_null())
+                .map(|(name, v)| (name.clone(), v.as_bool()))
+                .collect()
+        })
+        .unwrap_or_default();
     // A judge's use needs its verdicts: without them there is none (as
     // trials.csv reads it back).
     let judge = file
@@ -637,6 +649,7 @@ fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
         reward,
         components,
         reason,
+        checks,
         judge,
     })
 }

@@ -17,6 +17,10 @@ pub struct Score {
     pub components: Vec<(String, f64)>,
     /// Why the conversation ended, in the judge's words.
     pub reason: Option<String>,
+    /// Yes-or-no checks beside the reward, by name, in the probe's order;
+    /// `None`: not checked (tau2: `db_match`, unchecked when the
+    /// conversation was cut short).
+    pub checks: Vec<(String, Option<bool>)>,
     /// A model that judged (tau2's NL assertions), apart from the agent.
     pub judge: Option<JudgeUse>,
 }
@@ -49,6 +53,9 @@ pub struct ScoreStats {
     pub components: BTreeMap<String, (u64, u64)>,
     /// Trials by why they ended (unnamed ones apart).
     pub reasons: BTreeMap<String, u64>,
+    /// By check: (yes, checked); trials that name it unchecked are
+    /// neither.
+    pub checks: BTreeMap<String, (u64, u64)>,
     /// Trials a model judged, those whose verdicts flipped, and what the
     /// judge took.
     pub judged: u64,
@@ -71,6 +78,11 @@ impl ScoreStats {
         if let Some(reason) = &score.reason {
             *self.reasons.entry(reason.clone()).or_default() += 1;
         }
+        for (name, checked) in &score.checks {
+            let entry = self.checks.entry(name.clone()).or_default();
+            entry.0 += u64::from(*checked == Some(true));
+            entry.1 += u64::from(checked.is_some());
+        }
         if let Some(judge) = &score.judge {
             self.judged += 1;
             self.flipped += u64::from(judge.flipped());
@@ -92,6 +104,11 @@ impl ScoreStats {
         for (reason, n) in &other.reasons {
             *self.reasons.entry(reason.clone()).or_default() += n;
         }
+        for (name, (yes, checked)) in &other.checks {
+            let entry = self.checks.entry(name.clone()).or_default();
+            entry.0 += yes;
+            entry.1 += checked;
+        }
         self.judged += other.judged;
         self.flipped += other.flipped;
         self.judge_input_tokens += other.judge_input_tokens;
@@ -109,10 +126,13 @@ mod tests {
     use super::*;
 
     fn score(reward: f64, db: f64, reason: &str) -> Score {
+        // Checked, and matched, only when the conversation was not cut short.
+        let db_match = (reason != "too_many_errors").then_some(db >= PASSED);
         Score {
             reward,
             components: vec![("DB".into(), db), ("COMMUNICATE".into(), 1.0)],
             reason: Some(reason.into()),
+            checks: vec![("db_match".into(), db_match)],
             judge: Some(JudgeUse {
                 verdicts: vec![reward, db],
                 input_tokens: 10,
@@ -131,6 +151,7 @@ mod tests {
         assert_eq!(stats.components["DB"], (1, 2));
         assert_eq!(stats.components["COMMUNICATE"], (2, 2));
         assert_eq!(stats.reasons["too_many_errors"], 1);
+        assert_eq!(stats.checks["db_match"], (1, 1), "yes once, unchecked once");
         // Judged twice each: 0.9999999 and 0.9999999 agree, 0.5 and 0.99 do not.
         assert_eq!((stats.judged, stats.flipped), (2, 1));
         assert_eq!(stats.judge_input_tokens, 20);

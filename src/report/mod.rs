@@ -4,7 +4,8 @@
 //! Each file has its reporter: trials.csv (`trials`), session.jsonl
 //! (`session`), the summary CSVs (`summary`; scores.csv from `scores`),
 //! summary.md (`markdown`), junit.xml (`junit`), and the threshold gate
-//! for CI ([`Gate`]). `compare` reads two runs' summaries. CSV rows are
+//! for CI ([`Gate`]). `compare` reads two runs' summaries;
+//! `tau2_summary` gives tau2's own metrics of a run's tau2 domains. CSV rows are
 //! serde structs: the struct is the column contract, documented in
 //! reports/README.md. Nothing here knows how trials are run.
 
@@ -24,6 +25,7 @@ mod session;
 mod streamed;
 mod summary;
 pub mod svg;
+mod tau2_summary;
 #[cfg(test)]
 pub(crate) mod test_runs;
 mod trial_row;
@@ -43,5 +45,6 @@ pub use recovery::{RecoveryRow, recovery_rows, recovery_table, write_recovery_cs
 pub use reporters::{Reporters, RunFiles, held_run};
 pub use session::{JobKey, SessionFile};
 pub use summary::SummaryCsvs;
+pub use tau2_summary::{ComponentRate, Tau2Metrics, tau2_metrics};
 pub use trial_row::TrialRow;
 pub use trials::{TrialReader, TrialsCsv};

@@ -22,7 +22,9 @@ use crate::metrics::{Aggregate, CellStats, ScoreStats, pass_hat_k};
 /// share), `judge` (`flipped`: trials whose repeated verdicts differ,
 /// trials judged, the share; `input_tokens` and `output_tokens`: the sum,
 /// trials judged, the mean; `cost_usd`: trials judged, again, the total),
-/// `pass_k` (k is `name`; tasks, tasks, the mean pass^k).
+/// `check` (trials the check `name` said yes on, trials it checked, the
+/// share; trials scored less those it checked went unchecked), `pass_k`
+/// (k is `name`; tasks, tasks, the mean pass^k).
 #[derive(Debug, Default, Serialize)]
 pub(super) struct ScoreRow {
     model: String,
@@ -89,7 +91,7 @@ fn groups(info: &RunInfo, stats: &Aggregate, m: usize) -> Vec<Group> {
 
 /// pass^k over a group's tasks at k = 1 up to the fewest trials any of
 /// them had: tau2's mean of each task's C(c, k) / C(n, k).
-fn pass_k(tasks: &[(u64, u64)]) -> Vec<(u64, f64)> {
+pub(super) fn pass_k(tasks: &[(u64, u64)]) -> Vec<(u64, f64)> {
     let fewest = tasks.iter().map(|t| t.1).min().unwrap_or(0);
     (1..=fewest)
         .map(|k| {
@@ -133,6 +135,15 @@ pub(super) fn rows(info: &RunInfo, stats: &Aggregate) -> Vec<ScoreRow> {
             }
             for (name, &n) in &s.reasons {
                 rows.push(row("ended", name.clone(), n, s.scored, share(n, s.scored)));
+            }
+            for (name, &(yes, checked)) in &s.checks {
+                rows.push(row(
+                    "check",
+                    name.clone(),
+                    yes,
+                    checked,
+                    share(yes, checked),
+                ));
             }
             if s.judged > 0 {
                 let judged = s.judged;

@@ -144,6 +144,10 @@ pub struct TrialRow<'a> {
     /// readers; read back, it is made again from the rows.
     #[serde(default)]
     pub next_move: Cow<'a, str>,
+    /// Tasks with a scoring probe, on the row it judged: its yes-or-no
+    /// checks beside the reward (`db_match=true`; `null`: not checked).
+    #[serde(default)]
+    pub reward_checks: Cow<'a, str>,
 }
 
 /// A group of an attempt's measures and its columns in trials.csv.
@@ -312,6 +316,15 @@ impl Columns for Option<Score> {
         row.reward = Some(score.reward);
         row.reward_parts = Cow::Owned(parts.join(";"));
         row.reward_reason = Cow::Borrowed(score.reason.as_deref().unwrap_or_default());
+        let checks: Vec<String> = score
+            .checks
+            .iter()
+            .map(|(name, checked)| match checked {
+                Some(yes) => format!("{name}={yes}"),
+                None => format!("{name}=null"),
+            })
+            .collect();
+        row.reward_checks = Cow::Owned(checks.join(";"));
         let Some(judge) = &score.judge else {
             return;
         };
@@ -333,6 +346,21 @@ impl Columns for Option<Score> {
                 .and_then(|(name, value)| Some((name.to_owned(), value.parse().ok()?)));
             components.push(parsed.ok_or_else(|| bad(path, "reward_parts", part, "NAME=NUMBER"))?);
         }
+        let mut checks = Vec::new();
+        for check in row.reward_checks.split(';').filter(|c| !c.is_empty()) {
+            let parsed = check.split_once('=').and_then(|(name, value)| {
+                let checked = match value {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    "null" => None,
+                    _ => return None,
+                };
+                Some((name.to_owned(), checked))
+            });
+            checks.push(
+                parsed.ok_or_else(|| bad(path, "reward_checks", check, "NAME=true|false|null"))?,
+            );
+        }
         let judged = !row.judge_verdicts.is_empty();
         let mut verdicts = Vec::new();
         for verdict in row.judge_verdicts.split(';').filter(|v| !v.is_empty()) {
@@ -346,6 +374,7 @@ impl Columns for Option<Score> {
             reward,
             components,
             reason: (!row.reward_reason.is_empty()).then(|| row.reward_reason.to_string()),
+            checks,
             judge: judged.then_some(JudgeUse {
                 verdicts,
                 input_tokens: row.judge_input_tokens,
@@ -454,6 +483,7 @@ mod tests {
             reward: 0.5,
             components: vec![("DB".into(), 1.0), ("COMMUNICATE".into(), 0.0)],
             reason: Some("user_stop".into()),
+            checks: vec![("db_match".into(), Some(false)), ("auth".into(), None)],
             judge: Some(JudgeUse {
                 verdicts: vec![1.0, 0.0],
                 input_tokens: 31,

@@ -41,6 +41,10 @@ pub struct ScoreFile {
     /// A string: why the conversation ended, in the judge's words.
     #[serde(default)]
     pub reason: Option<String>,
+    /// An object of booleans (or null: not checked): yes-or-no checks
+    /// beside the reward, by name (tau2: `db_match`).
+    #[serde(default)]
+    pub checks: Option<String>,
     /// An object: what a judging model gave and took (`rewards`, a list
     /// of numbers, one per time it judged; `input_tokens`,
     /// `output_tokens`, `cost_usd`).
@@ -68,6 +72,7 @@ impl ScoreFile {
             ("reward", Some(&self.reward)),
             ("components", self.components.as_ref()),
             ("reason", self.reason.as_ref()),
+            ("checks", self.checks.as_ref()),
             ("judge", self.judge.as_ref()),
         ];
         for (field, pointer) in pointers {

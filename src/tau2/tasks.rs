@@ -249,6 +249,7 @@ pub fn scenario(
                     "reward": "/reward",
                     "components": "/tau2/breakdown",
                     "reason": "/tau2/ended_by",
+                    "checks": "/tau2/checks",
                     "judge": "/tau2/judge",
                 },
             }},

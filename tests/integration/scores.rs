@@ -14,7 +14,8 @@ use crate::{csv_rows, toolgauge};
 fn scored_task(name: &str, reward: f64, db: f64) -> Value {
     json!({
         "name": name,
-        "tags": ["shop"],
+        // A tau2 scenario's tags: "tau2", then its domain.
+        "tags": ["tau2", "shop"],
         "tools": [
             {
                 "name": "get_weather",
@@ -32,16 +33,22 @@ fn scored_task(name: &str, reward: f64, db: f64) -> Value {
             "user": {"instructions": "Ask for the weather.", "script": ["Weather in Paris?", "###STOP###"]},
             "final_state": {"probe": {
                 "tool": "lenient_echo",
-                "arguments": {"reward": reward, "parts": {"DB": db, "COMMUNICATE": 1.0}, "why": "user_stop"},
+                "arguments": {
+                    "reward": reward,
+                    "parts": {"DB": db, "COMMUNICATE": 1.0},
+                    "why": "user_stop",
+                    "checks": {"db_match": db >= 1.0, "auth": null}
+                },
                 "transcript": "transcript",
                 // An object matcher names every key of the result.
                 "result": {
                     "reward": {"$gte": 0.999_999},
                     "parts": {"$present": true, "$example": {}},
                     "why": "user_stop",
+                    "checks": {"$present": true, "$example": {}},
                     "transcript": {"$present": true, "$example": {}}
                 },
-                "score": {"reward": "/reward", "components": "/parts", "reason": "/why"}
+                "score": {"reward": "/reward", "components": "/parts", "reason": "/why", "checks": "/checks"}
             }}
         }
     })
@@ -80,6 +87,12 @@ fn a_probes_score_is_reported_per_trial_per_scenario_and_per_tag_and_read_back_a
         "{scored:?}"
     );
     assert!(scored.contains(&("full", "1.0", "DB=1.0;COMMUNICATE=1.0", "user_stop")));
+    let checks: Vec<&str> = trials
+        .iter()
+        .filter(|r| r["scenario"] == "half" && !r["reward"].is_empty())
+        .map(|r| r["reward_checks"].as_str())
+        .collect();
+    assert_eq!(checks, ["db_match=false;auth=null"; 2], "{trials:?}");
 
     let scores = csv_rows(&out.join("scores.csv"));
     let find = |group: &str, kind: &str, name: &str| {
@@ -109,6 +122,15 @@ fn a_probes_score_is_reported_per_trial_per_scenario_and_per_tag_and_read_back_a
         find("shop", "ended", "user_stop"),
         ("4".into(), "4".into(), "1.0".into())
     );
+    assert_eq!(
+        find("shop", "check", "db_match"),
+        ("2".into(), "4".into(), "0.5".into())
+    );
+    assert_eq!(
+        find("shop", "check", "auth"),
+        ("0".into(), "0".into(), "0.0".into()),
+        "never checked"
+    );
     // pass^k over the tag's tasks: (1 + 0) / 2 at k = 1 and 2.
     assert_eq!(
         find("shop", "pass_k", "2"),
@@ -133,6 +155,46 @@ fn a_probes_score_is_reported_per_trial_per_scenario_and_per_tag_and_read_back_a
         std::fs::read_to_string(out.join("scores.csv")).unwrap(),
         std::fs::read_to_string(merged.join("scores.csv")).unwrap()
     );
+
+    // tau2's own summary, from the trials read back.
+    let output = toolgauge(&["report", "tau2", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("| scripted | shop | 0.7500 |"), "{text}");
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(out.join("tau2_metrics.json")).unwrap()).unwrap();
+    let shop = &written[0];
+    assert_eq!(shop["domain"], "shop");
+    assert_eq!(shop["avg_reward"], 0.75);
+    assert_eq!(shop["pass_hat_ks"], json!({"1": 0.5, "2": 0.5}));
+    assert_eq!(
+        (
+            shop["total_simulations"].as_u64(),
+            shop["total_tasks"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(shop["db_match_count"], 2);
+    assert_eq!(shop["db_mismatch_count"], 2);
+    assert_eq!(shop["db_not_checked"], 0);
+    assert_eq!(shop["termination_user_stop"], 4);
+    assert_eq!(
+        shop["components"]["DB"],
+        json!({"passed": 2, "of": 4, "rate": 0.5})
+    );
+}
+
+#[test]
+fn report_tau2_of_a_run_without_tau2_says_so_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = scripted_run("scenarios/starter", 1, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = toolgauge(&["report", "tau2", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = stderr(&output);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("no tau2 scenario"), "{said}");
 }
 
 #[test]

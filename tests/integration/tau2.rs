@@ -393,3 +393,102 @@ fn a_forking_bridge_gives_each_trial_of_a_task_a_fresh_environment() {
     assert_eq!(sources.len(), 1, "{sources:?}");
     assert_eq!(sources[0]["startups"], 4, "{sources:?}");
 }
+
+/// tests/tau2_oracle/metrics.py with `args`, its stdout.
+fn oracle_metrics(python: &str, args: &[&str]) -> String {
+    let output = std::process::Command::new(python)
+        .arg("tests/tau2_oracle/metrics.py")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "metrics.py {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+#[ignore = "needs tau2-bench: TOOLGAUGE_TAU2_PYTHON (.ci/run installs it and runs this with --ignored)"]
+fn report_tau2_gives_tau2s_own_metrics_of_a_replayed_run_of_each_domain() {
+    let python =
+        bridge_python("report_tau2_gives_tau2s_own_metrics_of_a_replayed_run_of_each_domain");
+    let dir = tempfile::tempdir().unwrap();
+    for domain in ["airline", "retail"] {
+        // One Results JSON, fed to tau2's metrics and replayed through
+        // toolgauge: 8 tasks, 3 trials each, passes and failures mixed.
+        let results = dir.path().join(format!("{domain}-results.json"));
+        let results_path = results.to_str().unwrap();
+        oracle_metrics(&python, &["results", domain, results_path, "--tasks", "8"]);
+        let expected: Value =
+            serde_json::from_str(&oracle_metrics(&python, &["compute", results_path])).unwrap();
+        let recorded: Value = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+        let imported = dir.path().join(format!("{domain}-imported"));
+        import(&python, domain, &imported);
+        let suite = dir.path().join(format!("{domain}-suite"));
+        std::fs::create_dir_all(&suite).unwrap();
+        for task in recorded["tasks"].as_array().unwrap() {
+            let name = format!("tau2_{domain}_{}.json", task["id"].as_str().unwrap());
+            std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
+        }
+        let model = dir.path().join(format!("{domain}-replay.json"));
+        let file = json!({"name": "tau2-replay", "kind": "tau2-results", "results": results});
+        std::fs::write(&model, file.to_string()).unwrap();
+        let out = dir.path().join(format!("{domain}-out"));
+        let run = toolgauge(&[
+            "run",
+            suite.to_str().unwrap(),
+            "--models",
+            model.to_str().unwrap(),
+            "--trials",
+            "3",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            !stderr.contains("lost"),
+            "{domain}: no trial is lost: {stderr}"
+        );
+        let report = toolgauge(&["report", "tau2", out.to_str().unwrap()]);
+        assert_eq!(
+            report.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&report.stderr)
+        );
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(out.join("tau2_metrics.json")).unwrap()).unwrap();
+        let ours = &written.as_array().unwrap()[0];
+        assert_eq!(ours["domain"], domain);
+        let close =
+            |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-12;
+        assert!(
+            close(&ours["avg_reward"], &expected["avg_reward"]),
+            "{domain}: {ours} {expected}"
+        );
+        let (ks, theirs) = (&ours["pass_hat_ks"], &expected["pass_hat_ks"]);
+        assert_eq!(ks.as_object().unwrap().len(), 3, "{ks}");
+        for (k, value) in theirs.as_object().unwrap() {
+            assert!(close(&ks[k], value), "{domain}: pass^{k}: {ks} {theirs}");
+        }
+        for count in [
+            "total_simulations",
+            "total_tasks",
+            "infra_error_count",
+            "db_match_count",
+            "db_mismatch_count",
+            "db_not_checked",
+            "termination_user_stop",
+            "termination_agent_stop",
+            "termination_max_steps",
+            "termination_error",
+            "termination_infrastructure_error",
+        ] {
+            assert_eq!(ours[count], expected[count], "{domain}: {count}");
+        }
+        assert_eq!(ours["components"], expected["components"], "{domain}");
+    }
+}
