@@ -38,7 +38,9 @@ ended so: 0.
 NL assertions are judged by tau2's own NL evaluator with the judge
 toolgauge names (`run --judge-model`: TOOLGAUGE_JUDGE_BASE_URL, _MODEL,
 _API_KEY, _REPEATS), never tau2's default; without one such a task is
-refused ("not judged"). With repeats N the conversation is judged N
+refused ("not judged"). A judge that fails (no answer, or not in tau2's
+JSON) leaves the reward unknown (null): the parts tau2 computes without
+it are given, and "tau2.judge.error" says what failed. With repeats N the conversation is judged N
 times: the first verdict counts, and "tau2.judge" gives the judge's
 NL_ASSERTION verdict each time, whether they differ, and its tokens.
 """
@@ -256,16 +258,15 @@ class Trial:
             termination_reason=reason,
             messages=messages,
         )
-        infos = [
-            evaluate_simulation(
-                simulation=simulation,
-                task=self.task,
-                evaluation_type=EvaluationType.ALL,
-                solo_mode=False,
-                domain=self.domain,
-            )
-            for _ in range(JUDGE.repeats if judged else 1)
-        ]
+        try:
+            infos = [
+                self.evaluated(simulation, EvaluationType.ALL)
+                for _ in range(JUDGE.repeats if judged else 1)
+            ]
+        except Exception as error:
+            if not judged:
+                raise
+            return self.without_judge(simulation, reason, error)
         info = infos[0]
         said = verdict(info)
         result = {
@@ -285,6 +286,43 @@ class Trial:
             nl = [(i.reward_breakdown or {}).get(RewardType.NL_ASSERTION, i.reward) for i in infos]
             result["tau2"]["judge"] = JUDGE.use(nl)
         return result
+
+
+    def evaluated(self, simulation, kind):
+        return evaluate_simulation(
+            simulation=simulation,
+            task=self.task,
+            evaluation_type=kind,
+            solo_mode=False,
+            domain=self.domain,
+        )
+
+    def without_judge(self, simulation, reason, error):
+        """The judge failed: the parts of the reward tau2 computes without
+        it (the database, what was said, the actions), each by tau2's own
+        evaluator, and the reward unknown. The error is the judge's."""
+        basis = set(self.task.evaluation_criteria.reward_basis)
+        breakdown, db_match = {}, None
+        for kind in (EvaluationType.ENV, EvaluationType.COMMUNICATE, EvaluationType.ACTION):
+            info = self.evaluated(simulation, kind)
+            for part, value in (info.reward_breakdown or {}).items():
+                if part in basis:
+                    breakdown[part.value] = value
+            if info.db_check is not None:
+                db_match = info.db_check.db_match
+        failed = {**JUDGE.use([]), "error": f"{type(error).__name__}: {error}"}
+        return {
+            "reward": None,
+            "tau2": {
+                "reward_basis": [b.value for b in self.task.evaluation_criteria.reward_basis],
+                "breakdown": breakdown,
+                "db_match": db_match,
+                "ended_by": reason.value,
+                "db_hash": self.environment.get_db_hash(),
+                "checks": {"db_match": db_match},
+                "judge": failed,
+            },
+        }
 
 
 class Listing:

@@ -282,6 +282,10 @@ pub enum Failure {
     /// could not be reached): not the agent's doing, and the trial is
     /// counted apart.
     UserSimulator,
+    /// A task's judging model failed (tau2's NL judge did not answer in
+    /// its format, or could not be reached): the trial's reward is
+    /// unknown, and what the probe judged without it is kept.
+    Judge,
 }
 
 /// Who caused a failure. Only the model's count against the model; a
@@ -299,6 +303,8 @@ pub enum Party {
     Server,
     /// A conversation's simulated user.
     UserSimulator,
+    /// A model that judges a conversation for a task's probe.
+    Judge,
 }
 
 impl Failure {
@@ -317,6 +323,7 @@ impl Failure {
             Failure::TransportError | Failure::BadResponse => Party::Server,
             Failure::ToolUnavailable | Failure::BadOutput => Party::Tool,
             Failure::UserSimulator => Party::UserSimulator,
+            Failure::Judge => Party::Judge,
             Failure::Parse
             | Failure::UnknownTool
             | Failure::Validation
@@ -547,6 +554,7 @@ mod tests {
                 ("tool_unavailable", "tool"),
                 ("bad_output", "tool"),
                 ("user_simulator", "user_simulator"),
+                ("judge", "judge"),
             ]
         );
     }

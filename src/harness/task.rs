@@ -397,6 +397,12 @@ impl<'t> Play<'t> {
                         if let (Some(file), Some(last)) = (&probe.score, self.turns.last_mut()) {
                             last.score = read_score(file, &result);
                         }
+                        let failed = probe.score.as_ref().and_then(|f| judge_failure(f, &result));
+                        if let Some(error) = failed {
+                            // Its reward unknown: the judge's failure.
+                            let why = format!("the judge failed: {error}");
+                            self.lost(run, Failure::Judge, &why);
+                        }
                         Some(result)
                     }
                     Err(why) => {
@@ -584,11 +590,23 @@ fn log_user(run: &mut TrialRun<'_>, who: &str, text: &str, usage: Option<crate::
     }
 }
 
+/// Why the judging model failed, where the score's `judge` object says
+/// so (its `error`).
+fn judge_failure(file: &ScoreFile, result: &serde_json::Value) -> Option<String> {
+    let judge = result.pointer(file.judge.as_deref()?)?;
+    judge.get("error")?.as_str().map(str::to_owned)
+}
+
 /// The score in a probe's result, where `file` says it is; `None` when
 /// the result has no number at the reward's pointer (a probe that did
 /// not judge).
 fn read_score(file: &ScoreFile, result: &serde_json::Value) -> Option<Score> {
-    let reward = result.pointer(&file.reward)?.as_f64()?;
+    // Unknown when the judge failed; no number otherwise: not judged.
+    let reward = match result.pointer(&file.reward).and_then(|r| r.as_f64()) {
+        Some(reward) => Some(reward),
+        None if judge_failure(file, result).is_some() => None,
+        None => return None,
+    };
     let components = file
         .components
         .as_deref()

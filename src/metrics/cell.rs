@@ -37,6 +37,9 @@ pub struct CellStats {
     /// Trials lost to infrastructure, by cause (`transport_error`,
     /// `bad_response`, `tool_unavailable`): not counted in `trials`.
     pub lost: BTreeMap<Failure, u64>,
+    /// The scores of lost trials whose probe judged them (their judge
+    /// failed): the parts judged without it, the reward unknown.
+    pub lost_scores: crate::metrics::ScoreStats,
     /// Trials whose first attempt failed with an error the model was told
     /// about (a call error in its results), and how many of those were
     /// fixed later: self-correction from feedback.
@@ -78,6 +81,7 @@ impl CellStats {
             tool_ms: Latencies::default(),
             stream: None,
             lost: BTreeMap::new(),
+            lost_scores: crate::metrics::ScoreStats::default(),
             told: (0, 0),
             nudged: (0, 0),
             shown_results: (0, 0),
@@ -100,6 +104,9 @@ impl CellStats {
         // A trial lost to infrastructure says nothing about the model.
         if let Some(cause) = trial.lost() {
             *self.lost.entry(cause).or_default() += 1;
+            for score in trial.attempts.iter().filter_map(|a| a.score.as_ref()) {
+                self.lost_scores.add(score);
+            }
             return;
         }
         self.trials += 1;
@@ -270,6 +277,7 @@ impl CellStats {
         for (cause, n) in &other.lost {
             *self.lost.entry(*cause).or_default() += n;
         }
+        self.lost_scores.merge(&other.lost_scores);
         self.told.0 += other.told.0;
         self.told.1 += other.told.1;
         self.nudged.0 += other.nudged.0;

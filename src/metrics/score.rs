@@ -12,7 +12,9 @@ pub const PASSED: f64 = 1.0 - 1e-6;
 /// One trial's score, read from its probe's result.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Score {
-    pub reward: f64,
+    /// `None`: unknown, its judge having failed (the parts judged
+    /// without it are still here).
+    pub reward: Option<f64>,
     /// By name, in the probe's order (tau2: `DB`, `COMMUNICATE`, ...).
     pub components: Vec<(String, f64)>,
     /// Why the conversation ended, in the judge's words.
@@ -45,7 +47,10 @@ impl JudgeUse {
 /// Running scores of one cell, or of a group of cells.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScoreStats {
+    /// Trials that gave a score, their reward known or not.
     pub scored: u64,
+    /// Of them, trials whose reward is unknown (their judge failed).
+    pub unknown: u64,
     pub reward_sum: f64,
     /// Trials whose reward passed.
     pub rewarded: u64,
@@ -68,8 +73,9 @@ pub struct ScoreStats {
 impl ScoreStats {
     pub fn add(&mut self, score: &Score) {
         self.scored += 1;
-        self.reward_sum += score.reward;
-        self.rewarded += u64::from(score.reward >= PASSED);
+        self.unknown += u64::from(score.reward.is_none());
+        self.reward_sum += score.reward.unwrap_or(0.0);
+        self.rewarded += u64::from(score.reward.is_some_and(|r| r >= PASSED));
         for (name, value) in &score.components {
             let entry = self.components.entry(name.clone()).or_default();
             entry.0 += u64::from(*value >= PASSED);
@@ -94,6 +100,7 @@ impl ScoreStats {
 
     pub fn merge(&mut self, other: &ScoreStats) {
         self.scored += other.scored;
+        self.unknown += other.unknown;
         self.reward_sum += other.reward_sum;
         self.rewarded += other.rewarded;
         for (name, (passed, scored)) in &other.components {
@@ -116,8 +123,14 @@ impl ScoreStats {
         self.judge_cost_usd += other.judge_cost_usd;
     }
 
+    /// Trials whose reward is known.
+    pub fn known(&self) -> u64 {
+        self.scored - self.unknown
+    }
+
+    /// The mean of the rewards known.
     pub fn mean_reward(&self) -> Option<f64> {
-        (self.scored > 0).then(|| self.reward_sum / self.scored as f64)
+        (self.known() > 0).then(|| self.reward_sum / self.known() as f64)
     }
 }
 
@@ -129,7 +142,7 @@ mod tests {
         // Checked, and matched, only when the conversation was not cut short.
         let db_match = (reason != "too_many_errors").then_some(db >= PASSED);
         Score {
-            reward,
+            reward: Some(reward),
             components: vec![("DB".into(), db), ("COMMUNICATE".into(), 1.0)],
             reason: Some(reason.into()),
             checks: vec![("db_match".into(), db_match)],

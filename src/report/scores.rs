@@ -16,7 +16,9 @@ use crate::markup::{Align::Left, Align::Right, Table};
 use crate::metrics::{Aggregate, CellStats, ScoreStats, pass_hat_k};
 
 /// scores.csv's row. `kind` says what `count`, `of` and `value` are:
-/// `reward` (trials rewarded 1, trials scored, the mean reward),
+/// `reward` (trials rewarded 1, trials whose reward is known, the mean
+/// reward; named `unknown`: trials whose judge failed, trials scored,
+/// the share),
 /// `component` (trials the component `name` passed, trials it was scored
 /// on, the share), `ended` (trials ended by `name`, trials scored, the
 /// share), `judge` (`flipped`: trials whose repeated verdicts differ,
@@ -47,11 +49,17 @@ struct Group {
     tasks: Vec<(u64, u64)>,
 }
 
-fn scores(cell: &CellStats) -> Option<&ScoreStats> {
-    cell.task
+/// A cell's scores: its measured trials', and the parts judged of those
+/// lost when their judge failed (their reward unknown); none if nothing
+/// scored.
+fn scores(cell: &CellStats) -> Option<ScoreStats> {
+    let mut all = cell
+        .task
         .as_ref()
-        .map(|t| &t.scores)
-        .filter(|s| s.scored > 0)
+        .map(|t| t.scores.clone())
+        .unwrap_or_default();
+    all.merge(&cell.lost_scores);
+    (all.scored > 0).then_some(all)
 }
 
 /// Each model's groups: its scored scenarios, then each tag of them.
@@ -60,6 +68,7 @@ fn groups(info: &RunInfo, stats: &Aggregate, m: usize) -> Vec<Group> {
     let mut by_tag: Vec<Group> = Vec::new();
     for (s, cell) in stats.cells[m].iter().enumerate() {
         let Some(scored) = scores(cell) else { continue };
+        let scored = &scored;
         let task = (cell.successes(), cell.trials);
         by_scenario.push(Group {
             scope: "scenario",
@@ -105,80 +114,69 @@ pub(super) fn rows(info: &RunInfo, stats: &Aggregate) -> Vec<ScoreRow> {
     let mut rows = Vec::new();
     for (m, model) in info.models.iter().enumerate() {
         for group in groups(info, stats, m) {
-            let row = |kind, name: String, count, of, value: f64| ScoreRow {
-                model: model.name.clone(),
-                scope: group.scope,
-                group: group.name.clone(),
-                kind,
-                name,
-                count,
-                of,
-                value: round(value),
-            };
-            let s = &group.scores;
-            let share = |n: u64, of: u64| n as f64 / of.max(1) as f64;
-            rows.push(row(
-                "reward",
-                String::new(),
-                s.rewarded,
-                s.scored,
-                s.mean_reward().unwrap_or(0.0),
-            ));
-            for (name, &(passed, of)) in &s.components {
-                rows.push(row(
-                    "component",
-                    name.clone(),
-                    passed,
-                    of,
-                    share(passed, of),
-                ));
-            }
-            for (name, &n) in &s.reasons {
-                rows.push(row("ended", name.clone(), n, s.scored, share(n, s.scored)));
-            }
-            for (name, &(yes, checked)) in &s.checks {
-                rows.push(row(
-                    "check",
-                    name.clone(),
-                    yes,
-                    checked,
-                    share(yes, checked),
-                ));
-            }
-            if s.judged > 0 {
-                let judged = s.judged;
-                rows.push(row(
-                    "judge",
-                    "flipped".into(),
-                    s.flipped,
-                    judged,
-                    share(s.flipped, judged),
-                ));
-                for (name, tokens) in [
-                    ("input_tokens", s.judge_input_tokens),
-                    ("output_tokens", s.judge_output_tokens),
-                ] {
-                    rows.push(row(
-                        "judge",
-                        name.into(),
-                        tokens,
-                        judged,
-                        tokens as f64 / judged as f64,
-                    ));
-                }
-                rows.push(row(
-                    "judge",
-                    "cost_usd".into(),
-                    judged,
-                    judged,
-                    s.judge_cost_usd,
-                ));
-            }
             let tasks = group.tasks.len() as u64;
-            for (k, value) in pass_k(&group.tasks) {
-                rows.push(row("pass_k", k.to_string(), tasks, tasks, value));
+            let pass_ks = pass_k(&group.tasks)
+                .into_iter()
+                .map(|(k, value)| ("pass_k", k.to_string(), tasks, tasks, value));
+            for (kind, name, count, of, value) in measures(&group.scores).into_iter().chain(pass_ks)
+            {
+                rows.push(ScoreRow {
+                    model: model.name.clone(),
+                    scope: group.scope,
+                    group: group.name.clone(),
+                    kind,
+                    name,
+                    count,
+                    of,
+                    value: round(value),
+                });
             }
         }
+    }
+    rows
+}
+
+/// A group's measures but pass^k, as scores.csv's (kind, name, count, of,
+/// value).
+fn measures(s: &ScoreStats) -> Vec<(&'static str, String, u64, u64, f64)> {
+    let share = |n: u64, of: u64| n as f64 / of.max(1) as f64;
+    let mean = s.mean_reward().unwrap_or(0.0);
+    let mut rows = vec![("reward", String::new(), s.rewarded, s.known(), mean)];
+    if s.unknown > 0 {
+        let unknown = share(s.unknown, s.scored);
+        rows.push(("reward", "unknown".into(), s.unknown, s.scored, unknown));
+    }
+    for (name, &(passed, of)) in &s.components {
+        rows.push(("component", name.clone(), passed, of, share(passed, of)));
+    }
+    for (name, &n) in &s.reasons {
+        rows.push(("ended", name.clone(), n, s.scored, share(n, s.scored)));
+    }
+    for (name, &(yes, checked)) in &s.checks {
+        rows.push(("check", name.clone(), yes, checked, share(yes, checked)));
+    }
+    if s.judged > 0 {
+        let judged = s.judged;
+        rows.push((
+            "judge",
+            "flipped".into(),
+            s.flipped,
+            judged,
+            share(s.flipped, judged),
+        ));
+        for (name, tokens) in [
+            ("input_tokens", s.judge_input_tokens),
+            ("output_tokens", s.judge_output_tokens),
+        ] {
+            rows.push((
+                "judge",
+                name.into(),
+                tokens,
+                judged,
+                tokens as f64 / judged as f64,
+            ));
+        }
+        rows.push(("judge", "cost_usd".into(), judged, judged, s.judge_cost_usd));
     }
     rows
 }
@@ -217,7 +215,7 @@ fn reward_rows(info: &RunInfo, stats: &Aggregate) -> Vec<[String; 9]> {
                 model.name.clone(),
                 group.name.clone(),
                 group.tasks.len().to_string(),
-                s.scored.to_string(),
+                s.known().to_string(),
                 format!("{:.3}", s.mean_reward().unwrap_or(0.0)),
                 ks.join(" / "),
                 components.join(", "),

@@ -176,6 +176,9 @@ pub(super) struct TaskColumns {
     /// repeated its instructions, said nothing, could not be asked): not
     /// the agent's doing, apart from its failures.
     pub user_simulator_failures: Option<u64>,
+    /// Trials lost to a probe's judging model (tau2's NL judge failed):
+    /// their reward unknown, not the agent's doing.
+    pub judge_failures: Option<u64>,
     /// A simulated user's tokens per task (apart from the agent's).
     pub user_tokens_per_task: Option<f64>,
 }
@@ -185,8 +188,10 @@ impl TaskColumns {
         let Some(task) = cell.task.as_ref().filter(|t| t.tasks > 0) else {
             // Every trial lost: still say to whom.
             let lost = cell.lost_to(Failure::UserSimulator);
+            let judge = cell.lost_to(Failure::Judge);
             return TaskColumns {
                 user_simulator_failures: (lost > 0).then_some(lost),
+                judge_failures: (judge > 0).then_some(judge),
                 ..TaskColumns::default()
             };
         };
@@ -211,6 +216,7 @@ impl TaskColumns {
             user_turn_success: opt(task.user_turn_measures().map(|m| m.0)),
             turns_survived_mean: opt(task.user_turn_measures().map(|m| m.1)),
             user_simulator_failures: Some(cell.lost_to(Failure::UserSimulator)),
+            judge_failures: Some(cell.lost_to(Failure::Judge)),
             user_tokens_per_task: (task.user_tokens > 0)
                 .then(|| round(task.user_tokens as f64 / task.tasks as f64)),
         }

@@ -76,6 +76,8 @@ pub fn tau2_metrics(info: &RunInfo, stats: &Aggregate) -> Vec<Tau2Metrics> {
             let cell = &stats.cells[m][s];
             let entry = domains.entry(domain).or_default();
             entry.lost += cell.lost.values().sum::<u64>();
+            // Measured trials only: a lost one is tau2's infrastructure
+            // error, its judge's failure too.
             if let Some(scores) = cell.task.as_ref().map(|t| &t.scores)
                 && scores.scored > 0
             {

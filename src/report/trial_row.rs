@@ -313,7 +313,7 @@ impl Columns for Option<Score> {
             .iter()
             .map(|(name, value)| format!("{name}={value:?}"))
             .collect();
-        row.reward = Some(score.reward);
+        row.reward = score.reward;
         row.reward_parts = Cow::Owned(parts.join(";"));
         row.reward_reason = Cow::Borrowed(score.reason.as_deref().unwrap_or_default());
         let checks: Vec<String> = score
@@ -336,9 +336,15 @@ impl Columns for Option<Score> {
     }
 
     fn take(row: &TrialRow<'_>, path: &Path) -> io::Result<Self> {
-        let Some(reward) = row.reward else {
+        // A reward unknown (its judge failed) still has the parts judged.
+        let reward = row.reward;
+        if reward.is_none()
+            && row.reward_parts.is_empty()
+            && row.reward_reason.is_empty()
+            && row.reward_checks.is_empty()
+        {
             return Ok(None);
-        };
+        }
         let mut components = Vec::new();
         for part in row.reward_parts.split(';').filter(|p| !p.is_empty()) {
             let parsed = part
@@ -480,7 +486,7 @@ mod tests {
         });
         assert_eq!(through_csv(&stream), stream);
         let score = Some(Score {
-            reward: 0.5,
+            reward: Some(0.5),
             components: vec![("DB".into(), 1.0), ("COMMUNICATE".into(), 0.0)],
             reason: Some("user_stop".into()),
             checks: vec![("db_match".into(), Some(false)), ("auth".into(), None)],
@@ -492,6 +498,16 @@ mod tests {
             }),
         });
         assert_eq!(through_csv(&score), score);
+        let unknown = score.map(|known| Score {
+            reward: None,
+            judge: None,
+            ..known
+        });
+        assert_eq!(
+            through_csv(&unknown),
+            unknown,
+            "a reward unknown, its parts kept"
+        );
         assert_eq!(through_csv(&None::<Score>), None);
         assert_eq!(through_csv(&None::<StreamTimes>), None);
     }

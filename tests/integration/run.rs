@@ -56,7 +56,7 @@ fn seeded_runs_write_identical_reports() {
     // run.json records the concurrency; everything else is the same.
     assert_same(&a, &b, &FILES[..8]);
     let trials = read(&a, "trials.csv");
-    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd,milestones,redundant_calls,recovered,ended,schema_errors,reason_parameter,queue_ms,retries,retry_ms,reasoning_tokens,cached_tokens,cache_write_tokens,first_byte_ms,first_token_ms,first_call_ms,calls_ms,stream_end_ms,turn_ms,early_ideal_ms,ran_early,user_turn,user_turn_passed,user_input_tokens,user_output_tokens,user_cost_usd,reward,reward_parts,reward_reason,judge_verdicts,judge_input_tokens,judge_output_tokens,judge_cost_usd,repeated_failed_call,next_move\n"));
+    assert!(trials.starts_with("model,scenario,trial,attempt,attempt_success,trial_success,failures,reason,calls,model_ms,tool_ms,serial_ms,ideal_ms,input_tokens,output_tokens,cost_usd,milestones,redundant_calls,recovered,ended,schema_errors,reason_parameter,queue_ms,retries,retry_ms,reasoning_tokens,cached_tokens,cache_write_tokens,first_byte_ms,first_token_ms,first_call_ms,calls_ms,stream_end_ms,turn_ms,early_ideal_ms,ran_early,user_turn,user_turn_passed,user_input_tokens,user_output_tokens,user_cost_usd,reward,reward_parts,reward_reason,judge_verdicts,judge_input_tokens,judge_output_tokens,judge_cost_usd,repeated_failed_call,next_move,reward_checks\n"));
     // 4 models x 35 scenarios x 6 trials, in order, each trial once.
     let summary = read(&a, "summary.csv");
     assert_eq!(summary.lines().count(), 1 + 4 * 35);

@@ -177,9 +177,12 @@ fn the_scripted_mock_passes_every_one_and_the_attentive_one_only_when_told() {
             .lines()
             .next()
             .unwrap()
-            .ends_with(",repeated_failed_call,next_move")
+            .ends_with(",repeated_failed_call,next_move,reward_checks")
     );
-    assert!(trials.contains(",same_call\n") || trials.contains(",same_call\r\n"));
+    assert!(
+        trials.contains(",same_call,"),
+        "next_move, then reward_checks"
+    );
 }
 
 #[test]

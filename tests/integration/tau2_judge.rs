@@ -10,6 +10,7 @@ use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::csv_rows;
 use crate::live::{KEY_ENV, stderr};
 use crate::tau2::{bridge_python, import};
 
@@ -188,5 +189,70 @@ async fn only_a_judging_server_is_given_the_judge_and_its_key() {
     for entry in std::fs::read_dir(&out).unwrap() {
         let text = std::fs::read(entry.unwrap().path()).unwrap();
         assert!(!String::from_utf8_lossy(&text).contains("sk-judge-secret"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs tau2-bench: TOOLGAUGE_TAU2_PYTHON (.ci/run installs it and runs this with --ignored)"]
+async fn a_judge_that_does_not_answer_in_tau2s_json_loses_the_trial_to_the_judge_and_keeps_db() {
+    let python = bridge_python(
+        "a_judge_that_does_not_answer_in_tau2s_json_loses_the_trial_to_the_judge_and_keeps_db",
+    );
+    // A small local judge that chats instead of answering in tau2's JSON.
+    let judge = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-judge", "object": "chat.completion", "created": 0, "model": "judge-m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Sure! The agent did well."}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107}
+        })))
+        .mount(&judge)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let imported = dir.path().join("retail");
+    let (python, imported_at) = (python.clone(), imported.clone());
+    tokio::task::spawn_blocking(move || import(&python, "retail", &imported_at))
+        .await
+        .unwrap();
+    // Retail 16: DB and one NL assertion weigh in its reward.
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let name = "tau2_retail_16.json";
+    std::fs::copy(imported.join(name), suite.join(name)).unwrap();
+    let base_url = format!("{}/v1", judge.uri());
+    let (out, output) = run_judged(dir.path(), &suite, &base_url, &[]).await;
+    // Lost, and not to the model: the run fails as any run that lost a trial.
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(said.contains("the judge failed"), "{said}");
+
+    let last = |name: &str| column(&out, "trials.csv", name).pop().unwrap();
+    assert_eq!(last("failures"), "judge");
+    assert_eq!(last("reward"), "", "unknown, never 0 or 1");
+    assert_eq!(
+        last("reward_parts"),
+        "DB=1.0",
+        "what tau2 knows without the judge"
+    );
+    assert_eq!(last("reward_checks"), "db_match=true");
+    let summary = csv_rows(&out.join("summary.csv"));
+    assert_eq!(summary[0]["lost_trials"], "1", "{summary:?}");
+    assert_eq!(
+        summary[0]["trials"], "0",
+        "the model is not charged: {summary:?}"
+    );
+    assert_eq!(
+        summary[0]["judge_failures"], "1",
+        "the judge is: {summary:?}"
+    );
+    let scores = std::fs::read_to_string(out.join("scores.csv")).unwrap();
+    for line in [
+        "scripted,tag,retail,reward,unknown,1,1,1.0",
+        "scripted,tag,retail,component,DB,1,1,1.0",
+        "scripted,tag,retail,check,db_match,1,1,1.0",
+    ] {
+        assert!(scores.lines().any(|l| l == line), "{line}\n{scores}");
     }
 }
