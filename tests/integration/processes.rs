@@ -450,3 +450,37 @@ fn an_mcp_servers_helpers_end_with_it_even_when_it_exits_on_its_own() {
         );
     }
 }
+
+#[test]
+fn a_killed_toolgauge_takes_a_forking_server_and_its_children_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("--forks-killed-{}", std::process::id());
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let scenario = json!({
+        "name": "forked",
+        "tools": [{
+            "mcp": {"command": [mcp_test_server(), marker], "forks": true},
+            "only": ["counter_increment"],
+            "per_trial": true
+        }],
+        "prompt": "add 1 2",
+        "expect": {"no_call": true}
+    });
+    std::fs::write(suite.join("forked.json"), scenario.to_string()).unwrap();
+    let mut child = spawn_run_with(&suite, &dir.path().join("out"), "100000", &[]);
+    let stderr = lines_of(child.stderr.take().unwrap());
+    wait_for_line(&stderr, "progress:", Duration::from_secs(60));
+    // The forker and the children it forked for the listing and trials.
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "no forking server runs"
+    );
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    assert!(
+        all_exit_within(&marker, Duration::from_secs(5)),
+        "a forking server or a child of it outlived a killed toolgauge: {:?}",
+        processes_with(&marker)
+    );
+}
