@@ -192,11 +192,18 @@ fn say_budget_spent(
 
 /// One MCP server's start-ups and calls over the run.
 fn say_server_stats(s: &crate::tool::mcp::SourceStats) {
+    // The first start loads the server; later ones (trials' own, forks)
+    // are what a trial pays.
+    let startups = match s.later_startup_ms_mean() {
+        Some(later) => format!(
+            "{} start-up(s): the first {:.1} ms, the others {later:.1} ms on average",
+            s.startups, s.startup_ms_first
+        ),
+        None => format!("{} start-up(s), {:.1} ms", s.startups, s.startup_ms_mean),
+    };
     eprintln!(
-        "MCP server {}: {} start-up(s), {:.1} ms on average; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s){}",
+        "MCP server {}: {startups}; {} tools/call, p50 {:.2} ms, p95 {:.2} ms, {} error result(s){}",
         s.source,
-        s.startups,
-        s.startup_ms_mean,
         s.calls,
         s.call_ms_p50,
         s.call_ms_p95,

@@ -331,7 +331,7 @@ fn a_run_on_mcp_tools_measures_them_and_leaves_no_server_behind() {
     let csv = std::fs::read_to_string(out.join("tool_sources.csv")).unwrap();
     assert!(
         csv.starts_with(
-            "source,startups,startup_ms_mean,calls,call_errors,call_ms_p50,call_ms_p95,bad_outputs,protocol,elicitations,samplings\n"
+            "source,startups,startup_ms_mean,calls,call_errors,call_ms_p50,call_ms_p95,bad_outputs,protocol,elicitations,samplings,startup_ms_first\n"
         ),
         "{csv}"
     );

@@ -23,12 +23,14 @@ mod resources;
 mod server;
 mod servers;
 mod spec;
+mod stats;
 
 pub use client::{Action, Answers, ElicitationAnswer, SamplingAnswer};
 pub use hub::JudgeEnv;
 pub use output::OUTPUT_SCHEMA_KEY;
-pub use server::{McpServer, SourceStats};
+pub use server::McpServer;
 pub use servers::ToolServers;
 pub(crate) use spec::served_definition;
 pub use spec::{DEFAULT_STARTUP_TIMEOUT_MS, McpError, McpServerSpec, ServedTool};
 pub(crate) use spec::{stderr_note, worded};
+pub use stats::SourceStats;

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::ServiceError;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::client::Asked;
@@ -18,38 +17,11 @@ use super::fork::ForkSlot;
 use super::hub::Hub;
 use super::output;
 use super::process::StderrTail;
+use super::stats::SourceStats;
 use super::{McpError, McpServerSpec, ServedTool, stderr_note};
 use crate::tool::backend::{OutputFuture, ToolBackend, ToolCallContext, ToolFuture, ToolOutput};
 use crate::tool::registry::TrialResource;
 use crate::tool::{Effect, ToolFailure, ToolFailureKind, ToolState};
-
-/// Per tool source: start-ups and `tools/call` round trips.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct SourceStats {
-    /// The server, as messages name it.
-    pub source: String,
-    pub startups: u64,
-    pub startup_ms_mean: f64,
-    pub calls: u64,
-    pub call_errors: u64,
-    pub call_ms_p50: f64,
-    pub call_ms_p95: f64,
-    /// Results that broke the tool's own `outputSchema` (also counted in
-    /// `call_errors`).
-    #[serde(default)]
-    pub bad_outputs: u64,
-    /// The protocol revision the server answered `initialize` with (its
-    /// latest start's).
-    #[serde(default)]
-    pub protocol: String,
-    /// `elicitation/create` requests the server sent, answered as the
-    /// scenario scripted.
-    #[serde(default)]
-    pub elicitations: u64,
-    /// `sampling/createMessage` requests the server sent.
-    #[serde(default)]
-    pub samplings: u64,
-}
 
 #[derive(Debug)]
 struct Measures {
@@ -413,6 +385,7 @@ impl McpServer {
             protocol: measures.protocol.clone(),
             elicitations: self.asked.elicitations.load(Ordering::SeqCst),
             samplings: self.asked.samplings.load(Ordering::SeqCst),
+            startup_ms_first: startups.first().map_or(0.0, |d| ms(*d)),
         }
     }
 

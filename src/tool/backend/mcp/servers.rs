@@ -10,7 +10,8 @@ use super::connection::{Connection, Route};
 use super::fork::ForkSlot;
 use super::hub::{Hub, JudgeEnv};
 use super::judges::JudgeTrust;
-use super::server::{McpServer, SourceStats};
+use super::server::McpServer;
+use super::stats::SourceStats;
 
 /// Every MCP server a run (or a command) uses. Servers are shared by the
 /// scenarios that name the same spec; dropping the value stops them all
