@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::toolgauge;
+use crate::{assert_success, toolgauge};
 
 /// The Python that runs the bridge; a test run without it fails saying so.
 pub(crate) fn bridge_python(test: &str) -> String {
@@ -44,12 +44,30 @@ pub(crate) fn import(python: &str, domain: &str, out: &Path) {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_success(&output);
+}
+
+/// A suite at `suite` of the imported scenarios of `domain`'s tasks `ids`.
+fn suite_of<'a>(
+    imported: &Path,
+    suite: &Path,
+    domain: &str,
+    ids: impl IntoIterator<Item = &'a str>,
+) {
+    std::fs::create_dir_all(suite).unwrap();
+    for id in ids {
+        let name = format!("tau2_{domain}_{id}.json");
+        std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
+    }
+}
+
+/// `toolgauge run SUITE --models MODEL --trials N --quiet --out OUT`,
+/// `extra` flags after.
+fn run_suite([suite, model, trials, out]: [&str; 4], extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", suite, "--models", model, "--trials", trials];
+    args.extend(["--quiet", "--out", out]);
+    args.extend(extra);
+    toolgauge(&args)
 }
 
 /// The probe's result of each trial in a run's session log, by scenario.
@@ -82,11 +100,7 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     // Writes and information to say (7), a transfer (13); and 7 again
     // with the information left unsaid.
     let suite = dir.path().join("suite");
-    std::fs::create_dir_all(&suite).unwrap();
-    for id in ["7", "13"] {
-        let name = format!("tau2_airline_{id}.json");
-        std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
-    }
+    suite_of(&imported, &suite, "airline", ["7", "13"]);
     let mut unsaid: Value =
         serde_json::from_slice(&std::fs::read(imported.join("tau2_airline_7.json")).unwrap())
             .unwrap();
@@ -95,17 +109,15 @@ fn the_scripted_mock_passes_airline_tasks_on_tau2s_verdict_and_fails_one_left_un
     std::fs::write(suite.join("unsaid.json"), unsaid.to_string()).unwrap();
 
     let out = dir.path().join("out");
-    let output = toolgauge(&[
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--trials",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let output = run_suite(
+        [
+            suite.to_str().unwrap(),
+            "scenarios/models/scripted.json",
+            "1",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
     // One of three fails: the run's own verdict, not a loss.
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("lost"), "{stderr}");
@@ -166,27 +178,21 @@ fn replayed(
     let imported = dir.join(format!("{domain}-imported"));
     import(python, domain, &imported);
     let suite = dir.join(format!("{domain}-suite"));
-    std::fs::create_dir_all(&suite).unwrap();
-    for task in by_task.keys() {
-        let name = format!("tau2_{domain}_{task}.json");
-        std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
-    }
+    suite_of(&imported, &suite, domain, by_task.keys().copied());
     let model = dir.join(format!("{domain}-replay.json"));
     let file = json!({"name": "tau2-replay", "kind": "tau2-results", "results": fixture});
     std::fs::write(&model, file.to_string()).unwrap();
     let trials = by_task.values().map(Vec::len).max().unwrap_or(1);
     let out = dir.join(format!("{domain}-out"));
-    let output = toolgauge(&[
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        model.to_str().unwrap(),
-        "--trials",
-        &trials.to_string(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let output = run_suite(
+        [
+            suite.to_str().unwrap(),
+            model.to_str().unwrap(),
+            &trials.to_string(),
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("lost"), "no trial is lost: {stderr}");
     let mut compared = Vec::new();
@@ -351,31 +357,21 @@ fn a_forking_bridge_gives_each_trial_of_a_task_a_fresh_environment() {
     // Task 8 books a reservation and pays for it: a trial that saw the
     // one before it would book a second and pay twice.
     let suite = dir.path().join("suite");
-    std::fs::create_dir_all(&suite).unwrap();
+    suite_of(&imported, &suite, "airline", ["8"]);
     let name = "tau2_airline_8.json";
-    std::fs::copy(imported.join(name), suite.join(name)).unwrap();
     let written: Value = serde_json::from_slice(&std::fs::read(suite.join(name)).unwrap()).unwrap();
     assert_eq!(written["tools"][0]["mcp"]["forks"], true, "{written}");
     let out = dir.path().join("out");
-    let output = toolgauge(&[
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--trials",
-        "3",
-        "--concurrency",
-        "1",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_suite(
+        [
+            suite.to_str().unwrap(),
+            "scenarios/models/scripted.json",
+            "3",
+            out.to_str().unwrap(),
+        ],
+        &["--concurrency", "1"],
     );
+    assert_success(&output);
     let hashes: Vec<String> = verdicts(&out)
         .iter()
         .map(|(_, result)| result["tau2"]["db_hash"].as_str().unwrap().to_owned())
@@ -427,38 +423,33 @@ fn report_tau2_gives_tau2s_own_metrics_of_a_replayed_run_of_each_domain() {
         let imported = dir.path().join(format!("{domain}-imported"));
         import(&python, domain, &imported);
         let suite = dir.path().join(format!("{domain}-suite"));
-        std::fs::create_dir_all(&suite).unwrap();
-        for task in recorded["tasks"].as_array().unwrap() {
-            let name = format!("tau2_{domain}_{}.json", task["id"].as_str().unwrap());
-            std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
-        }
+        let tasks = recorded["tasks"].as_array().unwrap();
+        suite_of(
+            &imported,
+            &suite,
+            domain,
+            tasks.iter().map(|t| t["id"].as_str().unwrap()),
+        );
         let model = dir.path().join(format!("{domain}-replay.json"));
         let file = json!({"name": "tau2-replay", "kind": "tau2-results", "results": results});
         std::fs::write(&model, file.to_string()).unwrap();
         let out = dir.path().join(format!("{domain}-out"));
-        let run = toolgauge(&[
-            "run",
-            suite.to_str().unwrap(),
-            "--models",
-            model.to_str().unwrap(),
-            "--trials",
-            "3",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let run = run_suite(
+            [
+                suite.to_str().unwrap(),
+                model.to_str().unwrap(),
+                "3",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        );
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert!(
             !stderr.contains("lost"),
             "{domain}: no trial is lost: {stderr}"
         );
         let report = toolgauge(&["report", "tau2", out.to_str().unwrap()]);
-        assert_eq!(
-            report.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&report.stderr)
-        );
+        assert_success(&report);
         let written: Value =
             serde_json::from_slice(&std::fs::read(out.join("tau2_metrics.json")).unwrap()).unwrap();
         let ours = &written.as_array().unwrap()[0];

@@ -43,6 +43,21 @@ fn column(out: &Path, file: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// A suite of retail task 16 alone, imported through the bridge into
+/// `dir`: DB and one NL assertion weigh in its reward.
+async fn retail_16_suite(python: String, dir: &Path) -> std::path::PathBuf {
+    let imported = dir.join("retail");
+    let imported_at = imported.clone();
+    tokio::task::spawn_blocking(move || import(&python, "retail", &imported_at))
+        .await
+        .unwrap();
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    let name = "tau2_retail_16.json";
+    std::fs::copy(imported.join(name), suite.join(name)).unwrap();
+    suite
+}
+
 /// `run SUITE` with the scripted mock and a judge at `base_url` whose key
 /// is "sk-judge-secret" (`extra` flags after), into `dir`/out.
 async fn run_judged(
@@ -93,16 +108,7 @@ async fn nl_assertions_are_judged_by_the_named_judge_and_its_flips_are_counted()
         .await;
 
     let dir = tempfile::tempdir().unwrap();
-    let imported = dir.path().join("retail");
-    let (python, imported_at) = (python.clone(), imported.clone());
-    tokio::task::spawn_blocking(move || import(&python, "retail", &imported_at))
-        .await
-        .unwrap();
-    // Retail 16: DB and one NL assertion weigh in its reward.
-    let suite = dir.path().join("suite");
-    std::fs::create_dir_all(&suite).unwrap();
-    let name = "tau2_retail_16.json";
-    std::fs::copy(imported.join(name), suite.join(name)).unwrap();
+    let suite = retail_16_suite(python, dir.path()).await;
     let base_url = format!("{}/v1", judge.uri());
     let (out, output) = run_judged(dir.path(), &suite, &base_url, &["--judge-repeats", "2"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -211,16 +217,7 @@ async fn a_judge_that_does_not_answer_in_tau2s_json_loses_the_trial_to_the_judge
         .mount(&judge)
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let imported = dir.path().join("retail");
-    let (python, imported_at) = (python.clone(), imported.clone());
-    tokio::task::spawn_blocking(move || import(&python, "retail", &imported_at))
-        .await
-        .unwrap();
-    // Retail 16: DB and one NL assertion weigh in its reward.
-    let suite = dir.path().join("suite");
-    std::fs::create_dir_all(&suite).unwrap();
-    let name = "tau2_retail_16.json";
-    std::fs::copy(imported.join(name), suite.join(name)).unwrap();
+    let suite = retail_16_suite(python, dir.path()).await;
     let base_url = format!("{}/v1", judge.uri());
     let (out, output) = run_judged(dir.path(), &suite, &base_url, &[]).await;
     // Lost, and not to the model: the run fails as any run that lost a trial.
