@@ -96,6 +96,16 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     }
 }
 
+/// `--out`, made if need be.
+fn out_folder(out: &Path) -> Result<(), CliError> {
+    crate::whole_file::make_folder(out).map_err(|e| {
+        CliError::Usage(format!(
+            "--out {}: cannot make the folder: {e}",
+            out.display()
+        ))
+    })
+}
+
 /// `report tau2`: tau2's metrics of the run in `dir`, printed and
 /// written to `out`/tau2_metrics.json.
 fn tau2_summary(dir: &Path, out: &Path) -> Result<ExitCode, CliError> {
@@ -107,12 +117,7 @@ fn tau2_summary(dir: &Path, out: &Path) -> Result<ExitCode, CliError> {
             dir.display()
         )));
     }
-    crate::whole_file::make_folder(out).map_err(|e| {
-        CliError::Usage(format!(
-            "--out {}: cannot make the folder: {e}",
-            out.display()
-        ))
-    })?;
+    out_folder(out)?;
     let path = out.join("tau2_metrics.json");
     let text = serde_json::to_string_pretty(&metrics).map_err(std::io::Error::other);
     text.and_then(|text| crate::whole_file::write(&path, text + "\n"))
@@ -262,12 +267,7 @@ fn recorded_recovery(bfcl: &[String], tau2: &[String], out: &Path) -> Result<Exi
         .iter()
         .flat_map(|(label, counts, _)| report::recovery_rows(label, counts, &none))
         .collect();
-    crate::whole_file::make_folder(out).map_err(|e| {
-        CliError::Usage(format!(
-            "--out {}: cannot make the folder: {e}",
-            out.display()
-        ))
-    })?;
+    out_folder(out)?;
     let csv = out.join("self_correction.csv");
     report::write_recovery_csv(&csv, &rows)
         .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", csv.display())))?;
