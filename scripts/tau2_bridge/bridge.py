@@ -5,7 +5,8 @@
                               the agent's and the user simulator's system
                               prompts as tau2 builds them, the greeting,
                               the gold actions and what the verdict weighs
-    bridge.py --domain D      list the tools of domain D (calls refused)
+    bridge.py --domain D      list the tools of domain D, the agent's and
+                              the user's (calls refused)
     bridge.py --domain D --task ID
                               serve task ID: tau2's tools for the agent,
                               on an environment with the task's initial
@@ -18,6 +19,13 @@ arguments the connection's first line gives (`["--task", "ID"]` or none).
 The child has the domain's environment as the loaded bridge built it, its
 own copy: a fresh environment, as tau2 gives each simulation, in
 milliseconds where a new Python takes seconds.
+
+Telecom's user acts on their own phone with tools of its own: the bridge
+lists them beside the agent's, runs a call to one as the user's
+(`requestor="user"`, as tau2's orchestrator does), and reads the user's
+calls in the transcript (a user entry with `calls`, their results with
+`requestor: "user"`) back as tau2's messages. Telecom's tasks are made by
+tau2's own generator (telecom_data.py) the first time.
 
 Everything comes from tau2 itself (`../shared/oracles/tau2`), never a port:
 the tools as `Tool.openai_schema` gives them, each call answered by
@@ -64,6 +72,19 @@ import forking  # noqa: E402  (scripts/forking.py)
 
 tau2_ready.quiet("WARNING")
 
+
+def domain_of(argv):
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--domain")
+    return pre.parse_known_args(argv)[0].domain
+
+
+if domain_of(sys.argv[1:]) == "telecom":
+    import telecom_data
+
+    # Before tau2 reads TAU2_DATA_DIR: telecom's tasks by tau2's generator.
+    telecom_data.ready()
+
 # isort: split
 import tau2.evaluator.evaluator_nl_assertions as nl_evaluator
 from tau2.agent.llm_agent import LLMAgent
@@ -99,6 +120,13 @@ def tasks_of(domain, split=None):
     return loader(task_split_name=split) if split else loader()
 
 
+@functools.cache
+def task_by_id(domain):
+    """Every task of the domain, whatever its split, by id."""
+    loader = registry.get_tasks_loader(domain)
+    return {task.id: task for task in loader(task_split_name=None)}
+
+
 # The environment a forking bridge built before it forked: each child
 # takes its own copy once.
 BUILT = {}
@@ -106,8 +134,11 @@ BUILT = {}
 
 @functools.cache
 def listed(domain):
-    """The domain's tools as MCP lists them: the same for every task."""
-    return as_tools(registry.get_env_constructor(domain)().get_tools())
+    """The domain's tools as MCP lists them, the agent's and the user's
+    (telecom's user acts on their own phone): the same for every task."""
+    environment = registry.get_env_constructor(domain)()
+    user_tools = environment.get_user_tools() if environment.user_tools is not None else []
+    return as_tools(environment.get_tools() + user_tools)
 
 
 def fresh_environment(domain):
@@ -206,11 +237,11 @@ class Trial:
     """One task's environment, its initial state applied, as tau2 starts it."""
 
     def __init__(self, domain, task_id):
-        tasks = [t for t in tasks_of(domain) if t.id == task_id]
-        if not tasks:
+        task = task_by_id(domain).get(task_id)
+        if task is None:
             raise SystemExit(f"bridge.py: no tau2 task {task_id!r} in domain {domain}")
         self.domain = domain
-        self.task = tasks[0]
+        self.task = task
         self.environment = fresh_environment(domain)
         initial = self.task.initial_state
         self.environment.set_state(
@@ -223,10 +254,17 @@ class Trial:
 
     def call(self, name, arguments, call_id):
         message = self.environment.get_response(
-            ToolCall(id=call_id, name=name, arguments=arguments, requestor="assistant")
+            ToolCall(id=call_id, name=name, arguments=arguments, requestor=self.requestor(name))
         )
         self.errors += int(message.error)
         return message.content
+
+    def requestor(self, name):
+        """Whose tool `name` is: the user's own (toolgauge shows it to the
+        simulated user alone), else the agent's."""
+        user_tools = self.environment.user_tools
+        agent_has = self.environment.tools.has_tool(name)
+        return "user" if user_tools is not None and user_tools.has_tool(name) and not agent_has else "assistant"
 
     def evaluate(self, transcript):
         criteria = self.task.evaluation_criteria
@@ -387,14 +425,21 @@ def tau2_messages(entries):
                 AssistantMessage(role="assistant", content=text, tool_calls=calls or None)
             )
         elif role == "user":
-            messages.append(UserMessage(role="user", content=text))
+            # The user's own calls (telecom's), as tau2 records them.
+            calls = [
+                ToolCall(
+                    id=c["id"], name=c["name"], arguments=c.get("arguments") or {}, requestor="user"
+                )
+                for c in entry.get("calls") or []
+            ]
+            messages.append(UserMessage(role="user", content=text, tool_calls=calls or None))
         elif role == "tool":
             messages.append(
                 ToolMessage(
                     id=entry["call_id"],
                     role="tool",
                     content=entry.get("text", ""),
-                    requestor="assistant",
+                    requestor=entry.get("requestor") or "assistant",
                     error=bool(entry.get("is_error")),
                 )
             )
@@ -458,7 +503,7 @@ def warm(domain):
     tools), built once before forking: no child builds it again. tau2's
     evaluator is run for it on no conversation, the judge never asked."""
     listed(domain)
-    task = tasks_of(domain)[0]
+    task = next(iter(task_by_id(domain).values()))
     simulation = SimulationRun(
         id="warm-up",
         task_id=task.id,

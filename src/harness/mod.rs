@@ -20,6 +20,7 @@ mod settings;
 mod setup;
 mod setup_error;
 mod shard;
+mod simulated_user;
 mod suite_paths;
 mod task;
 mod transcript;

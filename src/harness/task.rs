@@ -6,7 +6,6 @@
 //! other's writes, whatever the concurrency.
 
 use std::io;
-use std::ops::ControlFlow;
 use std::path::Path;
 
 use super::transcript::{EndedBy, Transcript};
@@ -15,11 +14,7 @@ use super::{Job, RunError, RunPlan};
 use crate::call::Failure;
 use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, TaskEnd, TrialOutcome};
 
-use crate::model::Model;
-use crate::model::recording::Position;
-use crate::model::user_sim::{Said, UserSim};
 use crate::report::Notice;
-use crate::scenario::user::{AtMaxTurns, SimulatedUser, UserPlayer};
 use crate::scenario::{Probe, ScoreFile, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
@@ -61,6 +56,7 @@ pub(super) async fn run_task(
         ended_by: None,
         sandbox,
         transcript,
+        user_view: Vec::new(),
     };
     let success = match &task.user {
         None => play.written_turns(&mut run, task).await?,
@@ -90,7 +86,9 @@ fn refused_until_given(task: &Task, registry: &crate::tool::Registry) -> Vec<Str
     task.hidden_at_start()
         .into_iter()
         .filter(|name| {
-            task.probe_tools().any(|probe| probe == name)
+            task.probe_tools()
+                .chain(task.user_tools())
+                .any(|t| t == name)
                 || !registry
                     .lookup(name)
                     .is_some_and(|id| registry.takes_any_arguments(id))
@@ -98,89 +96,25 @@ fn refused_until_given(task: &Task, registry: &crate::tool::Registry) -> Vec<Str
         .collect()
 }
 
-/// What the user said to open the conversation: the prompt's last user
-/// message; `None` when the agent spoke last (a greeting), so that the
-/// user speaks first.
-fn opening_words(prompt: &[serde_json::Value]) -> Option<String> {
-    let last = prompt
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user" || m["role"] == "assistant")?;
-    if last["role"] == "assistant" {
-        return None;
-    }
-    Some(match &last["content"] {
-        serde_json::Value::String(text) => text.clone(),
-        other => other.to_string(),
-    })
-}
-
-/// The agent's last words in the prompt (its greeting).
-fn last_agent_words(prompt: &[serde_json::Value]) -> String {
-    prompt
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "assistant")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// One task trial as it goes: the judge, the model turns so far (the
 /// trial's attempts), what Return produced last, how the last user turn
 /// ended.
-struct Play<'t> {
-    judge: TaskJudge<'t>,
-    turns: Vec<AttemptOutcome>,
-    returned: Option<Vec<u8>>,
-    ending: Ending,
+pub(super) struct Play<'t> {
+    pub(super) judge: TaskJudge<'t>,
+    pub(super) turns: Vec<AttemptOutcome>,
+    pub(super) returned: Option<Vec<u8>>,
+    pub(super) ending: Ending,
     /// Who ended the conversation, where a stop word did.
-    ended_by: Option<EndedBy>,
+    pub(super) ended_by: Option<EndedBy>,
     /// Where the final state's files are checked.
-    sandbox: Option<std::path::PathBuf>,
+    pub(super) sandbox: Option<std::path::PathBuf>,
     /// The conversation so far, for a probe that reads it.
-    transcript: Option<Transcript>,
+    pub(super) transcript: Option<Transcript>,
+    /// The tools hidden from the simulated user: all but its own.
+    pub(super) user_view: Vec<String>,
 }
 
 impl<'t> Play<'t> {
-    /// A conversation with a simulated user: the scenario's, a live model
-    /// given for it, or the words a replay recorded. Whether it passed.
-    async fn with_user(
-        &mut self,
-        plan: &RunPlan,
-        job: Job,
-        run: &mut TrialRun<'_>,
-        task: &'t Task,
-        user: &SimulatedUser,
-    ) -> Result<bool, RunError> {
-        let scenario = &plan.scenarios[job.scenario];
-        let model = plan.users.get(job.scenario).cloned().flatten();
-        let position = Position {
-            model: run.model.name().to_owned(),
-            scenario: scenario.name.clone(),
-            trial: job.trial,
-            attempt: 0,
-            order: plan.order_of(job),
-            trial_seed: plan.shared_seed(job),
-        };
-        let opening = opening_words(&scenario.prompt);
-        // A replay's recorded user speaks in place of the scenario's.
-        let recorded = run
-            .model
-            .recorded_user(&scenario.name, job.trial)
-            .map(|words| SimulatedUser {
-                player: UserPlayer::Script(words),
-                ..user.clone()
-            });
-        let (user, model) = match &recorded {
-            Some(recorded) => (recorded, None),
-            None => (user, model),
-        };
-        let mut sim = UserSim::new(user, opening.as_deref(), model.as_deref(), position);
-        let prices = model.as_ref().and_then(|m| m.terms().prices);
-        self.simulated(run, task, user, &mut sim, prices).await
-    }
-
     /// The user turns as written (the opening one, then `task.then`),
     /// each judged on its own checks when the model answers it. Whether
     /// every one passed.
@@ -213,149 +147,9 @@ impl<'t> Play<'t> {
         Ok(success)
     }
 
-    /// A simulated user speaks after each answer until it says it is
-    /// done; the task's checks are judged then. A user that never says
-    /// so within its turns, or fails otherwise, loses the trial (not the
-    /// agent's doing). Whether the conversation passed.
-    async fn simulated(
-        &mut self,
-        run: &mut TrialRun<'_>,
-        task: &'t Task,
-        user: &SimulatedUser,
-        sim: &mut UserSim<'_>,
-        prices: Option<crate::call::Prices>,
-    ) -> Result<bool, RunError> {
-        let mut spoken = 0;
-        let mut answer = match opening_words(&run.scenario.prompt) {
-            Some(_) => self.user_turn(run, task, 1).await?,
-            // The agent greeted: the user speaks first.
-            None => match self.user_opens(run, task, sim, prices).await? {
-                ControlFlow::Continue(answer) => {
-                    spoken += 1;
-                    answer
-                }
-                ControlFlow::Break(passed) => return Ok(passed),
-            },
-        };
-        loop {
-            if matches!(self.ending, Ending::ForbiddenCall | Ending::Lost) {
-                return Ok(false);
-            }
-            // No answer within the turn's budget: the user has nothing to
-            // answer, and the conversation is judged as it stands.
-            let Some(agent_said) = answer.as_deref() else {
-                break;
-            };
-            // The user's stop word ends it from the agent's side too (as
-            // tau2's agent ends one).
-            if agent_said.contains(crate::scenario::user::STOP) {
-                self.ended_by = Some(EndedBy::AgentStop);
-                break;
-            }
-            let said = user_next(run, sim, agent_said, prices).await;
-            run.unrecorded(sim.take_unrecorded());
-            let last = self.turns.last_mut().expect("the model has spoken");
-            let (said, usage) = match said {
-                Ok(said) => said,
-                Err(failed) => return Ok(self.user_failed(run, &failed.0)),
-            };
-            last.user.usage += usage;
-            last.user.cost += prices.map_or(0.0, |p| p.cost(usage));
-            let text = match said {
-                Said::Message(text) => text,
-                Said::Stop(text) => {
-                    log_user(run, "simulated_user", &text, Some(usage));
-                    if let Some(transcript) = &mut self.transcript {
-                        transcript.user(&text);
-                    }
-                    self.ended_by = Some(EndedBy::UserStop);
-                    break;
-                }
-                // A recording cut where it ends: its turns used up.
-                Said::ScriptEnded if user.at_max_turns == AtMaxTurns::Judge => {
-                    self.ended_by = Some(EndedBy::MaxSteps);
-                    break;
-                }
-                Said::ScriptEnded => return Ok(self.user_failed(run, "said nothing")),
-            };
-            if spoken == user.max_turns {
-                if user.at_max_turns == AtMaxTurns::Judge {
-                    // Judged as it stands, the user's last words unsaid.
-                    self.ended_by = Some(EndedBy::MaxSteps);
-                    break;
-                }
-                let why = format!("never said it was done in its {} turn(s)", user.max_turns);
-                return Ok(self.user_failed(run, &why));
-            }
-            spoken += 1;
-            self.user_said(run, &text, Some(usage));
-            answer = self.user_turn(run, task, spoken + 1).await?;
-        }
-        let passed = self.judge_user_turn(run, task, answer.as_deref()).await;
-        Ok(passed)
-    }
-
-    /// The user's first words, after the agent's greeting, and the
-    /// model's answer to them; `Break` with the verdict when the user
-    /// cannot open.
-    async fn user_opens(
-        &mut self,
-        run: &mut TrialRun<'_>,
-        task: &'t Task,
-        sim: &mut UserSim<'_>,
-        prices: Option<crate::call::Prices>,
-    ) -> Result<ControlFlow<bool, Option<String>>, RunError> {
-        let greeting = last_agent_words(&run.scenario.prompt);
-        let said = user_next(run, sim, &greeting, prices).await;
-        run.unrecorded(sim.take_unrecorded());
-        let (said, usage) = match said {
-            Ok(said) => said,
-            Err(failed) => return Ok(ControlFlow::Break(self.user_failed(run, &failed.0))),
-        };
-        let text = match said {
-            Said::Message(text) => text,
-            Said::Stop(text) => {
-                let why = format!("ended the conversation before it began ({text:?})");
-                return Ok(ControlFlow::Break(self.user_failed(run, &why)));
-            }
-            Said::ScriptEnded => {
-                return Ok(ControlFlow::Break(self.user_failed(run, "said nothing")));
-            }
-        };
-        self.user_said(run, &text, Some(usage));
-        let answer = self.user_turn(run, task, 1).await?;
-        // Its tokens go on the turn that answered it.
-        if let Some(first) = self.turns.first_mut() {
-            first.user.usage += usage;
-            first.user.cost += prices.map_or(0.0, |p| p.cost(usage));
-        }
-        Ok(ControlFlow::Continue(answer))
-    }
-
-    /// The simulated user said `text`: the model hears it, the log and the
-    /// transcript keep it.
-    fn user_said(&mut self, run: &mut TrialRun<'_>, text: &str, usage: Option<crate::call::Usage>) {
-        run.model_trial.user_says(text, &[]);
-        log_user(run, "simulated_user", text, usage);
-        if let Some(transcript) = &mut self.transcript {
-            transcript.user(text);
-        }
-    }
-
-    /// The simulated user failed: the trial is lost to it.
-    /// (What it said, if anything, is in the log already.)
-    fn user_failed(&mut self, run: &TrialRun<'_>, why: &str) -> bool {
-        self.lost(
-            run,
-            Failure::UserSimulator,
-            &format!("the simulated user {why}"),
-        );
-        false
-    }
-
     /// Not the model's doing (`why`): the trial is lost, counted by
     /// `failure`, and the run goes on.
-    fn lost(&mut self, run: &TrialRun<'_>, failure: Failure, why: &str) {
+    pub(super) fn lost(&mut self, run: &TrialRun<'_>, failure: Failure, why: &str) {
         run.notify(Notice::TrialLost {
             model: run.model.name().to_owned(),
             scenario: run.scenario.name.clone(),
@@ -373,7 +167,7 @@ impl<'t> Play<'t> {
     /// Judge the user turn that just ended (`checked`) on the checks the
     /// judge holds, its probe called first: the verdict goes on its last
     /// model turn. Whether it passed.
-    async fn judge_user_turn(
+    pub(super) async fn judge_user_turn(
         &mut self,
         run: &mut TrialRun<'_>,
         checked: &Task,
@@ -441,7 +235,7 @@ impl<'t> Play<'t> {
     /// The agent loop of one user turn (numbered from 1), until the model
     /// answers it, makes a forbidden call, is lost, or has used the
     /// turn's budget. Gives the answer, if it answered.
-    async fn user_turn(
+    pub(super) async fn user_turn(
         &mut self,
         run: &mut TrialRun<'_>,
         task: &'t Task,
@@ -565,26 +359,12 @@ fn trial_sandbox(template: &Path) -> io::Result<(tempfile::TempDir, Sandbox)> {
 
 /// A user message into the trial's session log (kept in memory until the
 /// trial ends, so writing cannot fail).
-/// The simulated user's next words. A live user's request is admitted by
-/// the run's budget as the model's are, and what it spends is counted.
-async fn user_next(
-    run: &TrialRun<'_>,
-    sim: &mut UserSim<'_>,
-    agent_said: &str,
-    prices: Option<crate::call::Prices>,
-) -> Result<(Said, crate::call::Usage), crate::model::user_sim::UserFailed> {
-    let admission = match sim.is_live() {
-        true => run.admitted().await,
-        false => None,
-    };
-    let said = sim.next(agent_said).await;
-    if let (Some(admission), Ok((_, usage))) = (&admission, &said) {
-        admission.spend(*usage, prices);
-    }
-    said
-}
-
-fn log_user(run: &mut TrialRun<'_>, who: &str, text: &str, usage: Option<crate::call::Usage>) {
+pub(super) fn log_user(
+    run: &mut TrialRun<'_>,
+    who: &str,
+    text: &str,
+    usage: Option<crate::call::Usage>,
+) {
     if let Some(log) = &mut run.log {
         let _ = log.record_user(who, text, usage);
     }

@@ -79,6 +79,24 @@ impl Transcript {
         }
     }
 
+    /// The simulated user's own calls and their results (`requestor`:
+    /// the user's, as tau2 tells them from the agent's).
+    pub fn user_calls(&mut self, calls: &[ParsedCall], results: &[crate::call::ToolResult]) {
+        let calls: Vec<Value> = calls.iter().map(call).collect();
+        self.messages
+            .push(json!({"role": "user", "text": "", "calls": calls}));
+        for result in results {
+            self.messages.push(json!({
+                "role": "tool",
+                "call_id": result.call_id,
+                "name": result.name,
+                "text": result.content,
+                "is_error": result.error_kind.is_some(),
+                "requestor": "user",
+            }));
+        }
+    }
+
     /// The probe's argument: `{"messages": [...], "ended_by": ...}`.
     pub fn value(&self, ended_by: EndedBy) -> Value {
         json!({"messages": self.messages, "ended_by": ended_by.as_str()})

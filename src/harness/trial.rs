@@ -143,7 +143,7 @@ impl<'p> TrialRun<'p> {
         if let Some(sandbox) = sandbox {
             tools = tools.with_sandbox(sandbox);
         }
-        TrialRun {
+        let mut run = TrialRun {
             model,
             scenario,
             trial: job.trial,
@@ -156,7 +156,11 @@ impl<'p> TrialRun<'p> {
             log: (!plan.settings.no_session).then(|| SessionLog::new(Vec::new())),
             notices,
             failed_before: Vec::new(),
-        }
+        };
+        // A simulated user's opening words, before the first reply, are
+        // heard by the first attempt: logged with its coordinates.
+        run.log_attempt(1);
+        run
     }
 
     /// `reply`, its exchange not recorded said.

@@ -294,20 +294,19 @@ impl LiveModel {
         ))
     }
 
-    /// A reply with no tools to `conversation` (a simulated user's turn).
-    pub async fn say(
+    /// A simulated user's turn, which may call `tools` (its own, or none): the
+    /// reply as JSON and as Parse read it (`None`: not a reply).
+    pub async fn act(
         &self,
         conversation: &Conversation,
+        tools: &[FunctionSpec],
         position: Position,
-    ) -> Result<Spoken, ReplyError> {
-        let (reply, _) = self.ask(conversation, &[], position, None).await?;
-        let text = self
-            .provider
-            .parse_response(&reply.body)
-            .ok()
-            .map(|parsed| parsed.text);
-        Ok(Spoken {
-            text,
+    ) -> Result<Acted, ReplyError> {
+        let (reply, _) = self.ask(conversation, tools, position, None).await?;
+        let parsed = self.provider.parse_response(&reply.body).ok();
+        let json = serde_json::from_slice::<Value>(&reply.body).ok();
+        Ok(Acted {
+            reply: json.zip(parsed),
             usage: reply.usage,
             unrecorded: reply.unrecorded,
         })
@@ -346,11 +345,12 @@ impl LiveModel {
     }
 }
 
-/// What a model said with no tools: its text (`None`: the body is not a
-/// reply), its tokens, and an exchange `--record` could not keep.
+/// What a simulated user with tools did: its reply as JSON and as Parse
+/// read it (`None`: the body is not a reply), its tokens, and an
+/// exchange `--record` could not keep.
 #[derive(Debug)]
-pub struct Spoken {
-    pub text: Option<String>,
+pub struct Acted {
+    pub reply: Option<(Value, ParsedResponse)>,
     pub usage: crate::call::Usage,
     pub unrecorded: Option<Arc<RecordingError>>,
 }

@@ -8,6 +8,10 @@
 //! (skip a step, repeat a call, answer early, make a forbidden call,
 //! invent an id, do a step before the one it depends on).
 //!
+//! A reference step by the user (`by: "user"`) is the user's to make:
+//! when only such steps are due, the mock asks for them and answers,
+//! and goes on after the user's reply.
+//!
 //! The mock reads a result as an error like a hasty reader would: JSON
 //! with an `error` key, or a text opening with the words errors open with
 //! (`Error`, `Validation failed`, `Unknown tool`, `no record`, ...). Under
@@ -23,6 +27,7 @@ use serde_json::Value;
 
 use super::operators::{self, Operator};
 use crate::call::{Arguments, ParsedCall, ToolCall};
+use crate::scenario::StepBy;
 use crate::scenario::Task;
 use crate::scenario::matcher::{INVENTED_ID, RecentResults};
 use crate::tool::Registry;
@@ -171,13 +176,47 @@ impl<'a> TaskPlay<'a> {
             .all(|(t, pointer)| self.recent.value(t, pointer).is_some())
     }
 
-    /// The milestones to do now: not done, and what they follow is.
+    /// The agent's steps to do now: not done, and what they follow is.
     fn ready(&self) -> Vec<usize> {
+        self.ready_by(StepBy::Agent)
+    }
+
+    fn ready_by(&self, by: StepBy) -> Vec<usize> {
         (0..self.done.len())
             .filter(|&m| {
-                !self.done[m] && self.task.steps()[m].requires.iter().all(|r| self.done[*r])
+                let step = &self.task.steps()[m];
+                !self.done[m] && step.by == by && step.requires.iter().all(|r| self.done[*r])
             })
             .collect()
+    }
+
+    /// The user's steps due now, handed over: the agent asks for them and
+    /// takes them as done (the user's script makes the calls). `None`
+    /// when none is due.
+    fn hand_over(&mut self) -> Option<String> {
+        // The user's steps in a row, each after the one before.
+        let mut due = Vec::new();
+        loop {
+            let now = self.ready_by(StepBy::User);
+            if now.is_empty() {
+                break;
+            }
+            for &m in &now {
+                self.done[m] = true;
+            }
+            due.extend(now);
+        }
+        if due.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = due
+            .iter()
+            .map(|&m| self.task.steps()[m].name.as_str())
+            .collect();
+        Some(format!(
+            "Please do this on your side: {}.",
+            names.join(", ")
+        ))
     }
 
     fn call(&self, number: u32, i: usize, milestone: usize, recent: &RecentResults) -> ToolCall {
@@ -194,7 +233,10 @@ impl<'a> TaskPlay<'a> {
         self.streak = 0;
         self.last_clue = None;
         if correct.is_empty() {
-            return (self.task.answer_example(), Vec::new());
+            let said = self
+                .hand_over()
+                .unwrap_or_else(|| self.task.answer_example());
+            return (said, Vec::new());
         }
         let calls = correct.iter().cloned().map(ParsedCall::Ok).collect();
         self.pending = ready
@@ -310,7 +352,9 @@ impl<'a> TaskPlay<'a> {
     }
 
     fn write_before_read(&mut self, number: u32, ready: &[usize]) -> Option<Play> {
-        let early = (0..self.done.len()).find(|&m| !self.done[m] && !ready.contains(&m))?;
+        let early = (0..self.done.len()).find(|&m| {
+            !self.done[m] && !ready.contains(&m) && self.task.steps()[m].by == StepBy::Agent
+        })?;
         let call = self.call(number, 0, early, &self.recent);
         let reads_results = self.task.steps()[early]
             .arguments

@@ -9,6 +9,7 @@ use super::{Model, ModelTrial, Reply, ReplyFuture, TrialStart};
 use crate::call::{Arguments, ParsedCall, ToolCall, Usage};
 use crate::provider::Provider;
 use crate::scenario::Scenario;
+use crate::scenario::user::ScriptLine;
 use crate::tau2::results::{RecordedMessage, Tau2Results};
 
 /// A model that answers each tau2 task as a recorded conversation did.
@@ -46,10 +47,10 @@ impl Model for Tau2Replay {
             .collect()
     }
 
-    fn recorded_user(&self, scenario: &str, trial: u32) -> Option<Vec<String>> {
+    fn recorded_user(&self, scenario: &str, trial: u32) -> Option<Vec<ScriptLine>> {
         self.results
             .simulation(scenario, trial)
-            .map(|simulation| simulation.user_words())
+            .map(|simulation| simulation.user_lines())
     }
 
     fn start_trial<'a>(&'a self, start: TrialStart<'a>) -> Box<dyn ModelTrial + 'a> {

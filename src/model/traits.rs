@@ -219,10 +219,15 @@ pub trait Model: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
-    /// The user's words a recorded conversation holds for `scenario`'s
-    /// trial `trial` (a replay plays both sides): they replace the
-    /// scenario's simulated user. `None`: the scenario's user speaks.
-    fn recorded_user(&self, _scenario: &str, _trial: u32) -> Option<Vec<String>> {
+    /// The user's words and calls a recorded conversation holds for
+    /// `scenario`'s trial `trial` (a replay plays both sides): they
+    /// replace the scenario's simulated user. `None`: the scenario's user
+    /// speaks.
+    fn recorded_user(
+        &self,
+        _scenario: &str,
+        _trial: u32,
+    ) -> Option<Vec<crate::scenario::user::ScriptLine>> {
         None
     }
 

@@ -3,7 +3,9 @@
 //! user, for tests and CI). The user ends the conversation by saying
 //! `###STOP###`. What it gets wrong is its own failure, never the
 //! agent's: saying nothing, repeating its instructions to the agent, a
-//! model that cannot be reached.
+//! model that cannot be reached. A user may hold tools of its own: it
+//! then says or calls, and the run executes its calls and hands it back
+//! the results.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,9 +15,9 @@ use serde_json::json;
 use super::live::{LiveModel, LiveOptions};
 use super::recording::{Position, Replayer};
 use super::{Model, ModelError, ModelFile, ModelSpec};
-use crate::call::Usage;
-use crate::provider::Conversation;
-use crate::scenario::user::{SimulatedUser, USER_ENDINGS, UserPlayer};
+use crate::call::{Arguments, FunctionSpec, ParsedCall, ToolCall, Usage};
+use crate::provider::{Conversation, ParsedResponse};
+use crate::scenario::user::{ScriptCall, ScriptLine, SimulatedUser, USER_ENDINGS, UserPlayer};
 
 /// What the user simulator is told, before its instructions.
 const ROLE: &str = "You are playing a user talking to a customer-support agent. Follow your \
@@ -36,6 +38,10 @@ pub enum Said {
     /// A script (a recording) has no reply left: where the recorded
     /// conversation was cut.
     ScriptEnded,
+    /// It calls tools of its own (`task.user.tools`): the run executes
+    /// them, hands it the results ([`UserSim::heard`]) and asks it again
+    /// ([`UserSim::after_calls`]).
+    Calls(Vec<ParsedCall>),
 }
 
 /// A simulated user that failed: why, in one line.
@@ -47,6 +53,7 @@ pub struct UserFailed(pub String);
 pub struct UserSim<'a> {
     user: &'a SimulatedUser,
     player: Player<'a>,
+    /// Script lines played, or requests made.
     spoken: usize,
     /// Its last exchange `--record` could not keep, for the run to say.
     unrecorded: Option<std::sync::Arc<super::RecordingError>>,
@@ -58,18 +65,25 @@ enum Player<'a> {
         model: &'a LiveModel,
         conversation: Conversation,
         position: Position,
+        /// The user's tools as its model is shown them.
+        tools: Vec<FunctionSpec>,
+        /// Its last reply that made calls, as JSON and as Parse read it,
+        /// until their results come back.
+        calling: Option<Box<(serde_json::Value, ParsedResponse)>>,
     },
 }
 
 impl<'a> UserSim<'a> {
     /// The user of `user`, whose opening message was `opening` (`None`:
     /// the agent spoke first, and the user's first words come from
-    /// [`UserSim::next`]); a live player is `model` (see [`connect`]).
+    /// [`UserSim::next`]); a live player is `model` (see [`connect`]),
+    /// shown `tools`, the specs of the tools it holds.
     pub fn new(
         user: &'a SimulatedUser,
         opening: Option<&str>,
         model: Option<&'a LiveModel>,
         position: Position,
+        tools: Vec<FunctionSpec>,
     ) -> UserSim<'a> {
         let player = match model {
             None => Player::Script,
@@ -90,6 +104,8 @@ impl<'a> UserSim<'a> {
                     model,
                     conversation,
                     position,
+                    tools,
+                    calling: None,
                 }
             }
         };
@@ -101,49 +117,99 @@ impl<'a> UserSim<'a> {
         }
     }
 
-    /// What the user says after the agent said `agent_said`, with the
-    /// tokens it took (a live player's).
+    /// What the user says (or does) after the agent said `agent_said`,
+    /// with the tokens it took (a live player's).
     pub async fn next(&mut self, agent_said: &str) -> Result<(Said, Usage), UserFailed> {
+        if let Player::Live { conversation, .. } = &mut self.player {
+            conversation.push_user(agent_said);
+        }
+        self.play().await
+    }
+
+    /// The results of its calls came back ([`UserSim::heard`]): what it
+    /// says or does next.
+    pub async fn after_calls(&mut self) -> Result<(Said, Usage), UserFailed> {
+        self.play().await
+    }
+
+    /// The results of its last calls, as Return wrote them in its
+    /// model's format (a JSON array of messages); a script reads none.
+    pub fn heard(&mut self, returned: &[u8]) {
+        if let Player::Live {
+            conversation,
+            calling,
+            ..
+        } = &mut self.player
+            && let Some(called) = calling.take()
+        {
+            let messages: Vec<serde_json::Value> =
+                serde_json::from_slice(returned).unwrap_or_default();
+            let (reply, parsed) = *called;
+            conversation.push_turn(&reply, &parsed, messages);
+        }
+    }
+
+    /// Its model's wire format, for Return (a script's: OpenAI's, unread).
+    pub fn provider(&self) -> crate::provider::Provider {
+        match &self.player {
+            Player::Live { model, .. } => model.provider(),
+            Player::Script => crate::provider::Provider::OpenAi,
+        }
+    }
+
+    async fn play(&mut self) -> Result<(Said, Usage), UserFailed> {
         self.spoken += 1;
         let (text, usage) = match &mut self.player {
             Player::Script => {
-                let UserPlayer::Script(replies) = &self.user.player else {
+                let UserPlayer::Script(lines) = &self.user.player else {
                     unreachable!("a script player plays a script")
                 };
-                let Some(text) = replies.get(self.spoken - 1).cloned() else {
-                    return Ok((Said::ScriptEnded, Usage::default()));
-                };
-                (text, Usage::default())
+                match lines.get(self.spoken - 1) {
+                    None => return Ok((Said::ScriptEnded, Usage::default())),
+                    Some(ScriptLine::Says(text)) => (text.clone(), Usage::default()),
+                    Some(ScriptLine::Calls { calls }) => {
+                        let n = self.spoken;
+                        return Ok((Said::Calls(script_calls(n, calls)), Usage::default()));
+                    }
+                }
             }
             Player::Live {
                 model,
                 conversation,
                 position,
+                tools,
+                calling,
             } => {
-                conversation.push_user(agent_said);
                 position.attempt = self.spoken as u32;
-                let spoken = model
-                    .say(conversation, position.clone())
+                let acted = model
+                    .act(conversation, tools, position.clone())
                     .await
                     .map_err(|e| UserFailed(format!("could not be asked: {e}")))?;
-                self.unrecorded = spoken.unrecorded;
-                let usage = spoken.usage;
-                let text = spoken.text.ok_or_else(|| {
-                    UserFailed("answered with a body that is not a reply".to_owned())
-                })?;
-                conversation.push_assistant(&text);
-                (text, usage)
+                self.unrecorded = acted.unrecorded;
+                let usage = acted.usage;
+                let Some((reply, parsed)) = acted.reply else {
+                    return Err(UserFailed(
+                        "answered with a body that is not a reply".to_owned(),
+                    ));
+                };
+                if !parsed.calls.is_empty() {
+                    let calls = parsed.calls.clone();
+                    *calling = Some(Box::new((reply, parsed)));
+                    return Ok((Said::Calls(calls), usage));
+                }
+                conversation.push_assistant(&parsed.text);
+                (parsed.text, usage)
             }
         };
         Ok((self.judge(&text)?, usage))
     }
 
-    /// The exchange `--record` could not keep since last asked, if any.
     /// Played by a live model: its requests cost.
     pub fn is_live(&self) -> bool {
         matches!(self.player, Player::Live { .. })
     }
 
+    /// The exchange `--record` could not keep since last asked, if any.
     pub fn take_unrecorded(&mut self) -> Option<std::sync::Arc<super::RecordingError>> {
         self.unrecorded.take()
     }
@@ -165,6 +231,21 @@ impl<'a> UserSim<'a> {
         }
         Ok(Said::Message(text.to_owned()))
     }
+}
+
+/// A script line's calls, with ids of the user's own (`user_<line>_<i>`).
+fn script_calls(line: usize, calls: &[ScriptCall]) -> Vec<ParsedCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            ParsedCall::Ok(ToolCall {
+                id: format!("user_{line}_{i}"),
+                name: call.name.clone(),
+                arguments: Arguments::from_map(call.arguments.clone()),
+            })
+        })
+        .collect()
 }
 
 /// Does `said` hold `LEAK_WORDS` consecutive words of `instructions`?

@@ -1,7 +1,8 @@
 //! Record: the JSONL session log. Per reply, a `model_reply` entry (what
 //! the model said: its text, why it stopped, its reasoning, its tokens,
 //! or why the reply could not be read); then per call, a `tool_call`
-//! entry and a `tool_result` entry whose `parentId` is the call entry's id. In a run,
+//! entry and a `tool_result` entry whose `parentId` is the call entry's id
+//! (a simulated user's own calls say `"who":"simulated_user"`). In a run,
 //! every entry also carries its coordinates (`model`, `scenario`, `trial`,
 //! `attempt`), and ids count within one trial. A batch is
 //! serialized into memory first and written with one `write_all` and a
@@ -178,6 +179,18 @@ impl<W: Write> SessionLog<W> {
             self.last_id = Some(result_id);
         }
         self.flush_buffer()
+    }
+
+    /// Append the entries of a batch of the simulated user's own calls
+    /// (its tools, never the model's): each entry says `"who":
+    /// "simulated_user"`, as its messages do.
+    pub fn record_user_calls(&mut self, calls: &[ParsedCall], batch: &Batch) -> io::Result<()> {
+        let kept = self.context.len();
+        self.context
+            .extend_from_slice(b"\"who\":\"simulated_user\",");
+        let written = self.record(calls, batch);
+        self.context.truncate(kept);
+        written
     }
 
     fn flush_buffer(&mut self) -> io::Result<()> {

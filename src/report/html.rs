@@ -59,7 +59,8 @@ struct Entry {
     #[serde(default)]
     error: Option<String>,
     /// A `user_message`: who spoke (`scenario`, `simulated_user`) and the
-    /// tokens a live simulated user took.
+    /// tokens a live simulated user took; a `tool_call` or `tool_result`
+    /// of the user's own tools: `simulated_user`.
     #[serde(default)]
     who: String,
     #[serde(default)]
@@ -173,6 +174,7 @@ details { margin: 6px 0; } summary { cursor: pointer; }
 .call { font-family: monospace; color: #0b4f8a; white-space: pre-wrap; }
 .result { font-family: monospace; white-space: pre-wrap; margin-left: 16px; }
 .error { color: #a33; }
+.call.user, .result.user { color: #6a3d9a; border-left: 3px solid #c9b3e0; padding-left: 6px; }
 .said { white-space: pre-wrap; margin-left: 16px; color: #333; }
 .banner { padding: 10px 14px; border-radius: 4px; font-weight: 600; margin: 12px 0; }
 .banner.pass { background: #e7f6e7; color: #1d5e1d; }
@@ -407,7 +409,7 @@ fn failed_trials(
         @let step = if info.scenarios[*s].task_milestones.is_some() { "turn " } else { "attempt " };
         @for (trial, entries) in trials {
             details {
-                summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call").count()) " call(s)" }
+                summary { "trial " (trial) ": " (entries.iter().filter(|e| e.kind == "tool_call" && e.who.is_empty()).count()) " call(s)" }
                 @if entries.is_empty() {
                     p class="note" { "Nothing logged: the run had no session log (--no-session), or the trial was lost before a reply." }
                 }
@@ -450,10 +452,18 @@ fn trial_entries(step: &str, entries: &[Entry]) -> Markup {
                         " " span class="note" { "[" (input) " input, " (output) " output tokens]" }
                     }
                 }
+            } @else if entry.kind == "tool_call" && entry.who == "simulated_user" {
+                // The user's own tools (tau2's telecom): never the model's.
+                div class="turn call user" { "the user called " (entry.tool) "(" (entry.arguments) ")" }
             } @else if entry.kind == "tool_call" {
                 div class="turn call" { (step) (entry.attempt) ": " (entry.tool) "(" (entry.arguments) ")" }
             } @else {
-                div class=(if entry.is_error { "result error" } else { "result" }) {
+                div class=(match (entry.is_error, entry.who == "simulated_user") {
+                    (true, true) => "result user error",
+                    (true, false) => "result error",
+                    (false, true) => "result user",
+                    (false, false) => "result",
+                }) {
                     @if let Some(kind) = &entry.error_kind { "[" (kind) "] " }
                     (entry.content)
                 }

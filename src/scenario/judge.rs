@@ -10,8 +10,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+use super::checks::StoreEntry;
 use super::matcher::{Matcher, RecentResults};
-use super::task::{StoreEntry, Task};
+use super::task::Task;
 use crate::call::{Failure, ParsedCall, ToolResult};
 
 /// Does the answer text satisfy `matcher`? A number matcher (`$approx`,

@@ -3,6 +3,7 @@
 //! located errors, and expectations (which calls count as correct).
 
 mod call_file;
+mod checks;
 mod compile;
 mod expect;
 mod file;
@@ -15,6 +16,7 @@ pub mod task;
 pub mod user;
 
 pub use call_file::ExpectedCallFile;
+pub use checks::{Milestone, MilestoneFile, StepBy, StoreEntry};
 pub use expect::{Expectation, ExpectedCall, Order, Rules, Verdict};
 pub use file::{
     DEFAULT_MAX_RETRIES, ExpectFile, McpEntry, OpeningFile, ScenarioFile, ScriptCall, ScriptTurn,

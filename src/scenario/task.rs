@@ -5,14 +5,18 @@
 //! (`turns`), each user turn with its own checks. This file holds the
 //! task block as written and checked; `judge` follows a trial.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::ExpectedCallFile;
+use super::checks::{
+    Checks, FinalStateFile, Milestone, MilestoneFile, StepBy, StoreEntry, call_matchers,
+    compile_milestones, known_tool, task_at,
+};
 use super::matcher::{ArgumentMatchers, Matcher};
-use super::probe::{Probe, ProbeFile, compile_probe};
+use super::probe::Probe;
 use super::user::{SimulatedUser, SimulatedUserFile, compile_user};
 use crate::pointer::{Located, Pointer};
 use crate::tool::Registry;
@@ -58,60 +62,6 @@ fn default_max_turns() -> u32 {
     DEFAULT_MAX_TURNS
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MilestoneFile {
-    /// What `after` calls it; `m1`, `m2`, ... by position when absent.
-    #[serde(default)]
-    pub id: Option<String>,
-    pub name: String,
-    #[serde(default)]
-    pub arguments: Map<String, Value>,
-    /// Reached whenever it happens, not in list order.
-    #[serde(default)]
-    pub unordered: bool,
-    /// The id (or ids) of earlier milestones it must follow.
-    #[serde(default)]
-    pub after: After,
-}
-
-/// `"after": "read"` or `"after": ["read_a", "read_b"]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(untagged)]
-pub enum After {
-    #[default]
-    Nothing,
-    One(String),
-    Many(Vec<String>),
-}
-
-impl After {
-    fn ids(&self) -> &[String] {
-        match self {
-            After::Nothing => &[],
-            After::One(id) => std::slice::from_ref(id),
-            After::Many(ids) => ids,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FinalStateFile {
-    /// Sandbox path to its content (a string) or a matcher
-    /// (`{"$absent": true}`: the file must not exist).
-    #[serde(default)]
-    pub files: BTreeMap<String, Value>,
-    /// Collection to record id to the fields the record must have, or
-    /// `null` when the record must be gone.
-    #[serde(default)]
-    pub store: BTreeMap<String, BTreeMap<String, Value>>,
-    /// A call that reports the state (a tool the model never sees), and
-    /// what its result must be.
-    #[serde(default)]
-    pub probe: Option<ProbeFile>,
-}
-
 /// A loaded task.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -134,61 +84,12 @@ pub struct Task {
     pub user: Option<SimulatedUser>,
 }
 
-/// A call that must happen.
-#[derive(Debug, Clone)]
-pub struct Milestone {
-    pub id: String,
-    pub name: String,
-    pub arguments: ArgumentMatchers,
-    /// Milestones (by index) that must be reached before this one.
-    pub requires: Vec<usize>,
-}
-
 /// A call that must never happen: the listed arguments match (others may
 /// be there too).
 #[derive(Debug, Clone)]
 pub struct Forbidden {
     pub name: String,
     pub arguments: ArgumentMatchers,
-}
-
-/// A record the store must (or must no longer) hold when the task ends.
-#[derive(Debug, Clone)]
-pub struct StoreEntry {
-    pub collection: String,
-    pub id: String,
-    /// `None`: the record must be gone.
-    pub fields: Option<ArgumentMatchers>,
-}
-
-/// Where the task block is in a scenario file.
-fn task_at() -> Pointer {
-    Pointer::root().key("task")
-}
-
-/// A tool the task names must be one of the scenario's.
-fn known_tool(registry: &Registry, name: &str, at: Pointer) -> Result<(), Located> {
-    match registry.lookup(name) {
-        Some(_) => Ok(()),
-        None => Err(Located::new(
-            at,
-            format!("no tool named {name:?} in this scenario's tools"),
-        )),
-    }
-}
-
-/// A call's argument matchers; `$result` must read a known tool.
-fn call_matchers(
-    registry: &Registry,
-    arguments: &Map<String, Value>,
-    here: &Pointer,
-) -> Result<ArgumentMatchers, Located> {
-    let at = here.clone().key("arguments");
-    let matchers = ArgumentMatchers::from_map(arguments).map_err(|e| e.under(&at))?;
-    for tool in matchers.result_tools() {
-        known_tool(registry, tool, at.clone())?;
-    }
-    Ok(matchers)
 }
 
 impl Task {
@@ -239,7 +140,12 @@ impl Task {
         };
         task.then = compile_turns(&file.turns, &task, registry)?;
         check_added_tools(&task, registry)?;
-        task.user = file.user.as_ref().map(compile_user).transpose()?;
+        task.user = file
+            .user
+            .as_ref()
+            .map(|user| compile_user(user, |name| registry.lookup(name).is_some()))
+            .transpose()?;
+        check_user_tools(&task)?;
         if task.user.is_some() && !task.then.is_empty() {
             return Err(Located::new(
                 task_at().key("user"),
@@ -267,12 +173,19 @@ impl Task {
             .iter()
             .flat_map(|turn| turn.add_tools.iter().cloned())
             .collect();
-        for tool in self.probe_tools() {
+        for tool in self.probe_tools().chain(self.user_tools()) {
             if !hidden.iter().any(|h| h == tool) {
                 hidden.push(tool.to_owned());
             }
         }
         hidden
+    }
+
+    /// The tools the simulated user holds (never the agent's).
+    pub fn user_tools(&self) -> impl Iterator<Item = &str> {
+        self.user
+            .iter()
+            .flat_map(|u| u.tools.iter().map(String::as_str))
     }
 
     /// The tools the probes of every user turn call.
@@ -326,221 +239,49 @@ impl Task {
     }
 }
 
-/// What one user turn is judged on (the opening turn's are the task's).
-#[derive(Debug, Clone, Default)]
-pub struct Checks {
-    pub milestones: Vec<Milestone>,
-    pub final_files: Vec<(String, Matcher)>,
-    pub final_store: Vec<StoreEntry>,
-    pub final_probe: Option<Probe>,
-    pub answer: Vec<Matcher>,
-}
-
-impl Checks {
-    /// The checks of `what` (`a task`, `a user turn`), written under
-    /// `at`; at least one must be able to fail.
-    pub fn compile(
-        what: &str,
-        milestones: &[MilestoneFile],
-        final_state: &FinalStateFile,
-        answer: &Option<Value>,
-        registry: &Registry,
-        at: &Pointer,
-    ) -> Result<Checks, Located> {
-        let checks = Checks {
-            milestones: compile_milestones(milestones, "milestones", registry, at)?,
-            final_files: compile_final_files(final_state, at)?,
-            final_store: compile_final_store(final_state, registry, at)?,
-            final_probe: compile_probe(
-                final_state.probe.as_ref(),
-                registry,
-                at.clone().key("final_state").key("probe"),
-            )?,
-            answer: compile_answer(answer, at)?,
-        };
-        if checks.milestones.is_empty()
-            && checks.final_files.is_empty()
-            && checks.final_store.is_empty()
-            && checks.final_probe.is_none()
-            && checks.answer.is_empty()
-        {
-            return Err(Located::new(
-                at.clone(),
-                format!(
-                    "{what} needs at least one check that can fail: \"milestones\", \"final_state\" or \"answer\""
-                ),
-            ));
-        }
-        Ok(checks)
-    }
-}
-
-/// Milestones (or reference steps), written under `at`'s `key`.
-fn compile_milestones(
-    files: &[MilestoneFile],
-    key: &str,
-    registry: &Registry,
-    at: &Pointer,
-) -> Result<Vec<Milestone>, Located> {
-    let mut milestones: Vec<Milestone> = Vec::with_capacity(files.len());
-    let mut previous_ordered = None;
-    for (i, m) in files.iter().enumerate() {
-        let here = at.clone().key(key).index(i);
-        known_tool(registry, &m.name, here.clone().key("name"))?;
-        let arguments = call_matchers(registry, &m.arguments, &here)?;
-        check_example(registry, &m.name, &arguments, &here)?;
-        let id = m.id.clone().unwrap_or_else(|| format!("m{}", i + 1));
-        if milestones.iter().any(|earlier| earlier.id == id) {
-            return Err(Located::new(
-                here.key("id"),
-                format!("the id {id:?} is used twice"),
-            ));
-        }
-        let mut requires = Vec::new();
-        if !m.unordered {
-            requires.extend(previous_ordered);
-            previous_ordered = Some(i);
-        }
-        for after in m.after.ids() {
-            let earlier = milestones
-                .iter()
-                .position(|e| &e.id == after)
-                .ok_or_else(|| {
-                    Located::new(
-                        here.clone().key("after"),
-                        format!("no earlier milestone has the id {after:?}"),
-                    )
-                })?;
-            if !requires.contains(&earlier) {
-                requires.push(earlier);
-            }
-        }
-        milestones.push(Milestone {
-            id,
-            name: m.name.clone(),
-            arguments,
-            requires,
-        });
-    }
-    Ok(milestones)
-}
-
-fn compile_final_files(
-    final_state: &FinalStateFile,
-    at: &Pointer,
-) -> Result<Vec<(String, Matcher)>, Located> {
-    let mut final_files = Vec::with_capacity(final_state.files.len());
-    for (path, expected) in &final_state.files {
-        let here = at.clone().key("final_state").key("files").key(path);
-        // Checked against the trial's sandbox only: never a host file.
-        let relative = crate::tool::sandbox_path(path)
-            .map_err(|e| Located::new(here.clone(), e.to_string()))?;
-        let matcher = Matcher::from_value(expected).map_err(|e| e.under(&here))?;
-        final_files.push((relative.to_string_lossy().into_owned(), matcher));
-    }
-    Ok(final_files)
-}
-
-fn compile_final_store(
-    final_state: &FinalStateFile,
-    registry: &Registry,
-    at: &Pointer,
-) -> Result<Vec<StoreEntry>, Located> {
-    let seeded = registry.seeded_store();
-    let can_add = registry.lookup("store_put").is_some();
-    let mut final_store = Vec::new();
-    for (collection, records) in &final_state.store {
-        let at = at.clone().key("final_state").key("store").key(collection);
-        if !seeded.collection_names().any(|c| c == collection) {
-            let known: Vec<&str> = seeded.collection_names().collect();
-            return Err(Located::new(
-                at,
-                format!(
-                    "the scenario's state has no collection {collection:?} (it has {}), and no tool can make one",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            ));
-        }
-        for (id, expected) in records {
-            let here = at.clone().key(id);
-            if expected.is_null() && !can_add && seeded.record(collection, id).is_none() {
+/// The user's tools are not the agent's: no milestone, forbidden call
+/// or probe names one, and a reference step by the user calls one.
+fn check_user_tools(task: &Task) -> Result<(), Located> {
+    let held = |name: &str| task.user_tools().any(|t| t == name);
+    for (i, step) in task.reference.iter().enumerate() {
+        let here = task_at().key("reference").index(i).key("name");
+        match step.by {
+            StepBy::User if !held(&step.name) => {
                 return Err(Located::new(
                     here,
                     format!(
-                        "{collection:?} holds no record {id:?} and no tool can add one, so \"must be gone\" cannot fail"
+                        "{:?} is the user's step but not one of task.user.tools",
+                        step.name
                     ),
                 ));
             }
-            let fields = match expected {
-                Value::Null => None,
-                Value::Object(fields) => {
-                    Some(ArgumentMatchers::from_map(fields).map_err(|e| e.under(&here))?)
-                }
-                _ => {
-                    return Err(Located::new(
-                        here,
-                        "give the fields the record must have (an object), or null \
-                         when it must be gone",
-                    ));
-                }
-            };
-            final_store.push(StoreEntry {
-                collection: collection.clone(),
-                id: id.clone(),
-                fields,
-            });
+            StepBy::Agent if held(&step.name) => {
+                return Err(Located::new(
+                    here,
+                    format!("{:?} is the user's tool: say \"by\": \"user\"", step.name),
+                ));
+            }
+            _ => {}
         }
     }
-    Ok(final_store)
-}
-
-fn compile_answer(answer: &Option<Value>, at: &Pointer) -> Result<Vec<Matcher>, Located> {
-    let at = at.clone().key("answer");
-    let answer: Vec<Matcher> = match answer {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Matcher::from_value(v).map_err(|e| e.under(&at.clone().index(i))))
-            .collect::<Result<_, _>>()?,
-        Some(one) => vec![Matcher::from_value(one).map_err(|e| e.under(&at))?],
-    };
-    if answer.iter().any(|m| matches!(m, Matcher::Result { .. })) {
+    for (i, m) in task.milestones.iter().enumerate() {
+        if held(&m.name) {
+            return Err(Located::new(
+                task_at().key("milestones").index(i).key("name"),
+                format!(
+                    "{:?} is the user's tool, never the agent's: judge it with a probe",
+                    m.name
+                ),
+            ));
+        }
+    }
+    if let Some(tool) = task.probe_tools().find(|t| held(t)) {
         return Err(Located::new(
-            at,
-            "$result reads a tool's result and cannot judge the answer's text",
+            task_at().key("user").key("tools"),
+            format!("{tool:?} is a probe's tool, which no one is given"),
         ));
     }
-    Ok(answer)
-}
-
-/// A correct milestone call must pass its tool's schema. Arguments read
-/// from results are unknown until a trial runs: such calls are checked
-/// when made.
-fn check_example(
-    registry: &Registry,
-    name: &str,
-    arguments: &ArgumentMatchers,
-    here: &Pointer,
-) -> Result<(), Located> {
-    if arguments.result_tools().next().is_some() {
-        return Ok(());
-    }
-    let Some(tool) = registry.lookup(name) else {
-        return Ok(());
-    };
-    let example = Value::Object(arguments.example());
-    match registry.schema(tool).first_error(&example) {
-        Some(error) => Err(Located::new(
-            here.clone().key("arguments"),
-            format!("the correct call must pass its tool's schema, but {error}"),
-        )),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// One entry of a task's `turns` as written.

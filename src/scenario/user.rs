@@ -33,9 +33,34 @@ pub struct SimulatedUserFile {
     /// suite (relative to the scenario's folder) that names no key.
     #[serde(default)]
     pub model: Option<String>,
-    /// The user's replies in order (a mock user, for tests and CI).
+    /// The user's replies in order (a mock user, for tests and CI):
+    /// each what it says, or `{"calls": [...]}`, the calls it makes with
+    /// its own tools before it speaks again.
     #[serde(default)]
-    pub script: Option<Vec<String>>,
+    pub script: Option<Vec<ScriptLine>>,
+    /// Tools of the scenario the user holds (tau2's telecom user acts on
+    /// their own phone): never shown to the agent, whose call to one is
+    /// a call to an unknown tool; the user's calls run through the same
+    /// pipeline and are recorded as the user's.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// One line of a scripted user: what it says, or calls it makes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ScriptLine {
+    Says(String),
+    Calls { calls: Vec<ScriptCall> },
+}
+
+/// A call a scripted user makes with one of its tools.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 fn default_user_turns() -> u32 {
@@ -70,6 +95,8 @@ pub struct SimulatedUser {
     pub max_turns: u32,
     pub at_max_turns: AtMaxTurns,
     pub player: UserPlayer,
+    /// The scenario's tools the user holds (the agent never sees them).
+    pub tools: Vec<String>,
 }
 
 /// Who plays a simulated user.
@@ -78,12 +105,16 @@ pub enum UserPlayer {
     /// A live model: a model given on the command line, by its name, or a
     /// keyless model file inside the suite.
     Model(String),
-    /// These replies, in order.
-    Script(Vec<String>),
+    /// These lines, in order.
+    Script(Vec<ScriptLine>),
 }
 
-/// A simulated user: instructions to play from, and one player.
-pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Located> {
+/// A simulated user: instructions to play from, and one player; the
+/// tools it holds are the scenario's (`known`).
+pub(super) fn compile_user(
+    file: &SimulatedUserFile,
+    known: impl Fn(&str) -> bool,
+) -> Result<SimulatedUser, Located> {
     let at = Pointer::root().key("task").key("user");
     if file.instructions.trim().is_empty() {
         return Err(Located::new(
@@ -94,6 +125,14 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
     if file.max_turns == 0 {
         return Err(Located::new(at.key("max_turns"), "must be at least 1"));
     }
+    for (i, name) in file.tools.iter().enumerate() {
+        if !known(name) {
+            return Err(Located::new(
+                at.clone().key("tools").index(i),
+                format!("no tool named {name:?} in this scenario's tools"),
+            ));
+        }
+    }
     let player = match (&file.model, &file.script) {
         (Some(model), None) => UserPlayer::Model(model.clone()),
         (None, Some(script)) if script.is_empty() => {
@@ -102,7 +141,10 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
                 "is empty: give the user's replies in order, the last one \"###STOP###\"",
             ));
         }
-        (None, Some(script)) => UserPlayer::Script(script.clone()),
+        (None, Some(script)) => {
+            check_script(script, &file.tools, &at.clone().key("script"))?;
+            UserPlayer::Script(script.clone())
+        }
         _ => {
             return Err(Located::new(
                 at,
@@ -122,5 +164,36 @@ pub(super) fn compile_user(file: &SimulatedUserFile) -> Result<SimulatedUser, Lo
         max_turns: file.max_turns,
         at_max_turns: file.at_max_turns,
         player,
+        tools: file.tools.clone(),
     })
+}
+
+/// A script's calls are to tools the user holds, and a line of calls
+/// makes at least one.
+fn check_script(script: &[ScriptLine], tools: &[String], at: &Pointer) -> Result<(), Located> {
+    for (i, line) in script.iter().enumerate() {
+        let ScriptLine::Calls { calls } = line else {
+            continue;
+        };
+        let here = at.clone().index(i).key("calls");
+        if calls.is_empty() {
+            return Err(Located::new(
+                here,
+                "is empty: give the calls the user makes, or a line of what it says",
+            ));
+        }
+        for (j, call) in calls.iter().enumerate() {
+            if !tools.contains(&call.name) {
+                return Err(Located::new(
+                    here.clone().index(j).key("name"),
+                    format!(
+                        "{:?} is not one of the user's tools (task.user.tools: {})",
+                        call.name,
+                        tools.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! A tau2 Results JSON read back as conversations to replay: each
-//! simulation's agent messages (text and calls) and its user's words, by
+//! simulation's agent messages (text and calls) and its user's words and calls, by
 //! task, in the file's order. Only the fields replay needs are read:
 //! `info.environment_info.domain_name`, `simulations[].task_id` and
 //! `simulations[].messages`.
@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use crate::scenario::user::{ScriptCall, ScriptLine};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Tau2ResultsError {
@@ -131,13 +133,30 @@ impl Simulation {
         attempts
     }
 
-    /// What the user said, in order.
-    pub fn user_words(&self) -> Vec<String> {
-        self.messages
-            .iter()
-            .filter(|m| m.role == "user")
-            .map(|m| m.content.clone().unwrap_or_default())
-            .collect()
+    /// What the user said and did, in order: its words, and the calls it
+    /// made with its own tools (telecom's), as a scripted user's lines.
+    pub fn user_lines(&self) -> Vec<ScriptLine> {
+        let mut lines = Vec::new();
+        for message in self.messages.iter().filter(|m| m.role == "user") {
+            let calls = message.tool_calls.as_deref().unwrap_or_default();
+            if !calls.is_empty() {
+                lines.push(ScriptLine::Calls {
+                    calls: calls
+                        .iter()
+                        .map(|c| ScriptCall {
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                });
+            }
+            match &message.content {
+                Some(text) if !text.is_empty() => lines.push(ScriptLine::Says(text.clone())),
+                _ if calls.is_empty() => lines.push(ScriptLine::Says(String::new())),
+                _ => {}
+            }
+        }
+        lines
     }
 }
 
@@ -231,7 +250,13 @@ mod tests {
         let calls = replies[0].tool_calls.as_ref().unwrap();
         assert_eq!(calls[0].name, "cancel_reservation");
         assert_eq!(replies[1].content.as_deref(), Some("Cancelled."));
-        assert_eq!(simulation.user_words(), ["Cancel ABC123.", "###STOP###"]);
+        assert_eq!(
+            simulation.user_lines(),
+            [
+                ScriptLine::Says("Cancel ABC123.".into()),
+                ScriptLine::Says("###STOP###".into())
+            ]
+        );
     }
 
     #[test]

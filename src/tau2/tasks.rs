@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 pub const EVALUATE: &str = "tau2_evaluate";
 
 /// The domains `import tau2` takes (telecom's user acts with tools of its
-/// own, which toolgauge's simulated user does not have yet).
-pub const DOMAINS: [&str; 2] = ["airline", "retail"];
+/// own: `task.user.tools`).
+pub const DOMAINS: [&str; 3] = ["airline", "retail", "telecom"];
 
 /// Model turns an agent may take before it answers the user: tau2 bounds
 /// a conversation by its steps (200 of the agent's, the user's and the
@@ -68,9 +68,18 @@ pub struct GoldAction {
     pub requestor: String,
 }
 
-/// The scenario a task imports as: `tau2_<domain>_<id>`.
+/// The scenario a task imports as: `tau2_<domain>_<id>`, each character
+/// a scenario's name cannot hold (telecom's ids are
+/// `[mms_issue]bad_vpn[PERSONA:None]`) written `_`.
 pub fn scenario_name(domain: &str, task: &str) -> String {
-    format!("tau2_{domain}_{task}")
+    let id: String = task
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '_' | '.' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    format!("tau2_{domain}_{}", id.trim_matches('_'))
 }
 
 /// Who plays the user in the imported tasks.
@@ -199,6 +208,7 @@ pub fn scenario(
     let mut command = bridge.to_vec();
     command.extend(["--domain".to_owned(), task.domain.clone()]);
     let mut only = task.tools.clone();
+    only.extend(task.user_tools.iter().cloned());
     only.push(EVALUATE.to_owned());
     let mut tags = vec![json!("tau2"), json!(task.domain)];
     if needs_judge(task) {
@@ -257,24 +267,31 @@ pub fn scenario(
     }))
 }
 
-/// A task toolgauge can play as tau2 does: its user has no tools, and
-/// every gold action is the agent's.
+/// A task toolgauge can play as tau2 does: each gold action is the
+/// agent's or the user's, and the user's are its own tools'.
 fn check_importable(task: &ExportedTask) -> Result<(), Tau2Error> {
     let refuse = |message: String| Tau2Error::Task {
         id: task.id.clone(),
         message,
     };
-    if !task.user_tools.is_empty() {
-        return Err(refuse(format!(
-            "its user acts with tools of its own ({}), which toolgauge's simulated user has not",
-            task.user_tools.join(", ")
-        )));
-    }
-    if let Some(action) = task.actions.iter().find(|a| a.requestor != "assistant") {
-        return Err(refuse(format!(
-            "its gold action {:?} is the {}'s, not the agent's",
-            action.name, action.requestor
-        )));
+    for action in &task.actions {
+        match action.requestor.as_str() {
+            "assistant" => {}
+            "user" if task.user_tools.contains(&action.name) => {}
+            "user" => {
+                return Err(refuse(format!(
+                    "its gold action {:?} is the user's, but not one of the user's tools ({})",
+                    action.name,
+                    task.user_tools.join(", ")
+                )));
+            }
+            other => {
+                return Err(refuse(format!(
+                    "its gold action {:?} is made by {other:?}, neither the agent nor the user",
+                    action.name
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -304,6 +321,9 @@ fn reference_steps(actions: &[GoldAction]) -> Vec<Value> {
         .map(|(i, action)| {
             let mut step =
                 json!({"id": format!("a{i}"), "name": action.name, "arguments": action.arguments});
+            if action.requestor == "user" {
+                step["by"] = json!("user");
+            }
             if i > 0 {
                 step["after"] = json!(format!("a{}", i - 1));
             }
@@ -321,13 +341,46 @@ fn user_block(task: &ExportedTask, user: &UserPlay) -> Value {
         // tau2 judges a conversation its step bound cut: reward 0.
         "at_max_turns": "judge",
     });
+    if !task.user_tools.is_empty() {
+        played["tools"] = json!(task.user_tools);
+    }
     match user {
-        UserPlay::Script => {
-            played["script"] = json!([task.user_opening, crate::scenario::user::STOP]);
-        }
+        UserPlay::Script => played["script"] = Value::Array(user_script(task)),
         UserPlay::Model(name) => played["model"] = json!(name),
     }
     played
+}
+
+/// A mock user's lines: the reason for the call; then, for each run of
+/// the user's gold actions in a row (which the mock agent asks for), the
+/// calls and a word that they are made; then `###STOP###` after the
+/// agent's answer.
+fn user_script(task: &ExportedTask) -> Vec<Value> {
+    let mut lines = vec![json!(task.user_opening)];
+    let mut run: Vec<&GoldAction> = Vec::new();
+    let close = |run: &mut Vec<&GoldAction>, lines: &mut Vec<Value>| {
+        if run.is_empty() {
+            return;
+        }
+        let calls: Vec<Value> = run
+            .iter()
+            .map(|a| json!({"name": a.name, "arguments": a.arguments}))
+            .collect();
+        let names: Vec<&str> = run.iter().map(|a| a.name.as_str()).collect();
+        lines.push(json!({ "calls": calls }));
+        lines.push(json!(format!("I did that: {}.", names.join(", "))));
+        run.clear();
+    };
+    for action in &task.actions {
+        if action.requestor == "user" {
+            run.push(action);
+        } else {
+            close(&mut run, &mut lines);
+        }
+    }
+    close(&mut run, &mut lines);
+    lines.push(json!(crate::scenario::user::STOP));
+    lines
 }
 
 /// Does the verdict weigh NL assertions (which need a judge model)?
@@ -372,7 +425,15 @@ pub fn import(
     };
     crate::whole_file::make_folder(out).map_err(write_error(out))?;
     let mut imported = Imported::default();
+    let mut names = std::collections::HashMap::new();
     for task in &tasks {
+        let name = scenario_name(&task.domain, &task.id);
+        if let Some(other) = names.insert(name.clone(), task.id.clone()) {
+            return Err(Tau2Error::Task {
+                id: task.id.clone(),
+                message: format!("its scenario name {name:?} is task {other:?}'s too"),
+            });
+        }
         let scenario = scenario(task, bridge, user)?;
         let path = out.join(format!("{}.json", scenario_name(&task.domain, &task.id)));
         let text = serde_json::to_string_pretty(&scenario).expect("JSON values serialize");
@@ -449,16 +510,51 @@ mod tests {
     }
 
     #[test]
-    fn a_task_whose_user_acts_is_refused_saying_why() {
+    fn a_users_gold_action_on_a_tool_it_does_not_hold_is_refused_saying_why() {
         let actions =
             json!([{"name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}]);
         let error = scenario(&task(actions, json!([])), &["b".into()], &UserPlay::Script)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("the user's, not the agent's"), "{error}");
-        let error = export(&["b".into()], "telecom", None)
+        assert!(error.contains("not one of the user's tools"), "{error}");
+        let error = export(&["b".into()], "banking", None)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("airline, retail"), "{error}");
+        assert!(error.contains("airline, retail, telecom"), "{error}");
+    }
+
+    #[test]
+    fn a_telecom_task_gives_the_user_its_tools_and_the_mock_user_its_gold_calls_in_turn() {
+        let mut task = task(
+            json!([
+                {"name": "get_customer_by_phone", "arguments": {"phone_number": "555"}, "requestor": "assistant"},
+                {"name": "toggle_roaming", "arguments": {}, "requestor": "user"},
+                {"name": "reboot_device", "arguments": {}, "requestor": "user"},
+                {"name": "enable_roaming", "arguments": {"line_id": "L1"}, "requestor": "assistant"}
+            ]),
+            json!([]),
+        );
+        task.user_tools = vec!["toggle_roaming".into(), "reboot_device".into()];
+        let scenario = scenario(&task, &["b".into()], &UserPlay::Script).unwrap();
+        let user = &scenario["task"]["user"];
+        assert_eq!(user["tools"], json!(["toggle_roaming", "reboot_device"]));
+        // The user's two actions in a row are one line of calls, asked
+        // for once; then its word, and its stop after the agent's answer.
+        assert_eq!(
+            user["script"],
+            json!([
+                "You want to cancel reservation ABC123.",
+                {"calls": [
+                    {"name": "toggle_roaming", "arguments": {}},
+                    {"name": "reboot_device", "arguments": {}}
+                ]},
+                "I did that: toggle_roaming, reboot_device.",
+                crate::scenario::user::STOP
+            ])
+        );
+        let reference = &scenario["task"]["reference"];
+        assert_eq!(reference[1]["by"], "user");
+        assert!(reference[0].get("by").is_none());
+        assert_eq!(scenario["tools"][0]["only"][3], "reboot_device");
     }
 }

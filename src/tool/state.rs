@@ -60,6 +60,13 @@ impl ToolState {
         self.hidden.extend(names.iter().cloned());
     }
 
+    /// Hide `hidden` in place of what is hidden now, which is given back:
+    /// the simulated user's view of the trial's tools (its own alone)
+    /// while its calls run, the agent's put back after.
+    pub fn swap_hidden(&mut self, hidden: Vec<String>) -> Vec<String> {
+        std::mem::replace(&mut self.hidden, hidden)
+    }
+
     /// The model is given `names` now.
     pub fn show(&mut self, names: &[String]) {
         self.hidden.retain(|h| !names.contains(h));

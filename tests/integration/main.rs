@@ -47,6 +47,8 @@ mod streams;
 mod suites;
 mod tau2;
 mod tau2_judge;
+mod tau2_telecom;
+mod user_tools;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -56,7 +56,7 @@ fn suite_of<'a>(
 ) {
     std::fs::create_dir_all(suite).unwrap();
     for id in ids {
-        let name = format!("tau2_{domain}_{id}.json");
+        let name = format!("{}.json", toolgauge::tau2::scenario_name(domain, id));
         std::fs::copy(imported.join(&name), suite.join(&name)).unwrap();
     }
 }
@@ -411,9 +411,10 @@ fn report_tau2_gives_tau2s_own_metrics_of_a_replayed_run_of_each_domain() {
     let python =
         bridge_python("report_tau2_gives_tau2s_own_metrics_of_a_replayed_run_of_each_domain");
     let dir = tempfile::tempdir().unwrap();
-    for domain in ["airline", "retail"] {
+    for domain in ["airline", "retail", "telecom"] {
         // One Results JSON, fed to tau2's metrics and replayed through
-        // toolgauge: 8 tasks, 3 trials each, passes and failures mixed.
+        // toolgauge: 8 tasks, 3 trials each, passes and failures mixed
+        // (telecom's with the user's own calls, replayed on its tools).
         let results = dir.path().join(format!("{domain}-results.json"));
         let results_path = results.to_str().unwrap();
         oracle_metrics(&python, &["results", domain, results_path, "--tasks", "8"]);

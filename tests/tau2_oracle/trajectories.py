@@ -14,7 +14,9 @@ call, one assistant message per tool call with the result tau2's
 environment gives, an answer, then ###STOP###. The variants of a task: its
 gold actions; a write left out; an argument changed; an enum value changed;
 a write made twice; text only; the required information not said; a
-transfer to a human at the end. Tasks whose verdict needs an NL judge are
+transfer to a human at the end; the user's last act on their own phone
+left undone (telecom, whose user's acts are its own messages: the agent
+asks, the user calls its tools and says so). Tasks whose verdict needs an NL judge are
 left out (no judge here).
 
 A file holds tau2 Results JSON's own fields (`info.environment_info.
@@ -29,11 +31,14 @@ import json
 import sys
 from pathlib import Path
 
-# The bridge's own preparation for tau2 (data, no network, no keys).
+# The bridge's own preparation for tau2 (data, no network, no keys), and
+# telecom's tasks made by tau2's generator.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts/tau2_bridge"))
 import tau2_ready  # noqa: E402
+import telecom_data  # noqa: E402
 
 tau2_ready.quiet("ERROR")
+telecom_data.ready()
 
 from tau2.data_model.message import (  # noqa: E402
     AssistantMessage,
@@ -76,17 +81,24 @@ def enum_values(tools, name, argument):
 
 
 def variants(task, tools, writes):
-    """The task's action lists and answers: (variant, actions, answer)."""
-    gold = [(a.name, dict(a.arguments)) for a in (task.evaluation_criteria.actions or [])]
+    """The task's action lists and answers: (variant, actions, answer),
+    each action (name, arguments, requestor)."""
+    gold = [
+        (a.name, dict(a.arguments), a.requestor) for a in (task.evaluation_criteria.actions or [])
+    ]
     said = answer(task)
     out = [("gold", gold, said), ("text_only", [], said)]
-    write_at = [i for i, (name, _) in enumerate(gold) if name in writes]
+    users = [i for i, action in enumerate(gold) if action[2] == "user"]
+    if users:
+        # The user's last act on their own phone left undone.
+        out.append(("user_action_left_out", gold[: users[-1]] + gold[users[-1] + 1 :], said))
+    write_at = [i for i, (name, _, by) in enumerate(gold) if name in writes and by == "assistant"]
     if write_at:
         last = write_at[-1]
         out.append(("write_left_out", gold[:last] + gold[last + 1 :], said))
         out.append(("write_twice", gold[: last + 1] + [copy.deepcopy(gold[last])] + gold[last + 1 :], said))
         first = write_at[0]
-        name, arguments = gold[first]
+        name, arguments, _ = gold[first]
         for key, value in arguments.items():
             values = enum_values(tools, name, key)
             if values and value in values and len(values) > 1:
@@ -103,7 +115,7 @@ def variants(task, tools, writes):
     if task.evaluation_criteria.communicate_info:
         out.append(("info_unsaid", gold, answer(task, say_info=False)))
     if TRANSFER_TOOL in tools:
-        transfer = (TRANSFER_TOOL, {"summary": "The user asked for a human agent."})
+        transfer = (TRANSFER_TOOL, {"summary": "The user asked for a human agent."}, "assistant")
         out.append(("transfer", gold + [transfer], said))
     return out
 
@@ -121,13 +133,40 @@ def conversation(domain, task, actions, said):
         AssistantMessage(role="assistant", content=DEFAULT_FIRST_AGENT_MESSAGE.content),
         UserMessage(role="user", content=opening(task)),
     ]
-    for i, (name, arguments) in enumerate(actions):
-        call = ToolCall(id=f"call_{i}", name=name, arguments=arguments)
-        messages.append(AssistantMessage(role="assistant", content=None, tool_calls=[call]))
-        messages.append(environment.get_response(call))
+    for run in runs_by_requestor(actions):
+        if run[0][1][2] == "assistant":
+            for i, (name, arguments, _) in run:
+                call = ToolCall(id=f"call_{i}", name=name, arguments=arguments)
+                messages.append(AssistantMessage(role="assistant", content=None, tool_calls=[call]))
+                messages.append(environment.get_response(call))
+            continue
+        # The user's acts on their own phone (telecom), asked for by the
+        # agent: one message of the user's calls, their results, its word.
+        names = ", ".join(name for _, (name, _, _) in run)
+        messages.append(
+            AssistantMessage(role="assistant", content=f"Please do this on your side: {names}.")
+        )
+        calls = [
+            ToolCall(id=f"user_{i}", name=name, arguments=arguments, requestor="user")
+            for i, (name, arguments, _) in run
+        ]
+        messages.append(UserMessage(role="user", content=None, tool_calls=calls))
+        messages.extend(environment.get_response(call) for call in calls)
+        messages.append(UserMessage(role="user", content=f"I did that: {names}."))
     messages.append(AssistantMessage(role="assistant", content=said))
     messages.append(UserMessage(role="user", content=STOP))
     return messages
+
+
+def runs_by_requestor(actions):
+    """The actions, numbered, in runs of the same requestor."""
+    runs = []
+    for i, action in enumerate(actions):
+        if runs and runs[-1][-1][1][2] == action[2]:
+            runs[-1].append((i, action))
+        else:
+            runs.append([(i, action)])
+    return runs
 
 
 def score(domain, task, messages):
@@ -161,7 +200,8 @@ def kept(message):
     dumped = {"role": message.role, "content": message.content}
     if getattr(message, "tool_calls", None):
         dumped["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            {"id": c.id, "name": c.name, "arguments": c.arguments, "requestor": c.requestor}
+            for c in message.tool_calls
         ]
     return dumped
 
