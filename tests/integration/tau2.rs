@@ -33,18 +33,18 @@ pub(crate) fn bridge_python(test: &str) -> String {
 
 /// `toolgauge import tau2` of `domain` into `out`, through the bridge.
 pub(crate) fn import(python: &str, domain: &str, out: &Path) {
+    import_split(python, domain, None, out)
+}
+
+/// [`import`] of one of the domain's splits (tau2's default: `base`).
+pub(crate) fn import_split(python: &str, domain: &str, split: Option<&str>, out: &Path) {
     let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
-    let output = toolgauge(&[
-        "import",
-        "tau2",
-        "--domain",
-        domain,
-        "--bridge",
-        &bridge,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_success(&output);
+    let mut args = vec!["import", "tau2", "--domain", domain, "--bridge", &bridge];
+    if let Some(split) = split {
+        args.extend(["--split", split]);
+    }
+    args.extend(["--out", out.to_str().unwrap()]);
+    assert_success(&toolgauge(&args));
 }
 
 /// A suite at `suite` of the imported scenarios of `domain`'s tasks `ids`.
@@ -166,7 +166,18 @@ fn replayed(
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/tau2")
         .join(fixture);
-    let recorded: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    replayed_file(python, (domain, None), &fixture, tasks, dir)
+}
+
+/// [`replayed`] of any Results JSON, its tasks in `split` of `domain`.
+pub(crate) fn replayed_file(
+    python: &str,
+    (domain, split): (&str, Option<&str>),
+    fixture: &Path,
+    tasks: &[&str],
+    dir: &Path,
+) -> Vec<(String, Value, Value)> {
+    let recorded: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
     let simulations = recorded["simulations"].as_array().unwrap();
     let mut by_task: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
     for simulation in simulations {
@@ -176,7 +187,7 @@ fn replayed(
         }
     }
     let imported = dir.join(format!("{domain}-imported"));
-    import(python, domain, &imported);
+    import_split(python, domain, split, &imported);
     let suite = dir.join(format!("{domain}-suite"));
     suite_of(&imported, &suite, domain, by_task.keys().copied());
     let model = dir.join(format!("{domain}-replay.json"));
@@ -202,15 +213,13 @@ fn replayed(
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .filter(|event| event["type"] == "probe")
     {
-        let task = event["scenario"]
-            .as_str()
-            .unwrap()
-            .rsplit('_')
-            .next()
-            .unwrap()
-            .to_owned();
+        let scenario = event["scenario"].as_str().unwrap();
+        let task = by_task
+            .keys()
+            .find(|id| toolgauge::tau2::scenario_name(domain, id) == scenario)
+            .unwrap();
         let trial = event["trial"].as_u64().unwrap() as usize;
-        let of_task = &by_task[task.as_str()];
+        let of_task = &by_task[task];
         let simulation = of_task[trial % of_task.len()];
         // tau2's own runs record more (its checks, a note): the reward and
         // its breakdown are the verdict; none (a run cut short) is empty.

@@ -11,24 +11,6 @@ use serde_json::Value;
 use crate::tau2::bridge_python;
 use crate::{assert_success, toolgauge};
 
-/// `toolgauge import tau2 --domain telecom --split SPLIT` into `out`.
-fn import_telecom(python: &str, split: &str, out: &Path) {
-    let bridge = format!("{python} scripts/tau2_bridge/bridge.py");
-    let output = toolgauge(&[
-        "import",
-        "tau2",
-        "--domain",
-        "telecom",
-        "--split",
-        split,
-        "--bridge",
-        &bridge,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_success(&output);
-}
-
 fn log(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("session.jsonl"))
         .unwrap()
@@ -66,7 +48,7 @@ fn the_scripted_mock_plays_agent_and_user_and_passes_every_small_telecom_task() 
         bridge_python("the_scripted_mock_plays_agent_and_user_and_passes_every_small_telecom_task");
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite");
-    import_telecom(&python, "small", &suite);
+    crate::tau2::import_split(&python, "telecom", Some("small"), &suite);
     assert_eq!(std::fs::read_dir(&suite).unwrap().count(), 20);
     // And one task again with the user's acts left undone.
     let task = "tau2_telecom_service_issue_overdue_bill_suspension_PERSONA_Easy";
@@ -133,4 +115,48 @@ fn the_scripted_mock_plays_agent_and_user_and_passes_every_small_telecom_task() 
         .map(|r| r.calls)
         .sum();
     assert_eq!(calls, 2, "send_payment_request and resume_line: {rows:?}");
+}
+
+/// tau2's own runs of telecom tasks, made by tau2's orchestrator with the
+/// gold played by both sides (tests/tau2_oracle/orchestrated.py), the
+/// user's last act left undone in one of each pair: replayed through
+/// toolgauge, the user's recorded calls on the user's tools, each gets
+/// the reward and breakdown tau2 recorded.
+#[test]
+#[ignore = "needs tau2-bench: TOOLGAUGE_TAU2_PYTHON (.ci/run installs it and runs this with --ignored)"]
+fn toolgauge_gives_tau2s_verdict_on_tau2s_orchestrated_telecom_runs() {
+    let python = bridge_python("toolgauge_gives_tau2s_verdict_on_tau2s_orchestrated_telecom_runs");
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("orchestrated.json");
+    let output = std::process::Command::new(&python)
+        .args([
+            "tests/tau2_oracle/orchestrated.py",
+            results.to_str().unwrap(),
+        ])
+        .args(["--tasks", "6"])
+        .output()
+        .unwrap();
+    assert_success(&output);
+    let compared = crate::tau2::replayed_file(
+        &python,
+        ("telecom", Some("small")),
+        &results,
+        &[],
+        dir.path(),
+    );
+    assert_eq!(compared.len(), 12, "{compared:?}");
+    let failed = compared
+        .iter()
+        .filter(|(_, tau2, _)| tau2["reward"] == 0.0)
+        .count();
+    assert_eq!(
+        failed, 6,
+        "each task's run with an act left undone fails: {compared:?}"
+    );
+    let disagreements: Vec<String> = compared
+        .iter()
+        .filter(|(_, tau2, ours)| tau2 != ours)
+        .map(|(id, tau2, ours)| format!("{id}: tau2 {tau2}, toolgauge {ours}"))
+        .collect();
+    assert_eq!(disagreements, Vec::<String>::new());
 }
