@@ -160,3 +160,190 @@ fn toolgauge_gives_tau2s_verdict_on_tau2s_orchestrated_telecom_runs() {
         .collect();
     assert_eq!(disagreements, Vec::<String>::new());
 }
+
+/// A live agent and a live user on one server, for a telecom task: told
+/// apart by the tools they are given (the user's phone's, or the
+/// agent's). The user opens, is asked to turn roaming on, and turns
+/// airplane mode on instead with its own tool; tau2's verdict fails the
+/// trial, and report.html shows it.
+struct LiveTelecom {
+    agent: std::sync::Mutex<usize>,
+    user: std::sync::Mutex<usize>,
+    problems: std::sync::Mutex<Vec<String>>,
+}
+
+impl wiremock::Respond for LiveTelecom {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["function"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let call = |id: &str, name: &str, arguments: Value| {
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]})
+        };
+        let says = |text: &str| serde_json::json!({"role": "assistant", "content": text});
+        let message = if names.contains(&"toggle_roaming") {
+            if names.contains(&"get_customer_by_phone") || names.contains(&"tau2_evaluate") {
+                self.problems
+                    .lock()
+                    .unwrap()
+                    .push(format!("the user was given {names:?}"));
+            }
+            let mut user = self.user.lock().unwrap();
+            *user += 1;
+            match *user {
+                1 => says("My mobile data does not work. I am John Smith, 555-123-2002, abroad."),
+                2 => call("u1", "toggle_airplane_mode", serde_json::json!({})),
+                3 => says("Done, I toggled it."),
+                _ => says("###STOP###"),
+            }
+        } else {
+            if names
+                .iter()
+                .any(|n| n.starts_with("toggle_") || *n == "tau2_evaluate")
+            {
+                self.problems
+                    .lock()
+                    .unwrap()
+                    .push(format!("the agent was given {names:?}"));
+            }
+            let mut agent = self.agent.lock().unwrap();
+            *agent += 1;
+            match *agent {
+                1 => call(
+                    "a1",
+                    "get_customer_by_phone",
+                    serde_json::json!({"phone_number": "555-123-2002"}),
+                ),
+                2 => says("Please turn data roaming on, on your phone."),
+                _ => says("Thanks, you are all set."),
+            }
+        };
+        let finish = if message["tool_calls"].is_null() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
+        }))
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs tau2-bench: TOOLGAUGE_TAU2_PYTHON (.ci/run installs it and runs this with --ignored)"]
+async fn a_live_user_acts_on_its_phone_apart_from_the_agent_in_the_log_and_the_report() {
+    let python = bridge_python(
+        "a_live_user_acts_on_its_phone_apart_from_the_agent_in_the_log_and_the_report",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let imported = dir.path().join("imported");
+    crate::tau2::import_split(&python, "telecom", Some("small"), &imported);
+    let name = "tau2_telecom_mobile_data_issue_user_abroad_roaming_enabled_off_PERSONA_None";
+    let mut scenario: Value =
+        serde_json::from_slice(&std::fs::read(imported.join(format!("{name}.json"))).unwrap())
+            .unwrap();
+    let played = scenario["task"]["user"].as_object_mut().unwrap();
+    played.remove("script");
+    played.insert("model".into(), "john".into());
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(suite.join("live.json"), scenario.to_string()).unwrap();
+
+    let server = wiremock::MockServer::start().await;
+    let responder = std::sync::Arc::new(LiveTelecom {
+        agent: Default::default(),
+        user: Default::default(),
+        problems: Default::default(),
+    });
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(ArcResponder(responder.clone()))
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", server.uri());
+    let agent = crate::live::model_file(dir.path(), "openai", &base, serde_json::json!({}));
+    let users = dir.path().join("users");
+    std::fs::create_dir_all(&users).unwrap();
+    let user = crate::live::model_file(&users, "openai", &base, serde_json::json!({}));
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&user).unwrap()).unwrap();
+    file["name"] = "john".into();
+    std::fs::write(&user, file.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = [
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        agent.to_str().unwrap(),
+        "--user-model",
+        user.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--min-success",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let args = args.iter().map(|a| (*a).to_owned()).collect();
+    let output = crate::live::toolgauge(args, Some(crate::live::KEY)).await;
+    let stderr = crate::live::stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("lost"), "{stderr}");
+    assert_eq!(*responder.problems.lock().unwrap(), Vec::<String>::new());
+    let log = log(&out);
+    let calls: Vec<(&str, &str)> = log
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| {
+            (
+                e["who"].as_str().unwrap_or("model"),
+                e["tool"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("model", "get_customer_by_phone"),
+            ("simulated_user", "toggle_airplane_mode")
+        ]
+    );
+    // tau2's verdict saw the user's act: airplane mode on, no data.
+    let probe = log.iter().find(|e| e["type"] == "probe").unwrap();
+    assert_eq!(probe["result"]["reward"], 0.0, "{probe}");
+    let airplane = log
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["tool"] == "toggle_airplane_mode")
+        .unwrap();
+    assert!(
+        airplane["content"]
+            .as_str()
+            .unwrap()
+            .contains("Airplane Mode"),
+        "{airplane}"
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("the user called toggle_airplane_mode"),
+        "{page}"
+    );
+    assert!(page.contains("trial 0: 1 call(s)"), "{page}");
+}
+
+/// A responder shared with the test, which reads what it saw.
+struct ArcResponder(std::sync::Arc<LiveTelecom>);
+
+impl wiremock::Respond for ArcResponder {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        self.0.respond(request)
+    }
+}
