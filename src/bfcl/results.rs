@@ -109,58 +109,104 @@ pub(super) fn read_entries(path: &Path) -> Result<Vec<(usize, Value)>, ResultsEr
     Ok(entries)
 }
 
-impl BfclResults {
-    /// Read a result file; `Err` names the line at fault.
-    pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ResultsError> {
-        let fail = |line: usize, problem: String| ResultsError::Line {
-            path: path.to_owned(),
-            line,
-            problem,
-        };
-        let mut results = FxHashMap::default();
-        for (line, entry) in read_entries(path)? {
-            let id = entry["id"].as_str().expect("read_entries checks the id");
-            let result = entry
-                .get("result")
-                .ok_or_else(|| fail(line, format!("entry {id:?} has no \"result\"")))?;
-            let latency = match entry.get("latency") {
-                None | Some(Value::Null) => Duration::ZERO,
-                Some(seconds) => total(seconds)
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .ok_or_else(|| {
-                        fail(
-                            line,
-                            format!(
-                                "entry {id:?}: \"latency\" must be seconds, a number of at least 0 (or, for a multi-turn entry, lists of them per turn and step)"
-                            ),
-                        )
-                    })?,
-            };
-            let tokens = |field: &str| {
-                match entry.get(field) {
-                None | Some(Value::Null) => Ok(0),
-                Some(count) => total(count).filter(|n| n.fract() == 0.0 && *n >= 0.0).map(|n| n as u64).ok_or_else(|| {
+/// A result file's entries into `results`; an id already there is
+/// refused, naming its line.
+fn read_file(path: &Path, results: &mut FxHashMap<String, Recorded>) -> Result<(), ResultsError> {
+    let fail = |line: usize, problem: String| ResultsError::Line {
+        path: path.to_owned(),
+        line,
+        problem,
+    };
+    for (line, entry) in read_entries(path)? {
+        let id = entry["id"].as_str().expect("read_entries checks the id");
+        let result = entry
+            .get("result")
+            .ok_or_else(|| fail(line, format!("entry {id:?} has no \"result\"")))?;
+        let latency = match entry.get("latency") {
+            None | Some(Value::Null) => Duration::ZERO,
+            Some(seconds) => total(seconds)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .ok_or_else(|| {
                     fail(
                         line,
-                        format!("entry {id:?}: \"{field}\" must be a count, a whole number of at least 0"),
+                        format!(
+                            "entry {id:?}: \"latency\" must be seconds, a number of at least 0 (or, for a multi-turn entry, lists of them per turn and step)"
+                        ),
                     )
-                }),
-            }
-            };
-            let usage = Usage {
-                input_tokens: tokens("input_token_count")?,
-                output_tokens: tokens("output_token_count")?,
-                ..Usage::default()
-            };
-            results.insert(
-                id.to_owned(),
-                Recorded {
-                    result: result.clone(),
-                    decoded: None,
-                    latency,
-                    usage,
-                },
-            );
+                })?,
+        };
+        let tokens = |field: &str| {
+            match entry.get(field) {
+            None | Some(Value::Null) => Ok(0),
+            Some(count) => total(count).filter(|n| n.fract() == 0.0 && *n >= 0.0).map(|n| n as u64).ok_or_else(|| {
+                fail(
+                    line,
+                    format!("entry {id:?}: \"{field}\" must be a count, a whole number of at least 0"),
+                )
+            }),
+        }
+        };
+        let usage = Usage {
+            input_tokens: tokens("input_token_count")?,
+            output_tokens: tokens("output_token_count")?,
+            ..Usage::default()
+        };
+        if results.contains_key(id) {
+            return Err(fail(
+                line,
+                format!("entry {id:?} is in another result file too"),
+            ));
+        }
+        results.insert(
+            id.to_owned(),
+            Recorded {
+                result: result.clone(),
+                decoded: None,
+                latency,
+                usage,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// The result files `path` names: itself, or every `*_result.json` under
+/// it (sorted, links not followed); a folder with none is refused.
+fn result_files(path: &Path) -> Result<Vec<std::path::PathBuf>, ResultsError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+        let entry = entry.map_err(|e| ResultsError::Read {
+            path: path.to_owned(),
+            source: e.into(),
+        })?;
+        let name = entry.file_name().to_string_lossy();
+        if entry.file_type().is_file() && name.ends_with("_result.json") {
+            files.push(entry.into_path());
+        }
+    }
+    if files.is_empty() {
+        return Err(ResultsError::Read {
+            path: path.to_owned(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no BFCL result file (*_result.json) in this folder",
+            ),
+        });
+    }
+    Ok(files)
+}
+
+impl BfclResults {
+    /// Read a result file, or every result file (`*_result.json`) under
+    /// a folder (a run's `result/<model>`), one entry id once; `Err`
+    /// names the line at fault.
+    pub fn load(path: &Path, format: ResultsFormat) -> Result<BfclResults, ResultsError> {
+        let mut results = FxHashMap::default();
+        for file in result_files(path)? {
+            read_file(&file, &mut results)?;
         }
         if format == ResultsFormat::Prompt {
             decode_all(&mut results);
@@ -415,6 +461,43 @@ mod tests {
             matches!(&result_calls(&json!("I cannot help with that"))[0], ParsedCall::Malformed(m) if m.name.is_empty())
         );
         assert!(result_calls(&json!([])).is_empty());
+    }
+
+    #[test]
+    fn a_run_folder_reads_every_result_file_under_it_and_an_id_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |id: &str| json!({"id": id, "result": [{"f": "{}"}]}).to_string() + "\n";
+        std::fs::create_dir_all(dir.path().join("live")).unwrap();
+        std::fs::write(
+            dir.path().join("BFCL_v4_simple_python_result.json"),
+            line("simple_python_0"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("live/BFCL_v4_live_simple_result.json"),
+            line("live_simple_0-0-0"),
+        )
+        .unwrap();
+        // Not a result file: left alone.
+        std::fs::write(dir.path().join("notes.json"), "not JSON Lines").unwrap();
+        let results = BfclResults::load(dir.path(), ResultsFormat::Fc).unwrap();
+        assert!(results.contains("simple_python_0") && results.contains("live_simple_0-0-0"));
+
+        std::fs::write(
+            dir.path().join("live/BFCL_v4_live_multiple_result.json"),
+            line("simple_python_0"),
+        )
+        .unwrap();
+        let error = BfclResults::load(dir.path(), ResultsFormat::Fc)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("in another result file too"), "{error}");
+
+        let empty = tempfile::tempdir().unwrap();
+        let error = BfclResults::load(empty.path(), ResultsFormat::Fc)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no BFCL result file"), "{error}");
     }
 
     #[test]

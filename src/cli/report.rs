@@ -1,4 +1,4 @@
-//! `toolgauge report merge|html|compare|recovery|tau2`
+//! `toolgauge report merge|html|compare|recovery|tau2|bfcl`
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_FAILED};
-use crate::harness::merge::{Merged, html_report, measured, merge};
+use crate::harness::merge::{Merged, html_report, measured, merge, trials_of};
 use crate::markup::{Align, Table};
 use crate::report;
 
@@ -80,6 +80,21 @@ pub enum ReportCommand {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// BFCL's own score tables of a run's BFCL scenarios, per model, with
+    /// BFCL's columns, weights, rounding and "N/A" rules: data_overall.csv,
+    /// data_non_live.csv, data_live.csv, data_multi_turn.csv,
+    /// data_agentic.csv and data_format_sensitivity.csv, and each
+    /// category's accuracy and count in bfcl_scores.json.
+    Bfcl {
+        /// Run folders (each holds run.json and trials.csv), e.g. the
+        /// single-turn and the multi-turn categories run apart; a model
+        /// of the same name in two is one model.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// The folder the tables are written to [default: the first DIR].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
@@ -93,6 +108,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportCommand::Compare { baseline, current } => compare_runs(baseline, current),
         ReportCommand::Recovery { bfcl, tau2, out } => recorded_recovery(bfcl, tau2, out),
         ReportCommand::Tau2 { dir, out } => tau2_summary(dir, out.as_deref().unwrap_or(dir)),
+        ReportCommand::Bfcl { dirs, out } => bfcl_tables(dirs, out.as_deref().unwrap_or(&dirs[0])),
     }
 }
 
@@ -124,6 +140,57 @@ fn tau2_summary(dir: &Path, out: &Path) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", path.display())))?;
     println!("{}", tau2_table(&metrics));
     eprintln!("wrote {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `report bfcl`: BFCL's tables of the runs in `dirs`, written to `out`,
+/// and each model's overall accuracy printed.
+fn bfcl_tables(dirs: &[PathBuf], out: &Path) -> Result<ExitCode, CliError> {
+    let mut tally = report::BfclTally::new();
+    for dir in dirs {
+        let (info, trials) = trials_of(dir)?;
+        let run = tally.run(&info);
+        let unreadable = |e: std::io::Error| CliError::Usage(format!("{}: {e}", trials.display()));
+        for trial in report::TrialReader::open(&info, &trials).map_err(unreadable)? {
+            tally.add(&run, &trial.map_err(unreadable)?);
+        }
+    }
+    let dir = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !tally.has_bfcl() {
+        return Err(CliError::Usage(format!(
+            "{dir}: no BFCL scenario (tagged \"bfcl\" and a category, as `import bfcl` writes them)"
+        )));
+    }
+    out_folder(out)?;
+    let scores = serde_json::to_string_pretty(&tally.scores()).map_err(std::io::Error::other);
+    let mut files = vec![("bfcl_scores.json", scores.map(|s| s + "\n"))];
+    files.extend(
+        tally
+            .tables()
+            .into_iter()
+            .map(|(name, text)| (name, Ok(text))),
+    );
+    for (name, text) in files {
+        let path = out.join(name);
+        text.and_then(|text| crate::whole_file::write(&path, text))
+            .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    let overall = &tally.tables()[0].1;
+    for line in overall.lines() {
+        let cells: Vec<&str> = line.split(',').collect();
+        println!("{}", cells[..3.min(cells.len())].join("  "));
+    }
+    for model in tally.models.iter().filter(|m| m.lost > 0) {
+        eprintln!(
+            "{}: {} trial(s) lost to infrastructure, left out of every accuracy",
+            model.model, model.lost
+        );
+    }
+    eprintln!("wrote data_*.csv and bfcl_scores.json to {}", out.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -335,6 +335,13 @@ fn at(path: &Path) -> impl FnOnce(io::Error) -> MergeError + use<> {
 /// through the HTML reporter, its session.jsonl read for the failed
 /// trials' conversations. Gives the report's path.
 /// A finished run folder's measures, read back from its trials.csv.
+/// What reports need of the run in `dir` (its run.json), and a reader of
+/// its trials.csv, for a report that reads each trial once.
+pub fn trials_of(dir: &Path) -> Result<(report::RunInfo, PathBuf), MergeError> {
+    let run_file = RunFile::read(dir)?;
+    Ok((run_info(&run_file)?, dir.join("trials.csv")))
+}
+
 pub fn measured(dir: &Path) -> Result<(report::RunInfo, crate::metrics::Aggregate), MergeError> {
     let run_file = RunFile::read(dir)?;
     let info = run_info(&run_file)?;

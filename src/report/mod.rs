@@ -11,6 +11,7 @@
 
 mod batches;
 pub mod bench;
+mod bfcl_tables;
 pub mod charts;
 mod compare;
 mod events;
@@ -32,6 +33,7 @@ mod trial_row;
 pub mod trials;
 
 pub use batches::BatchRecord;
+pub use bfcl_tables::{BfclTally, ModelTally};
 pub use compare::{Change, CompareError, Comparison, ModelChange, compare};
 pub use events::{
     FinishedTrial, ModelInfo, Notice, Reporter, RunEvent, RunInfo, ScenarioInfo, Thresholds, p_text,

@@ -22,7 +22,7 @@ fn fixtures() -> PathBuf {
 }
 
 /// The Python that runs the bridge; a test run without it fails saying so.
-fn bridge_python(test: &str) -> String {
+pub(crate) fn bridge_python(test: &str) -> String {
     let python = std::env::var("TOOLGAUGE_BFCL_PYTHON").ok().filter(|p| {
         std::process::Command::new(p)
             .args(["-c", "import bfcl_eval, mcp"])

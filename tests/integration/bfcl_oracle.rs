@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::{assert_success, corpora, toolgauge};
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl_oracle")
 }
 
@@ -46,7 +46,7 @@ pub fn keep_entries(from: &Path, to: &Path, ids: &BTreeSet<String>) {
 
 /// The entries of `category` the fixture uses, and their answers, written
 /// where `toolgauge import bfcl` looks for them; the scenarios imported.
-fn import(category: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
+pub(crate) fn import(category: &str, ids: &BTreeSet<String>, dir: &Path) -> PathBuf {
     let questions_dir = dir.join("questions");
     std::fs::create_dir_all(questions_dir.join("possible_answer")).unwrap();
     let name = format!("BFCL_v4_{category}.json");

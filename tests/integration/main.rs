@@ -10,6 +10,8 @@ mod bfcl;
 mod bfcl_import;
 mod bfcl_multi_turn;
 mod bfcl_oracle;
+mod bfcl_published;
+mod bfcl_tables;
 mod browser;
 mod budget;
 mod cli;
