@@ -23,15 +23,34 @@ truth's turn k on instances of its own and answers BFCL's verdict on the turn
 as `multi_turn_checker` gives it (empty turn, instance state, execution
 results so far), as JSON: {"valid": true} or {"valid": false, "error_type",
 "error_message"}.
+
+Web search entries (`web_search_base_N`, `web_search_no_snippet_N`, the
+same questions with and without the results' snippets, as BFCL's
+`populate_initial_settings_for_web_search_test_cases` sets them) run on
+BFCL's `WebSearchAPI`, and their probe is `bfcl_check_answer`
+({"transcript"}): BFCL's `agentic_checker` on the model's last message
+that is not a call, against the entry's possible answers. The class
+searches through SerpAPI (SERPAPI_API_KEY) and fetches pages itself;
+`--web-recording FILE` puts a recording in place of both, at the class's
+boundary (its `GoogleSearch` and `requests`), the class's own code
+unchanged: {"searches": [{"q", "kl", "organic_results": [...]}], "pages":
+[{"url", "text"}]}. A search or a page the recording does not hold fails
+as an unreachable server would, and the class answers its own error.
+
+    bridge.py --agentic-prompt
+                              print BFCL's system prompt for agentic entries
+                              (its answer format), for `toolgauge import`
 """
 
 import argparse
 import asyncio
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 
+import anyio
 import mcp.server.stdio
 import mcp.types as types
 from mcp.server.lowlevel import Server
@@ -55,10 +74,13 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
     execute_multi_turn_func_call,
 )
 from bfcl_eval.model_handler.utils import convert_to_tool
+from bfcl_eval.constants.default_prompts import ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT
+from bfcl_eval.eval_checker.agentic_eval.agentic_checker import agentic_checker
 from bfcl_eval.utils import (
     _func_doc_language_specific_pre_processing,
     add_language_specific_hint_to_function_doc,
     load_file,
+    populate_initial_settings_for_web_search_test_cases,
     populate_test_cases_with_predefined_functions,
 )
 
@@ -66,6 +88,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 import forking  # noqa: E402  (scripts/forking.py)
 
 CHECK = "bfcl_check_turn"
+CHECK_ANSWER = "bfcl_check_answer"
+WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
 MULTI_TURN_CLASSES = [
     "GorillaFileSystem",
     "MathAPI",
@@ -87,7 +111,7 @@ def category_of(entry_id):
 
 def all_functions():
     docs = []
-    for class_name in MULTI_TURN_CLASSES:
+    for class_name in MULTI_TURN_CLASSES + ["WebSearchAPI"]:
         path = MULTI_TURN_FUNC_DOC_PATH / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
         docs.extend(load_file(path))
     return _func_doc_language_specific_pre_processing(docs, "multi_turn_base")
@@ -115,6 +139,17 @@ def as_tools(functions):
             },
         )
     )
+    tools.append(
+        types.Tool(
+            name=CHECK_ANSWER,
+            description="toolgauge's probe: BFCL's agentic checker on the final answer (never shown to the model).",
+            inputSchema={
+                "type": "object",
+                "properties": {"transcript": {"type": "object"}},
+                "required": ["transcript"],
+            },
+        )
+    )
     return tools
 
 
@@ -130,6 +165,7 @@ def warm():
     for folder in (PROMPT_PATH, POSSIBLE_ANSWER_PATH):
         for path in sorted(folder.glob(f"{VERSION_PREFIX}_multi_turn_*.json")):
             data_file(path)
+        data_file(folder / f"{VERSION_PREFIX}_web_search.json")
 
 
 class Entry:
@@ -137,15 +173,20 @@ class Entry:
 
     def __init__(self, entry_id):
         category = category_of(entry_id)
-        name = f"{VERSION_PREFIX}_{category}.json"
+        # Web search's two categories share one file (`web_search_N`).
+        stored = "web_search" if category in WEB_SEARCH else category
+        stored_id = entry_id.replace(category, stored, 1)
+        name = f"{VERSION_PREFIX}_{stored}.json"
         # As BFCL's load_dataset_entry and load_ground_truth_entry give a
         # multi-turn entry, for this one entry only (a trial's start-up).
-        entries = [e for e in data_file(PROMPT_PATH / name) if e["id"] == entry_id]
+        entries = [dict(e) for e in data_file(PROMPT_PATH / name) if e["id"] == stored_id]
         if not entries:
             raise SystemExit(f"bridge.py: no BFCL entry {entry_id!r} in {name}")
+        entries[0]["id"] = entry_id
         entries = populate_test_cases_with_predefined_functions(entries)
+        entries = populate_initial_settings_for_web_search_test_cases(entries)
         self.entry = add_language_specific_hint_to_function_doc(entries)[0]
-        answers = [a for a in data_file(POSSIBLE_ANSWER_PATH / name) if a["id"] == entry_id]
+        answers = [a for a in data_file(POSSIBLE_ANSWER_PATH / name) if a["id"] == stored_id]
         self.ground_truth = answers[0]["ground_truth"]
         self.long_context = "long_context" in category or "composite" in category
         functions = list(self.entry["function"])
@@ -173,6 +214,20 @@ class Entry:
         self.calls_this_turn += 1
         self.results_so_far.extend(results)
         return results[0]
+
+    def check_answer(self, transcript):
+        """BFCL's agentic checker on the model's last message that is not
+        a call (as `_evaluate_single_agentic_entry` reads a run)."""
+        answers = [
+            m.get("text") or ""
+            for m in transcript.get("messages", [])
+            if m.get("role") == "assistant" and not m.get("calls")
+        ]
+        if not answers:
+            return {"valid": False, "error_type": "agentic:no_last_message",
+                    "error_message": "Cannot find the last chat message that is not a function call."}
+        verdict = agentic_checker(answers[-1], self.ground_truth)
+        return {key: verdict[key] for key in ("valid", "error_type", "error_message") if key in verdict}
 
     def check_turn(self, turn):
         """multi_turn_checker's verdict on one turn, in its words."""
@@ -212,20 +267,76 @@ def serve(tools, entry):
             raise ValueError("this bridge lists tools only: start it with --entry ID to run calls")
         if name == CHECK:
             text = json.dumps(entry.check_turn(int(arguments.get("turn", 0))))
+        elif name == CHECK_ANSWER:
+            text = json.dumps(entry.check_answer(arguments.get("transcript") or {}))
         else:
             text = entry.call(name, arguments)
         return [types.TextContent(type="text", text=text)]
 
     async def run():
-        async with mcp.server.stdio.stdio_server() as (read, write):
+        # The protocol has stdout to itself: what the classes print (BFCL's
+        # web search prints its errors) goes to stderr.
+        sys.stdout.flush()
+        protocol = anyio.wrap_file(open(os.dup(1), "w", encoding="utf-8"))
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        async with mcp.server.stdio.stdio_server(stdout=protocol) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     asyncio.run(run())
 
 
+class RecordedSearch:
+    """SerpAPI's `GoogleSearch` as the recording answers it."""
+
+    searches = []
+
+    def __init__(self, params):
+        self.params = params
+
+    def get_dict(self):
+        for search in self.searches:
+            if search["q"] == self.params["q"] and search.get("kl", "wt-wt") == self.params["kl"]:
+                return {"organic_results": search["organic_results"]}
+        raise ConnectionError(f"no recorded search for {self.params['q']!r}")
+
+
+class RecordedPage:
+    def __init__(self, text):
+        self.text = text
+        self.status_code = 200
+
+    def raise_for_status(self):
+        pass
+
+
+class RecordedRequests:
+    """`requests` as the web search class uses it: pages from the recording."""
+
+    def __init__(self, pages):
+        self.pages = {page["url"]: page["text"] for page in pages}
+
+    def get(self, url, **_kwargs):
+        if url not in self.pages:
+            raise ConnectionError(f"Max retries exceeded with url: {url} (not in the recording)")
+        return RecordedPage(self.pages[url])
+
+
+def use_recording(path):
+    """The web search class's search and pages from `path`, never the network."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import web_search
+
+    recording = json.loads(Path(path).read_text())
+    RecordedSearch.searches = recording.get("searches", [])
+    web_search.GoogleSearch = RecordedSearch
+    web_search.requests = RecordedRequests(recording.get("pages", []))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entry", help="a multi-turn entry id, e.g. multi_turn_base_0")
+    parser.add_argument("--web-recording", help="web search from this recording, not the network")
+    parser.add_argument("--agentic-prompt", action="store_true", help="print BFCL's agentic system prompt")
     forking.main(
         sys.argv[1:],
         run=lambda argv: run(parser.parse_args(argv)),
@@ -234,6 +345,16 @@ def main():
 
 
 def run(args):
+    if args.agentic_prompt:
+        print(ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT, end="")
+        return
+    if args.web_recording:
+        use_recording(args.web_recording)
+    if args.entry and category_of(args.entry) in WEB_SEARCH:
+        if not args.web_recording and not os.environ.get("SERPAPI_API_KEY"):
+            raise SystemExit(
+                "bridge.py: web search needs SERPAPI_API_KEY (a live search) or --web-recording FILE"
+            )
     if args.entry:
         entry = Entry(args.entry)
         serve(entry.tools, entry)

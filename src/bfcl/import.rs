@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::answer::ground_truth_calls;
 use super::dialect::{Values, to_tool};
 use super::multi_turn::{self, FunctionDocs, MULTI_TURN_CATEGORIES};
+use super::web_search;
 use super::{AnswerEntry, BfclError, Entry, Language, category_of, read_jsonl};
 use crate::tool::{Effect, Latency, LatencyDistribution, Simulate};
 
@@ -33,7 +34,7 @@ pub enum ImportError {
     Entry { id: String, message: String },
     #[error(
         "{}: BFCL category {category:?} is not supported: import takes the single-turn \
-         categories ({}) and the multi-turn ones ({})",
+         categories ({}), the multi-turn ones ({}) and web_search",
         path.display(),
         super::SINGLE_TURN_CATEGORIES.join(", "),
         MULTI_TURN_CATEGORIES.join(", ")
@@ -48,7 +49,7 @@ pub enum ImportError {
     )]
     PromptModeOnly { path: PathBuf },
     #[error(
-        "{}: multi-turn entries run on BFCL's own classes: give --bridge with the command \
+        "{}: multi-turn and web search entries run on BFCL's own classes: give --bridge with the command \
          that starts scripts/bfcl_bridge/bridge.py (e.g. --bridge \"VENV/bin/python \
          scripts/bfcl_bridge/bridge.py\")",
         path.display()
@@ -90,6 +91,13 @@ pub fn import(
             return Err(ImportError::PromptModeOnly {
                 path: questions.to_owned(),
             });
+        }
+        if category == "web_search" {
+            let bridge = bridge.ok_or_else(|| ImportError::NoBridge {
+                path: questions.to_owned(),
+            })?;
+            let answers = answers.map_or_else(|| default_answers(questions), Path::to_owned);
+            return import_web_search(questions, &answers, out, bridge);
         }
         if !MULTI_TURN_CATEGORIES.contains(&category.as_str()) {
             return Err(ImportError::UnsupportedCategory {
@@ -164,6 +172,33 @@ fn import_multi_turn(
             .map_err(|e| fail(e.to_string()))?;
         let category = multi_turn::category_of(&entry.id).unwrap_or("other");
         imported.write(out, &entry.id, category, &scenario)?;
+    }
+    Ok(imported)
+}
+
+/// Web search questions as tasks on BFCL's own class, each in both of
+/// its categories.
+fn import_web_search(
+    questions: &Path,
+    answers: &Path,
+    out: &Path,
+    bridge: &[String],
+) -> Result<Imported, ImportError> {
+    let prompt = web_search::agentic_prompt(bridge).map_err(|e| ImportError::Entry {
+        id: questions.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut imported = Imported::default();
+    for (entry, answer) in web_search::entries(questions, answers)? {
+        for category in web_search::CATEGORIES {
+            let scenario = web_search::scenario(&entry, &answer, category, bridge, &prompt)
+                .map_err(|e| ImportError::Entry {
+                    id: entry.id.clone(),
+                    message: e.to_string(),
+                })?;
+            let id = scenario["name"].as_str().expect("a name").to_owned();
+            imported.write(out, &id, category, &scenario)?;
+        }
     }
     Ok(imported)
 }

@@ -18,6 +18,7 @@ pub mod results;
 pub mod rules;
 pub mod source;
 pub mod values;
+pub mod web_search;
 
 pub use entry::{
     AnswerEntry, BfclError, Entry, Language, SINGLE_TURN_CATEGORIES, category_of, read_jsonl,

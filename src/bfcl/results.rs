@@ -60,6 +60,9 @@ pub enum RecordedStep {
     Skipped,
     /// The turn ends here.
     End,
+    /// An agentic entry's text (BFCL's checker reads the last one as the
+    /// answer; its calls are never judged).
+    Text(String),
 }
 
 /// Recorded results by entry id.
@@ -242,6 +245,10 @@ impl BfclResults {
             Some(Value::String(text)) if self.format == ResultsFormat::Prompt => {
                 let decoded = super::prompt::decode(text, super::Language::of_id(id));
                 prompt_calls(tools, text, &decoded)
+            }
+            // An agentic entry's text is a step of its own.
+            Some(Value::String(text)) if super::web_search::category_of(id).is_some() => {
+                return (RecordedStep::Text(text.clone()), usage);
             }
             // Text where calls were expected ends the turn.
             Some(Value::String(_)) => return (RecordedStep::End, usage),

@@ -54,9 +54,12 @@ impl Model for BfclReplay {
         Box::new(ReplayTrial {
             model: self,
             scenario: start.scenario,
-            multi_turn: multi_turn::category_of(&start.scenario.name).is_some(),
+            // Web search entries replay step by step too (one turn).
+            multi_turn: multi_turn::category_of(&start.scenario.name).is_some()
+                || crate::bfcl::web_search::category_of(&start.scenario.name).is_some(),
             turn: 0,
             step: 0,
+            last_text: None,
         })
     }
 }
@@ -68,6 +71,9 @@ struct ReplayTrial<'a> {
     multi_turn: bool,
     turn: usize,
     step: usize,
+    /// An agentic entry's last text read so far: its answer, if no later
+    /// one comes.
+    last_text: Option<String>,
 }
 
 impl ModelTrial for ReplayTrial<'_> {
@@ -77,7 +83,7 @@ impl ModelTrial for ReplayTrial<'_> {
     }
 
     fn reply<'s>(&'s mut self, _attempt: u32, _returned: Option<&'s [u8]>) -> ReplyFuture<'s> {
-        let (calls, latency, usage) = if self.multi_turn {
+        let (calls, latency, usage, text) = if self.multi_turn {
             // Steps BFCL's checker cannot decode are skipped, as it skips
             // them: none of their calls runs, and the next step is read.
             // The tokens come with the first step read (`step` gives them
@@ -93,24 +99,39 @@ impl ModelTrial for ReplayTrial<'_> {
                 read
             };
             let (mut step, usage) = next();
+            // An agentic entry's answer is its last text: an earlier one
+            // is read past, as BFCL's checker reads past it.
+            let mut answer = self.last_text.take();
             let calls = loop {
                 match step {
                     RecordedStep::Calls(calls) => break calls,
                     RecordedStep::Skipped => step = next().0,
+                    RecordedStep::Text(text) => {
+                        answer = Some(text);
+                        step = next().0;
+                    }
                     RecordedStep::End => break Vec::new(),
                 }
             };
-            (calls, std::time::Duration::ZERO, usage)
+            let text = if calls.is_empty() {
+                answer.unwrap_or_default()
+            } else {
+                self.last_text = answer;
+                String::new()
+            };
+            (calls, std::time::Duration::ZERO, usage, text)
         } else {
-            self.model
+            let (calls, latency, usage) = self
+                .model
                 .results
-                .reply(&self.scenario.name, &self.scenario.registry)
+                .reply(&self.scenario.name, &self.scenario.registry);
+            (calls, latency, usage, String::new())
         };
         let mut body = Vec::with_capacity(256);
         // The body says the recorded tokens, as the log shows them.
         self.model
             .provider
-            .write_response_with("", &calls, usage, &mut body);
+            .write_response_with(&text, &calls, usage, &mut body);
         // As a mock's latency: exact and instant on the virtual clock.
         Box::pin(async move {
             if !latency.is_zero() {

@@ -515,7 +515,7 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
 #[test]
 fn import_of_a_category_it_does_not_take_says_so_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    for category in ["memory", "web_search"] {
+    for category in ["memory"] {
         let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
         // Renamed, the entries' ids still tell.
         let renamed = dir.path().join(format!("{category}-questions.json"));
@@ -565,9 +565,12 @@ fn import_of_multi_turn_entries_asks_for_the_bridge_that_runs_bfcls_classes() {
     let out = dir.path().join("out");
     let message = refused_import(&questions, &out);
     assert!(
-        message.contains("BFCL_v4_multi_turn_base.json: multi-turn entries run on BFCL's own classes: give --bridge"),
+        message.contains("BFCL_v4_multi_turn_base.json: multi-turn and web search entries run on BFCL's own classes: give --bridge"),
         "{message}"
     );
+    let web = corpora().join("bfcl/BFCL_v4_web_search.json");
+    let message = refused_import(&web, &dir.path().join("web"));
+    assert!(message.contains("give --bridge"), "{message}");
     // With one, every entry is a conversation task on its classes (no
     // Python is needed to import them, only to run them).
     let output = toolgauge(&[

@@ -12,6 +12,7 @@ mod bfcl_multi_turn;
 mod bfcl_oracle;
 mod bfcl_published;
 mod bfcl_tables;
+mod bfcl_web;
 mod browser;
 mod budget;
 mod cli;
