@@ -16,21 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{assert_success, corpora, toolgauge};
 
-const SINGLE_TURN: [&str; 13] = [
-    "simple_python",
-    "simple_java",
-    "simple_javascript",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-    "live_irrelevance",
-    "live_relevance",
-];
+const SINGLE_TURN: [&str; 13] = toolgauge::bfcl::SINGLE_TURN_CATEGORIES;
 
 const MULTI_TURN: [&str; 3] = [
     "multi_turn_base",

@@ -12,6 +12,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::bfcl_multi_turn::bridge_python;
+use crate::conversation::{call_with_id, completion};
 use crate::{assert_success, corpora, toolgauge};
 
 const RECORDING: &str = "tests/fixtures/bfcl_web/recording.json";
@@ -79,25 +80,6 @@ struct Searcher {
     seen: Arc<Mutex<Vec<String>>>,
 }
 
-fn completion(message: Value) -> ResponseTemplate {
-    let finish = if message["tool_calls"].is_null() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
-    }))
-}
-
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"role": "assistant", "content": null, "tool_calls": [{
-        "id": id, "type": "function",
-        "function": {"name": name, "arguments": arguments.to_string()}}]})
-}
-
 impl Respond for Searcher {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
@@ -111,12 +93,12 @@ impl Respond for Searcher {
         }
         let wrong = body.to_string().contains("WRONG");
         completion(match tools {
-            0 => call(
+            0 => call_with_id(
                 "s1",
                 "search_engine_query",
                 json!({"keywords": "most expensive tea in the world"}),
             ),
-            1 => call(
+            1 => call_with_id(
                 "f1",
                 "fetch_url_content",
                 json!({"url": "https://rich.example.org/china-2025", "mode": "truncate"}),

@@ -105,12 +105,18 @@ struct ConversationServer {
 }
 
 fn call(name: &str, arguments: Value) -> Value {
+    call_with_id(&format!("call_{name}"), name, arguments)
+}
+
+/// A Chat assistant message making one call, `id`.
+pub(crate) fn call_with_id(id: &str, name: &str, arguments: Value) -> Value {
     json!({"role": "assistant", "content": null, "tool_calls": [{
-        "id": format!("call_{name}"), "type": "function",
+        "id": id, "type": "function",
         "function": {"name": name, "arguments": arguments.to_string()}}]})
 }
 
-fn says(text: &str) -> Value {
+/// A Chat assistant message saying `text`.
+pub(crate) fn says(text: &str) -> Value {
     json!({"role": "assistant", "content": text})
 }
 
@@ -185,7 +191,7 @@ impl Respond for ConversationServer {
 }
 
 /// A Chat completion answering with `message`.
-fn completion(message: Value) -> ResponseTemplate {
+pub(crate) fn completion(message: Value) -> ResponseTemplate {
     let finish = if message["tool_calls"].is_null() {
         "stop"
     } else {

@@ -183,12 +183,7 @@ impl wiremock::Respond for LiveTelecom {
                     .collect()
             })
             .unwrap_or_default();
-        let call = |id: &str, name: &str, arguments: Value| {
-            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
-                "id": id, "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]})
-        };
-        let says = |text: &str| serde_json::json!({"role": "assistant", "content": text});
+        use crate::conversation::{call_with_id as call, completion, says};
         let message = if names.contains(&"toggle_roaming") {
             if names.contains(&"get_customer_by_phone") || names.contains(&"tau2_evaluate") {
                 self.problems
@@ -226,16 +221,7 @@ impl wiremock::Respond for LiveTelecom {
                 _ => says("Thanks, you are all set."),
             }
         };
-        let finish = if message["tool_calls"].is_null() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
-        }))
+        completion(message)
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::conversation::scripted_run;
+use crate::conversation::{call_with_id, completion, says, scripted_run};
 use crate::live::{KEY, model_file, rows, stderr, toolgauge};
 
 const USER_TOOLS: &str = "scenarios/agent/conversation_user_tools.json";
@@ -182,29 +182,6 @@ fn names(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn call(name: &str, id: &str, arguments: Value) -> Value {
-    json!({"role": "assistant", "content": null, "tool_calls": [{
-        "id": id, "type": "function",
-        "function": {"name": name, "arguments": arguments.to_string()}}]})
-}
-
-fn says(text: &str) -> Value {
-    json!({"role": "assistant", "content": text})
-}
-
-fn completion(message: Value) -> ResponseTemplate {
-    let finish = if message["tool_calls"].is_null() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    ResponseTemplate::new(200).set_body_json(json!({
-        "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
-    }))
-}
-
 impl Respond for AgentAndUserWithTools {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
@@ -215,7 +192,7 @@ impl Respond for AgentAndUserWithTools {
             *user += 1;
             return completion(match *user {
                 1 => says("My data does not work abroad. My number is 555-123-2002."),
-                2 => call("toggle_roaming", "u1", json!({"on": true})),
+                2 => call_with_id("u1", "toggle_roaming", json!({"on": true})),
                 _ if *user == 3 => {
                     // Its own call's result came back to it, in its format.
                     let last = body["messages"].as_array().unwrap().last().unwrap();
@@ -238,8 +215,8 @@ impl Respond for AgentAndUserWithTools {
         let mut agent = self.agent.lock().unwrap();
         *agent += 1;
         completion(match *agent {
-            1 => call("get_line", "a1", json!({"phone_number": "555-123-2002"})),
-            2 => call("toggle_roaming", "a2", json!({"on": true})),
+            1 => call_with_id("a1", "get_line", json!({"phone_number": "555-123-2002"})),
+            2 => call_with_id("a2", "toggle_roaming", json!({"on": true})),
             3 => says("Please turn data roaming on, on your phone."),
             _ => says("Glad it works."),
         })
