@@ -228,14 +228,17 @@ pub(crate) fn replayed_file(
             Value::Null => json!({}),
             breakdown => breakdown.clone(),
         };
-        compared.push((
-            simulation["id"].as_str().unwrap().to_owned(),
-            json!({"reward": recorded["reward"], "reward_breakdown": breakdown}),
-            json!({
-                "reward": event["result"]["reward"],
-                "reward_breakdown": event["result"]["tau2"]["breakdown"],
-            }),
-        ));
+        let mut theirs = json!({"reward": recorded["reward"], "reward_breakdown": breakdown});
+        let mut ours = json!({
+            "reward": event["result"]["reward"],
+            "reward_breakdown": event["result"]["tau2"]["breakdown"],
+        });
+        // Where tau2 recorded its database check (a whole Results JSON), it too.
+        if let Some(db_match) = recorded["db_check"].get("db_match") {
+            theirs["db_match"] = db_match.clone();
+            ours["db_match"] = event["result"]["tau2"]["db_match"].clone();
+        }
+        compared.push((simulation["id"].as_str().unwrap().to_owned(), theirs, ours));
     }
     compared
 }

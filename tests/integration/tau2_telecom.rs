@@ -121,7 +121,8 @@ fn the_scripted_mock_plays_agent_and_user_and_passes_every_small_telecom_task() 
 /// gold played by both sides (tests/tau2_oracle/orchestrated.py), the
 /// user's last act left undone in one of each pair: replayed through
 /// toolgauge, the user's recorded calls on the user's tools, each gets
-/// the reward and breakdown tau2 recorded.
+/// the reward, breakdown and database check tau2 recorded (tau2's own
+/// check finds a mismatch on one gold run: so does toolgauge's).
 #[test]
 #[ignore = "needs tau2-bench: TOOLGAUGE_TAU2_PYTHON (.ci/run installs it and runs this with --ignored)"]
 fn toolgauge_gives_tau2s_verdict_on_tau2s_orchestrated_telecom_runs() {
