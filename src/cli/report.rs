@@ -179,11 +179,7 @@ fn bfcl_tables(dirs: &[PathBuf], out: &Path) -> Result<ExitCode, CliError> {
         text.and_then(|text| crate::whole_file::write(&path, text))
             .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", path.display())))?;
     }
-    let overall = &tally.tables()[0].1;
-    for line in overall.lines() {
-        let cells: Vec<&str> = line.split(',').collect();
-        println!("{}", cells[..3.min(cells.len())].join("  "));
-    }
+    println!("{}", bfcl_table(&tally));
     for model in tally.models.iter().filter(|m| m.lost > 0) {
         eprintln!(
             "{}: {} trial(s) lost to infrastructure, left out of every accuracy",
@@ -192,6 +188,52 @@ fn bfcl_tables(dirs: &[PathBuf], out: &Path) -> Result<ExitCode, CliError> {
     }
     eprintln!("wrote data_*.csv and bfcl_scores.json to {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// data_overall.csv's headline columns, one row per model in its rank.
+fn bfcl_table(tally: &report::BfclTally) -> String {
+    const SHOWN: [&str; 9] = [
+        "Rank",
+        "Model",
+        "Overall Acc",
+        "Non-Live AST Acc",
+        "Live Acc",
+        "Multi Turn Acc",
+        "Web Search Acc",
+        "Memory Acc",
+        "Irrelevance Detection",
+    ];
+    let overall = &tally.tables()[0].1;
+    let mut reader = csv::Reader::from_reader(overall.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .map(|h| h.iter().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let at: Vec<Option<usize>> = SHOWN
+        .iter()
+        .map(|name| header.iter().position(|h| h == name))
+        .collect();
+    let columns: Vec<(&str, Align)> = SHOWN
+        .iter()
+        .map(|name| {
+            (
+                *name,
+                if *name == "Model" {
+                    Align::Left
+                } else {
+                    Align::Right
+                },
+            )
+        })
+        .collect();
+    let mut table = Table::new(&columns);
+    for record in reader.records().map_while(Result::ok) {
+        table.row(
+            at.iter()
+                .map(|i| i.and_then(|i| record.get(i)).unwrap_or("").to_owned()),
+        );
+    }
+    table.render()
 }
 
 /// One row per model and domain: tau2's headline numbers.

@@ -57,7 +57,15 @@ fn reported_run(dir: &Path) -> std::path::PathBuf {
     }
     let out = dir.join("out");
     replay_results(&dir.join("suite"), &models, &out);
-    assert_success(&toolgauge(&["report", "bfcl", out.to_str().unwrap()]));
+    let report = toolgauge(&["report", "bfcl", out.to_str().unwrap()]);
+    assert_success(&report);
+    // The headline columns printed, a row per model.
+    let printed = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        printed.starts_with("| Rank | Model | Overall Acc |"),
+        "{printed}"
+    );
+    assert_eq!(printed.trim_end().lines().count(), 2 + VARIANTS.len(), "{printed}");
     out
 }
 
