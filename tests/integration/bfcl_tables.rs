@@ -65,7 +65,11 @@ fn reported_run(dir: &Path) -> std::path::PathBuf {
         printed.starts_with("| Rank | Model | Overall Acc |"),
         "{printed}"
     );
-    assert_eq!(printed.trim_end().lines().count(), 2 + VARIANTS.len(), "{printed}");
+    assert_eq!(
+        printed.trim_end().lines().count(),
+        2 + VARIANTS.len(),
+        "{printed}"
+    );
     out
 }
 
