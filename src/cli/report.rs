@@ -167,19 +167,16 @@ fn bfcl_tables(dirs: &[PathBuf], out: &Path) -> Result<ExitCode, CliError> {
     }
     out_folder(out)?;
     let scores = serde_json::to_string_pretty(&tally.scores()).map_err(std::io::Error::other);
+    let tables = tally.tables();
     let mut files = vec![("bfcl_scores.json", scores.map(|s| s + "\n"))];
-    files.extend(
-        tally
-            .tables()
-            .into_iter()
-            .map(|(name, text)| (name, Ok(text))),
-    );
+    files.extend(tables.iter().map(|(name, text)| (*name, Ok(text.clone()))));
     for (name, text) in files {
         let path = out.join(name);
         text.and_then(|text| crate::whole_file::write(&path, text))
             .map_err(|e| CliError::Usage(format!("{}: cannot write: {e}", path.display())))?;
     }
-    println!("{}", bfcl_table(&tally));
+    // tables() gives data_overall.csv first.
+    println!("{}", bfcl_table(&tables[0].1));
     for model in tally.models.iter().filter(|m| m.lost > 0) {
         eprintln!(
             "{}: {} trial(s) lost to infrastructure, left out of every accuracy",
@@ -191,7 +188,7 @@ fn bfcl_tables(dirs: &[PathBuf], out: &Path) -> Result<ExitCode, CliError> {
 }
 
 /// data_overall.csv's headline columns, one row per model in its rank.
-fn bfcl_table(tally: &report::BfclTally) -> String {
+fn bfcl_table(overall: &str) -> String {
     const SHOWN: [&str; 9] = [
         "Rank",
         "Model",
@@ -203,7 +200,6 @@ fn bfcl_table(tally: &report::BfclTally) -> String {
         "Memory Acc",
         "Irrelevance Detection",
     ];
-    let overall = &tally.tables()[0].1;
     let mut reader = csv::Reader::from_reader(overall.as_bytes());
     let header: Vec<String> = reader
         .headers()
