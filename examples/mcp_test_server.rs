@@ -54,6 +54,10 @@ struct TestServer {
     bad_output_schema: bool,
     /// `--protocol`: the one revision it speaks.
     protocol: Option<ProtocolVersion>,
+    /// `--counter-file PATH`: the counter starts from this file's value
+    /// and is written back after each increment (state one trial leaves
+    /// for the next, as a chain of scenarios shares it).
+    counter_file: Option<std::path::PathBuf>,
 }
 
 /// The tools served with `--asks`.
@@ -279,9 +283,12 @@ impl TestServer {
                 if !only(&arguments, &["by"]) {
                     return Err(invalid(name, "only by is allowed"));
                 }
-                Ok(text(
-                    (self.state.counter.fetch_add(by, Ordering::SeqCst) + by).to_string(),
-                ))
+                let value = self.state.counter.fetch_add(by, Ordering::SeqCst) + by;
+                if let Some(path) = &self.counter_file {
+                    std::fs::write(path, value.to_string())
+                        .map_err(|e| invalid(name, &format!("cannot write the counter: {e}")))?;
+                }
+                Ok(text(value.to_string()))
             }
             "counter_get" => {
                 if !arguments.is_empty() {
@@ -477,8 +484,22 @@ async fn serve(
         .position(|a| a == "--protocol")
         .and_then(|at| args.get(at + 1))
         .and_then(|v| serde_json::from_value::<ProtocolVersion>(Value::from(v.clone())).ok());
+    let counter_file = args
+        .iter()
+        .position(|a| a == "--counter-file")
+        .and_then(|at| args.get(at + 1))
+        .map(std::path::PathBuf::from);
+    let state = State::default();
+    if let Some(start) = counter_file
+        .as_ref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| text.trim().parse().ok())
+    {
+        state.counter.store(start, Ordering::SeqCst);
+    }
     let server = TestServer {
-        state: Arc::new(State::default()),
+        counter_file,
+        state: Arc::new(state),
         asks: args.iter().any(|a| a == "--asks"),
         bad_output_schema: args.iter().any(|a| a == "--bad-output-schema"),
         protocol,

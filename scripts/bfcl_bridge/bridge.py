@@ -37,13 +37,33 @@ unchanged: {"searches": [{"q", "kl", "organic_results": [...]}], "pages":
 [{"url", "text"}]}. A search or a page the recording does not hold fails
 as an unreachable server would, and the class answers its own error.
 
+Memory entries (`memory_kv_N-SCENARIO-K`, `memory_rec_sum_...`,
+`memory_vector_...`, and their prerequisite conversations
+`memory_kv_prereq_N-SCENARIO-K`) run on BFCL's memory classes, built by
+BFCL's own `load_dataset_entry` for the backend's category, with
+`--memory-dir DIR` as BFCL's result folder, where the classes keep their
+snapshots: a prerequisite starts from the snapshot the one before it
+left (the first from nothing) and leaves its own after every call, and a
+question starts from the last. Their probe `bfcl_memory_prompt` ({})
+answers the entry's opening system message as BFCL's
+`add_memory_instruction_system_prompt` writes it from the memory as the
+entry starts; a question's probe is `bfcl_check_answer`.
+
     bridge.py --agentic-prompt
                               print BFCL's system prompt for agentic entries
                               (its answer format), for `toolgauge import`
+    bridge.py --memory-backend kv
+                              list one memory backend's functions (the
+                              backends share names, not schemas); with
+                              --entry, the entry's server as above
+    bridge.py --memory-backends
+                              print which memory backends run here, as JSON:
+                              {"kv": null, "vector": "why not"}
 """
 
 import argparse
 import asyncio
+import copy
 import functools
 import json
 import os
@@ -76,8 +96,14 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
 from bfcl_eval.model_handler.utils import convert_to_tool
 from bfcl_eval.constants.default_prompts import ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT
 from bfcl_eval.eval_checker.agentic_eval.agentic_checker import agentic_checker
+from bfcl_eval.model_handler.utils import add_memory_instruction_system_prompt
 from bfcl_eval.utils import (
     _func_doc_language_specific_pre_processing,
+    extract_test_category_from_id,
+    is_memory_prereq,
+    load_dataset_entry,
+    load_ground_truth_entry,
+    populate_initial_settings_for_memory_test_cases,
     add_language_specific_hint_to_function_doc,
     load_file,
     populate_initial_settings_for_web_search_test_cases,
@@ -89,6 +115,8 @@ import forking  # noqa: E402  (scripts/forking.py)
 
 CHECK = "bfcl_check_turn"
 CHECK_ANSWER = "bfcl_check_answer"
+MEMORY_PROMPT = "bfcl_memory_prompt"
+MEMORY = ("memory_kv", "memory_rec_sum", "memory_vector")
 WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
 MULTI_TURN_CLASSES = [
     "GorillaFileSystem",
@@ -141,6 +169,13 @@ def as_tools(functions):
     )
     tools.append(
         types.Tool(
+            name=MEMORY_PROMPT,
+            description="toolgauge's probe: the memory entry's opening system message as BFCL writes it (never shown to the model).",
+            inputSchema={"type": "object", "properties": {}},
+        )
+    )
+    tools.append(
+        types.Tool(
             name=CHECK_ANSWER,
             description="toolgauge's probe: BFCL's agentic checker on the final answer (never shown to the model).",
             inputSchema={
@@ -159,6 +194,18 @@ def data_file(path):
     return load_file(path)
 
 
+@functools.cache
+def memory_entries(category):
+    """A memory category's entries, prerequisites first, as BFCL's
+    `load_dataset_entry` gives them, read once per process (by id)."""
+    return {e["id"]: e for e in load_dataset_entry(category, include_prereq=True)}
+
+
+@functools.cache
+def memory_answers(category):
+    return {a["id"]: a["ground_truth"] for a in load_ground_truth_entry(category)}
+
+
 def warm():
     """BFCL's multi-turn entries and answers read before forking, so that
     no trial reads them again (the package itself is imported already)."""
@@ -166,12 +213,41 @@ def warm():
         for path in sorted(folder.glob(f"{VERSION_PREFIX}_multi_turn_*.json")):
             data_file(path)
         data_file(folder / f"{VERSION_PREFIX}_web_search.json")
+    # BFCL's file lock cannot be taken again in a fork: every memory file
+    # a trial reads is read here.
+    for category in MEMORY:
+        memory_entries(category)
+        memory_answers(category)
+        data_file(MULTI_TURN_FUNC_DOC_PATH / MULTI_TURN_FUNC_DOC_FILE_MAPPING[f"MemoryAPI_{category[len('memory_'):]}"])
+
+
+def memory_backends():
+    """Which memory backends run here: backend to None, or why not."""
+    import importlib
+
+    found = {}
+    for category in MEMORY:
+        backend = category[len("memory_"):]
+        try:
+            # The vector class loads its encoder when imported; offline here.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            importlib.import_module(
+                f"bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{backend}"
+            )
+            found[backend] = None
+        except Exception as error:  # noqa: BLE001  (any reason is the answer)
+            found[backend] = f"{type(error).__name__}: {error}".splitlines()[0]
+    return found
 
 
 class Entry:
     """One entry's two sides: the model's instances and the ground truth's."""
 
-    def __init__(self, entry_id):
+    def __init__(self, entry_id, memory_dir=None):
+        self.memory_category = next((c for c in MEMORY if entry_id.startswith(c + "_")), None)
+        if self.memory_category:
+            self.load_memory(entry_id, memory_dir)
+            return
         category = category_of(entry_id)
         # Web search's two categories share one file (`web_search_N`).
         stored = "web_search" if category in WEB_SEARCH else category
@@ -196,6 +272,42 @@ class Entry:
         self.results_so_far = []
         self.calls_this_turn = 0
 
+    def load_memory(self, entry_id, memory_dir):
+        """A memory entry as BFCL's loader gives it, its snapshots in
+        `memory_dir` (BFCL's result folder)."""
+        if not memory_dir:
+            raise SystemExit(f"bridge.py: the memory entry {entry_id!r} needs --memory-dir DIR")
+        category = self.memory_category
+        entry = memory_entries(category).get(entry_id)
+        if entry is None:
+            raise SystemExit(f"bridge.py: no BFCL memory entry {entry_id!r} in {category}")
+        entries = populate_initial_settings_for_memory_test_cases(
+            [copy.deepcopy(entry)], Path(memory_dir)
+        )
+        self.entry = entries[0]
+        self.prereq = is_memory_prereq(entry_id)
+        stored_id = entry_id.replace(category, "memory", 1)
+        self.ground_truth = memory_answers(category).get(stored_id, [])
+        self.long_context = False
+        self.tools = as_tools(self.entry["function"])
+        self.results_so_far = []
+        self.calls_this_turn = 0
+
+    def memory_prompt(self):
+        """The entry's opening system message, as BFCL's handlers write it
+        from the memory the entry starts with."""
+        if not self.memory_category:
+            raise ValueError(f"{MEMORY_PROMPT} is for memory entries only")
+        _, instances = self.execute([], MODEL)
+        memory = list(instances.values())[0]
+        question = add_memory_instruction_system_prompt(
+            copy.deepcopy(self.entry["question"]),
+            extract_test_category_from_id(self.entry["id"], remove_prereq=True),
+            self.entry["scenario"],
+            memory,
+        )
+        return question[0][0]["content"]
+
     def execute(self, calls, side):
         return execute_multi_turn_func_call(
             func_call_list=calls,
@@ -210,9 +322,13 @@ class Entry:
     def call(self, name, arguments):
         # As BFCL's function-calling handlers decode a call (convert_to_function_call).
         text = f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})"
-        results, _ = self.execute([text], MODEL)
+        results, instances = self.execute([text], MODEL)
         self.calls_this_turn += 1
         self.results_so_far.extend(results)
+        if self.memory_category and self.prereq:
+            # BFCL flushes once, at the conversation's end; after every
+            # call leaves the same last snapshot, however the trial ends.
+            list(instances.values())[0]._flush_memory_to_local_file()
         return results[0]
 
     def check_answer(self, transcript):
@@ -267,6 +383,8 @@ def serve(tools, entry):
             raise ValueError("this bridge lists tools only: start it with --entry ID to run calls")
         if name == CHECK:
             text = json.dumps(entry.check_turn(int(arguments.get("turn", 0))))
+        elif name == MEMORY_PROMPT:
+            text = entry.memory_prompt()
         elif name == CHECK_ANSWER:
             text = json.dumps(entry.check_answer(arguments.get("transcript") or {}))
         else:
@@ -337,6 +455,10 @@ def main():
     parser.add_argument("--entry", help="a multi-turn entry id, e.g. multi_turn_base_0")
     parser.add_argument("--web-recording", help="web search from this recording, not the network")
     parser.add_argument("--agentic-prompt", action="store_true", help="print BFCL's agentic system prompt")
+    parser.add_argument("--memory-backend", choices=["kv", "rec_sum", "vector"],
+                        help="list this memory backend's functions (its entries' server)")
+    parser.add_argument("--memory-dir", help="where memory entries keep their snapshots (BFCL's result folder)")
+    parser.add_argument("--memory-backends", action="store_true", help="print which memory backends run here")
     forking.main(
         sys.argv[1:],
         run=lambda argv: run(parser.parse_args(argv)),
@@ -348,6 +470,9 @@ def run(args):
     if args.agentic_prompt:
         print(ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT, end="")
         return
+    if args.memory_backends:
+        print(json.dumps(memory_backends()))
+        return
     if args.web_recording:
         use_recording(args.web_recording)
     if args.entry and category_of(args.entry) in WEB_SEARCH:
@@ -356,8 +481,13 @@ def run(args):
                 "bridge.py: web search needs SERPAPI_API_KEY (a live search) or --web-recording FILE"
             )
     if args.entry:
-        entry = Entry(args.entry)
+        entry = Entry(args.entry, args.memory_dir)
         serve(entry.tools, entry)
+    elif args.memory_backend:
+        # One backend's functions: the backends share names, not schemas.
+        path = MULTI_TURN_FUNC_DOC_PATH / MULTI_TURN_FUNC_DOC_FILE_MAPPING[f"MemoryAPI_{args.memory_backend}"]
+        docs = _func_doc_language_specific_pre_processing(copy.deepcopy(data_file(path)), "memory")
+        serve(as_tools(docs), None)
     else:
         serve(as_tools(all_functions()), None)
 

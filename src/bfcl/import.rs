@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::answer::ground_truth_calls;
 use super::dialect::{Values, to_tool};
 use super::multi_turn::{self, FunctionDocs, MULTI_TURN_CATEGORIES};
-use super::web_search;
 use super::{AnswerEntry, BfclError, Entry, Language, category_of, read_jsonl};
+use super::{memory, web_search};
 use crate::tool::{Effect, Latency, LatencyDistribution, Simulate};
 
 /// Categories whose entries expect no call, and the one where any call is right.
@@ -24,6 +24,9 @@ const ANY_CALL: &str = "live_relevance";
 pub struct Imported {
     pub written: usize,
     pub by_category: BTreeMap<String, usize>,
+    /// Categories not imported, and why (a memory backend the bridge
+    /// cannot run here).
+    pub skipped: Vec<(String, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +37,7 @@ pub enum ImportError {
     Entry { id: String, message: String },
     #[error(
         "{}: BFCL category {category:?} is not supported: import takes the single-turn \
-         categories ({}), the multi-turn ones ({}) and web_search",
+         categories ({}), the multi-turn ones ({}), web_search and memory",
         path.display(),
         super::SINGLE_TURN_CATEGORIES.join(", "),
         MULTI_TURN_CATEGORIES.join(", ")
@@ -49,7 +52,7 @@ pub enum ImportError {
     )]
     PromptModeOnly { path: PathBuf },
     #[error(
-        "{}: multi-turn and web search entries run on BFCL's own classes: give --bridge with the command \
+        "{}: multi-turn, web search and memory entries run on BFCL's own classes: give --bridge with the command \
          that starts scripts/bfcl_bridge/bridge.py (e.g. --bridge \"VENV/bin/python \
          scripts/bfcl_bridge/bridge.py\")",
         path.display()
@@ -91,6 +94,13 @@ pub fn import(
             return Err(ImportError::PromptModeOnly {
                 path: questions.to_owned(),
             });
+        }
+        if category == "memory" {
+            let bridge = bridge.ok_or_else(|| ImportError::NoBridge {
+                path: questions.to_owned(),
+            })?;
+            let answers = answers.map_or_else(|| default_answers(questions), Path::to_owned);
+            return import_memory(questions, &answers, out, bridge);
         }
         if category == "web_search" {
             let bridge = bridge.ok_or_else(|| ImportError::NoBridge {
@@ -198,6 +208,50 @@ fn import_web_search(
                 })?;
             let id = scenario["name"].as_str().expect("a name").to_owned();
             imported.write(out, &id, category, &scenario)?;
+        }
+    }
+    Ok(imported)
+}
+
+/// Memory entries as tasks on BFCL's own memory classes, for each
+/// backend the bridge can run; the others are passed over with the
+/// bridge's reason.
+fn import_memory(
+    questions: &Path,
+    answers: &Path,
+    out: &Path,
+    bridge: &[String],
+) -> Result<Imported, ImportError> {
+    let bridge_failed = |e: super::BridgeError| ImportError::Entry {
+        id: questions.display().to_string(),
+        message: e.to_string(),
+    };
+    let runs_here = memory::backends(bridge).map_err(bridge_failed)?;
+    let files = memory::MemoryFiles::read(questions, answers)?;
+    let mut imported = Imported::default();
+    for backend in memory::BACKENDS {
+        let category = format!("memory_{backend}");
+        let why_not = match runs_here.get(backend) {
+            Some(None) => None,
+            Some(Some(why)) => Some(why.clone()),
+            None => Some("the bridge does not know this backend".to_owned()),
+        };
+        if let Some(why) = why_not {
+            imported.skipped.push((category, why));
+            continue;
+        }
+        let tasks =
+            memory::scenarios(&files, backend, bridge).map_err(|(id, e)| ImportError::Entry {
+                id,
+                message: e.to_string(),
+            })?;
+        for task in tasks {
+            let id = task["name"].as_str().expect("a name").to_owned();
+            let counted = match memory::category_of(&id) {
+                Some((_, true)) => format!("{category}_prereq"),
+                _ => category.clone(),
+            };
+            imported.write(out, &id, &counted, &task)?;
         }
     }
     Ok(imported)

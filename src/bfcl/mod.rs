@@ -6,10 +6,13 @@
 //! decoders, the replay of published results, and the import of its
 //! entries as scenarios.
 
+pub mod agentic;
 pub mod answer;
+mod bridge_ask;
 pub mod dialect;
 mod entry;
 pub mod import;
+pub mod memory;
 pub mod multi_turn;
 pub mod prompt;
 mod reason;
@@ -20,6 +23,7 @@ pub mod source;
 pub mod values;
 pub mod web_search;
 
+pub use bridge_ask::BridgeError;
 pub use entry::{
     AnswerEntry, BfclError, Entry, Language, SINGLE_TURN_CATEGORIES, category_of, read_jsonl,
 };

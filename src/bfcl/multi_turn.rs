@@ -221,7 +221,7 @@ fn turns(entry: &Entry, answer: &Answer, docs: &FunctionDocs) -> Result<Vec<Valu
 }
 
 /// A turn's words: its user messages, joined.
-fn user_words(messages: &[Value]) -> Option<String> {
+pub(super) fn user_words(messages: &[Value]) -> Option<String> {
     let words: Vec<&str> = messages
         .iter()
         .filter(|m| m["role"] == "user")

@@ -247,7 +247,7 @@ impl BfclResults {
                 prompt_calls(tools, text, &decoded)
             }
             // An agentic entry's text is a step of its own.
-            Some(Value::String(text)) if super::web_search::category_of(id).is_some() => {
+            Some(Value::String(text)) if super::agentic::is_agentic(id) => {
                 return (RecordedStep::Text(text.clone()), usage);
             }
             // Text where calls were expected ends the turn.

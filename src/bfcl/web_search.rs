@@ -8,11 +8,11 @@
 //! entry's possible answers. Mock models answer with the first of them.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bridge_ask::BridgeError;
 use super::multi_turn::{MAX_STEPS, NotImportable};
 use super::{BfclError, read_jsonl};
 
@@ -24,9 +24,6 @@ pub const CHECK_ANSWER: &str = "bfcl_check_answer";
 
 /// `WebSearchAPI`'s functions (`multi_turn_func_doc/web_search.json`).
 const FUNCTIONS: [&str; 2] = ["search_engine_query", "fetch_url_content"];
-
-/// How long the bridge may take to say BFCL's prompt (it imports BFCL).
-const PROMPT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// One web search question.
 #[derive(Debug, Clone, Deserialize)]
@@ -51,38 +48,10 @@ pub fn category_of(id: &str) -> Option<&'static str> {
     })
 }
 
-/// Why BFCL's prompt could not be had from the bridge.
-#[derive(Debug, thiserror::Error)]
-#[error("the bridge {command:?} did not give BFCL's agentic prompt: {problem}")]
-pub struct PromptError {
-    pub command: String,
-    pub problem: String,
-}
-
 /// BFCL's system prompt for agentic entries (its answer format), as the
 /// bridge prints it from BFCL's package.
-pub fn agentic_prompt(bridge: &[String]) -> Result<String, PromptError> {
-    let fail = |problem: String| PromptError {
-        command: bridge.join(" "),
-        problem,
-    };
-    let mut command = Command::new(&bridge[0]);
-    command.args(&bridge[1..]).arg("--agentic-prompt");
-    let output = crate::child::output_within(&mut command, PROMPT_DEADLINE)
-        .map_err(|e| fail(e.to_string()))?
-        .ok_or_else(|| {
-            fail(format!(
-                "still running after {} s",
-                PROMPT_DEADLINE.as_secs()
-            ))
-        })?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() || text.trim().is_empty() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail = stderr.lines().last().unwrap_or_default();
-        return Err(fail(format!("{} {tail}", output.status)));
-    }
-    Ok(text)
+pub fn agentic_prompt(bridge: &[String]) -> Result<String, BridgeError> {
+    super::bridge_ask::ask(bridge, "--agentic-prompt")
 }
 
 /// The file's questions with their possible answers.
@@ -124,6 +93,7 @@ pub fn scenario(
     } else {
         "without"
     };
+    let (reference, final_state) = super::agentic::answer_checks(first);
     Ok(json!({
         "name": id,
         "description": format!(
@@ -141,13 +111,8 @@ pub fn scenario(
         "messages": messages,
         "task": {
             "max_turns": MAX_STEPS,
-            // In BFCL's answer format, for mock models; nothing judges it.
-            "reference_answer": format!("{{'answer': '{first}', 'context': 'the possible answer'}}"),
-            "final_state": {"probe": {
-                "tool": CHECK_ANSWER,
-                "transcript": "transcript",
-                "result": {"valid": true},
-            }},
+            "reference_answer": reference,
+            "final_state": final_state,
         },
     }))
 }

@@ -167,6 +167,9 @@ fn bfcl(args: &BfclArgs) -> Result<ExitCode, CliError> {
     for (category, count) in &imported.by_category {
         eprintln!("{category}: {count} scenario(s)");
     }
+    for (category, why) in &imported.skipped {
+        eprintln!("{category}: skipped, not imported: the bridge cannot run it here ({why})");
+    }
     eprintln!(
         "{} scenario file(s) written to {}",
         imported.written,

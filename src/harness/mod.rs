@@ -8,8 +8,10 @@
 //! is run.json.
 
 mod budget;
+mod chain;
 mod clock;
 mod flag_values;
+mod job;
 pub mod merge;
 mod models;
 mod plan;
@@ -27,8 +29,10 @@ mod transcript;
 mod trial;
 
 pub use budget::{Admission, Budget, BudgetLimits, Spent};
+pub use chain::Chains;
 pub use clock::Clock;
-pub use plan::{Job, RunPlan, scenario_infos};
+pub use job::Job;
+pub use plan::{RunPlan, scenario_infos};
 pub(crate) use plan::{file_name, splitmix};
 pub use run_error::RunError;
 pub use runner::{Replay, batch_records, run, run_trial, run_until};

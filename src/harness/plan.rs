@@ -29,15 +29,11 @@ pub struct RunPlan {
     pub budget: Option<Arc<Budget>>,
     /// `--batch`: the ledger of the batches sent, told when the run ends.
     pub batches: Option<Arc<crate::batch::Ledger>>,
+    /// Which scenarios run after which, and what their trials share.
+    pub chains: super::Chains,
 }
 
-/// A job: one trial of one model on one scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Job {
-    pub model: usize,
-    pub scenario: usize,
-    pub trial: u32,
-}
+use super::job::Job;
 
 impl RunPlan {
     /// `settings`'s run of `models` on `scenarios`: no model's own
@@ -48,7 +44,15 @@ impl RunPlan {
         models: Vec<Arc<dyn Model>>,
         settings: Settings,
     ) -> RunPlan {
+        // An `after` naming no scenario of the suite was refused at load.
+        let uses_folder: Vec<bool> = scenarios
+            .iter()
+            .map(|s| s.registry.uses_chain_dir())
+            .collect();
+        let after = crate::scenario::prerequisites(&scenarios).unwrap_or_default();
+        let chains = super::Chains::new(after, &uses_folder);
         RunPlan {
+            chains,
             scenarios,
             models,
             settings,
@@ -148,7 +152,8 @@ impl RunPlan {
     /// Shards take every N-th job of the report order.
     fn in_shard(&self, job: Job) -> bool {
         self.settings.shard.is_none_or(|shard| {
-            let index = (job.model * self.scenarios.len() + job.scenario) as u64
+            let scenario = self.chains.shard_scenario(job.scenario);
+            let index = (job.model * self.scenarios.len() + scenario) as u64
                 * u64::from(self.settings.trials)
                 + u64::from(job.trial);
             shard.includes(index)

@@ -138,22 +138,51 @@ fn job_run<'p>(
     admission: &'p [Option<tokio::sync::Semaphore>],
     notices: &'p Notices,
 ) -> impl Future<Output = Result<(TrialOutcome, Vec<u8>), RunError>> + 'p {
+    // A trial that waits for others takes what its model holds only once
+    // they have ended: a batched round must not wait for it meanwhile.
+    let waits = replayed.is_none() && plan.chains.waits(job);
     let coming = match replayed {
-        None => plan.models[job.model].trial_coming(),
-        Some(_) => None,
+        None if !waits => plan.models[job.model].trial_coming(),
+        _ => None,
     };
     async move {
         let _coming = coming;
-        match replayed {
+        let ran = match replayed {
             Some(outcome) => Ok((outcome, Vec::new())),
             None => {
-                let _under_way = match &admission[job.model] {
-                    Some(slots) => Some(slots.acquire().await.expect("never closed")),
-                    None => None,
+                let lost_before = if waits {
+                    plan.chains.prerequisites_ended(job).await
+                } else {
+                    None
                 };
-                run_trial(plan, job, notices).await
+                let _coming = if waits {
+                    plan.models[job.model].trial_coming()
+                } else {
+                    None
+                };
+                match lost_before {
+                    Some((before, failure)) => {
+                        let why = format!(
+                            "the trial it runs after ({}) was lost",
+                            plan.scenarios[before].name
+                        );
+                        let outcome = task::lost_before_a_turn(plan, job, failure, &why, notices);
+                        Ok((outcome, Vec::new()))
+                    }
+                    None => {
+                        let _under_way = match &admission[job.model] {
+                            Some(slots) => Some(slots.acquire().await.expect("never closed")),
+                            None => None,
+                        };
+                        run_trial(plan, job, notices).await
+                    }
+                }
             }
+        };
+        if let Ok((outcome, _)) = &ran {
+            plan.chains.ended(job, outcome.lost());
         }
+        ran
     }
 }
 

@@ -15,6 +15,7 @@ use crate::call::Failure;
 use crate::metrics::{AttemptOutcome, Ending, JudgeUse, Score, TaskEnd, TrialOutcome};
 
 use crate::report::Notice;
+use crate::scenario::task::SystemFrom;
 use crate::scenario::{Probe, ScoreFile, Task, TaskJudge};
 use crate::tool::{Effect, Sandbox, ToolFailure, builtin_needs_sandbox};
 
@@ -43,11 +44,29 @@ pub(super) async fn run_task(
         .as_ref()
         .map(|(_, s)| s.root().to_path_buf())
         .or_else(|| scenario.sandbox.clone());
+    let opening = match &task.system_from {
+        None => None,
+        Some(from) => match opening_system(&mut run, from).await {
+            Ok(text) => Some(text),
+            Err(failure) => {
+                let why = format!(
+                    "the call {:?} that opens the conversation could not run: {}",
+                    from.tool, failure.message
+                );
+                let outcome =
+                    lost_before_a_turn(plan, job, Failure::ToolUnavailable, &why, notices);
+                return Ok((outcome, run.into_log()));
+            }
+        },
+    };
     // Kept only for a probe that reads it.
     let transcript = (0..task.user_turns())
         .filter_map(|k| task.user_turn(k)?.final_probe.as_ref())
         .any(|probe| probe.transcript.is_some())
-        .then(|| Transcript::new(&scenario.prompt));
+        .then(|| match &opening {
+            Some(text) => Transcript::new(&SystemFrom::opening(&scenario.prompt, text)),
+            None => Transcript::new(&scenario.prompt),
+        });
     let mut play = Play {
         judge: TaskJudge::new(task),
         turns: Vec::new(),
@@ -283,6 +302,76 @@ impl<'t> Play<'t> {
     }
 }
 
+/// The opening system message `from` gives, logged as a probe and told
+/// to the model before its first turn; why it could not be had.
+async fn opening_system(run: &mut TrialRun<'_>, from: &SystemFrom) -> Result<String, ToolFailure> {
+    let text = call_hidden(run, &from.tool, &from.arguments).await?;
+    if let Some(log) = &mut run.log {
+        let result = serde_json::Value::String(text.clone());
+        // The log is in memory: writing cannot fail.
+        let _ = log.record_probe(&from.tool, &from.arguments, &result, true);
+    }
+    run.model_trial.system_says(&text);
+    Ok(text)
+}
+
+/// A trial lost before the model's first turn (`failure` says to whom,
+/// `why` what happened): one attempt that carries the failure, so that
+/// the trial counts as lost, never as the model's.
+pub(super) fn lost_before_a_turn(
+    plan: &RunPlan,
+    job: Job,
+    failure: Failure,
+    why: &str,
+    notices: &super::Notices,
+) -> TrialOutcome {
+    let scenario = &plan.scenarios[job.scenario];
+    let _ = notices.send(Notice::TrialLost {
+        model: plan.models[job.model].name().to_owned(),
+        scenario: scenario.name.clone(),
+        trial: job.trial,
+        failure,
+        why: why.to_owned(),
+    });
+    TrialOutcome {
+        model: job.model,
+        scenario: job.scenario,
+        trial: job.trial,
+        attempts: vec![AttemptOutcome {
+            attempt: 1,
+            failures: vec![failure],
+            ..AttemptOutcome::default()
+        }],
+        task: scenario.task.as_ref().map(|task| TaskEnd {
+            success: false,
+            ending: Ending::Lost,
+            milestones: task.all_milestones(),
+            user_turns: task.user_turns() as u32,
+        }),
+    }
+}
+
+/// Call a hidden tool (a probe's, never the model's) under its timeout:
+/// its result text.
+async fn call_hidden(
+    run: &TrialRun<'_>,
+    tool: &str,
+    arguments: &crate::call::Arguments,
+) -> Result<String, ToolFailure> {
+    let registry = &run.scenario.registry;
+    let id = registry
+        .lookup(tool)
+        .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
+    Ok(registry
+        .execute_in_time(id, arguments, &run.tools)
+        .await
+        .map_err(|_| {
+            let timeout = registry.definition(id).timeout();
+            ToolFailure::unavailable(format!("no result within {} ms", timeout.as_millis()))
+        })??
+        .text)
+}
+
 /// Call a probe's tool, under its timeout, the conversation in its
 /// transcript argument if it has one: its result as JSON when it is JSON,
 /// else as text.
@@ -291,10 +380,6 @@ async fn call_probe(
     probe: &Probe,
     transcript: Option<serde_json::Value>,
 ) -> Result<serde_json::Value, ToolFailure> {
-    let registry = &run.scenario.registry;
-    let tool = registry
-        .lookup(&probe.tool)
-        .ok_or_else(|| ToolFailure::unavailable("no such tool"))?;
     let filled;
     let arguments = match (&probe.transcript, transcript) {
         (Some(name), Some(transcript)) => {
@@ -310,14 +395,7 @@ async fn call_probe(
         }
         _ => &probe.arguments,
     };
-    let output = registry
-        .execute_in_time(tool, arguments, &run.tools)
-        .await
-        .map_err(|_| {
-            let timeout = registry.definition(tool).timeout();
-            ToolFailure::unavailable(format!("no result within {} ms", timeout.as_millis()))
-        })??
-        .text;
+    let output = call_hidden(run, &probe.tool, arguments).await?;
     Ok(serde_json::from_str(&output).unwrap_or(serde_json::Value::String(output)))
 }
 

@@ -139,7 +139,7 @@ impl<'p> TrialRun<'p> {
         });
         let mut tools = scenario
             .registry
-            .new_state_seeded(splitmix(seed ^ 0x746f_6f6c));
+            .new_trial_state(splitmix(seed ^ 0x746f_6f6c), plan.chains.folder(job));
         if let Some(sandbox) = sandbox {
             tools = tools.with_sandbox(sandbox);
         }

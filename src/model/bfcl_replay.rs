@@ -54,9 +54,10 @@ impl Model for BfclReplay {
         Box::new(ReplayTrial {
             model: self,
             scenario: start.scenario,
-            // Web search entries replay step by step too (one turn).
+            // Agentic entries replay step by step too (web search's one
+            // turn, a memory conversation's several).
             multi_turn: multi_turn::category_of(&start.scenario.name).is_some()
-                || crate::bfcl::web_search::category_of(&start.scenario.name).is_some(),
+                || crate::bfcl::agentic::is_agentic(&start.scenario.name),
             turn: 0,
             step: 0,
             last_text: None,

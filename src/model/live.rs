@@ -497,6 +497,11 @@ impl ModelTrial for LiveTrial<'_> {
         );
     }
 
+    fn system_says(&mut self, text: &str) {
+        let prompt = crate::scenario::task::SystemFrom::opening(&self.start.scenario.prompt, text);
+        self.conversation = Conversation::new(self.model.provider, &prompt);
+    }
+
     fn early_calls(&mut self) -> Option<EarlyCalls> {
         if !(self.model.settings.stream && self.model.settings.execute_early) {
             return None;

@@ -246,6 +246,11 @@ pub trait ModelTrial: Send {
     /// tools it gives): the next reply answers this after what came before.
     fn user_says(&mut self, _text: &str, _add_tools: &[String]) {}
 
+    /// Before the first reply: the conversation opens with this system
+    /// message, in place of one the scenario opens with (a task's
+    /// `system_from`). Models that are not sent the messages ignore it.
+    fn system_says(&mut self, _text: &str) {}
+
     /// Asked before [`ModelTrial::reply`]: where that reply's calls will
     /// come as each is complete, for a model that streams and runs calls
     /// early; `None` (the default): they come with the whole reply.

@@ -45,6 +45,11 @@ pub struct ScenarioFile {
     pub min_success: Option<f64>,
     #[serde(default)]
     pub script: Option<Vec<ScriptTurn>>,
+    /// Scenarios whose trial (of the same model, with the same number)
+    /// ends before this one's starts: what they leave in a shared
+    /// server's state (its `{chain_dir}`) this one starts from.
+    #[serde(default)]
+    pub after: Vec<String>,
 }
 
 /// A tool of a scenario: a built-in by name, the tools of an MCP server,

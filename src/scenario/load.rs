@@ -168,11 +168,16 @@ pub fn load_suites(
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() {
-        Ok(Suite { scenarios, skipped })
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    let scenarios = super::order::prerequisites_first(scenarios).map_err(|e| {
+        vec![LoadError::Suite {
+            path: e.path,
+            message: e.message,
+        }]
+    })?;
+    Ok(Suite { scenarios, skipped })
 }
 
 /// The scenario's own sandbox, made when it has files or a built-in tool
@@ -329,6 +334,7 @@ pub fn load_scenario(
         max_retries: file.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
         min_success: file.min_success,
         script: file.script,
+        after: file.after,
         sandbox: sandbox_dir,
         digest: super::fnv1a(super::FNV_OFFSET, &bytes),
     })

@@ -29,6 +29,9 @@ pub struct Scenario {
     pub script: Option<Vec<ScriptTurn>>,
     /// The scenario's sandbox directory, when it has file tools.
     pub sandbox: Option<PathBuf>,
+    /// The scenarios whose trials end before this one's start (same
+    /// model, same trial number).
+    pub after: Vec<String>,
     /// A fingerprint of the file's bytes (FNV-1a), so that a resumed or
     /// merged run can tell the suite changed under it.
     pub digest: u64,

@@ -11,6 +11,7 @@ pub mod judge;
 mod load;
 mod loaded;
 pub mod matcher;
+mod order;
 pub mod probe;
 pub mod task;
 pub mod user;
@@ -28,5 +29,6 @@ pub use load::{
 };
 pub(crate) use loaded::{FNV_OFFSET, fnv1a};
 pub use loaded::{Scenario, suite_digest};
+pub use order::prerequisites;
 pub use probe::{Probe, ScoreFile};
 pub use task::{Task, UserTurn};

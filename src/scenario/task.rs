@@ -56,6 +56,42 @@ pub struct TaskFile {
     /// sees, until it says it is done; the task's checks are judged then.
     #[serde(default)]
     pub user: Option<SimulatedUserFile>,
+    /// A call made when the trial starts: its result is the opening
+    /// system message (state held elsewhere that the model must be told).
+    #[serde(default)]
+    pub system_from: Option<SystemFromFile>,
+}
+
+/// `task.system_from` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemFromFile {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: serde_json::Map<String, Value>,
+}
+
+/// A call made when the trial starts, whose result text is the opening
+/// system message; its tool is never the model's.
+#[derive(Debug, Clone)]
+pub struct SystemFrom {
+    pub tool: String,
+    pub arguments: crate::call::Arguments,
+}
+
+impl SystemFrom {
+    /// `prompt` opened by the system message `text`: it replaces the
+    /// system message `prompt` opens with, if one does.
+    pub fn opening(prompt: &[Value], text: &str) -> Vec<Value> {
+        let system = serde_json::json!({"role": "system", "content": text});
+        let rest = match prompt.first() {
+            Some(first) if first["role"] == "system" => &prompt[1..],
+            _ => prompt,
+        };
+        std::iter::once(system)
+            .chain(rest.iter().cloned())
+            .collect()
+    }
 }
 
 fn default_max_turns() -> u32 {
@@ -82,6 +118,8 @@ pub struct Task {
     pub then: Vec<UserTurn>,
     /// Or a simulated user who speaks until it is done.
     pub user: Option<SimulatedUser>,
+    /// The opening system message comes from this call.
+    pub system_from: Option<SystemFrom>,
 }
 
 /// A call that must never happen: the listed arguments match (others may
@@ -137,6 +175,17 @@ impl Task {
             answer: checks.answer,
             then: Vec::new(),
             user: None,
+            system_from: file
+                .system_from
+                .as_ref()
+                .map(|f| {
+                    known_tool(registry, &f.tool, task_at().key("system_from").key("tool"))?;
+                    Ok::<_, Located>(SystemFrom {
+                        tool: f.tool.clone(),
+                        arguments: crate::call::Arguments::from_map(f.arguments.clone()),
+                    })
+                })
+                .transpose()?,
         };
         task.then = compile_turns(&file.turns, &task, registry)?;
         check_added_tools(&task, registry)?;
@@ -188,11 +237,13 @@ impl Task {
             .flat_map(|u| u.tools.iter().map(String::as_str))
     }
 
-    /// The tools the probes of every user turn call.
+    /// The tools the probes of every user turn call, and the one whose
+    /// result opens the conversation.
     pub fn probe_tools(&self) -> impl Iterator<Item = &str> {
         (0..self.user_turns())
             .filter_map(|k| self.user_turn(k)?.final_probe.as_ref())
             .map(|p| p.tool.as_str())
+            .chain(self.system_from.iter().map(|s| s.tool.as_str()))
     }
 
     /// The calls mock models play: the reference when there is one (the
@@ -417,6 +468,7 @@ fn compile_turns(
                     writes: task.writes.clone(),
                     then: Vec::new(),
                     user: None,
+                    system_from: None,
                 },
             })
         })

@@ -26,4 +26,5 @@ pub use failure::{ToolFailure, ToolFailureKind};
 pub use program::{program_exists, resolve_program};
 pub use registry::{Registry, RegistryError, ToolEnv, ToolId, ToolSource, ToolState};
 pub use sandbox::{PathBlocked, Sandbox, read_beneath, relative_path as sandbox_path};
+pub use state::ChainFolderError;
 pub use store::{STORE_TOOLS, StateError, Store};

@@ -229,6 +229,12 @@ impl Registry {
         }
     }
 
+    /// Whether a tool's per-trial server is given the folder a chain of
+    /// scenarios shares (see [`ToolBackend::uses_chain_dir`]).
+    pub fn uses_chain_dir(&self) -> bool {
+        self.tools.iter().any(|t| t.backend.uses_chain_dir())
+    }
+
     /// Whether the tool takes any arguments (see
     /// [`ToolBackend::takes_any_arguments`]).
     pub fn takes_any_arguments(&self, id: ToolId) -> bool {
@@ -263,7 +269,20 @@ impl Registry {
 
     /// A fresh per-trial state whose latency draws follow `seed`.
     pub fn new_state_seeded(&self, seed: u64) -> ToolState {
+        self.new_trial_state(seed, None)
+    }
+
+    /// [`Registry::new_state_seeded`] for a trial on a chain of scenarios
+    /// (see `harness::Chains`): the folder the chain shares, or why it
+    /// could not be made, which its per-trial servers are given as
+    /// `{chain_dir}`.
+    pub fn new_trial_state(
+        &self,
+        seed: u64,
+        chain_dir: Option<Result<std::path::PathBuf, super::state::ChainFolderError>>,
+    ) -> ToolState {
         let state = ToolState {
+            chain_dir,
             executions: self.tools.iter().map(|_| AtomicU32::new(0)).collect(),
             seed,
             rng: Mutex::new(None),

@@ -44,6 +44,17 @@ pub struct ToolState {
     /// Tools the model has not been given yet (a conversation adds them
     /// at a later user turn): calls to them are calls to unknown tools.
     pub(super) hidden: Vec<String>,
+    /// The folder the trial's chain of scenarios shares (`{chain_dir}`),
+    /// or why it could not be made; `None` off a chain.
+    pub(super) chain_dir: Option<Result<std::path::PathBuf, ChainFolderError>>,
+}
+
+/// Why a trial's chain folder (`{chain_dir}`) could not be made.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot make the chain folder {}: {source}", path.display())]
+pub struct ChainFolderError {
+    pub path: std::path::PathBuf,
+    pub source: std::sync::Arc<std::io::Error>,
 }
 
 /// Something a tool keeps for one trial.
@@ -51,6 +62,12 @@ pub(super) type TrialResource = Arc<dyn std::any::Any + Send + Sync>;
 
 impl ToolState {
     /// Tools the model has not been given yet.
+    /// The folder the trial's chain of scenarios shares, or why it could
+    /// not be made (`None`: the trial is on no chain).
+    pub fn chain_dir(&self) -> Option<&Result<std::path::PathBuf, ChainFolderError>> {
+        self.chain_dir.as_ref()
+    }
+
     pub fn hidden(&self) -> &[String] {
         &self.hidden
     }

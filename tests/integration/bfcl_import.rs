@@ -515,8 +515,11 @@ fn every_entry_of_every_single_turn_category_imports_and_loads() {
 #[test]
 fn import_of_a_category_it_does_not_take_says_so_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    for category in ["memory"] {
-        let questions = corpora().join(format!("bfcl/BFCL_v4_{category}.json"));
+    // BFCL v3's executable category, which v4 dropped.
+    for category in ["exec_simple"] {
+        let questions = dir.path().join(format!("BFCL_v4_{category}.json"));
+        let entry = json!({"id": format!("{category}_0"), "question": [[{"role": "user", "content": "q"}]], "function": []});
+        std::fs::write(&questions, format!("{entry}\n")).unwrap();
         // Renamed, the entries' ids still tell.
         let renamed = dir.path().join(format!("{category}-questions.json"));
         std::fs::copy(&questions, &renamed).unwrap();
@@ -565,9 +568,21 @@ fn import_of_multi_turn_entries_asks_for_the_bridge_that_runs_bfcls_classes() {
     let out = dir.path().join("out");
     let message = refused_import(&questions, &out);
     assert!(
-        message.contains("BFCL_v4_multi_turn_base.json: multi-turn and web search entries run on BFCL's own classes: give --bridge"),
+        message.contains("BFCL_v4_multi_turn_base.json: multi-turn, web search and memory entries run on BFCL's own classes: give --bridge"),
         "{message}"
     );
+    // Memory too, by name or, renamed, by its entries' ids.
+    let memory = corpora().join("bfcl/BFCL_v4_memory.json");
+    let renamed = dir.path().join("memory-questions.json");
+    std::fs::copy(&memory, &renamed).unwrap();
+    for file in [memory, renamed] {
+        let message = refused_import(&file, &out);
+        assert!(
+            message.contains("give --bridge"),
+            "{}: {message}",
+            file.display()
+        );
+    }
     let web = corpora().join("bfcl/BFCL_v4_web_search.json");
     let message = refused_import(&web, &dir.path().join("web"));
     assert!(message.contains("give --bridge"), "{message}");

@@ -214,17 +214,7 @@ fn replayed_web_search_outputs_get_bfcls_own_agentic_verdict() {
     let python = bridge_python("replayed_web_search_outputs_get_bfcls_own_agentic_verdict");
     let dir = tempfile::tempdir().unwrap();
     let outputs = dir.path().join("outputs");
-    let made = std::process::Command::new(&python)
-        .args([
-            "tests/bfcl_oracle/agentic.py",
-            outputs.to_str().unwrap(),
-            "--entries",
-            "10",
-        ])
-        .output()
-        .unwrap();
-    assert_success(&made);
-    let verdicts = crate::bfcl_oracle::read_lines(&outputs.join("verdicts.jsonl"));
+    let verdicts = agentic_outputs(&python, &outputs, &[]);
     let imported = dir.path().join("imported");
     import(&python, &imported);
     let suite = dir.path().join("suite");
@@ -239,10 +229,33 @@ fn replayed_web_search_outputs_get_bfcls_own_agentic_verdict() {
             "results": outputs.join(format!("{variant}.jsonl"))});
         std::fs::write(models.join(format!("{variant}.json")), model.to_string()).unwrap();
     }
-    let out = dir.path().join("out");
-    crate::bfcl_oracle::replay_results(&suite, &models, &out);
+    replays_agree_with_bfcl(&suite, &models, &dir.path().join("out"), &verdicts);
+}
+
+/// tests/bfcl_oracle/agentic.py's outputs of 10 questions in `outputs`
+/// (`extra`: its further arguments): BFCL's verdicts on them.
+pub(crate) fn agentic_outputs(python: &str, outputs: &Path, extra: &[&str]) -> Vec<Value> {
+    let made = std::process::Command::new(python)
+        .args([
+            "tests/bfcl_oracle/agentic.py",
+            outputs.to_str().unwrap(),
+            "--entries",
+            "10",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_success(&made);
+    crate::bfcl_oracle::read_lines(&outputs.join("verdicts.jsonl"))
+}
+
+/// Replay `suite` with the `bfcl-results` models in `models` (one per
+/// variant of output) and hold each verdict to BFCL's own in `verdicts`
+/// (`tests/bfcl_oracle/agentic.py`'s), of which some pass and some fail.
+pub(crate) fn replays_agree_with_bfcl(suite: &Path, models: &Path, out: &Path, verdicts: &[Value]) {
+    crate::bfcl_oracle::replay_results(suite, models, out);
     let mut ours = std::collections::BTreeMap::new();
-    for row in crate::live::rows(&out) {
+    for row in crate::live::rows(out) {
         ours.insert(
             (row.model.to_string(), row.scenario.to_string()),
             row.trial_success,

@@ -14,7 +14,7 @@ use toolgauge::tool::{Effect, Registry, ToolFailureKind};
 use crate::{assert_success, toolgauge};
 
 /// The test server example, built by `cargo test`.
-fn test_server() -> PathBuf {
+pub(crate) fn test_server() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile = exe.parent().unwrap().parent().unwrap();
     let server = profile.join("examples/mcp_test_server");

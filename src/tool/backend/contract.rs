@@ -73,6 +73,12 @@ pub trait ToolBackend: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether the tool's per-trial server is given the folder a chain of
+    /// scenarios shares (`{chain_dir}` in its `trial_args`).
+    fn uses_chain_dir(&self) -> bool {
+        false
+    }
+
     /// Get ready for a trial whose state was just made (before any call):
     /// begin, without waiting.
     fn prepare(&self, _state: &ToolState) {}

@@ -582,6 +582,30 @@ impl Drop for TrialServer {
     }
 }
 
+/// In `trial_args`, the folder a chain of scenarios shares.
+pub const CHAIN_DIR: &str = "{chain_dir}";
+
+/// `trial_args` with `{chain_dir}` filled in from the trial's state.
+fn with_chain_dir(trial_args: &[String], state: &ToolState) -> Result<Vec<String>, ToolFailure> {
+    if !trial_args.iter().any(|a| a.contains(CHAIN_DIR)) {
+        return Ok(trial_args.to_vec());
+    }
+    let folder = match state.chain_dir() {
+        Some(Ok(folder)) => folder,
+        Some(Err(why)) => return Err(ToolFailure::unavailable(why.to_string())),
+        None => {
+            return Err(ToolFailure::unavailable(
+                "\"trial_args\" name {chain_dir}, but the trial was given no chain folder",
+            ));
+        }
+    };
+    let folder = folder.to_string_lossy();
+    Ok(trial_args
+        .iter()
+        .map(|a| a.replace(CHAIN_DIR, &folder))
+        .collect())
+}
+
 impl McpTool {
     /// The trial's own server, its start begun on first use.
     fn trial_server(
@@ -597,6 +621,7 @@ impl McpTool {
             )));
         }
         state.resource(server.key(), || {
+            let trial_args = &with_chain_dir(trial_args, state)?;
             let mut spec = server.spec.clone();
             if server.fork.is_none() {
                 spec.command.extend(trial_args.iter().cloned());
@@ -621,6 +646,12 @@ impl ToolBackend for McpTool {
 
     fn takes_any_arguments(&self) -> bool {
         self.takes_any_arguments
+    }
+
+    fn uses_chain_dir(&self) -> bool {
+        self.per_trial
+            .as_ref()
+            .is_some_and(|args| args.iter().any(|a| a.contains(CHAIN_DIR)))
     }
 
     /// A per-trial server starts with the trial, before its clock runs,
