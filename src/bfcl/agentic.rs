@@ -1,12 +1,9 @@
-//! BFCL's agentic categories, web search and memory, told apart from the
-//! others by their ids: their texts are steps of their own, the last one
-//! the answer BFCL's agentic checker reads.
+//! How BFCL's agentic categories, web search and memory, are judged: on
+//! the conversation's last text, by BFCL's agentic checker through the
+//! bridge's probe.
 
-/// Whether an entry id is of an agentic category (web search, memory, a
-/// memory prerequisite).
-pub fn is_agentic(id: &str) -> bool {
-    super::web_search::category_of(id).is_some() || super::memory::category_of(id).is_some()
-}
+/// The bridge's probe: BFCL's agentic checker on the final answer.
+pub const CHECK_ANSWER: &str = "bfcl_check_answer";
 
 /// What an agentic question's task holds to judge it, as JSON: what mock
 /// models answer (the first possible answer in BFCL's format; nothing
@@ -15,7 +12,7 @@ pub fn is_agentic(id: &str) -> bool {
 pub fn answer_checks(first: &str) -> (String, serde_json::Value) {
     let reference = format!("{{'answer': '{first}', 'context': 'the possible answer'}}");
     let probe = serde_json::json!({"probe": {
-        "tool": super::web_search::CHECK_ANSWER,
+        "tool": CHECK_ANSWER,
         "transcript": "transcript",
         "result": {"valid": true},
     }});

@@ -24,9 +24,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::agentic::CHECK_ANSWER;
 use super::bridge_ask::BridgeError;
 use super::multi_turn::{MAX_STEPS, NotImportable, user_words};
-use super::web_search::{Answer, CHECK_ANSWER};
+use super::web_search::Answer;
 use super::{BfclError, read_jsonl};
 
 /// The backends, in BFCL's order: each is a category `memory_<backend>`.

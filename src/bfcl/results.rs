@@ -65,6 +65,13 @@ pub enum RecordedStep {
     Text(String),
 }
 
+/// Whether an entry id is of an agentic category (web search, memory, a
+/// memory prerequisite): its texts are steps of their own, the last one
+/// the answer.
+pub fn is_agentic(id: &str) -> bool {
+    super::web_search::category_of(id).is_some() || super::memory::category_of(id).is_some()
+}
+
 /// Recorded results by entry id.
 #[derive(Debug, Default)]
 pub struct BfclResults {
@@ -247,7 +254,7 @@ impl BfclResults {
                 prompt_calls(tools, text, &decoded)
             }
             // An agentic entry's text is a step of its own.
-            Some(Value::String(text)) if super::agentic::is_agentic(id) => {
+            Some(Value::String(text)) if is_agentic(id) => {
                 return (RecordedStep::Text(text.clone()), usage);
             }
             // Text where calls were expected ends the turn.

@@ -19,8 +19,7 @@ use super::{BfclError, read_jsonl};
 /// The two categories of the one file.
 pub const CATEGORIES: [&str; 2] = ["web_search_base", "web_search_no_snippet"];
 
-/// The bridge's probe: BFCL's agentic checker on the final answer.
-pub const CHECK_ANSWER: &str = "bfcl_check_answer";
+use super::agentic::CHECK_ANSWER;
 
 /// `WebSearchAPI`'s functions (`multi_turn_func_doc/web_search.json`).
 const FUNCTIONS: [&str; 2] = ["search_engine_query", "fetch_url_content"];

@@ -155,6 +155,22 @@ pub struct RunRequest {
     /// (no streaming); --concurrency (default 1000 here) bounds a round.
     #[arg(long)]
     pub batch: bool,
+    /// Export every trial as OpenTelemetry GenAI spans to this OTLP
+    /// HTTP/protobuf collector (a base URL, `/v1/traces` added, or the
+    /// traces URL); default `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`. A collector that fails loses spans,
+    /// never a trial. `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`
+    /// emits the conventions' v1.41.0 names (default v1.36.0).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub otlp: Option<String>,
+    /// Write the spans as OTLP JSON lines to PATH (a collector file
+    /// exporter's format), for CI artefacts and `toolgauge import otel`.
+    #[arg(long, value_name = "PATH")]
+    pub otlp_file: Option<PathBuf>,
+    /// Put message contents, call arguments and results in the spans (the
+    /// conventions' opt-in; never credentials: they are never in the log).
+    #[arg(long)]
+    pub otlp_content: bool,
 }
 
 pub const DEFAULT_TRIALS: u32 = 20;

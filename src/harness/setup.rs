@@ -60,6 +60,8 @@ pub struct PreparedRun {
     models: Vec<ModelFile>,
     files: RunFiles,
     tool_sources: ToolSourcesCsv,
+    /// `--otlp`, `--otlp-file`: the trials as spans.
+    otel: Option<crate::report::otel::OtelReporter>,
     /// A resumed run's finished trials, set aside to be replayed.
     earlier: Option<PathBuf>,
     /// Dropped after the plan: stops every server the suite started.
@@ -266,8 +268,14 @@ impl PreparedRun {
         };
         let info = plan.info();
         let (earlier, session) = resumed_files(request, &plan, &info, &out)?;
+        let otel = otel_of(request, &plan)?;
+        let mut files = RunFiles::create(&out, session).map_err(at(&out))?;
+        if let Some(otel) = &otel {
+            files.markdown.tell_otlp(otel.tally());
+        }
         let prepared = PreparedRun {
-            files: RunFiles::create(&out, session).map_err(at(&out))?,
+            otel,
+            files,
             tool_sources: ToolSourcesCsv {
                 path: out.join("tool_sources.csv"),
                 servers: servers.clone(),
@@ -296,6 +304,10 @@ impl PreparedRun {
         stop: impl Future<Output = ()>,
     ) -> Result<RunEnding, RunError> {
         let mut all = self.files.reporters();
+        // First: its export ends before summary.md says what it lost.
+        if let Some(otel) = &mut self.otel {
+            all.insert(0, otel);
+        }
         all.push(&mut self.tool_sources);
         all.push(watcher);
         let mut reporters = Reporters::new(&self.info, all);
@@ -314,6 +326,12 @@ impl PreparedRun {
             Some(&self.out.join("report.html")),
         );
         drop(reporters);
+        if let Some(otel) = &mut self.otel {
+            otel.finish();
+        }
+        if let Some(lost) = self.otel.as_ref().and_then(|o| o.tally().notice()) {
+            watcher.notice(&self.info, &lost)?;
+        }
         // Every server stopped (no process left), then their measures kept.
         self.servers.stop();
         match outcome {
@@ -571,4 +589,64 @@ fn run_id() -> String {
         rest % 3600 / 60,
         rest % 60
     )
+}
+
+/// The span exporter `--otlp`, `--otlp-file` or the environment ask for.
+fn otel_of(
+    request: &RunRequest,
+    plan: &RunPlan,
+) -> Result<Option<crate::report::otel::OtelReporter>, SetupError> {
+    use crate::report::otel::{OtelReporter, OtlpOptions, ScenarioContent, Semconv};
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let options = OtlpOptions {
+        endpoint: request
+            .otlp
+            .clone()
+            .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT")),
+        file: request.otlp_file.clone(),
+        content: request.otlp_content,
+        semconv: Some(Semconv::from_opt_in(
+            env("OTEL_SEMCONV_STABILITY_OPT_IN").as_deref(),
+        )),
+        timeout: env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_TIMEOUT"))
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(std::time::Duration::from_millis),
+    };
+    if !options.wanted() {
+        return Ok(None);
+    }
+    if plan.settings.no_session {
+        return Err(SetupError::OtlpWithoutSession);
+    }
+    let providers = plan
+        .models
+        .iter()
+        .map(|m| m.provider().semconv_name().to_owned())
+        .collect();
+    let scenarios = if options.content {
+        plan.scenarios
+            .iter()
+            .map(|s| {
+                let hidden = s
+                    .task
+                    .as_ref()
+                    .map(|t| t.hidden_at_start())
+                    .unwrap_or_default();
+                ScenarioContent {
+                    prompt: s.prompt.clone(),
+                    tools: s
+                        .registry
+                        .definitions()
+                        .filter(|d| !hidden.contains(&d.name))
+                        .map(|d| d.spec())
+                        .collect(),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Some(OtelReporter::new(&options, providers, scenarios)?))
 }

@@ -79,6 +79,10 @@ pub enum SetupError {
         scenario: PathBuf,
         source: ModelError,
     },
+    #[error(transparent)]
+    Otlp(#[from] crate::report::otel::OtlpSetupError),
+    #[error("--otlp and --otlp-file read each trial's session log: drop --no-session")]
+    OtlpWithoutSession,
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

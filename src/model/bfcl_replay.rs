@@ -57,7 +57,7 @@ impl Model for BfclReplay {
             // Agentic entries replay step by step too (web search's one
             // turn, a memory conversation's several).
             multi_turn: multi_turn::category_of(&start.scenario.name).is_some()
-                || crate::bfcl::agentic::is_agentic(&start.scenario.name),
+                || crate::bfcl::results::is_agentic(&start.scenario.name),
             turn: 0,
             step: 0,
             last_text: None,

@@ -49,6 +49,17 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The provider's name in the OpenTelemetry GenAI conventions
+    /// (`gen_ai.provider.name`; a wire format served by any server, so
+    /// the format's owner).
+    pub fn semconv_name(self) -> &'static str {
+        match self {
+            Provider::OpenAi | Provider::OpenAiResponses => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gcp.gemini",
+        }
+    }
+
     /// Every wire format.
     pub fn all() -> impl Iterator<Item = Provider> {
         <Provider as strum::IntoEnumIterator>::iter()

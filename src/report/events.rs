@@ -137,6 +137,14 @@ pub enum Notice {
         id: String,
         state: String,
     },
+    /// `--otlp`: spans that did not reach `to` (told once, as the run
+    /// ends; no trial is lost with them).
+    SpansLost {
+        to: String,
+        lost: u64,
+        ended: u64,
+        first_failure: Option<String>,
+    },
 }
 
 impl std::fmt::Display for Notice {
@@ -163,6 +171,25 @@ impl std::fmt::Display for Notice {
             Notice::Batch(batch) => batch.fmt(f),
             Notice::BatchWaiting { model, id, state } => {
                 write!(f, "batch {id} ({model}): {state}; waiting for it to end")
+            }
+            Notice::SpansLost {
+                to,
+                lost,
+                ended,
+                first_failure,
+            } => {
+                write!(
+                    f,
+                    "warning: OTLP export to {to}: {lost} of {ended} spans lost (no trial was)"
+                )?;
+                if let Some(first) = first_failure {
+                    write!(
+                        f,
+                        "; the first failure: {}",
+                        crate::excerpt::cut(first, 300)
+                    )?;
+                }
+                Ok(())
             }
         }
     }

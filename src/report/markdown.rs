@@ -19,6 +19,8 @@ pub struct Markdown {
     path: PathBuf,
     /// A `--batch` run's batches, told as the run ends.
     batches: Vec<super::BatchRecord>,
+    /// `--otlp`: what became of the spans (the export ends first).
+    otlp: Option<std::sync::Arc<super::otel::ExportTally>>,
 }
 
 impl Markdown {
@@ -26,7 +28,13 @@ impl Markdown {
         Markdown {
             path: path.to_owned(),
             batches: Vec::new(),
+            otlp: None,
         }
+    }
+
+    /// Say in summary.md what became of the run's spans.
+    pub fn tell_otlp(&mut self, tally: std::sync::Arc<super::otel::ExportTally>) {
+        self.otlp = Some(tally);
     }
 }
 
@@ -58,6 +66,9 @@ impl Reporter for Markdown {
         )));
         text.push_str(&super::scores::markdown(info, stats));
         text.push_str(&super::batches::markdown(info.batch, &self.batches));
+        if let Some(tally) = &self.otlp {
+            text.push_str(&tally.markdown());
+        }
         if !charts.is_empty() {
             text.push_str("\n## Charts\n\n");
             for chart in &charts {

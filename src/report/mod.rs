@@ -19,6 +19,7 @@ mod gate;
 mod html;
 mod junit;
 mod markdown;
+pub mod otel;
 mod recovery;
 mod reporters;
 mod scores;

@@ -33,6 +33,7 @@ mod mcp_conformance;
 mod mcp_output;
 mod mcp_resources;
 mod mock_executor;
+mod otlp;
 mod processes;
 mod prompt_cache;
 mod rate_limits;

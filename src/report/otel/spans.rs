@@ -1,0 +1,445 @@
+//! A finished trial as a tree of plain span records, in the GenAI
+//! conventions' names: the trial an `invoke_agent` span, each attempt
+//! (a task's model turn) a span under it, and under each attempt its
+//! model request (`chat`), the calls it made (`execute_tool`), what the
+//! simulated user said and called, and the probes toolgauge made. Times
+//! come from the session log (a reply's entry is written when it came;
+//! its request took the attempt's model time; a result's entry is
+//! written when it came, after its `elapsedUs`); toolgauge's own
+//! measures are `toolgauge.*` attributes. Message contents only when
+//! asked (`content`), and never anything the log does not hold.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use opentelemetry::trace::SpanKind;
+use opentelemetry::{Array, KeyValue, StringValue, Value};
+
+use super::Semconv;
+use crate::metrics::{AttemptOutcome, TrialOutcome};
+use crate::report::{FinishedTrial, RunInfo};
+
+/// One span, its children under it.
+#[derive(Debug, Clone)]
+pub struct SpanRecord {
+    pub name: String,
+    pub kind: SpanKind,
+    pub start: SystemTime,
+    pub end: SystemTime,
+    pub attributes: Vec<KeyValue>,
+    /// Events on the span (v1.36.0's message contents): name, attributes.
+    pub events: Vec<(String, Vec<KeyValue>)>,
+    /// The span's error, for its status.
+    pub error: Option<String>,
+    pub children: Vec<SpanRecord>,
+}
+
+/// What a trial's spans need besides the trial.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanContext<'a> {
+    pub info: &'a RunInfo,
+    /// The provider's name in the conventions (`openai`), by model.
+    pub providers: &'a [String],
+    pub semconv: Semconv,
+    /// Message contents too (`--otlp-content`).
+    pub content: bool,
+    /// By scenario, what a request's content starts from (with `content`).
+    pub scenarios: &'a [ScenarioContent],
+}
+
+/// A scenario as its model is first asked: the opening messages and the
+/// tools it is given (the content of a `chat` span's input).
+#[derive(Debug, Clone, Default)]
+pub struct ScenarioContent {
+    /// `{"role", "content"}` messages.
+    pub prompt: Vec<serde_json::Value>,
+    pub tools: Vec<crate::call::FunctionSpec>,
+}
+
+/// The spans of one finished trial.
+pub fn trial_spans(context: SpanContext<'_>, trial: FinishedTrial<'_>) -> SpanRecord {
+    let outcome = trial.outcome;
+    let model = context.info.models[outcome.model].name.as_str();
+    let scenario = context.info.scenarios[outcome.scenario].name.as_str();
+    let entries: Vec<serde_json::Value> = trial
+        .session
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect();
+    let attempts: Vec<SpanRecord> = outcome
+        .attempts
+        .iter()
+        .map(|attempt| attempt_span(context, model, outcome, attempt, &entries))
+        .collect();
+    let (start, end) = bounds(&attempts).unwrap_or((UNIX_EPOCH, UNIX_EPOCH));
+    let provider = context
+        .providers
+        .get(outcome.model)
+        .cloned()
+        .unwrap_or_default();
+    let lost = outcome.lost();
+    let verdict = match (lost, outcome.success()) {
+        (Some(_), _) => "lost",
+        (None, true) => "pass",
+        (None, false) => "fail",
+    };
+    let mut attributes = vec![
+        KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+        KeyValue::new("gen_ai.agent.name", scenario.to_owned()),
+        KeyValue::new("gen_ai.request.model", model.to_owned()),
+        KeyValue::new(context.semconv.provider_key(), provider),
+        KeyValue::new("toolgauge.model", model.to_owned()),
+        KeyValue::new("toolgauge.scenario", scenario.to_owned()),
+        KeyValue::new("toolgauge.trial", i64::from(outcome.trial)),
+        KeyValue::new("toolgauge.verdict", verdict),
+        KeyValue::new("toolgauge.attempts", outcome.attempts.len() as i64),
+        KeyValue::new("toolgauge.feedback_style", context.info.feedback.clone()),
+    ];
+    if let Some(failure) = lost {
+        attributes.push(KeyValue::new("toolgauge.failure_kind", failure.as_str()));
+        let party: &'static str = failure.party().into();
+        attributes.push(KeyValue::new("toolgauge.charged_to", party));
+    }
+    SpanRecord {
+        name: format!("invoke_agent {scenario}"),
+        kind: SpanKind::Internal,
+        start,
+        end,
+        attributes,
+        events: Vec::new(),
+        error: lost.map(|f| f.as_str().to_owned()),
+        children: attempts,
+    }
+}
+
+/// One attempt's span and what happened in it.
+fn attempt_span(
+    context: SpanContext<'_>,
+    model: &str,
+    outcome: &TrialOutcome,
+    attempt: &AttemptOutcome,
+    entries: &[serde_json::Value],
+) -> SpanRecord {
+    let number = Some(u64::from(attempt.attempt));
+    let mine = entries.iter().filter(|e| e["attempt"].as_u64() == number);
+    let mut children = Vec::new();
+    for (i, entry) in mine.clone().enumerate() {
+        let span = match entry["type"].as_str() {
+            Some("model_reply") => {
+                // The trial's entries before this reply: what it was asked.
+                let at = entries
+                    .iter()
+                    .position(|e| std::ptr::eq(e, entry))
+                    .unwrap_or(0);
+                let later = mine.clone().skip(i + 1);
+                Some(chat_span(
+                    context,
+                    model,
+                    outcome,
+                    attempt,
+                    entry,
+                    &entries[..at],
+                    later,
+                ))
+            }
+            Some("tool_result") => Some(tool_span(context, entry, mine.clone())),
+            Some("user_message") => Some(user_span(context, entry)),
+            Some("probe") => Some(probe_span(entry)),
+            _ => None,
+        };
+        children.extend(span);
+    }
+    let (start, end) = bounds(&children).unwrap_or((UNIX_EPOCH, UNIX_EPOCH));
+    let failures: Vec<StringValue> = attempt
+        .failures
+        .iter()
+        .map(|f| StringValue::from(f.as_str()))
+        .collect();
+    let mut attributes = vec![
+        KeyValue::new("toolgauge.attempt", i64::from(attempt.attempt)),
+        KeyValue::new("toolgauge.success", attempt.success),
+        KeyValue::new("toolgauge.calls", i64::from(attempt.calls)),
+    ];
+    if !failures.is_empty() {
+        attributes.push(KeyValue::new(
+            "toolgauge.failures",
+            Value::Array(Array::String(failures)),
+        ));
+    }
+    if let Some(user_turn) = (attempt.turn.user_turn > 0).then_some(attempt.turn.user_turn) {
+        attributes.push(KeyValue::new("toolgauge.user_turn", i64::from(user_turn)));
+    }
+    SpanRecord {
+        name: format!("attempt {}", attempt.attempt),
+        kind: SpanKind::Internal,
+        start,
+        end,
+        attributes,
+        events: Vec::new(),
+        error: attempt.failures.first().map(|f| f.as_str().to_owned()),
+        children,
+    }
+}
+
+/// When an entry was written.
+fn at(entry: &serde_json::Value) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(entry["timestamp"].as_u64().unwrap_or(0))
+}
+
+/// The model request whose reply is `entry`; `later`: the attempt's
+/// entries after it (its calls, for the content).
+fn chat_span<'e>(
+    context: SpanContext<'_>,
+    model: &str,
+    outcome: &TrialOutcome,
+    attempt: &AttemptOutcome,
+    entry: &serde_json::Value,
+    before: &[serde_json::Value],
+    later: impl Iterator<Item = &'e serde_json::Value>,
+) -> SpanRecord {
+    let end = at(entry);
+    let start = end.checked_sub(attempt.time.model).unwrap_or(end);
+    let finish = entry["finishReason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut attributes = vec![
+        KeyValue::new("gen_ai.operation.name", "chat"),
+        KeyValue::new("gen_ai.request.model", model.to_owned()),
+        KeyValue::new(
+            context.semconv.provider_key(),
+            context
+                .providers
+                .get(outcome.model)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        KeyValue::new(
+            "gen_ai.usage.input_tokens",
+            entry["inputTokens"].as_i64().unwrap_or(0),
+        ),
+        KeyValue::new(
+            "gen_ai.usage.output_tokens",
+            entry["outputTokens"].as_i64().unwrap_or(0),
+        ),
+        KeyValue::new(
+            "gen_ai.response.finish_reasons",
+            Value::Array(Array::String(vec![StringValue::from(finish)])),
+        ),
+    ];
+    let mut events = Vec::new();
+    if context.content
+        && context.semconv == Semconv::Latest
+        && let Some(scenario) = context.scenarios.get(outcome.scenario)
+    {
+        let input = input_messages(&scenario.prompt, before);
+        attributes.push(KeyValue::new("gen_ai.input.messages", input.to_string()));
+        let tools: Vec<serde_json::Value> = scenario
+            .tools
+            .iter()
+            .map(|t| serde_json::json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        attributes.push(KeyValue::new(
+            "gen_ai.tool.definitions",
+            serde_json::Value::Array(tools).to_string(),
+        ));
+    }
+    if context.content {
+        let calls: Vec<serde_json::Value> = later
+            .filter(|e| e["type"] == "tool_call" && e.get("who").is_none())
+            .map(|e| serde_json::json!({"type": "tool_call", "id": e["callId"], "name": e["tool"], "arguments": e["arguments"]}))
+            .collect();
+        let mut parts = vec![serde_json::json!({"type": "text", "content": entry["text"]})];
+        parts.extend(calls);
+        let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
+        match context.semconv {
+            Semconv::Latest => attributes.push(KeyValue::new("gen_ai.output.messages", output)),
+            Semconv::V1_36 => events.push((
+                "gen_ai.choice".to_owned(),
+                vec![KeyValue::new("message", output)],
+            )),
+        }
+    }
+    SpanRecord {
+        name: format!("chat {model}"),
+        kind: SpanKind::Client,
+        start,
+        end,
+        attributes,
+        events,
+        error: entry
+            .get("error")
+            .and_then(|e| e.as_str())
+            .map(str::to_owned),
+        children: Vec::new(),
+    }
+}
+
+/// What a request was asked, in the conventions' message shape: the
+/// scenario's opening messages, then the trial's replies, results and
+/// user turns before it (the model's own: a simulated user's calls are
+/// not in the model's conversation).
+fn input_messages(prompt: &[serde_json::Value], before: &[serde_json::Value]) -> serde_json::Value {
+    use serde_json::json;
+    let text = |role: &str, content: &serde_json::Value| {
+        let content = content
+            .as_str()
+            .map_or_else(|| content.to_string(), str::to_owned);
+        json!({"role": role, "parts": [{"type": "text", "content": content}]})
+    };
+    let mut messages: Vec<serde_json::Value> = prompt
+        .iter()
+        .map(|m| text(m["role"].as_str().unwrap_or("user"), &m["content"]))
+        .collect();
+    let models = before
+        .iter()
+        .filter(|e| e["type"] == "user_message" || e.get("who").is_none());
+    for entry in models {
+        match entry["type"].as_str() {
+            Some("model_reply") => {
+                let mut parts = Vec::new();
+                if entry["text"].as_str().is_some_and(|t| !t.is_empty()) {
+                    parts.push(json!({"type": "text", "content": entry["text"]}));
+                }
+                messages.push(json!({"role": "assistant", "parts": parts}));
+            }
+            Some("tool_call") => {
+                if let Some(last) = messages.last_mut().filter(|m| m["role"] == "assistant") {
+                    let call = json!({"type": "tool_call", "id": entry["callId"], "name": entry["tool"], "arguments": entry["arguments"]});
+                    if let Some(parts) = last["parts"].as_array_mut() {
+                        parts.push(call);
+                    }
+                }
+            }
+            Some("tool_result") => messages.push(json!({"role": "tool", "parts": [
+                {"type": "tool_call_response", "id": entry["callId"], "response": entry["content"]}
+            ]})),
+            Some("user_message") => messages.push(text("user", &entry["text"])),
+            _ => {}
+        }
+    }
+    serde_json::Value::Array(messages)
+}
+
+/// The call whose result is `entry`, found among `attempt`'s entries.
+fn tool_span<'e>(
+    context: SpanContext<'_>,
+    entry: &serde_json::Value,
+    attempt: impl Iterator<Item = &'e serde_json::Value>,
+) -> SpanRecord {
+    let end = at(entry);
+    let elapsed = Duration::from_micros(entry["elapsedUs"].as_u64().unwrap_or(0));
+    let tool = entry["tool"].as_str().unwrap_or_default().to_owned();
+    let who = entry["who"].as_str().unwrap_or("model");
+    let mut attributes = vec![
+        KeyValue::new("gen_ai.operation.name", "execute_tool"),
+        KeyValue::new("gen_ai.tool.name", tool.clone()),
+        KeyValue::new(
+            "gen_ai.tool.call.id",
+            entry["callId"].as_str().unwrap_or_default().to_owned(),
+        ),
+        KeyValue::new("gen_ai.tool.type", "function"),
+        KeyValue::new("toolgauge.who", who.to_owned()),
+    ];
+    let error = (entry["isError"] == true).then(|| {
+        entry["errorKind"]
+            .as_str()
+            .unwrap_or("tool_error")
+            .to_owned()
+    });
+    if let Some(kind) = &error {
+        attributes.push(KeyValue::new("error.type", kind.clone()));
+    }
+    let mut events = Vec::new();
+    if context.content {
+        let call = attempt
+            .filter(|e| e["type"] == "tool_call" && e["callId"] == entry["callId"])
+            .last();
+        let arguments = call.map(|c| c["arguments"].to_string()).unwrap_or_default();
+        let result = entry["content"].as_str().unwrap_or_default().to_owned();
+        match context.semconv {
+            Semconv::Latest => {
+                attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+                attributes.push(KeyValue::new("gen_ai.tool.call.result", result));
+            }
+            Semconv::V1_36 => events.push((
+                "gen_ai.tool.message".to_owned(),
+                vec![
+                    KeyValue::new(
+                        "id",
+                        entry["callId"].as_str().unwrap_or_default().to_owned(),
+                    ),
+                    KeyValue::new("content", result),
+                ],
+            )),
+        }
+    }
+    SpanRecord {
+        name: format!("execute_tool {tool}"),
+        kind: SpanKind::Internal,
+        start: end.checked_sub(elapsed).unwrap_or(end),
+        end,
+        attributes,
+        events,
+        error,
+        children: Vec::new(),
+    }
+}
+
+/// What the user said (a written turn or a simulated user).
+fn user_span(context: SpanContext<'_>, entry: &serde_json::Value) -> SpanRecord {
+    let who = entry["who"].as_str().unwrap_or("scenario").to_owned();
+    let mut attributes = vec![
+        KeyValue::new("toolgauge.who", who.clone()),
+        KeyValue::new(
+            "gen_ai.usage.input_tokens",
+            entry["inputTokens"].as_i64().unwrap_or(0),
+        ),
+        KeyValue::new(
+            "gen_ai.usage.output_tokens",
+            entry["outputTokens"].as_i64().unwrap_or(0),
+        ),
+    ];
+    if context.content {
+        attributes.push(KeyValue::new(
+            "toolgauge.user.text",
+            entry["text"].as_str().unwrap_or_default().to_owned(),
+        ));
+    }
+    SpanRecord {
+        name: format!("user_turn {who}"),
+        kind: SpanKind::Internal,
+        start: at(entry),
+        end: at(entry),
+        attributes,
+        events: Vec::new(),
+        error: None,
+        children: Vec::new(),
+    }
+}
+
+/// A call toolgauge made (never the model): what it found.
+fn probe_span(entry: &serde_json::Value) -> SpanRecord {
+    let tool = entry["tool"].as_str().unwrap_or_default().to_owned();
+    let passed = entry["passed"] == true;
+    SpanRecord {
+        name: format!("probe {tool}"),
+        kind: SpanKind::Internal,
+        start: at(entry),
+        end: at(entry),
+        attributes: vec![
+            KeyValue::new("toolgauge.probe.tool", tool),
+            KeyValue::new("toolgauge.probe.passed", passed),
+        ],
+        events: Vec::new(),
+        error: None,
+        children: Vec::new(),
+    }
+}
+
+/// The earliest start and latest end of `spans`.
+fn bounds(spans: &[SpanRecord]) -> Option<(SystemTime, SystemTime)> {
+    let start = spans.iter().map(|s| s.start).min()?;
+    let end = spans.iter().map(|s| s.end).max()?;
+    Some((start, end))
+}
