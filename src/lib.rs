@@ -34,5 +34,6 @@ pub mod secret;
 pub mod source;
 pub mod tau2;
 pub mod tool;
+pub mod traces;
 pub mod transport;
 pub mod whole_file;

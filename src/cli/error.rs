@@ -48,6 +48,8 @@ pub enum CliError {
     #[error(transparent)]
     Tau2(#[from] crate::tau2::Tau2Error),
     #[error(transparent)]
+    Traces(#[from] crate::traces::TracesError),
+    #[error(transparent)]
     Doctor(#[from] crate::doctor::DoctorError),
     #[error(transparent)]
     Setup(Box<crate::harness::SetupError>),
@@ -95,6 +97,7 @@ impl CliError {
             | CliError::Bench(_)
             | CliError::Import(_)
             | CliError::Tau2(_)
+            | CliError::Traces(_)
             | CliError::Doctor(_)
             | CliError::Setup(_)
             | CliError::Mcp(_)

@@ -1,4 +1,5 @@
-//! `toolgauge import bfcl|tau2`: a benchmark's entries as scenario files.
+//! `toolgauge import bfcl|tau2|otel`: a benchmark's entries, or an
+//! agent's traces, as scenario files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +25,21 @@ pub enum ImportSource {
     /// run on tau2's own environment through its bridge and judged by
     /// tau2's evaluator.
     Tau2(Tau2Args),
+    /// An agent's recorded OpenTelemetry GenAI spans (OTLP JSON lines, as
+    /// Phoenix, a collector's file exporter or `run --otlp-file` write
+    /// them): each model request that made calls becomes a scenario that
+    /// expects them; requests that lack what one needs are listed.
+    Otel(OtelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OtelArgs {
+    /// The traces: OTLP JSON lines.
+    #[arg(value_name = "TRACES.jsonl")]
+    pub traces: PathBuf,
+    /// Where the scenario files go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -75,7 +91,29 @@ pub fn run(args: &ImportArgs) -> Result<ExitCode, CliError> {
     match &args.source {
         ImportSource::Bfcl(args) => bfcl(args),
         ImportSource::Tau2(args) => tau2(args),
+        ImportSource::Otel(args) => otel(args),
     }
+}
+
+fn otel(args: &OtelArgs) -> Result<ExitCode, CliError> {
+    let imported = crate::traces::import(&args.traces, &args.out)?;
+    for lack in &imported.passed_over {
+        eprintln!("passed over: {lack}");
+    }
+    eprintln!(
+        "{} scenario file(s) written to {}; {} request(s) without calls, {} passed over",
+        imported.written.len(),
+        args.out.display(),
+        imported.without_calls,
+        imported.passed_over.len()
+    );
+    if imported.written.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no model request with calls and the content a scenario needs (see above)",
+            args.traces.display()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn tau2(args: &Tau2Args) -> Result<ExitCode, CliError> {

@@ -298,3 +298,112 @@ async fn a_lost_trial_says_so_and_whom_it_is_charged_to() {
     assert_eq!(text(trial, "toolgauge.charged_to").unwrap(), "tool");
     assert_eq!(trial.status.as_ref().unwrap().code, 2, "an error status");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_own_traces_import_as_scenarios_the_scripted_mock_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spans.jsonl");
+    let output = run_with(
+        &dir.path().join("out"),
+        &["--otlp-file", file.to_str().unwrap(), "--otlp-content"],
+        &[(
+            "OTEL_SEMCONV_STABILITY_OPT_IN",
+            "gen_ai_latest_experimental",
+        )],
+    )
+    .await;
+    assert_success(&output);
+    let suite = dir.path().join("suite");
+    let imported = crate::toolgauge(&[
+        "import",
+        "otel",
+        file.to_str().unwrap(),
+        "--out",
+        suite.to_str().unwrap(),
+    ]);
+    assert_success(&imported);
+    let said = String::from_utf8_lossy(&imported.stderr);
+    // The first request of each trial that made calls: its input is text.
+    let written: Vec<String> = std::fs::read_dir(&suite)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written.len(), 4, "{said}");
+    assert!(
+        written
+            .iter()
+            .any(|n| n.starts_with("otel_weather_single_")),
+        "{written:?}"
+    );
+    // Later requests hold earlier calls: said, not guessed.
+    assert!(said.contains("earlier calls and results"), "{said}");
+    let rerun = crate::toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "1",
+        "--min-success",
+        "1",
+        "--quiet",
+        "--out",
+        dir.path().join("rerun").to_str().unwrap(),
+    ]);
+    assert_success(&rerun);
+}
+
+#[test]
+fn a_foreign_agents_trace_gives_its_tools_and_calls_and_says_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite");
+    let imported = crate::toolgauge(&[
+        "import",
+        "otel",
+        "tests/fixtures/otel/foreign_agent.jsonl",
+        "--out",
+        suite.to_str().unwrap(),
+    ]);
+    assert_success(&imported);
+    let said = String::from_utf8_lossy(&imported.stderr);
+    assert!(
+        said.contains("c1c2c3c4c5c6c7c8: no gen_ai.output.messages"),
+        "the request without content is named: {said}"
+    );
+    let scenario: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(suite.join("otel_travel-agent_5b8efff7_1.json")).unwrap(),
+    )
+    .unwrap();
+    let tools: Vec<&str> = scenario["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["search_flights", "book_flight"]);
+    // The recorded result answers the call; the arguments were JSON text.
+    assert_eq!(
+        scenario["tools"][0]["simulate"]["result"][0]["flight_id"],
+        "UA-512"
+    );
+    assert_eq!(
+        scenario["expect"]["calls"][0],
+        serde_json::json!({"name": "search_flights", "arguments": {"from": "SFO", "to": "JFK", "date": "2026-12-24"}})
+    );
+    assert_eq!(scenario["messages"][0]["role"], "system");
+    // It loads and the scripted mock passes it.
+    let run = crate::toolgauge(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--models",
+        "scenarios/models/scripted.json",
+        "--trials",
+        "1",
+        "--min-success",
+        "1",
+        "--quiet",
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_success(&run);
+}

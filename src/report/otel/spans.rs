@@ -228,37 +228,17 @@ fn chat_span<'e>(
         ),
     ];
     let mut events = Vec::new();
-    if context.content
-        && context.semconv == Semconv::Latest
-        && let Some(scenario) = context.scenarios.get(outcome.scenario)
-    {
-        let input = input_messages(&scenario.prompt, before);
-        attributes.push(KeyValue::new("gen_ai.input.messages", input.to_string()));
-        let tools: Vec<serde_json::Value> = scenario
-            .tools
-            .iter()
-            .map(|t| serde_json::json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
-            .collect();
-        attributes.push(KeyValue::new(
-            "gen_ai.tool.definitions",
-            serde_json::Value::Array(tools).to_string(),
-        ));
-    }
     if context.content {
-        let calls: Vec<serde_json::Value> = later
-            .filter(|e| e["type"] == "tool_call" && e.get("who").is_none())
-            .map(|e| serde_json::json!({"type": "tool_call", "id": e["callId"], "name": e["tool"], "arguments": e["arguments"]}))
-            .collect();
-        let mut parts = vec![serde_json::json!({"type": "text", "content": entry["text"]})];
-        parts.extend(calls);
-        let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
-        match context.semconv {
-            Semconv::Latest => attributes.push(KeyValue::new("gen_ai.output.messages", output)),
-            Semconv::V1_36 => events.push((
-                "gen_ai.choice".to_owned(),
-                vec![KeyValue::new("message", output)],
-            )),
-        }
+        let scenario = context.scenarios.get(outcome.scenario);
+        chat_content(
+            context,
+            scenario,
+            entry,
+            before,
+            later,
+            &mut attributes,
+            &mut events,
+        );
     }
     SpanRecord {
         name: format!("chat {model}"),
@@ -272,6 +252,48 @@ fn chat_span<'e>(
             .and_then(|e| e.as_str())
             .map(str::to_owned),
         children: Vec::new(),
+    }
+}
+
+/// A request's content (`--otlp-content`): what it was asked and the
+/// tools it was given (v1.41.0), and what it answered.
+fn chat_content<'e>(
+    context: SpanContext<'_>,
+    scenario: Option<&ScenarioContent>,
+    entry: &serde_json::Value,
+    before: &[serde_json::Value],
+    later: impl Iterator<Item = &'e serde_json::Value>,
+    attributes: &mut Vec<KeyValue>,
+    events: &mut Vec<(String, Vec<KeyValue>)>,
+) {
+    if context.semconv == Semconv::Latest
+        && let Some(scenario) = scenario
+    {
+        let input = input_messages(&scenario.prompt, before);
+        attributes.push(KeyValue::new("gen_ai.input.messages", input.to_string()));
+        let tools: Vec<serde_json::Value> = scenario
+            .tools
+            .iter()
+            .map(|t| serde_json::json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        attributes.push(KeyValue::new(
+            "gen_ai.tool.definitions",
+            serde_json::Value::Array(tools).to_string(),
+        ));
+    }
+    let calls: Vec<serde_json::Value> = later
+        .filter(|e| e["type"] == "tool_call" && e.get("who").is_none())
+        .map(|e| serde_json::json!({"type": "tool_call", "id": e["callId"], "name": e["tool"], "arguments": e["arguments"]}))
+        .collect();
+    let mut parts = vec![serde_json::json!({"type": "text", "content": entry["text"]})];
+    parts.extend(calls);
+    let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
+    match context.semconv {
+        Semconv::Latest => attributes.push(KeyValue::new("gen_ai.output.messages", output)),
+        Semconv::V1_36 => events.push((
+            "gen_ai.choice".to_owned(),
+            vec![KeyValue::new("message", output)],
+        )),
     }
 }
 
