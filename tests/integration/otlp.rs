@@ -337,7 +337,12 @@ async fn a_runs_own_traces_import_as_scenarios_the_scripted_mock_passes() {
     );
     // Later requests hold earlier calls: said, not guessed.
     assert!(said.contains("earlier calls and results"), "{said}");
-    let rerun = crate::toolgauge(&[
+    scripted_passes(&suite, &dir.path().join("rerun"));
+}
+
+/// The scripted mock passes every scenario of `suite`.
+fn scripted_passes(suite: &Path, out: &Path) {
+    assert_success(&crate::toolgauge(&[
         "run",
         suite.to_str().unwrap(),
         "--models",
@@ -348,9 +353,8 @@ async fn a_runs_own_traces_import_as_scenarios_the_scripted_mock_passes() {
         "1",
         "--quiet",
         "--out",
-        dir.path().join("rerun").to_str().unwrap(),
-    ]);
-    assert_success(&rerun);
+        out.to_str().unwrap(),
+    ]));
 }
 
 #[test]
@@ -392,18 +396,5 @@ fn a_foreign_agents_trace_gives_its_tools_and_calls_and_says_what_it_lacks() {
     );
     assert_eq!(scenario["messages"][0]["role"], "system");
     // It loads and the scripted mock passes it.
-    let run = crate::toolgauge(&[
-        "run",
-        suite.to_str().unwrap(),
-        "--models",
-        "scenarios/models/scripted.json",
-        "--trials",
-        "1",
-        "--min-success",
-        "1",
-        "--quiet",
-        "--out",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
-    assert_success(&run);
+    scripted_passes(&suite, &dir.path().join("out"));
 }
