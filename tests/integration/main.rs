@@ -34,6 +34,7 @@ mod mcp_output;
 mod mcp_resources;
 mod mock_executor;
 mod otlp;
+mod phoenix;
 mod processes;
 mod prompt_cache;
 mod rate_limits;

@@ -71,27 +71,39 @@ impl OtelReporter {
         self.tally.clone()
     }
 
-    /// Make `record`'s span and its children's under `parent`.
-    fn emit(&self, record: &SpanRecord, parent: &Context) -> u64 {
+    /// Make `record`'s span and its children's under `parent`: how many.
+    fn emit(&self, record: SpanRecord, parent: &Context) -> u64 {
+        let SpanRecord {
+            name,
+            kind,
+            start,
+            end,
+            attributes,
+            events,
+            error,
+            children,
+        } = record;
         let mut span = self
             .tracer
-            .span_builder(record.name.clone())
-            .with_kind(record.kind.clone())
-            .with_start_time(record.start)
-            .with_attributes(record.attributes.clone())
+            .span_builder(name)
+            .with_kind(kind)
+            .with_start_time(start)
+            .with_attributes(attributes)
             .start_with_context(&self.tracer, parent);
-        for (name, attributes) in &record.events {
-            span.add_event_with_timestamp(name.clone(), record.end, attributes.clone());
+        for (name, attributes) in events {
+            span.add_event_with_timestamp(name, end, attributes);
         }
-        if let Some(error) = &record.error {
-            span.set_status(Status::error(error.clone()));
+        if let Some(error) = error {
+            span.set_status(Status::error(error));
         }
-        let cx = parent.with_remote_span_context(span.span_context().clone());
         let mut spans = 1;
-        for child in &record.children {
-            spans += self.emit(child, &cx);
+        if !children.is_empty() {
+            let cx = parent.with_remote_span_context(span.span_context().clone());
+            for child in children {
+                spans += self.emit(child, &cx);
+            }
         }
-        span.end_with_timestamp(record.end);
+        span.end_with_timestamp(end);
         spans
     }
 }
@@ -124,7 +136,7 @@ impl Reporter for OtelReporter {
         };
         let record = trial_spans(context, trial);
         let parent = self.run.clone().unwrap_or_default();
-        let spans = self.emit(&record, &parent);
+        let spans = self.emit(record, &parent);
         self.tally.ended(spans);
         Ok(())
     }

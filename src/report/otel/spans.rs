@@ -100,6 +100,19 @@ pub fn trial_spans(context: SpanContext<'_>, trial: FinishedTrial<'_>) -> SpanRe
         let party: &'static str = failure.party().into();
         attributes.push(KeyValue::new("toolgauge.charged_to", party));
     }
+    // A failed or lost trial is an error to a viewer: the failures say why.
+    let error = match (lost, verdict) {
+        (Some(failure), _) => Some(format!("lost: {}", failure.as_str())),
+        (None, "fail") => Some(format!(
+            "fail: {}",
+            outcome
+                .attempts
+                .last()
+                .and_then(|a| a.failures.first())
+                .map_or("the task's checks", |f| f.as_str())
+        )),
+        _ => None,
+    };
     SpanRecord {
         name: format!("invoke_agent {scenario}"),
         kind: SpanKind::Internal,
@@ -107,7 +120,7 @@ pub fn trial_spans(context: SpanContext<'_>, trial: FinishedTrial<'_>) -> SpanRe
         end,
         attributes,
         events: Vec::new(),
-        error: lost.map(|f| f.as_str().to_owned()),
+        error,
         children: attempts,
     }
 }
@@ -198,7 +211,14 @@ fn chat_span<'e>(
     later: impl Iterator<Item = &'e serde_json::Value>,
 ) -> SpanRecord {
     let end = at(entry);
-    let start = end.checked_sub(attempt.time.model).unwrap_or(end);
+    // Never before what came before it (on the virtual clock a model's
+    // time is simulated, not the wall's).
+    let earliest = before.last().map_or(UNIX_EPOCH, at);
+    let start = end
+        .checked_sub(attempt.time.model)
+        .unwrap_or(end)
+        .max(earliest)
+        .min(end);
     let finish = entry["finishReason"]
         .as_str()
         .unwrap_or_default()
