@@ -73,14 +73,19 @@ cat >"$WORK/fake.json" <<JSON
          "timeout_ms": 10000, "max_attempts": 1}}
 JSON
 
+# CPU as perf's task-clock (to the microsecond; /usr/bin/time counts in
+# 10 ms steps), wall as /usr/bin/time's.
+command -v perf >/dev/null || { echo "otlp-overhead: perf is not installed" >&2; exit 2; }
 arm() {
   rm -rf "$WORK/out"
-  /usr/bin/time -o "$WORK/time" -f "%e %U %S" "$BINARY" run "$WORK/suite" --models "$WORK/fake.json" \
+  /usr/bin/time -o "$WORK/time" -f "%e" perf stat -x, -e task-clock -o "$WORK/stat" -- \
+    "$BINARY" run "$WORK/suite" --models "$WORK/fake.json" \
     --trials "$TRIALS" --quiet --out "$WORK/out" "$@" >/dev/null
-  read -r WALL USER SYS <"$WORK/time"
+  read -r WALL <"$WORK/time"
+  CPU_MS=$(awk -F, '/task-clock/ { print $1 }' "$WORK/stat")
   REQUESTS=$(($(wc -l <"$WORK/out/trials.csv") - 1))
-  python3 -c "import sys; w,u,s,n=map(float,sys.argv[1:]); print(f'{w:.2f} s | {1000*(u+s)/n:.3f} ms ({u:.2f} user + {s:.2f} sys over {n:.0f} requests)')" \
-    "$WALL" "$USER" "$SYS" "$REQUESTS"
+  python3 -c "import sys; w,c,n=map(float,sys.argv[1:]); print(f'{w:.2f} s | {c/n:.4f} ms ({c:.0f} ms CPU over {n:.0f} requests)')" \
+    "$WALL" "$CPU_MS" "$REQUESTS"
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| pair | without, wall | without, CPU a request | --otlp, wall | --otlp, CPU a request |"

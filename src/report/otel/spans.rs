@@ -9,6 +9,7 @@
 //! measures are `toolgauge.*` attributes. Message contents only when
 //! asked (`content`), and never anything the log does not hold.
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use opentelemetry::trace::SpanKind;
@@ -55,16 +56,57 @@ pub struct ScenarioContent {
     pub tools: Vec<crate::call::FunctionSpec>,
 }
 
+/// A session log entry, its fields read where spans need them; the
+/// rest of the line is read as JSON only for the content.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct LogEntry<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    attempt: u64,
+    timestamp: u64,
+    #[serde(borrow)]
+    finish_reason: Cow<'a, str>,
+    input_tokens: i64,
+    output_tokens: i64,
+    #[serde(borrow)]
+    error: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool: Cow<'a, str>,
+    #[serde(borrow)]
+    call_id: Cow<'a, str>,
+    is_error: bool,
+    #[serde(borrow)]
+    error_kind: Option<Cow<'a, str>>,
+    elapsed_us: u64,
+    #[serde(borrow)]
+    who: Option<Cow<'a, str>>,
+    passed: bool,
+    /// The whole line.
+    #[serde(skip)]
+    line: &'a [u8],
+}
+
+impl LogEntry<'_> {
+    /// The whole entry as JSON (for the content).
+    fn value(&self) -> serde_json::Value {
+        serde_json::from_slice(self.line).unwrap_or_default()
+    }
+}
+
 /// The spans of one finished trial.
 pub fn trial_spans(context: SpanContext<'_>, trial: FinishedTrial<'_>) -> SpanRecord {
     let outcome = trial.outcome;
     let model = context.info.models[outcome.model].name.as_str();
     let scenario = context.info.scenarios[outcome.scenario].name.as_str();
-    let entries: Vec<serde_json::Value> = trial
+    let entries: Vec<LogEntry<'_>> = trial
         .session
         .split(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
-        .filter_map(|line| serde_json::from_slice(line).ok())
+        .filter_map(|line| {
+            let entry: LogEntry<'_> = serde_json::from_slice(line).ok()?;
+            Some(LogEntry { line, ..entry })
+        })
         .collect();
     let attempts: Vec<SpanRecord> = outcome
         .attempts
@@ -131,14 +173,14 @@ fn attempt_span(
     model: &str,
     outcome: &TrialOutcome,
     attempt: &AttemptOutcome,
-    entries: &[serde_json::Value],
+    entries: &[LogEntry<'_>],
 ) -> SpanRecord {
-    let number = Some(u64::from(attempt.attempt));
-    let mine = entries.iter().filter(|e| e["attempt"].as_u64() == number);
+    let number = u64::from(attempt.attempt);
+    let mine = entries.iter().filter(|e| e.attempt == number);
     let mut children = Vec::new();
     for (i, entry) in mine.clone().enumerate() {
-        let span = match entry["type"].as_str() {
-            Some("model_reply") => {
+        let span = match entry.kind.as_ref() {
+            "model_reply" => {
                 // The trial's entries before this reply: what it was asked.
                 let at = entries
                     .iter()
@@ -155,9 +197,9 @@ fn attempt_span(
                     later,
                 ))
             }
-            Some("tool_result") => Some(tool_span(context, entry, mine.clone())),
-            Some("user_message") => Some(user_span(context, entry)),
-            Some("probe") => Some(probe_span(entry)),
+            "tool_result" => Some(tool_span(context, entry, mine.clone())),
+            "user_message" => Some(user_span(context, entry)),
+            "probe" => Some(probe_span(entry)),
             _ => None,
         };
         children.extend(span);
@@ -195,8 +237,8 @@ fn attempt_span(
 }
 
 /// When an entry was written.
-fn at(entry: &serde_json::Value) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(entry["timestamp"].as_u64().unwrap_or(0))
+fn at(entry: &LogEntry<'_>) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(entry.timestamp)
 }
 
 /// The model request whose reply is `entry`; `later`: the attempt's
@@ -206,9 +248,9 @@ fn chat_span<'e>(
     model: &str,
     outcome: &TrialOutcome,
     attempt: &AttemptOutcome,
-    entry: &serde_json::Value,
-    before: &[serde_json::Value],
-    later: impl Iterator<Item = &'e serde_json::Value>,
+    entry: &LogEntry<'_>,
+    before: &[LogEntry<'_>],
+    later: impl Iterator<Item = &'e LogEntry<'e>>,
 ) -> SpanRecord {
     let end = at(entry);
     // Never before what came before it (on the virtual clock a model's
@@ -219,10 +261,7 @@ fn chat_span<'e>(
         .unwrap_or(end)
         .max(earliest)
         .min(end);
-    let finish = entry["finishReason"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let finish = entry.finish_reason.to_string();
     let mut attributes = vec![
         KeyValue::new("gen_ai.operation.name", "chat"),
         KeyValue::new("gen_ai.request.model", model.to_owned()),
@@ -234,14 +273,8 @@ fn chat_span<'e>(
                 .cloned()
                 .unwrap_or_default(),
         ),
-        KeyValue::new(
-            "gen_ai.usage.input_tokens",
-            entry["inputTokens"].as_i64().unwrap_or(0),
-        ),
-        KeyValue::new(
-            "gen_ai.usage.output_tokens",
-            entry["outputTokens"].as_i64().unwrap_or(0),
-        ),
+        KeyValue::new("gen_ai.usage.input_tokens", entry.input_tokens),
+        KeyValue::new("gen_ai.usage.output_tokens", entry.output_tokens),
         KeyValue::new(
             "gen_ai.response.finish_reasons",
             Value::Array(Array::String(vec![StringValue::from(finish)])),
@@ -267,10 +300,7 @@ fn chat_span<'e>(
         end,
         attributes,
         events,
-        error: entry
-            .get("error")
-            .and_then(|e| e.as_str())
-            .map(str::to_owned),
+        error: entry.error.as_deref().map(str::to_owned),
         children: Vec::new(),
     }
 }
@@ -280,9 +310,9 @@ fn chat_span<'e>(
 fn chat_content<'e>(
     context: SpanContext<'_>,
     scenario: Option<&ScenarioContent>,
-    entry: &serde_json::Value,
-    before: &[serde_json::Value],
-    later: impl Iterator<Item = &'e serde_json::Value>,
+    entry: &LogEntry<'_>,
+    before: &[LogEntry<'_>],
+    later: impl Iterator<Item = &'e LogEntry<'e>>,
     attributes: &mut Vec<KeyValue>,
     events: &mut Vec<(String, Vec<KeyValue>)>,
 ) {
@@ -302,10 +332,10 @@ fn chat_content<'e>(
         ));
     }
     let calls: Vec<serde_json::Value> = later
-        .filter(|e| e["type"] == "tool_call" && e.get("who").is_none())
-        .map(|e| serde_json::json!({"type": "tool_call", "id": e["callId"], "name": e["tool"], "arguments": e["arguments"]}))
+        .filter(|e| e.kind == "tool_call" && e.who.is_none())
+        .map(|e| serde_json::json!({"type": "tool_call", "id": e.call_id, "name": e.tool, "arguments": e.value()["arguments"]}))
         .collect();
-    let mut parts = vec![serde_json::json!({"type": "text", "content": entry["text"]})];
+    let mut parts = vec![serde_json::json!({"type": "text", "content": entry.value()["text"]})];
     parts.extend(calls);
     let output = serde_json::json!([{"role": "assistant", "parts": parts}]).to_string();
     match context.semconv {
@@ -321,7 +351,7 @@ fn chat_content<'e>(
 /// scenario's opening messages, then the trial's replies, results and
 /// user turns before it (the model's own: a simulated user's calls are
 /// not in the model's conversation).
-fn input_messages(prompt: &[serde_json::Value], before: &[serde_json::Value]) -> serde_json::Value {
+fn input_messages(prompt: &[serde_json::Value], before: &[LogEntry<'_>]) -> serde_json::Value {
     use serde_json::json;
     let text = |role: &str, content: &serde_json::Value| {
         let content = content
@@ -335,7 +365,8 @@ fn input_messages(prompt: &[serde_json::Value], before: &[serde_json::Value]) ->
         .collect();
     let models = before
         .iter()
-        .filter(|e| e["type"] == "user_message" || e.get("who").is_none());
+        .filter(|e| e.kind == "user_message" || e.who.is_none())
+        .map(LogEntry::value);
     for entry in models {
         match entry["type"].as_str() {
             Some("model_reply") => {
@@ -366,26 +397,24 @@ fn input_messages(prompt: &[serde_json::Value], before: &[serde_json::Value]) ->
 /// The call whose result is `entry`, found among `attempt`'s entries.
 fn tool_span<'e>(
     context: SpanContext<'_>,
-    entry: &serde_json::Value,
-    attempt: impl Iterator<Item = &'e serde_json::Value>,
+    entry: &LogEntry<'_>,
+    attempt: impl Iterator<Item = &'e LogEntry<'e>>,
 ) -> SpanRecord {
     let end = at(entry);
-    let elapsed = Duration::from_micros(entry["elapsedUs"].as_u64().unwrap_or(0));
-    let tool = entry["tool"].as_str().unwrap_or_default().to_owned();
-    let who = entry["who"].as_str().unwrap_or("model");
+    let elapsed = Duration::from_micros(entry.elapsed_us);
+    let tool = entry.tool.to_string();
+    let who = entry.who.as_deref().unwrap_or("model");
     let mut attributes = vec![
         KeyValue::new("gen_ai.operation.name", "execute_tool"),
         KeyValue::new("gen_ai.tool.name", tool.clone()),
-        KeyValue::new(
-            "gen_ai.tool.call.id",
-            entry["callId"].as_str().unwrap_or_default().to_owned(),
-        ),
+        KeyValue::new("gen_ai.tool.call.id", entry.call_id.to_string()),
         KeyValue::new("gen_ai.tool.type", "function"),
         KeyValue::new("toolgauge.who", who.to_owned()),
     ];
-    let error = (entry["isError"] == true).then(|| {
-        entry["errorKind"]
-            .as_str()
+    let error = entry.is_error.then(|| {
+        entry
+            .error_kind
+            .as_deref()
             .unwrap_or("tool_error")
             .to_owned()
     });
@@ -395,10 +424,15 @@ fn tool_span<'e>(
     let mut events = Vec::new();
     if context.content {
         let call = attempt
-            .filter(|e| e["type"] == "tool_call" && e["callId"] == entry["callId"])
+            .filter(|e| e.kind == "tool_call" && e.call_id == entry.call_id)
             .last();
-        let arguments = call.map(|c| c["arguments"].to_string()).unwrap_or_default();
-        let result = entry["content"].as_str().unwrap_or_default().to_owned();
+        let arguments = call
+            .map(|c| c.value()["arguments"].to_string())
+            .unwrap_or_default();
+        let result = entry.value()["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         match context.semconv {
             Semconv::Latest => {
                 attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
@@ -407,10 +441,7 @@ fn tool_span<'e>(
             Semconv::V1_36 => events.push((
                 "gen_ai.tool.message".to_owned(),
                 vec![
-                    KeyValue::new(
-                        "id",
-                        entry["callId"].as_str().unwrap_or_default().to_owned(),
-                    ),
+                    KeyValue::new("id", entry.call_id.to_string()),
                     KeyValue::new("content", result),
                 ],
             )),
@@ -429,23 +460,20 @@ fn tool_span<'e>(
 }
 
 /// What the user said (a written turn or a simulated user).
-fn user_span(context: SpanContext<'_>, entry: &serde_json::Value) -> SpanRecord {
-    let who = entry["who"].as_str().unwrap_or("scenario").to_owned();
+fn user_span(context: SpanContext<'_>, entry: &LogEntry<'_>) -> SpanRecord {
+    let who = entry.who.as_deref().unwrap_or("scenario").to_owned();
     let mut attributes = vec![
         KeyValue::new("toolgauge.who", who.clone()),
-        KeyValue::new(
-            "gen_ai.usage.input_tokens",
-            entry["inputTokens"].as_i64().unwrap_or(0),
-        ),
-        KeyValue::new(
-            "gen_ai.usage.output_tokens",
-            entry["outputTokens"].as_i64().unwrap_or(0),
-        ),
+        KeyValue::new("gen_ai.usage.input_tokens", entry.input_tokens),
+        KeyValue::new("gen_ai.usage.output_tokens", entry.output_tokens),
     ];
     if context.content {
         attributes.push(KeyValue::new(
             "toolgauge.user.text",
-            entry["text"].as_str().unwrap_or_default().to_owned(),
+            entry.value()["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
         ));
     }
     SpanRecord {
@@ -461,9 +489,9 @@ fn user_span(context: SpanContext<'_>, entry: &serde_json::Value) -> SpanRecord 
 }
 
 /// A call toolgauge made (never the model): what it found.
-fn probe_span(entry: &serde_json::Value) -> SpanRecord {
-    let tool = entry["tool"].as_str().unwrap_or_default().to_owned();
-    let passed = entry["passed"] == true;
+fn probe_span(entry: &LogEntry<'_>) -> SpanRecord {
+    let tool = entry.tool.to_string();
+    let passed = entry.passed;
     SpanRecord {
         name: format!("probe {tool}"),
         kind: SpanKind::Internal,
