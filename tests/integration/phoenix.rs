@@ -38,39 +38,53 @@ fn free_port() -> u16 {
 fn start(phoenix: &str) -> Phoenix {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let child = Command::new(phoenix)
+    let mut child = Command::new(phoenix)
         .arg("serve")
         .env("PHOENIX_WORKING_DIR", dir.path())
         .env("PHOENIX_HOST", "127.0.0.1")
         .env("PHOENIX_PORT", port.to_string())
         .env("PHOENIX_GRPC_PORT", free_port().to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Ready when it says its application has started (it migrates its
+    // database first): the lines of both streams read as they come, and
+    // drained after, so that it never blocks on a full pipe.
+    let (said, heard) = std::sync::mpsc::channel::<String>();
+    let streams: [Box<dyn std::io::Read + Send>; 2] = [
+        Box::new(child.stdout.take().unwrap()),
+        Box::new(child.stderr.take().unwrap()),
+    ];
+    for stream in streams {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stream)) {
+                let Ok(line) = line else { break };
+                let _ = said.send(line);
+            }
+        });
+    }
     let server = Phoenix {
         child,
         url: format!("http://127.0.0.1:{port}"),
         _dir: dir,
     };
-    // Ready when it answers its health check (it migrates its database
-    // first): waiting for an event, bounded.
-    toolgauge::transport::tls_ready();
-    let client = reqwest::blocking::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while client
-        .get(format!("{}/healthz", server.url))
-        .send()
-        .map_or(true, |r| !r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "phoenix did not start in 120 s");
-        std::thread::sleep(Duration::from_millis(250));
+    loop {
+        let line = heard
+            .recv_timeout(Duration::from_secs(120))
+            .expect("phoenix did not say it started within 120 s");
+        if line.contains("Application startup complete") {
+            break;
+        }
     }
+    toolgauge::transport::tls_ready();
     server
 }
 
 /// Every span Phoenix holds in its default project, once it holds
-/// `expected` (it ingests in the background).
+/// `expected` (it stores what it was sent in the background: asked again
+/// at once, each answer a round trip, until it does or a minute passes).
 fn spans(phoenix: &Phoenix, expected: usize) -> Vec<Value> {
     let client = reqwest::blocking::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -88,7 +102,6 @@ fn spans(phoenix: &Phoenix, expected: usize) -> Vec<Value> {
         if data.len() >= expected || Instant::now() > deadline {
             return data;
         }
-        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
