@@ -149,41 +149,43 @@ fn job_run<'p>(
         let _coming = coming;
         let ran = match replayed {
             Some(outcome) => Ok((outcome, Vec::new())),
-            None => {
-                let lost_before = if waits {
-                    plan.chains.prerequisites_ended(job).await
-                } else {
-                    None
-                };
-                let _coming = if waits {
-                    plan.models[job.model].trial_coming()
-                } else {
-                    None
-                };
-                match lost_before {
-                    Some((before, failure)) => {
-                        let why = format!(
-                            "the trial it runs after ({}) was lost",
-                            plan.scenarios[before].name
-                        );
-                        let outcome = task::lost_before_a_turn(plan, job, failure, &why, notices);
-                        Ok((outcome, Vec::new()))
-                    }
-                    None => {
-                        let _under_way = match &admission[job.model] {
-                            Some(slots) => Some(slots.acquire().await.expect("never closed")),
-                            None => None,
-                        };
-                        run_trial(plan, job, notices).await
-                    }
-                }
-            }
+            None => run_in_turn(plan, job, waits, admission, notices).await,
         };
         if let Ok((outcome, _)) = &ran {
             plan.chains.ended(job, outcome.lost());
         }
         ran
     }
+}
+
+/// A trial run in its turn: once the trials it follows have ended (lost
+/// with them when one was lost, charged alike), then once its model has
+/// a slot.
+async fn run_in_turn(
+    plan: &RunPlan,
+    job: Job,
+    waits: bool,
+    admission: &[Option<tokio::sync::Semaphore>],
+    notices: &Notices,
+) -> Result<(TrialOutcome, Vec<u8>), RunError> {
+    let _coming = if waits {
+        if let Some((before, failure)) = plan.chains.prerequisites_ended(job).await {
+            let why = format!(
+                "the trial it runs after ({}) was lost",
+                plan.scenarios[before].name
+            );
+            let outcome = task::lost_before_a_turn(plan, job, failure, &why, notices);
+            return Ok((outcome, Vec::new()));
+        }
+        plan.models[job.model].trial_coming()
+    } else {
+        None
+    };
+    let _under_way = match &admission[job.model] {
+        Some(slots) => Some(slots.acquire().await.expect("never closed")),
+        None => None,
+    };
+    run_trial(plan, job, notices).await
 }
 
 /// One trial: a task's agent loop, or attempts until success (see
