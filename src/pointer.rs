@@ -23,8 +23,11 @@ impl Pointer {
 
     /// The value under `key` of the object here.
     pub fn key(mut self, key: &str) -> Pointer {
+        let key = segment(key);
+        // One allocation: a pointer is often cloned just to be extended.
+        self.0.reserve_exact(1 + key.len());
         self.0.push('/');
-        self.0.push_str(&segment(key));
+        self.0.push_str(&key);
         self
     }
 
@@ -61,12 +64,14 @@ impl Pointer {
 
     /// The key or index of its last segment, unescaped (none at the root).
     pub fn last(&self) -> Option<String> {
-        self.0.rsplit_once('/').map(|(_, last)| key_of(last))
+        self.0
+            .rsplit_once('/')
+            .map(|(_, last)| key_of(last).into_owned())
     }
 
     /// The keys and indexes it names, unescaped.
     pub fn segments(&self) -> impl Iterator<Item = String> + '_ {
-        self.0.split('/').skip(1).map(key_of)
+        self.0.split('/').skip(1).map(|s| key_of(s).into_owned())
     }
 }
 
@@ -85,16 +90,21 @@ impl fmt::Display for Pointer {
 /// A key as one segment of a JSON pointer (`~` is `~0`, `/` is `~1`);
 /// borrowed when it needs neither.
 pub fn segment(key: &str) -> Cow<'_, str> {
-    if key.contains(['~', '/']) {
+    if key.bytes().any(|b| b == b'~' || b == b'/') {
         Cow::Owned(key.replace('~', "~0").replace('/', "~1"))
     } else {
         Cow::Borrowed(key)
     }
 }
 
-/// The key a segment names: [`segment`] undone.
-pub fn key_of(segment: &str) -> String {
-    segment.replace("~1", "/").replace("~0", "~")
+/// The key a segment names: [`segment`] undone; borrowed when it needed
+/// no escape.
+pub fn key_of(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
 }
 
 /// A problem at a place in a JSON value: where, and what is wrong.

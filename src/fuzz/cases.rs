@@ -1,14 +1,15 @@
 //! A tool's cases: valid instances and mutants fixed by schema, count and
 //! seed, made and judged in blocks, and their counts.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use serde_json::Value;
 
 use super::Mutation;
 use crate::pointer::Pointer;
-use crate::schema::{Compiled, generate, mutate};
+use crate::schema::mutate::{self, site_path};
+use crate::schema::{Compiled, generate};
 
 /// Counts for one mutation operator.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -134,7 +135,7 @@ pub struct Cases {
 /// `cases` mutants in all, [`BLOCK`] valid instances (and as many mutants
 /// of them) at a time, so that memory stays flat however many cases.
 pub struct CaseBlocks<'a> {
-    schema: &'a Value,
+    plan: mutate::Plan,
     reference: &'a Compiled,
     valid: generate::ValidInstances,
     left: usize,
@@ -154,7 +155,7 @@ impl<'a> CaseBlocks<'a> {
         objects_only: bool,
     ) -> CaseBlocks<'a> {
         CaseBlocks {
-            schema,
+            plan: mutate::Plan::new(schema),
             reference,
             valid: generate::ValidInstances::new(schema, seed),
             left: cases,
@@ -179,7 +180,7 @@ impl Iterator for CaseBlocks<'_> {
         } else {
             self.left - wanted
         };
-        let mut block = Cases::of(self.schema, self.reference, valid, wanted);
+        let mut block = Cases::of(&self.plan, self.reference, valid, wanted);
         if self.objects_only {
             block = block.objects_only();
         }
@@ -204,7 +205,7 @@ impl Cases {
     /// `valid` and up to `mutants` mutants of them. Mutants that the
     /// reference validator accepts are dropped: they are not really
     /// invalid.
-    fn of(schema: &Value, reference: &Compiled, valid: Vec<Value>, mutants: usize) -> Cases {
+    fn of(plan: &mutate::Plan, reference: &Compiled, valid: Vec<Value>, mutants: usize) -> Cases {
         let mut out = Cases {
             offset: 0,
             kinds: vec![CaseKind::Valid; valid.len()],
@@ -213,15 +214,27 @@ impl Cases {
         // Every (keyword, path) site gets its turn, so that `cases` covers
         // every keyword at every place rather than the one with the most
         // distinct mutants. Mutants are built only when their turn comes.
-        let mut grouped: HashMap<(Mutation, String), Vec<(usize, mutate::Site)>> = HashMap::new();
+        // Grouped by (operator, site path) numbers, then put in the order
+        // of (operator, site path as written): one table, no text keys.
+        let paths = plan.site_paths();
+        let mut grouped: Vec<Vec<(usize, mutate::Site)>> = Vec::new();
         for (i, instance) in valid.iter().enumerate() {
-            for site in mutate::sites(schema, instance) {
-                let key = (site.mutation, site_path(site.pointer.as_str()));
-                grouped.entry(key).or_default().push((i, site));
-            }
+            plan.each_site(instance, &mut |site| {
+                let slot = site.mutation as usize * paths + site.path.0 as usize;
+                if grouped.len() <= slot {
+                    grouped.resize_with(slot + 1, Vec::new);
+                }
+                grouped[slot].push((i, site));
+            });
         }
-        // In a fixed order, whatever the map's.
-        let mut grouped: Vec<_> = grouped.into_iter().collect();
+        let mut grouped: Vec<_> = grouped
+            .into_iter()
+            .filter(|sites| !sites.is_empty())
+            .map(|sites| {
+                let first = &sites[0].1;
+                ((first.mutation, plan.site_path(first.path)), sites)
+            })
+            .collect();
         grouped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut queues: Vec<std::vec::IntoIter<(usize, mutate::Site)>> = grouped
             .into_iter()
@@ -229,7 +242,7 @@ impl Cases {
             .collect();
         // The same mutant from two instances (say, "not an object") counts
         // once in a block; mutants are told apart by a hash of their value.
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::with_hasher(foldhash::fast::FixedState::with_seed(0));
         let mut made = 0;
         while made < mutants && !queues.is_empty() {
             queues.retain(|queue| queue.len() > 0);
@@ -365,9 +378,10 @@ pub fn fuzz_schema(
 }
 
 /// A hash of `value` that tells JSON values apart (integers from floats
-/// too: `5` and `5.0` are different cases).
+/// too: `5` and `5.0` are different cases), by foldhash with a fixed
+/// seed: the same everywhere, and a fifth of SipHash's cost.
 fn fingerprint(value: &Value) -> u64 {
-    fn feed(value: &Value, hasher: &mut DefaultHasher) {
+    fn feed(value: &Value, hasher: &mut impl Hasher) {
         match value {
             Value::Null => 0u8.hash(hasher),
             Value::Bool(b) => (1u8, b).hash(hasher),
@@ -390,29 +404,7 @@ fn fingerprint(value: &Value) -> u64 {
             }
         }
     }
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
     feed(value, &mut hasher);
     hasher.finish()
-}
-
-/// Where a mutant breaks the arguments, as reports group it: its JSON
-/// pointer with array indices as `*` (`/tags/*`), `/` for the whole.
-pub fn site_path(pointer: &str) -> String {
-    if pointer.is_empty() {
-        return "/".to_owned();
-    }
-    if !pointer.contains(|c: char| c.is_ascii_digit()) {
-        return pointer.to_owned();
-    }
-    pointer
-        .split('/')
-        .map(|segment| {
-            if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
-                "*"
-            } else {
-                segment
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }

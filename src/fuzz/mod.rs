@@ -15,8 +15,6 @@ pub mod shrink;
 mod tests;
 pub mod wire;
 
-pub use crate::schema::mutate::{Mutant, Mutation};
+pub use crate::schema::mutate::{Mutant, Mutation, site_path};
 pub(crate) use cases::smaller_than_kept;
-pub use cases::{
-    BLOCK, CaseBlocks, CaseKind, Cases, Counts, Example, ToolFuzz, fuzz_schema, site_path,
-};
+pub use cases::{BLOCK, CaseBlocks, CaseKind, Cases, Counts, Example, ToolFuzz, fuzz_schema};

@@ -494,3 +494,57 @@ fn valid_instances_are_varied() {
     };
     assert!(any(&|v| depth(v) >= 5), "nesting five deep");
 }
+
+/// FNV-1a: a hash whose value no Rust release changes.
+fn fnv1a(hash: &mut u64, bytes: &[u8]) {
+    for byte in bytes {
+        *hash ^= u64::from(*byte);
+        *hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+}
+
+/// The first 1,000 valid instances and the first 1,000 mutants (what
+/// each breaks, and where) of every built-in tool, at a seed, hashed.
+fn first_cases_hash(seed: u64) -> (u64, usize) {
+    let mut hash = 0xcbf2_9ce4_8422_2325;
+    let mut count = 0;
+    for name in crate::tool::BUILTIN_NAMES {
+        let def = crate::tool::builtin_definition(name).expect("a built-in tool");
+        let reference = Compiled::new(&def.parameters).unwrap();
+        let block = CaseBlocks::new(&def.parameters, &reference, 1_000_000, seed, false)
+            .next()
+            .expect("a first block");
+        let (mut valid, mut mutants) = (0, 0);
+        for (instance, kind) in block.instances.iter().zip(&block.kinds) {
+            let wanted = match kind {
+                CaseKind::Valid => &mut valid,
+                CaseKind::Mutant { .. } => &mut mutants,
+            };
+            if *wanted == 1000 {
+                continue;
+            }
+            *wanted += 1;
+            count += 1;
+            fnv1a(&mut hash, &serde_json::to_vec(instance).unwrap());
+            if let CaseKind::Mutant { mutation, pointer } = kind {
+                fnv1a(&mut hash, mutation.as_str().as_bytes());
+                fnv1a(&mut hash, pointer.as_str().as_bytes());
+            }
+            fnv1a(&mut hash, b"\n");
+        }
+    }
+    (hash, count)
+}
+
+/// Making cases faster must not make other cases: a case index names
+/// one instance for good (`--replay`, and every report's examples).
+#[test]
+fn the_same_seed_gives_the_same_first_cases_of_every_builtin_tool() {
+    let (hash, count) = first_cases_hash(0);
+    // Up to 1,000 of each of 12 tools: some tools have fewer distinct
+    // mutants in a block.
+    assert_eq!(count, 23_004, "seed 0: {count} cases");
+    assert_eq!(hash, 0xe8d6_bd3a_38a5_513d, "seed 0: {hash:#018x}");
+    let (hash, _) = first_cases_hash(7);
+    assert_eq!(hash, 0x3dc3_5060_4b4a_8c91, "seed 7: {hash:#018x}");
+}
