@@ -131,11 +131,17 @@ pub struct Cases {
     pub kinds: Vec<CaseKind>,
 }
 
+/// A block's mutation sites by (operator, site path) number, kept from
+/// block to block so that each group's vector grows once in a run.
+#[derive(Default)]
+struct SiteGroups(Vec<Vec<(usize, mutate::Site)>>);
+
 /// The blocks of cases of one schema: up to `cases` valid instances and
 /// `cases` mutants in all, [`BLOCK`] valid instances (and as many mutants
 /// of them) at a time, so that memory stays flat however many cases.
 pub struct CaseBlocks<'a> {
     plan: mutate::Plan,
+    groups: SiteGroups,
     reference: &'a Compiled,
     valid: generate::ValidInstances,
     left: usize,
@@ -156,6 +162,7 @@ impl<'a> CaseBlocks<'a> {
     ) -> CaseBlocks<'a> {
         CaseBlocks {
             plan: mutate::Plan::new(schema),
+            groups: SiteGroups::default(),
             reference,
             valid: generate::ValidInstances::new(schema, seed),
             left: cases,
@@ -180,7 +187,7 @@ impl Iterator for CaseBlocks<'_> {
         } else {
             self.left - wanted
         };
-        let mut block = Cases::of(&self.plan, self.reference, valid, wanted);
+        let mut block = Cases::of(&self.plan, self.reference, valid, wanted, &mut self.groups);
         if self.objects_only {
             block = block.objects_only();
         }
@@ -205,7 +212,13 @@ impl Cases {
     /// `valid` and up to `mutants` mutants of them. Mutants that the
     /// reference validator accepts are dropped: they are not really
     /// invalid.
-    fn of(plan: &mutate::Plan, reference: &Compiled, valid: Vec<Value>, mutants: usize) -> Cases {
+    fn of(
+        plan: &mutate::Plan,
+        reference: &Compiled,
+        valid: Vec<Value>,
+        mutants: usize,
+        groups: &mut SiteGroups,
+    ) -> Cases {
         let mut out = Cases {
             offset: 0,
             kinds: vec![CaseKind::Valid; valid.len()],
@@ -217,40 +230,38 @@ impl Cases {
         // Grouped by (operator, site path) numbers, then put in the order
         // of (operator, site path as written): one table, no text keys.
         let paths = plan.site_paths();
-        let mut grouped: Vec<Vec<(usize, mutate::Site)>> = Vec::new();
+        let groups = &mut groups.0;
         for (i, instance) in valid.iter().enumerate() {
             plan.each_site(instance, &mut |site| {
                 let slot = site.mutation as usize * paths + site.path.0 as usize;
-                if grouped.len() <= slot {
-                    grouped.resize_with(slot + 1, Vec::new);
+                if groups.len() <= slot {
+                    groups.resize_with(slot + 1, Vec::new);
                 }
-                grouped[slot].push((i, site));
+                groups[slot].push((i, site));
             });
         }
-        let mut grouped: Vec<_> = grouped
-            .into_iter()
-            .filter(|sites| !sites.is_empty())
-            .map(|sites| {
-                let first = &sites[0].1;
-                ((first.mutation, plan.site_path(first.path)), sites)
-            })
+        let key = |slot: usize| {
+            let first = &groups[slot][0].1;
+            (first.mutation, plan.site_path(first.path))
+        };
+        let mut order: Vec<usize> = (0..groups.len())
+            .filter(|slot| !groups[*slot].is_empty())
             .collect();
-        grouped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut queues: Vec<std::vec::IntoIter<(usize, mutate::Site)>> = grouped
-            .into_iter()
-            .map(|(_, sites)| sites.into_iter())
-            .collect();
+        order.sort_unstable_by(|a, b| key(*a).cmp(&key(*b)));
+        // Each group's next site.
+        let mut next = vec![0; groups.len()];
         // The same mutant from two instances (say, "not an object") counts
         // once in a block; mutants are told apart by a hash of their value.
         let mut seen = HashSet::with_hasher(foldhash::fast::FixedState::with_seed(0));
         let mut made = 0;
-        while made < mutants && !queues.is_empty() {
-            queues.retain(|queue| queue.len() > 0);
-            for queue in &mut queues {
-                let Some((i, site)) = queue.next() else {
+        while made < mutants && !order.is_empty() {
+            order.retain(|slot| next[*slot] < groups[*slot].len());
+            for &slot in &order {
+                let Some((i, site)) = groups[slot].get(next[slot]) else {
                     continue;
                 };
-                let mutant = site.apply(&valid[i]);
+                next[slot] += 1;
+                let mutant = site.apply(&valid[*i]);
                 if reference.full_is_valid(&mutant.instance)
                     || !seen.insert(fingerprint(&mutant.instance))
                 {
@@ -267,6 +278,7 @@ impl Cases {
                 }
             }
         }
+        groups.iter_mut().for_each(Vec::clear);
         let mut instances = valid;
         instances.append(&mut out.instances);
         out.instances = instances;

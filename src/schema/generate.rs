@@ -1,10 +1,11 @@
 //! Valid instances of a JSON Schema, as proptest strategies (so that
-//! failures shrink). Every instance is checked against the schema before
+//! failures shrink, within the option a choice drew: see `Pick`). Every
+//! instance is checked against the schema before
 //! use: a generator that guesses wrong produces fewer cases, never a false
 //! "valid" one.
 
 use proptest::prelude::*;
-use proptest::strategy::{BoxedStrategy, Just, Union};
+use proptest::strategy::{BoxedStrategy, Just, NewTree, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 
@@ -34,7 +35,7 @@ pub fn strategy(schema: &Value) -> BoxedStrategy<Value> {
             .and_then(Value::as_array)
             .filter(|o| !o.is_empty())
         {
-            return Union::new(options.iter().map(strategy)).boxed();
+            return Pick::new(options.iter().map(|o| (1, strategy(o)))).boxed();
         }
     }
     if let Some(parts) = s.get("allOf").and_then(Value::as_array) {
@@ -62,7 +63,7 @@ pub fn strategy(schema: &Value) -> BoxedStrategy<Value> {
         _ if s.contains_key("properties") => vec!["object"],
         _ => vec!["string", "integer", "boolean"],
     };
-    Union::new(types.into_iter().map(|t| typed(s, t))).boxed()
+    Pick::new(types.into_iter().map(|t| (1, typed(s, t)))).boxed()
 }
 
 fn typed(s: &Map<String, Value>, ty: &str) -> BoxedStrategy<Value> {
@@ -108,7 +109,7 @@ fn strings(s: &Map<String, Value>) -> BoxedStrategy<Value> {
     if let Some(max) = stated_max {
         lengths.push((1, text(UNICODE, max, max)));
     }
-    Union::new_weighted(lengths).boxed()
+    Pick::new(lengths).boxed()
 }
 
 /// Arrays of the schema's items, of its sizes and at its bounds.
@@ -126,7 +127,7 @@ fn arrays(s: &Map<String, Value>) -> BoxedStrategy<Value> {
     if let Some(stated) = stated_max.filter(|m| *m <= min + 4 * SPREAD as usize) {
         sizes.push((1, sized(stated, stated)));
     }
-    Union::new_weighted(sizes).boxed()
+    Pick::new(sizes).boxed()
 }
 
 /// Objects with every required property and some optional ones (and,
@@ -144,7 +145,7 @@ fn objects(s: &Map<String, Value>) -> BoxedStrategy<Value> {
             if required.contains(&name) {
                 value.prop_map(move |v| Some((name.clone(), v))).boxed()
             } else {
-                prop::option::of(value.prop_map(move |v| (name.clone(), v))).boxed()
+                maybe(0.5, value.prop_map(move |v| (name.clone(), v)).boxed())
             }
         })
         .collect();
@@ -160,7 +161,7 @@ fn objects(s: &Map<String, Value>) -> BoxedStrategy<Value> {
     if !open {
         return object.prop_map(Value::Object).boxed();
     }
-    (object, prop::option::weighted(0.15, any_json()))
+    (object, maybe(0.15, any_json()))
         .prop_map(|(mut object, extra)| {
             if let Some(extra) = extra {
                 let mut name = "extra".to_owned();
@@ -225,7 +226,7 @@ fn numbers(s: &Map<String, Value>, integer: bool) -> BoxedStrategy<Value> {
                 .boxed(),
         ));
     }
-    Union::new_weighted(options).boxed()
+    Pick::new(options).boxed()
 }
 
 /// Characters of plain text.
@@ -391,4 +392,63 @@ impl ValidInstances {
         }
         found
     }
+}
+
+/// One of weighted strategies, drawn as proptest's `Union` draws (the
+/// same random numbers, so the same values for a seed), without the lazy
+/// trees `Union` keeps of the options before the one drawn (each with a
+/// copy of the runner), which only shrinking across options would use:
+/// a value shrinks within the option drawn.
+#[derive(Debug, Clone)]
+struct Pick<T> {
+    options: Vec<(u32, BoxedStrategy<T>)>,
+    total: u64,
+}
+
+impl<T: std::fmt::Debug + 'static> Pick<T> {
+    fn new(options: impl IntoIterator<Item = (u32, BoxedStrategy<T>)>) -> Pick<T> {
+        let options: Vec<_> = options.into_iter().collect();
+        let total = options.iter().map(|(w, _)| u64::from(*w)).sum();
+        assert!(total > 0, "Pick needs an option of some weight");
+        Pick { options, total }
+    }
+}
+
+impl<T: std::fmt::Debug + 'static> Strategy for Pick<T> {
+    type Tree = Box<dyn ValueTree<Value = T>>;
+    type Value = T;
+
+    fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
+        // Union: a uniform draw below the total, the option whose running
+        // total first passes it; each option before it forks the
+        // generator (its lazy tree's runner).
+        let drawn = proptest::num::sample_uniform_incl(runner, 0, self.total - 1);
+        let mut running = 0;
+        let pick = self
+            .options
+            .iter()
+            .take_while(|(weight, _)| {
+                running += u64::from(*weight);
+                running <= drawn
+            })
+            .count();
+        for _ in 0..pick {
+            runner.new_rng();
+        }
+        self.options[pick].1.new_tree(runner)
+    }
+}
+
+/// `prop::option::weighted(probability, value)`, drawn as it draws (a
+/// two-way `Union`, nothing first), by [`Pick`].
+fn maybe<T: Clone + std::fmt::Debug + 'static>(
+    probability: f64,
+    value: BoxedStrategy<T>,
+) -> BoxedStrategy<Option<T>> {
+    let (some, none) = proptest::strategy::float_to_weight(probability);
+    Pick::new([
+        (none, Just(None).boxed()),
+        (some, value.prop_map(Some).boxed()),
+    ])
+    .boxed()
 }

@@ -17,6 +17,10 @@ pub struct Plan {
     root: Node,
     /// Every site path a site of this schema can have, by [`SitePath`].
     paths: Vec<String>,
+    /// The whole instance's place, and what stands for it when it is not
+    /// an object.
+    root_pointer: Arc<Pointer>,
+    not_objects: [Arc<Value>; 3],
 }
 
 /// One schema object's keywords, as the operators use them.
@@ -64,6 +68,8 @@ impl Plan {
         Plan {
             root,
             paths: paths.names,
+            root_pointer: Arc::new(Pointer::root()),
+            not_objects: [json!([]), json!("arguments"), json!(1)].map(Arc::new),
         }
     }
 
@@ -87,13 +93,13 @@ impl Plan {
 
     /// [`Plan::sites`], each handed to `take` as it is found.
     pub fn each_site(&self, instance: &Value, take: &mut dyn FnMut(Site)) {
-        let root = Arc::new(Pointer::root());
-        for not_object in [json!([]), json!("arguments"), json!(1)] {
+        let root = &self.root_pointer;
+        for not_object in &self.not_objects {
             take(Site {
                 mutation: Mutation::NotAnObject,
                 pointer: root.clone(),
                 path: self.root.path,
-                edit: Edit::Replace(not_object),
+                edit: Edit::Planned(not_object.clone()),
             });
         }
         let mut emit = |mutation, pointer: &Arc<Pointer>, path, edit| {
@@ -104,7 +110,7 @@ impl Plan {
                 edit,
             })
         };
-        self.root.walk(instance, &root, &mut emit);
+        self.root.walk(instance, root, &mut emit);
     }
 }
 
