@@ -1,8 +1,7 @@
 //! Valid instances of a JSON Schema, as proptest strategies (so that
 //! failures shrink, within the option a choice drew: see `Pick`). Every
-//! instance is checked against the schema before
-//! use: a generator that guesses wrong produces fewer cases, never a false
-//! "valid" one.
+//! instance is checked against the schema before use: a generator that
+//! guesses wrong produces fewer cases, never a false "valid" one.
 
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Just, NewTree, Strategy, ValueTree};

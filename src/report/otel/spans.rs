@@ -57,7 +57,7 @@ pub struct ScenarioContent {
 }
 
 /// A session log entry, its fields read where spans need them; the
-/// rest of the line is read as JSON only for the content.
+/// whole line is read as JSON, once, only for the content.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct LogEntry<'a> {
@@ -82,15 +82,15 @@ struct LogEntry<'a> {
     #[serde(borrow)]
     who: Option<Cow<'a, str>>,
     passed: bool,
-    /// The whole line.
+    /// The whole entry, with the content (`--otlp-content`) only.
     #[serde(skip)]
-    line: &'a [u8],
+    whole: serde_json::Value,
 }
 
 impl LogEntry<'_> {
-    /// The whole entry as JSON (for the content).
-    fn value(&self) -> serde_json::Value {
-        serde_json::from_slice(self.line).unwrap_or_default()
+    /// The whole entry as JSON (null without the content).
+    fn value(&self) -> &serde_json::Value {
+        &self.whole
     }
 }
 
@@ -107,7 +107,12 @@ pub fn trial_spans(context: SpanContext<'_>, trial: FinishedTrial<'_>) -> SpanRe
             // sonic-rs skips the fields not read (texts, arguments) in
             // about half of serde_json's time; the log is toolgauge's own.
             let entry: LogEntry<'_> = sonic_rs::from_slice(line).ok()?;
-            Some(LogEntry { line, ..entry })
+            let whole = if context.content {
+                serde_json::from_slice(line).unwrap_or_default()
+            } else {
+                serde_json::Value::Null
+            };
+            Some(LogEntry { whole, ..entry })
         })
         .collect();
     let attempts: Vec<SpanRecord> = outcome

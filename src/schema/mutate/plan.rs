@@ -41,8 +41,6 @@ struct Node {
     lengths: Vec<(Mutation, Arc<Value>)>,
     pattern: Option<PatternPlan>,
     not_format: Option<Arc<Value>>,
-    /// `pattern`'s mutant that matches no pattern.
-    no_match: Arc<Value>,
     min_items: Option<u64>,
     max_items: Option<u64>,
     unique_items: bool,
@@ -55,6 +53,8 @@ struct Node {
 
 #[derive(Debug, Clone)]
 struct PatternPlan {
+    /// The mutant that matches no pattern.
+    no_match: Arc<Value>,
     /// `\d`: ASCII digits only, where other engines take any.
     digits: bool,
     /// Ends at `$`: the very end, where other engines allow a newline.
@@ -194,6 +194,7 @@ impl Node {
                 .get("pattern")
                 .and_then(Value::as_str)
                 .map(|pattern| PatternPlan {
+                    no_match: Arc::new(json!(" \u{7f}~no match~ ")),
                     digits: pattern.contains("\\d"),
                     anchored: pattern.ends_with('$') && !pattern.ends_with("\\$"),
                 }),
@@ -201,7 +202,6 @@ impl Node {
                 .get("format")
                 .and_then(Value::as_str)
                 .map(|format| Arc::new(json!(format!("[not a {format}")))),
-            no_match: Arc::new(json!(" \u{7f}~no match~ ")),
             min_items: count(schema, "minItems").filter(|m| *m > 0),
             max_items: count(schema, "maxItems"),
             unique_items: schema.get("uniqueItems") == Some(&Value::Bool(true)),
@@ -303,7 +303,7 @@ impl Node {
                 Mutation::Pattern,
                 pointer,
                 self.path,
-                Edit::Planned(self.no_match.clone()),
+                Edit::Planned(pattern.no_match.clone()),
             );
             // ECMA-262 patterns: `\d` is ASCII digits only, and `$` the
             // very end, where Python's `re` also takes other digits and a
